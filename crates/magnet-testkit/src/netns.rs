@@ -1,0 +1,159 @@
+//! Named network namespaces (`ip netns add`) with teardown on drop, and ways to run code
+//! or programs inside them.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Once};
+
+use nix::sched::{setns, CloneFlags};
+
+use crate::{io_err, ip, run, run_quiet, Error, Result};
+
+/// Prefix of every namespace this kit makes; followed by `<pid>-<n>` so that a
+/// namespace left by a killed test process can be recognised and reaped.
+const NS_PREFIX: &str = "magnet-";
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A number unique within this process, for names.
+pub(crate) fn next_id() -> u32 {
+    COUNTER.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A named network namespace. Cheap to clone; the namespace is deleted when the last
+/// clone is dropped (links inside it go with it).
+#[derive(Clone)]
+pub struct Netns(Arc<Inner>);
+
+struct Inner {
+    name: String,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        run_quiet(Command::new("ip").args(["netns", "del", &self.name]));
+    }
+}
+
+impl std::fmt::Debug for Netns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Netns({})", self.name())
+    }
+}
+
+impl Netns {
+    /// Creates `magnet-<pid>-<n>` with `lo` up and IPv6 off.
+    ///
+    /// IPv6 is off so that neighbour discovery and MLD reports do not add packets to
+    /// captures and interface counters that tests compare exactly.
+    pub fn new() -> Result<Netns> {
+        static REAP: Once = Once::new();
+        REAP.call_once(reap_stale);
+
+        let name = format!("{NS_PREFIX}{}-{}", std::process::id(), next_id());
+        run(Command::new("ip").args(["netns", "add", &name]))?;
+        // From here on Drop cleans up, even if the rest fails.
+        let ns = Netns(Arc::new(Inner { name }));
+        ns.sysctl("net/ipv6/conf/all/disable_ipv6", "1")?;
+        ns.sysctl("net/ipv6/conf/default/disable_ipv6", "1")?;
+        run(&mut ip(Some(&ns), &["link", "set", "lo", "up"]))?;
+        Ok(ns)
+    }
+
+    /// The namespace's name, as `ip netns list` shows it.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// The bind mount that keeps the namespace alive: `/run/netns/<name>`.
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from("/run/netns").join(self.name())
+    }
+
+    /// `ip netns exec <name> <program>`: a program run inside the namespace (with its
+    /// own `/sys`, so `/sys/class/net` shows this namespace's interfaces).
+    pub fn command(&self, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", self.name(), program]);
+        c
+    }
+
+    /// Writes `/proc/sys/<key>` (e.g. `net/ipv4/ip_forward`) inside the namespace.
+    pub fn sysctl(&self, key: &str, value: &str) -> Result<()> {
+        let path = format!("/proc/sys/{key}");
+        run_in_netns(self, || std::fs::write(&path, value))?
+            .map_err(io_err(format!("writing {path} in netns {}", self.name())))
+    }
+
+    /// Turns IPv4 forwarding on or off, for namespaces that relay.
+    pub fn set_forwarding(&self, on: bool) -> Result<()> {
+        self.sysctl("net/ipv4/ip_forward", if on { "1" } else { "0" })
+    }
+}
+
+/// A command run in `netns`, or in the caller's namespace when `None`.
+pub fn command(netns: Option<&Netns>, program: &str) -> Command {
+    match netns {
+        Some(ns) => ns.command(program),
+        None => Command::new(program),
+    }
+}
+
+/// Runs `f` on a new thread that has `setns`'d into `netns`, and returns its result.
+///
+/// Sockets made inside `f` stay in that namespace after it returns, so a listener can
+/// be bound here and accepted on from any thread. Only the network namespace changes:
+/// `/sys` still shows the caller's interfaces (use [`Netns::command`] or
+/// [`crate::iface_counters`] for those). A panic in `f` is passed on to the caller.
+pub fn run_in_netns<R, F>(netns: &Netns, f: F) -> Result<R>
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    let path = netns.path();
+    let file = File::open(&path).map_err(io_err(format!("opening {}", path.display())))?;
+    let joined = std::thread::scope(|s| {
+        s.spawn(move || {
+            setns(&file, CloneFlags::CLONE_NEWNET)
+                .map_err(|e| Error::Other(format!("setns into {}: {e}", path.display())))?;
+            Ok(f())
+        })
+        .join()
+    });
+    match joined {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Deletes namespaces (and root-namespace links) left behind by test processes that
+/// no longer exist, e.g. killed by a timeout before their Drop ran. Only names this
+/// kit makes are touched, and only when the owning pid is gone, so concurrent test
+/// runs of other people are safe.
+fn reap_stale() {
+    let dead = |pid: u32| !std::path::Path::new(&format!("/proc/{pid}")).exists();
+    if let Ok(dir) = std::fs::read_dir("/run/netns") {
+        for entry in dir.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix(NS_PREFIX)
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(dead) {
+                run_quiet(Command::new("ip").args(["netns", "del", &name]));
+            }
+        }
+    }
+    if let Ok(dir) = std::fs::read_dir("/sys/class/net") {
+        for entry in dir.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = crate::link::owner_pid(&name) {
+                if dead(pid) {
+                    run_quiet(Command::new("ip").args(["link", "del", &name]));
+                }
+            }
+        }
+    }
+}
