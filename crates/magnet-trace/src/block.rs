@@ -1,0 +1,107 @@
+//! The byte layout of a trace, without I/O: file header and blocks.
+//!
+//! ```text
+//! file   = preamble header-json block* end?
+//! preamble (20 bytes) = "MAGNETTR" version:u16 bom:u16 json_len:u32 json_crc:u32
+//! block  (16-byte head) = "MGBK" payload_len:u32 count:u32 crc32(payload):u32, payload
+//! payload = (len:u32 record[len])*        each record starts with the 24-byte header
+//! end    = "MGND" json_len:u32 0:u32 crc32(json):u32, footer json
+//! ```
+//! All integers little-endian. docs/FORMAT.md is the full description.
+
+pub const MAGIC: &[u8; 8] = b"MAGNETTR";
+pub const VERSION: u16 = 1;
+pub const BOM: u16 = 0x0102;
+pub const PREAMBLE_LEN: usize = 20;
+pub const BLOCK_MAGIC: &[u8; 4] = b"MGBK";
+pub const END_MAGIC: &[u8; 4] = b"MGND";
+pub const BLOCK_HEAD_LEN: usize = 16;
+/// Largest payload a reader accepts: guards allocation against a corrupt length.
+pub const MAX_BLOCK_PAYLOAD: usize = 64 << 20;
+/// Largest header JSON a reader accepts.
+pub const MAX_HEADER_JSON: usize = 16 << 20;
+/// Blocks are cut at about this size by the writer.
+pub const DEFAULT_BLOCK_TARGET: usize = 256 << 10;
+
+pub fn crc(bytes: &[u8]) -> u32 {
+    crc32fast::hash(bytes)
+}
+
+pub fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
+}
+
+pub fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes(b[at..at + 2].try_into().expect("2 bytes"))
+}
+
+pub fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Accumulates records into one block payload. The recorder's drain fills it
+/// and hands finished blocks to a writer thread.
+#[derive(Default)]
+pub struct BlockBuilder {
+    payload: Vec<u8>,
+    count: u32,
+}
+
+impl BlockBuilder {
+    pub fn with_capacity(bytes: usize) -> Self {
+        BlockBuilder { payload: Vec::with_capacity(bytes), count: 0 }
+    }
+
+    pub fn push(&mut self, record: &[u8]) {
+        self.payload.extend_from_slice(&(record.len() as u32).to_le_bytes());
+        self.payload.extend_from_slice(record);
+        self.count += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.payload.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// The encoded block (head + payload); the builder is left empty for reuse.
+    pub fn take_encoded(&mut self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(BLOCK_HEAD_LEN + self.payload.len());
+        out.extend_from_slice(BLOCK_MAGIC);
+        out.extend_from_slice(&(self.payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&crc(&self.payload).to_le_bytes());
+        out.extend_from_slice(&self.payload);
+        self.payload.clear();
+        self.count = 0;
+        out
+    }
+}
+
+/// The preamble and header JSON.
+pub fn encode_preamble(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(PREAMBLE_LEN + json.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&BOM.to_le_bytes());
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc(json).to_le_bytes());
+    out.extend_from_slice(json);
+    out
+}
+
+pub fn encode_end(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(BLOCK_HEAD_LEN + json.len());
+    out.extend_from_slice(END_MAGIC);
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&crc(json).to_le_bytes());
+    out.extend_from_slice(json);
+    out
+}

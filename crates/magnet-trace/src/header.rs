@@ -1,0 +1,83 @@
+//! The self-describing trace header: who wrote the trace, on which host and
+//! kernel, how to turn its timestamps into wall-clock time, what each record
+//! means (the catalog), and with which settings it was recorded.
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::Catalog;
+
+/// Maps the kernel's CLOCK_MONOTONIC (record timestamps) to wall-clock time:
+/// both clocks were read back to back when recording started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockMap {
+    pub monotonic_ns: u64,
+    pub realtime_ns: u64,
+}
+
+impl ClockMap {
+    /// Wall-clock nanoseconds since the Unix epoch for a record timestamp.
+    pub fn to_realtime(&self, ts_ns: u64) -> i128 {
+        self.realtime_ns as i128 + (ts_ns as i128 - self.monotonic_ns as i128)
+    }
+}
+
+/// Which kernel hook fed a layer, and whether it attached.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LayerSource {
+    pub layer: String,
+    pub hooks: Vec<String>,
+    /// Hooks wanted but not attached, each with the reason.
+    #[serde(default)]
+    pub missing: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Version of magnet that wrote the trace.
+    pub writer: String,
+    pub host: String,
+    pub kernel: String,
+    pub cpus: u32,
+    pub clock: ClockMap,
+    /// `little` (only little-endian hosts write traces).
+    pub byte_order: String,
+    pub catalog: Catalog,
+    pub layers: Vec<LayerSource>,
+    /// The recorder's settings (layers, filters, buffer size …), as given.
+    pub settings: serde_json::Value,
+}
+
+impl Header {
+    /// A header for this build's catalog; callers fill in the rest.
+    pub fn new(host: String, kernel: String, cpus: u32, clock: ClockMap) -> Header {
+        Header {
+            writer: format!("magnet {}", env!("CARGO_PKG_VERSION")),
+            host,
+            kernel,
+            cpus,
+            clock,
+            byte_order: "little".to_string(),
+            catalog: Catalog::builtin(),
+            layers: Vec::new(),
+            settings: serde_json::Value::Null,
+        }
+    }
+}
+
+/// Totals the recorder writes at the end of a run (the END block).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Footer {
+    /// Records written to the trace (LOST records included).
+    pub records: u64,
+    /// Events the kernel could not record because the ring buffer was full.
+    pub lost_kernel: u64,
+    /// Records user space received but could not keep (malformed, unknown).
+    pub dropped_user: u64,
+    /// Events that passed the kernel filters, by kind name (recorded + lost).
+    #[serde(default)]
+    pub generated: std::collections::BTreeMap<String, u64>,
+    pub first_ts_ns: u64,
+    pub last_ts_ns: u64,
+    /// Why the recording ended (`command exited`, `duration`, `SIGINT` …).
+    pub end_reason: String,
+}
