@@ -98,6 +98,7 @@ impl Capture {
     /// Stops tcpdump with SIGINT and waits for it, so the file is complete (`-U` flushes
     /// each packet, SIGINT flushes the rest), and hands the file over.
     pub fn stop(mut self) -> Result<PcapFile> {
+        self.settle();
         let pid = Pid::from_raw(self.child.id() as i32);
         kill(pid, Signal::SIGINT).map_err(|e| Error::Other(format!("SIGINT tcpdump: {e}")))?;
         let deadline = Instant::now() + TCPDUMP_TIMEOUT;
@@ -133,9 +134,28 @@ impl Capture {
         let file = PcapFile {
             path: std::mem::take(&mut self.path),
             captured: count("packets captured"),
+            received_by_filter: count("packets received by filter"),
             dropped_by_kernel: count("packets dropped by kernel"),
         };
         Ok(file)
+    }
+
+    /// Waits until the file has stopped growing for a while (at most a few seconds).
+    /// On SIGINT tcpdump leaves its loop at once, and packets still in the kernel ring
+    /// that it had not written yet are lost from the file; with `-U` every packet it
+    /// handles is written at once, so a still file means the ring is drained.
+    fn settle(&self) {
+        const QUIET: Duration = Duration::from_millis(150);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let size = || std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0);
+        let (mut last, mut since) = (size(), Instant::now());
+        while since.elapsed() < QUIET && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+            let now = size();
+            if now != last {
+                (last, since) = (now, Instant::now());
+            }
+        }
     }
 
     fn stderr_text(&self) -> String {
@@ -172,6 +192,9 @@ pub struct PcapFile {
     path: PathBuf,
     /// tcpdump's "N packets captured", if it said.
     pub captured: Option<u64>,
+    /// tcpdump's "N packets received by filter": more than `captured` means some were
+    /// still unread when it stopped.
+    pub received_by_filter: Option<u64>,
     /// tcpdump's "N packets dropped by kernel", if it said: non-zero means the file
     /// is not the whole truth.
     pub dropped_by_kernel: Option<u64>,

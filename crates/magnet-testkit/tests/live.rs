@@ -177,6 +177,8 @@ fn capture_sees_exactly_one_syn_and_tshark_decodes_it() {
     tcp_roundtrip(&ns, link.b().sock(7020), None);
     let pcap = cap.stop().unwrap();
     assert_eq!(pcap.dropped_by_kernel, Some(0));
+    // Everything the filter took is in the file: stop() let tcpdump drain its ring.
+    assert_eq!(pcap.captured, pcap.received_by_filter);
 
     let syns = tshark_fields(
         &pcap,
