@@ -197,7 +197,8 @@ pub struct Summary {
 }
 
 /// Errors that end a run. A run that ends with an error never reports a summary, so
-/// a summary is always the exact truth.
+/// a summary is always the exact truth. The OS error is the `source()`, not repeated
+/// in the message, so `{:#}` chains print it once.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("invalid {what} `{input}`: {why}")]
@@ -206,19 +207,19 @@ pub enum Error {
         input: String,
         why: String,
     },
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         what: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("entering network namespace {path}: {source}")]
+    #[error("entering network namespace {path}")]
     Netns {
         path: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("{proto} call {call} (of {size} bytes) failed: {source}")]
+    #[error("{proto} call {call} (of {size} bytes) failed")]
     Send {
         proto: &'static str,
         call: u64,

@@ -56,7 +56,7 @@ pub enum Error {
         stderr: String,
     },
     /// A file or system call failed.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Io {
         what: String,
         #[source]
