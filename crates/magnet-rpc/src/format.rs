@@ -1,0 +1,73 @@
+//! Output: rpcspy's bar-separated line and JSON lines.
+//!
+//! rpcspy line: `timestamp | execution-time | server | client.uid | command | arguments |
+//! reply-data` — timestamp of the reply in seconds with microseconds, execution time in
+//! microseconds. Unanswered calls show the call's timestamp, `-` for the time, and
+//! `no reply`.
+
+use std::fmt::Write;
+
+use crate::progs;
+use crate::{Outcome, Transaction};
+
+fn ts(ns: i64) -> String {
+    format!(
+        "{}.{:06}",
+        ns.div_euclid(1_000_000_000),
+        ns.rem_euclid(1_000_000_000) / 1000
+    )
+}
+
+/// One rpcspy line (no newline). `concise` drops arguments and reply data.
+pub fn rpcspy_line(t: &Transaction, concise: bool) -> String {
+    let mut s = String::with_capacity(160);
+    let when = t.reply_ts_ns.unwrap_or(t.call_ts_ns);
+    let exec = match t.exec_ns() {
+        Some(ns) => (ns / 1000).to_string(),
+        None => "-".into(),
+    };
+    let uid = t
+        .cred
+        .uid()
+        .map(|u| u.to_string())
+        .unwrap_or_else(|| "-".into());
+    let _ = write!(
+        s,
+        "{} | {} | {} | {}.{} | {}",
+        ts(when),
+        exec,
+        t.server.ip(),
+        t.client.ip(),
+        uid,
+        t.command
+    );
+    if concise {
+        if t.outcome == Outcome::NoReply {
+            s.push_str(" | no reply");
+        }
+        return s;
+    }
+    let _ = write!(s, " | {} | ", progs::fmt_args(t.proc_, &t.args));
+    match (t.outcome, t.reply_stat, &t.res) {
+        (Outcome::NoReply, _, _) => s.push_str("no reply"),
+        (_, Some(st), _) if st != crate::rpc::ReplyStat::Success => s.push_str(st.name()),
+        (_, _, Some(r)) => s.push_str(&progs::fmt_res(t.proc_, r)),
+        _ => s.push('-'),
+    }
+    s
+}
+
+/// One JSON object (no newline) with every decoded field. Field names are stable:
+/// see docs/rpc.md.
+pub fn json_line(t: &Transaction) -> String {
+    let mut v = serde_json::to_value(t).unwrap_or(serde_json::Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        o.insert(
+            "exec_us".into(),
+            t.exec_ns()
+                .map(|n| serde_json::Value::from(n as f64 / 1000.0))
+                .unwrap_or(serde_json::Value::Null),
+        );
+    }
+    v.to_string()
+}

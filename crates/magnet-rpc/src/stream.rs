@@ -1,0 +1,323 @@
+//! One direction of a TCP connection: segments put back in order (with a bounded
+//! out-of-order store), then cut into ONC-RPC records by their record marks
+//! (RFC 5531 §11), fragments joined.
+//!
+//! A stream whose start was not captured, or that lost bytes for good, is
+//! *desynchronised*: it scans forward for the next place that looks like a record mark
+//! followed by an RPC header, and counts the bytes it passed over.
+
+use crate::net::{TcpInfo, TCP_SYN};
+use crate::rpc::looks_like_rpc;
+use crate::Counters;
+
+/// Bounds for one stream.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamLimits {
+    /// Out-of-order bytes held while waiting for a missing segment; past this the hole
+    /// is declared lost.
+    pub max_ooo_bytes: usize,
+    /// How long (capture time) a hole may stay open before it is declared lost.
+    pub gap_timeout_ns: i64,
+    /// Largest RPC record accepted (all fragments together).
+    pub max_record: usize,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        StreamLimits {
+            max_ooo_bytes: 4 << 20,
+            gap_timeout_ns: 2_000_000_000,
+            max_record: 8 << 20,
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct Stream {
+    next: Option<u32>,
+    synced: bool,
+    /// Set when the stream began with a SYN and its first record was not RPC.
+    pub not_rpc: bool,
+    first_record_pending: bool,
+    /// In-order bytes not yet consumed.
+    buf: Vec<u8>,
+    /// Fragments of the current record.
+    rec: Vec<u8>,
+    rec_dropping: bool,
+    ooo: Vec<(u32, Vec<u8>)>,
+    ooo_bytes: usize,
+    ooo_since: i64,
+    pub last_ts: i64,
+}
+
+fn rel(a: u32, b: u32) -> i64 {
+    a.wrapping_sub(b) as i32 as i64
+}
+
+impl Stream {
+    /// Bytes held by this stream.
+    pub fn held(&self) -> usize {
+        self.buf.capacity() + self.rec.capacity() + self.ooo_bytes
+    }
+
+    /// Feeds one segment; complete records go to `out`.
+    pub fn segment(
+        &mut self,
+        ts: i64,
+        tcp: TcpInfo,
+        data: &[u8],
+        lim: &StreamLimits,
+        c: &mut Counters,
+        out: &mut dyn FnMut(&[u8]),
+    ) {
+        self.last_ts = ts;
+        if tcp.flags & TCP_SYN != 0 {
+            // A new connection (or a SYN retransmitted): start clean.
+            let fresh = Stream {
+                next: Some(tcp.seq.wrapping_add(1)),
+                synced: true,
+                first_record_pending: true,
+                last_ts: ts,
+                ..Default::default()
+            };
+            *self = fresh;
+            return;
+        }
+        if self.not_rpc || data.is_empty() {
+            return;
+        }
+        let next = match self.next {
+            Some(n) => n,
+            None => {
+                // Capture began mid-stream.
+                self.next = Some(tcp.seq);
+                self.synced = false;
+                tcp.seq
+            }
+        };
+        let r = rel(tcp.seq, next);
+        let end_rel = r + data.len() as i64;
+        if end_rel <= 0 {
+            c.tcp_retransmitted += 1;
+        } else if r <= 0 {
+            let skip = (-r) as usize;
+            self.in_order(&data[skip..], lim, c, out);
+            self.drain_ooo(lim, c, out);
+        } else {
+            c.tcp_out_of_order += 1;
+            if self.ooo.is_empty() {
+                self.ooo_since = ts;
+            }
+            if !self
+                .ooo
+                .iter()
+                .any(|(s, d)| *s == tcp.seq && d.len() >= data.len())
+            {
+                self.ooo_bytes += data.len();
+                self.ooo.push((tcp.seq, data.to_vec()));
+            }
+        }
+        if !self.ooo.is_empty()
+            && (self.ooo_bytes > lim.max_ooo_bytes || ts - self.ooo_since > lim.gap_timeout_ns)
+        {
+            self.skip_gap(lim, c, out);
+        }
+    }
+
+    /// Gives up on every hole: used at the end of a capture and when bounds are hit.
+    pub fn flush(&mut self, lim: &StreamLimits, c: &mut Counters, out: &mut dyn FnMut(&[u8])) {
+        while !self.ooo.is_empty() {
+            self.skip_gap(lim, c, out);
+        }
+    }
+
+    fn skip_gap(&mut self, lim: &StreamLimits, c: &mut Counters, out: &mut dyn FnMut(&[u8])) {
+        let Some(next) = self.next else { return };
+        let Some(first) = self.ooo.iter().map(|(s, _)| rel(*s, next)).min() else {
+            return;
+        };
+        if first > 0 {
+            c.tcp_gap_bytes += first as u64;
+            self.next = Some(next.wrapping_add(first as u32));
+            self.desync(c);
+        }
+        self.drain_ooo(lim, c, out);
+    }
+
+    fn desync(&mut self, c: &mut Counters) {
+        if self.synced {
+            c.tcp_resyncs += 1;
+        }
+        self.synced = false;
+        c.tcp_skipped_bytes += self.buf.len() as u64;
+        self.buf.clear();
+        self.rec.clear();
+        self.rec_dropping = false;
+        self.first_record_pending = false;
+    }
+
+    fn drain_ooo(&mut self, lim: &StreamLimits, c: &mut Counters, out: &mut dyn FnMut(&[u8])) {
+        loop {
+            let Some(next) = self.next else { return };
+            let mut progressed = false;
+            let mut i = 0;
+            while i < self.ooo.len() {
+                let r = rel(self.ooo[i].0, next);
+                let len = self.ooo[i].1.len() as i64;
+                if r <= 0 {
+                    let (_, d) = self.ooo.swap_remove(i);
+                    self.ooo_bytes -= d.len();
+                    if r + len > 0 {
+                        self.in_order(&d[(-r) as usize..], lim, c, out);
+                        progressed = true;
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn in_order(
+        &mut self,
+        data: &[u8],
+        lim: &StreamLimits,
+        c: &mut Counters,
+        out: &mut dyn FnMut(&[u8]),
+    ) {
+        self.next = self.next.map(|n| n.wrapping_add(data.len() as u32));
+        if self.buf.is_empty() {
+            let used = self.records(data, lim, c, out);
+            if !self.not_rpc {
+                self.buf.extend_from_slice(&data[used..]);
+            }
+        } else {
+            let mut buf = std::mem::take(&mut self.buf);
+            buf.extend_from_slice(data);
+            let used = self.records(&buf, lim, c, out);
+            buf.drain(..used);
+            if self.buf.is_empty() && !self.not_rpc {
+                self.buf = buf;
+            }
+        }
+    }
+
+    /// Consumes whole fragments from `d`; returns how many bytes were used.
+    fn records(
+        &mut self,
+        d: &[u8],
+        lim: &StreamLimits,
+        c: &mut Counters,
+        out: &mut dyn FnMut(&[u8]),
+    ) -> usize {
+        let mut p = 0;
+        loop {
+            if !self.synced {
+                match find_record(&d[p..], lim.max_record) {
+                    Some(k) => {
+                        c.tcp_skipped_bytes += k as u64;
+                        p += k;
+                        self.synced = true;
+                    }
+                    None => {
+                        // Keep a tail long enough to hold the start of a record.
+                        let keep = (d.len() - p).min(35);
+                        let skip = d.len() - p - keep;
+                        c.tcp_skipped_bytes += skip as u64;
+                        return p + skip;
+                    }
+                }
+            }
+            let rest = &d[p..];
+            if rest.len() < 4 {
+                return p;
+            }
+            let mark = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
+            let last = mark & 0x8000_0000 != 0;
+            let len = (mark & 0x7fff_ffff) as usize;
+            let starting = self.rec.is_empty() && !self.rec_dropping;
+            if starting {
+                let need = len.min(32);
+                if rest.len() < 4 + need {
+                    return p;
+                }
+                if len > lim.max_record || !looks_like_rpc(&rest[4..4 + need]) {
+                    if self.first_record_pending {
+                        // The connection was seen from its SYN and does not speak RPC.
+                        self.not_rpc = true;
+                        c.not_rpc += 1;
+                        self.buf = Vec::new();
+                        return d.len();
+                    }
+                    c.tcp_resyncs += 1;
+                    self.synced = false;
+                    p += 1;
+                    c.tcp_skipped_bytes += 1;
+                    continue;
+                }
+                self.first_record_pending = false;
+            }
+            if rest.len() < 4 + len {
+                return p;
+            }
+            let frag = &rest[4..4 + len];
+            if self.rec_dropping || self.rec.len() + len > lim.max_record {
+                if !self.rec_dropping {
+                    c.records_too_large += 1;
+                }
+                self.rec.clear();
+                self.rec_dropping = !last;
+            } else if last && self.rec.is_empty() {
+                out(frag);
+            } else {
+                self.rec.extend_from_slice(frag);
+                if last {
+                    out(&self.rec);
+                    self.rec.clear();
+                }
+            }
+            p += 4 + len;
+        }
+    }
+}
+
+/// Finds the first offset in `d` that looks like the start of an RPC record: a record
+/// mark with a sane length followed by a plausible call or reply header, and, when the
+/// record ends inside `d`, followed by another plausible mark.
+pub fn find_record(d: &[u8], max_record: usize) -> Option<usize> {
+    if d.len() < 4 + 24 {
+        return None;
+    }
+    let mut p = 0;
+    while p + 4 + 24 <= d.len() {
+        // Fast reject: the message type word (mark + xid) must be 0 or 1.
+        let mt = &d[p + 8..p + 12];
+        if mt[0] == 0 && mt[1] == 0 && mt[2] == 0 && mt[3] <= 1 {
+            let mark = u32::from_be_bytes([d[p], d[p + 1], d[p + 2], d[p + 3]]);
+            let len = (mark & 0x7fff_ffff) as usize;
+            let hdr = &d[p + 4..(p + 4 + len.min(32)).min(d.len())];
+            if (24..=max_record).contains(&len) && hdr.len() == len.min(32) && looks_like_rpc(hdr) {
+                let after = p + 4 + len;
+                let follow_ok = if after + 12 <= d.len() {
+                    let m2 =
+                        u32::from_be_bytes([d[after], d[after + 1], d[after + 2], d[after + 3]]);
+                    let l2 = (m2 & 0x7fff_ffff) as usize;
+                    (24..=max_record).contains(&l2)
+                        && d[after + 8..after + 11] == [0, 0, 0]
+                        && d[after + 11] <= 1
+                } else {
+                    true
+                };
+                if follow_ok {
+                    return Some(p);
+                }
+            }
+        }
+        p += 1;
+    }
+    None
+}
