@@ -18,12 +18,30 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Record a built-in loopback workload and show what each layer did (start here).
+    Demo(cmd::demo::DemoArgs),
+    /// Record what applications ask of the network and what each layer makes of it.
+    Record(cmd::record::RecordArgs),
+    /// Summarise a trace: host, kernel, duration, events per kind and layer, losses.
+    Info(cmd::info::InfoArgs),
+    /// Print a trace one event per line, in time order (or as JSON lines).
+    Parse(cmd::parse::ParseArgs),
+    /// Decode ONC-RPC/NFS calls and replies from a capture or interface (rpcspy).
+    Rpc(cmd::rpc::RpcArgs),
+    /// Reconstruct NFS file sessions and statistics from a capture (nfstrace).
+    Nfs(cmd::nfs::NfsArgs),
     /// Generate traffic with exact, known counts (the workload tests and the demo trace).
     Loadgen(cmd::loadgen::LoadgenArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Demo(args) => cmd::demo::run(args),
+        Command::Record(args) => cmd::record::run(args),
+        Command::Info(args) => cmd::info::run(args),
+        Command::Parse(args) => cmd::parse::run(args),
+        Command::Rpc(args) => cmd::rpc::run(args),
+        Command::Nfs(args) => cmd::nfs::run(args),
         Command::Loadgen(args) => cmd::loadgen::run(args),
     }
 }

@@ -152,10 +152,11 @@ impl Layout {
         self.at += bytes;
         self
     }
-    fn snap(self) -> Self {
+    /// The TCP snapshot; `ports` false where the body already has the ports.
+    fn snap(self, ports: bool) -> Self {
         use FieldType::*;
-        self.f("sport", U16)
-            .f("dport", U16)
+        let l = if ports { self.f("sport", U16).f("dport", U16) } else { self.pad(4) };
+        l
             .f("state", TcpState)
             .f("ca_state", U8)
             .pad(2)
@@ -260,7 +261,7 @@ impl Catalog {
             .pad(6)
             .f("saddr", Addr)
             .f("daddr", Addr);
-        add(kind::TCP_STATE, "tcp_state", "tcp", "tp_btf/inet_sock_set_state", 80, state.snap());
+        add(kind::TCP_STATE, "tcp_state", "tcp", "tp_btf/inet_sock_set_state", 80, state.snap(false));
         let tcp = || {
             Layout::body()
                 .f("cookie", U64)
@@ -269,7 +270,7 @@ impl Catalog {
                 .f("seq", U32)
                 .f("ack", U32)
                 .f("arg", U32)
-                .snap()
+                .snap(true)
         };
         add(kind::TCP_RCV, "tcp_rcv", "tcp", "tp_btf/tcp_probe", 56, tcp());
         add(kind::TCP_SENDMSG, "tcp_sendmsg", "tcp", "tp_btf/tcp_sendmsg_locked", 56, tcp());

@@ -1,0 +1,209 @@
+//! `magnet record`: trace a command, some processes, or the whole host.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use magnet_record::{parse_layers, parse_size, Filters, Layer, RecordConfig, RunOptions, Summary, Target};
+
+use super::units::parse_duration;
+
+const AFTER_HELP: &str = "\
+Examples:
+  magnet record -o run.mgt -- curl -s http://127.0.0.1:8080/big   trace one command and its children
+  magnet record -o run.mgt --all --duration 10s                    the whole host for 10 s
+  magnet record -o run.mgt -p 1234 --layers app,tcp,ip,dev --tcp-state --buffer 64MiB
+  magnet record -o run.mgt --all --port 5201 --layers all          one port, every layer
+
+Layers: app (send/recv calls), tcp (state changes, segments received, data queued,
+retransmits, resets), ip (netfilter hooks in and out), qdisc (enqueue/dequeue), dev
+(queued, handed to driver, transmit done, received), drop (kfree_skb with reason),
+sched (context switches, wake-ups, fork, exit). Default: app,tcp,ip,dev.
+
+Filters run in the kernel: an event that does not match costs a map lookup, not a
+record. Task filters (-- COMMAND, -p, --comm, --cgroup) decide which sockets are
+traced; packets are then attributed to those sockets (transmit: by the skb's socket;
+receive: by the socket's flow). --port and --host narrow any of them further.
+
+When the ring buffer is full the kernel counts what it could not record and writes a
+LOST record with the count as soon as there is room: nothing is lost silently.
+Needs root and a kernel with BTF (Linux 6.4+ for every layer). Ctrl-C or SIGTERM ends
+a recording cleanly; the trace stays readable up to its last block even if killed.";
+
+#[derive(Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct RecordArgs {
+    /// Trace file to write.
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "magnet.mgt")]
+    output: PathBuf,
+
+    /// Trace the whole host (all processes).
+    #[arg(long, conflicts_with_all = ["pid", "command"])]
+    all: bool,
+
+    /// Trace this process and what it forks from now on (repeatable).
+    #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "command")]
+    pid: Vec<u32>,
+
+    /// Only tasks with this name (as in /proc/PID/comm, at most 15 bytes).
+    #[arg(long, value_name = "NAME")]
+    comm: Option<String>,
+
+    /// Only tasks in this cgroup v2 directory (e.g. /sys/fs/cgroup/system.slice/nginx.service).
+    #[arg(long, value_name = "PATH")]
+    cgroup: Option<PathBuf>,
+
+    /// Only flows with this port at either end.
+    #[arg(long, value_name = "PORT")]
+    port: Option<u16>,
+
+    /// Only flows with this address at either end.
+    #[arg(long, value_name = "ADDR")]
+    host: Option<IpAddr>,
+
+    /// Layers to record, comma-separated, or `all`.
+    #[arg(long, value_name = "LIST", default_value = "app,tcp,ip,dev", value_parser = parse_layers)]
+    layers: std::collections::BTreeSet<Layer>,
+
+    /// Add MAGNeT's TCP snapshot (windows, RTT, cwnd, sequence numbers) to every tcp event.
+    #[arg(long)]
+    tcp_state: bool,
+
+    /// Ring buffer size (rounded up to a power of two), e.g. 64MiB.
+    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size)]
+    buffer: u64,
+
+    /// Stop after this long (e.g. 10s, 500ms); default: until the command exits or Ctrl-C.
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration)]
+    duration: Option<Duration>,
+
+    /// No status line and no summary.
+    #[arg(short, long)]
+    quiet: bool,
+
+    /// Print the summary as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+
+    /// The command to run and trace (after --).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+pub fn run(args: RecordArgs) -> Result<ExitCode> {
+    let target = if !args.command.is_empty() {
+        Target::Command(args.command.clone())
+    } else if !args.pid.is_empty() {
+        Target::Pids
+    } else if args.all || args.comm.is_some() || args.cgroup.is_some() {
+        Target::All
+    } else {
+        bail!("say what to trace: `-- COMMAND [ARGS]`, `-p PID`, `--comm NAME`, `--cgroup PATH` or `--all`");
+    };
+    let mut config = RecordConfig::new(args.output.clone());
+    config.layers = args.layers.clone();
+    config.tcp_state = args.tcp_state;
+    config.set_buffer(args.buffer);
+    config.filters = Filters {
+        pids: args.pid.clone(),
+        comm: args.comm.clone(),
+        cgroup: args.cgroup.clone(),
+        port: args.port,
+        host: args.host,
+    };
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
+    }
+    let status = !args.quiet && std::io::stderr().is_terminal();
+    let bar = status.then(|| {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
+        b
+    });
+    let progress: Option<Box<dyn FnMut(&magnet_record::Progress)>> = bar.clone().map(|b| {
+        let mut last = (0u64, Duration::ZERO);
+        Box::new(move |p: &magnet_record::Progress| {
+            let dt = (p.elapsed - last.1).as_secs_f64().max(1e-3);
+            let rate = (p.records - last.0) as f64 / dt;
+            last = (p.records, p.elapsed);
+            b.set_message(format!(
+                "recording {:.1}s  {} events  {:.0} ev/s  {:.1} MB  lost {}",
+                p.elapsed.as_secs_f64(),
+                p.records,
+                rate,
+                p.bytes as f64 / 1e6,
+                p.lost
+            ));
+            b.tick();
+        }) as Box<dyn FnMut(&magnet_record::Progress)>
+    });
+
+    let summary = magnet_record::record(&config, RunOptions { target, duration: args.duration, stop, progress })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if args.json {
+        println!("{}", summary_json(&summary, &config));
+    } else if !args.quiet {
+        eprint!("{}", summary_text(&summary, &config));
+    }
+    Ok(match summary.child_status.and_then(|s| s.code()) {
+        Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        None => ExitCode::SUCCESS,
+    })
+}
+
+fn summary_json(s: &Summary, c: &RecordConfig) -> serde_json::Value {
+    serde_json::json!({
+        "output": c.output,
+        "records": s.records,
+        "bytes": s.bytes_written,
+        "lost_kernel": s.lost_kernel,
+        "dropped_user": s.dropped_user,
+        "by_kind": s.by_kind,
+        "generated": s.generated,
+        "seconds": s.elapsed.as_secs_f64(),
+        "end_reason": s.end_reason,
+        "exit_code": s.child_status.and_then(|st| st.code()),
+        "layers": s.layers,
+    })
+}
+
+fn summary_text(s: &Summary, c: &RecordConfig) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "magnet: {} events ({:.2} MB) written to {} in {:.2} s ({})",
+        s.records,
+        s.bytes_written as f64 / 1e6,
+        c.output.display(),
+        s.elapsed.as_secs_f64(),
+        s.end_reason
+    );
+    let _ = writeln!(
+        out,
+        "magnet: lost {} events (ring buffer full; LOST records mark where), dropped {} in user space",
+        s.lost_kernel, s.dropped_user
+    );
+    if s.lost_kernel > 0 {
+        let _ = writeln!(out, "magnet: to lose fewer, raise --buffer (now {} bytes) or record fewer layers", c.buffer_bytes);
+    }
+    let kinds: Vec<String> = s.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(out, "magnet: by kind: {}", kinds.join(", "));
+    for l in &s.layers {
+        for m in &l.missing {
+            let _ = writeln!(out, "magnet: note: layer {}: {m}", l.layer);
+        }
+    }
+    out
+}

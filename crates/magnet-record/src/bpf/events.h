@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Records that magnet's BPF programs write into the ring buffer, and that the
+ * trace file keeps byte for byte. This header is the one definition of their
+ * layout on the kernel side; the Rust catalog (magnet-trace/src/catalog.rs)
+ * describes the same bytes to readers, and a test in magnet-record compares the
+ * two through the skeleton's generated types, so they cannot drift apart.
+ *
+ * Every struct is laid out by hand with explicit padding so that C and Rust
+ * agree without relying on compiler rules. Integers are in host byte order,
+ * except where a field name ends in _be. Addresses are 16 bytes: IPv6 as is,
+ * IPv4 as an IPv4-mapped IPv6 address (::ffff:a.b.c.d).
+ */
+#ifndef MAGNET_EVENTS_H
+#define MAGNET_EVENTS_H
+
+/* Event kinds. Numbers are part of the trace format: never reuse one. */
+enum mg_kind {
+	MG_LOST = 1,          /* the kernel could not record `count` events on `lost_cpu` */
+	MG_SOCK = 2,          /* a socket seen for the first time: cookie -> 5-tuple */
+
+	MG_APP_SEND = 10,     /* sock:sock_send_length */
+	MG_APP_RECV = 11,     /* sock:sock_recv_length */
+
+	MG_TCP_STATE = 20,    /* sock:inet_sock_set_state (TCP) */
+	MG_TCP_RCV = 21,      /* tcp:tcp_probe: segment received in ESTABLISHED */
+	MG_TCP_SENDMSG = 22,  /* tcp:tcp_sendmsg_locked: app data queued into an skb */
+	MG_TCP_RETRANS = 23,  /* tcp:tcp_retransmit_skb */
+	MG_TCP_RST_SENT = 24, /* tcp:tcp_send_reset */
+	MG_TCP_RST_RCVD = 25, /* tcp:tcp_receive_reset */
+
+	MG_IP_LOCAL_OUT = 30,   /* netfilter NF_INET_LOCAL_OUT */
+	MG_IP_POST_ROUTING = 31,/* netfilter NF_INET_POST_ROUTING */
+	MG_IP_PRE_ROUTING = 32, /* netfilter NF_INET_PRE_ROUTING */
+	MG_IP_LOCAL_IN = 33,    /* netfilter NF_INET_LOCAL_IN */
+
+	MG_QDISC_ENQ = 40,    /* qdisc:qdisc_enqueue */
+	MG_QDISC_DEQ = 41,    /* qdisc:qdisc_dequeue */
+
+	MG_DEV_QUEUE = 50,    /* net:net_dev_queue */
+	MG_DEV_START_XMIT = 51, /* net:net_dev_start_xmit */
+	MG_DEV_XMIT = 52,     /* net:net_dev_xmit */
+	MG_DEV_RX = 53,       /* net:netif_receive_skb */
+
+	MG_DROP = 60,         /* skb:kfree_skb */
+
+	MG_SCHED_SWITCH = 70, /* sched:sched_switch */
+	MG_SCHED_WAKEUP = 71, /* sched:sched_wakeup */
+	MG_SCHED_FORK = 72,   /* sched:sched_process_fork */
+	MG_SCHED_EXIT = 73,   /* sched:sched_process_exit */
+
+	MG_KIND_MAX = 128,
+};
+
+/* hdr.flags */
+#define MG_F_TCP_STATE 1 /* a struct mg_tcp_snap follows the body */
+
+/* 24 bytes at the start of every record. */
+struct mg_hdr {
+	__u64 ts_ns; /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+	__u16 kind;
+	__u16 cpu;
+	__u32 pid;   /* tgid of the task running when the event fired */
+	__u32 tid;
+	__u32 flags;
+};
+
+struct mg_lost {
+	struct mg_hdr hdr;
+	__u64 count;
+	__u32 lost_cpu;
+	__u32 reason; /* 0: ring buffer full (kernel), 1: user space, 2: residual at end of run */
+};
+
+struct mg_sock {
+	struct mg_hdr hdr;
+	__u64 cookie;
+	__u16 family;
+	__u16 protocol;
+	__u16 type;
+	__u16 sport;
+	__u16 dport;
+	__u16 _pad0;
+	__u32 netns;  /* network namespace inode number */
+	__u8 saddr[16];
+	__u8 daddr[16];
+};
+
+struct mg_app {
+	struct mg_hdr hdr;
+	__u64 cookie;
+	__s64 asked;   /* bytes the syscall asked for; -1 when not known */
+	__s32 ret;     /* bytes done, or -errno */
+	__s32 msg_flags;
+	__u16 family;
+	__u16 protocol;
+	__u16 type;
+	__u16 _pad0;
+	char comm[16];
+};
+
+/* MAGNeT's TCP snapshot, appended to tcp events with --tcp-state. */
+struct mg_tcp_snap {
+	__u16 sport;
+	__u16 dport;
+	__u8 state;
+	__u8 ca_state;
+	__u16 _pad0;
+	__u32 snd_wnd;
+	__u32 srtt_us;     /* smoothed RTT in microseconds */
+	__u32 rto_jiffies;
+	__u32 packets_out;
+	__u32 retrans_out;
+	__u32 snd_ssthresh;
+	__u32 snd_cwnd;
+	__u32 rcv_wnd;
+	__u32 write_seq;
+	__u32 copied_seq;
+	__u32 snd_una;
+	__u32 snd_nxt;
+	__u32 rcv_nxt;
+	__u32 wmem_queued;
+	__u32 sndbuf;
+	__u32 mss_cache;
+};
+
+struct mg_tcp_state {
+	struct mg_hdr hdr;
+	__u64 cookie;
+	__u16 family;
+	__u16 protocol;
+	__u16 sport;
+	__u16 dport;
+	__u8 oldstate;
+	__u8 newstate;
+	__u8 _pad0[6];
+	__u8 saddr[16];
+	__u8 daddr[16];
+	struct mg_tcp_snap snap; /* present when hdr.flags has MG_F_TCP_STATE */
+};
+
+struct mg_tcp {
+	struct mg_hdr hdr;
+	__u64 cookie;
+	__u64 pkt_id;
+	__u32 len;  /* skb length (rcv, retrans), bytes in the skb (sendmsg) */
+	__u32 seq;  /* TCP sequence number of the segment, when there is one */
+	__u32 ack;
+	__u32 arg;  /* rcv: TCP flags; sendmsg: size_goal; retrans: err; rst: reason */
+	struct mg_tcp_snap snap; /* present when hdr.flags has MG_F_TCP_STATE */
+};
+
+struct mg_ip {
+	struct mg_hdr hdr;
+	__u64 cookie;
+	__u64 pkt_id;
+	__u32 ifindex;
+	__u16 tot_len;
+	__u16 ip_id;
+	__u16 frag_off;
+	__u8 version;
+	__u8 tos;
+	__u8 ttl;
+	__u8 protocol;
+	__u16 sport;
+	__u16 dport;
+	__u8 tcp_flags;
+	__u8 _pad0;
+	__u32 seq;
+	__u32 ack;
+	__u32 _pad1;
+	__u8 saddr[16];
+	__u8 daddr[16];
+};
+
+struct mg_qdisc {
+	struct mg_hdr hdr;
+	__u64 cookie;
+	__u64 pkt_id;
+	__u32 ifindex;
+	__u32 len;
+	__u32 qlen;
+	__u32 handle;
+};
+
+struct mg_dev {
+	struct mg_hdr hdr;
+	__u64 cookie;
+	__u64 pkt_id;
+	__u32 ifindex;
+	__u32 len;
+	__s32 rc;
+	__u16 ethertype;
+	__u16 _pad0;
+};
+
+struct mg_drop {
+	struct mg_hdr hdr;
+	__u64 cookie;
+	__u64 pkt_id;
+	__u64 location;
+	__u32 ifindex;
+	__u32 reason;
+	__u32 len;
+	__u16 ethertype;
+	__u16 _pad0;
+};
+
+struct mg_sched_switch {
+	struct mg_hdr hdr;
+	__u32 prev_tid;
+	__u32 prev_tgid;
+	__u32 next_tid;
+	__u32 next_tgid;
+	__s64 prev_state;
+	char prev_comm[16];
+	char next_comm[16];
+};
+
+/* wakeup, fork and exit share one layout; `arg` is the target CPU (wakeup),
+ * the parent's tgid (fork) or the exit code (exit). */
+struct mg_task {
+	struct mg_hdr hdr;
+	__u32 tid;
+	__u32 tgid;
+	__s32 arg;
+	__u32 _pad0;
+	char comm[16];
+};
+
+/* Per-CPU counters read by user space at the end of a run. */
+struct mg_cpu_stats {
+	__u64 lost;                  /* events not yet reported by a LOST record */
+	__u64 lost_total;            /* all events this CPU could not record */
+	__u64 generated[MG_KIND_MAX];/* events that passed the filters, by kind */
+};
+
+#endif

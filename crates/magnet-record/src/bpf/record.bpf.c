@@ -1,0 +1,1081 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * magnet's recorder: one program per kernel hook, grouped by layer. User space
+ * turns off autoload for the layers it was not asked for, so an unselected layer
+ * costs nothing. Every program follows the same path:
+ *
+ *   filter (cheap map lookups, nothing formatted) -> count -> reserve -> fill -> submit
+ *
+ * The ring buffer is submitted without waking the reader unless enough bytes
+ * are queued: the kernel's per-record wake-up is the dominant cost of a
+ * ring-buffer event (see shared/NOTES-ebpf.md), and the reader polls anyway.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "events.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define NF_ACCEPT 1
+
+/* ---- settings, fixed before load ---------------------------------------- */
+
+const volatile bool filter_tasks = false;  /* any of pid / comm / cgroup given */
+const volatile bool filter_pid = false;    /* traced_tgids holds the pids */
+const volatile bool filter_comm = false;
+const volatile char comm_filter[16] = {};
+const volatile __u64 cgroup_filter = 0;    /* cgroup v2 id, 0 = any */
+const volatile __u16 port_filter = 0;      /* either port of the flow, 0 = any */
+const volatile bool filter_host = false;
+const volatile __u8 host_filter[16] = {};  /* either address of the flow */
+const volatile bool tcp_state = false;     /* append struct mg_tcp_snap */
+const volatile __u64 wakeup_bytes = 256 * 1024;
+
+/* ---- maps ----------------------------------------------------------------- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 * 1024 * 1024); /* resized by user space (--buffer) */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mg_cpu_stats);
+} cpu_stats SEC(".maps");
+
+/* Processes to trace (-- CMD, -p): children join at fork. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} traced_tgids SEC(".maps");
+
+#define SOCK_ANNOUNCED 1
+#define SOCK_TRACED 2
+
+/* Sockets seen so far: announced once in the trace (MG_SOCK) and, with task
+ * filters, whether a traced task used them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} socks SEC(".maps");
+
+/* Flows of traced sockets, so that received packets (which carry no socket
+ * before demux) can be attributed. Remote address/port zero = wildcard
+ * (listening and unconnected sockets). */
+struct flow_key {
+	__u8 local[16];
+	__u8 remote[16];
+	__u16 lport;
+	__u16 rport;
+	__u8 protocol;
+	__u8 _pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct flow_key);
+	__type(value, __u64);
+} traced_flows SEC(".maps");
+
+/* Packet identity: skb address -> id, from first sighting until the skb is
+ * freed. The address alone is reused too quickly to be an identity. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 262144);
+	__type(key, __u64);
+	__type(value, __u64);
+} pkt_ids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} pkt_seq SEC(".maps");
+
+/* Bytes asked by the send/recv syscall in flight on each thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __s64);
+} asked_by_tid SEC(".maps");
+
+/* Keep the record types in BTF so the skeleton generates Rust for them. */
+struct mg_lost _mg_lost = {};
+struct mg_sock _mg_sock = {};
+struct mg_app _mg_app = {};
+struct mg_tcp_state _mg_tcp_state = {};
+struct mg_tcp _mg_tcp = {};
+struct mg_ip _mg_ip = {};
+struct mg_qdisc _mg_qdisc = {};
+struct mg_dev _mg_dev = {};
+struct mg_drop _mg_drop = {};
+struct mg_sched_switch _mg_sched_switch = {};
+struct mg_task _mg_task = {};
+
+/* ---- record plumbing ------------------------------------------------------ */
+
+static __always_inline struct mg_cpu_stats *stats(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&cpu_stats, &zero);
+}
+
+static __always_inline void submit(void *rec)
+{
+	__u64 queued = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(rec, queued >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline void fill_hdr(struct mg_hdr *h, __u16 kind, __u32 flags)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	h->ts_ns = bpf_ktime_get_ns();
+	h->kind = kind;
+	h->cpu = bpf_get_smp_processor_id();
+	h->pid = id >> 32;
+	h->tid = (__u32)id;
+	h->flags = flags;
+}
+
+/* Emit the LOST record owed for this CPU, if any: loss is reported where it
+ * happened in the stream, as soon as the ring has room again. */
+static __always_inline void flush_lost(struct mg_cpu_stats *st)
+{
+	__u64 n = st->lost;
+	if (!n)
+		return;
+	struct mg_lost *l = bpf_ringbuf_reserve(&events, sizeof(*l), 0);
+	if (!l)
+		return;
+	fill_hdr(&l->hdr, MG_LOST, 0);
+	l->count = n;
+	l->lost_cpu = l->hdr.cpu;
+	l->reason = 0;
+	/* A nested program may have added to st->lost meanwhile: subtract, don't zero. */
+	__sync_fetch_and_add(&st->lost, -n);
+	submit(l);
+}
+
+/* Count an event that passed the filters and reserve room for it. NULL means
+ * the ring is full: the event is counted as lost and reported later. */
+#define RESERVE(ptr, size, kind_)                                                 \
+	({                                                                        \
+		struct mg_cpu_stats *__st = stats();                              \
+		void *__r = NULL;                                                 \
+		if (__st) {                                                       \
+			__u32 __k = (kind_);                                      \
+			if (__k < MG_KIND_MAX)                                    \
+				__sync_fetch_and_add(&__st->generated[__k], 1);   \
+			flush_lost(__st);                                         \
+			__r = bpf_ringbuf_reserve(&events, (size), 0);            \
+			if (!__r) {                                               \
+				__sync_fetch_and_add(&__st->lost, 1);             \
+				__sync_fetch_and_add(&__st->lost_total, 1);       \
+			}                                                         \
+		}                                                                 \
+		(ptr) = __r;                                                      \
+		__r != NULL;                                                      \
+	})
+
+/* ---- filters -------------------------------------------------------------- */
+
+static __always_inline bool comm_matches(void)
+{
+	char comm[16];
+	bpf_get_current_comm(comm, sizeof(comm));
+#pragma unroll
+	for (int i = 0; i < 16; i++) {
+		if (comm[i] != comm_filter[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
+}
+
+/* Is the current task one the user asked to trace? Given filters all apply. */
+static __always_inline bool task_traced(void)
+{
+	if (!filter_tasks)
+		return true;
+	if (filter_pid) {
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+		if (!bpf_map_lookup_elem(&traced_tgids, &tgid))
+			return false;
+	}
+	if (filter_comm && !comm_matches())
+		return false;
+	if (cgroup_filter && bpf_get_current_cgroup_id() != cgroup_filter)
+		return false;
+	return true;
+}
+
+static __always_inline bool tuple_filtered(void)
+{
+	return port_filter || filter_host;
+}
+
+static __always_inline bool addr_eq(const __u8 *a, const volatile __u8 *b)
+{
+	__u64 a0, a1, b0, b1;
+	__builtin_memcpy(&a0, a, 8);
+	__builtin_memcpy(&a1, a + 8, 8);
+	b0 = *(const volatile __u64 *)b;
+	b1 = *(const volatile __u64 *)(b + 8);
+	return a0 == b0 && a1 == b1;
+}
+
+static __always_inline bool tuple_matches(const __u8 *a, const __u8 *b, __u16 pa, __u16 pb)
+{
+	if (port_filter && pa != port_filter && pb != port_filter)
+		return false;
+	if (filter_host && !addr_eq(a, host_filter) && !addr_eq(b, host_filter))
+		return false;
+	return true;
+}
+
+/* ---- sockets -------------------------------------------------------------- */
+
+static __always_inline void v4_mapped(__u8 *dst, __u32 addr_be)
+{
+	__builtin_memset(dst, 0, 10);
+	dst[10] = 0xff;
+	dst[11] = 0xff;
+	__builtin_memcpy(dst + 12, &addr_be, 4);
+}
+
+struct sk_tuple {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 sport;
+	__u16 dport;
+	__u16 family;
+	__u16 protocol;
+	__u16 type;
+};
+
+static __always_inline void read_sk_tuple(const struct sock *sk, struct sk_tuple *t)
+{
+	t->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	t->protocol = BPF_CORE_READ(sk, sk_protocol);
+	t->type = BPF_CORE_READ(sk, sk_type);
+	t->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	t->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (t->family == AF_INET6) {
+		BPF_CORE_READ_INTO(&t->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&t->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	} else {
+		v4_mapped(t->saddr, BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr));
+		v4_mapped(t->daddr, BPF_CORE_READ(sk, __sk_common.skc_daddr));
+	}
+}
+
+static __always_inline __u64 sk_cookie(const struct sock *sk)
+{
+	/* skc_cookie is assigned lazily; bpf_get_socket_cookie() assigns it. */
+	__u64 c = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	if (!c)
+		c = bpf_get_socket_cookie((void *)sk);
+	return c;
+}
+
+static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie)
+{
+	struct flow_key k = {};
+	__builtin_memcpy(k.local, t->saddr, 16);
+	__builtin_memcpy(k.remote, t->daddr, 16);
+	k.lport = t->sport;
+	k.rport = t->dport;
+	k.protocol = t->protocol;
+	bpf_map_update_elem(&traced_flows, &k, &cookie, BPF_ANY);
+}
+
+static __always_inline void announce(const struct sock *sk, __u64 cookie, struct sk_tuple *t)
+{
+	struct mg_sock *r;
+	if (!RESERVE(r, sizeof(*r), MG_SOCK))
+		return;
+	fill_hdr(&r->hdr, MG_SOCK, 0);
+	r->cookie = cookie;
+	r->family = t->family;
+	r->protocol = t->protocol;
+	r->type = t->type;
+	r->sport = t->sport;
+	r->dport = t->dport;
+	r->_pad0 = 0;
+	r->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	__builtin_memcpy(r->saddr, t->saddr, 16);
+	__builtin_memcpy(r->daddr, t->daddr, 16);
+	submit(r);
+}
+
+/*
+ * Decide whether events of this socket are recorded, announcing the socket the
+ * first time it is seen. `task_ctx` says the current task is the socket's user
+ * (a syscall), so task filters can decide; elsewhere (softirq) only what was
+ * learnt before counts.
+ */
+static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, bool task_ctx)
+{
+	__u8 *seen = bpf_map_lookup_elem(&socks, &cookie);
+	if (seen && (*seen & SOCK_TRACED))
+		return true;
+	if (!task_ctx && (filter_tasks || seen))
+		return false;
+	if (!task_traced())
+		return false;
+
+	struct sk_tuple t = {};
+	read_sk_tuple(sk, &t);
+	if (tuple_filtered() && !tuple_matches(t.saddr, t.daddr, t.sport, t.dport))
+		return false;
+	__u8 v = SOCK_ANNOUNCED | SOCK_TRACED;
+	bpf_map_update_elem(&socks, &cookie, &v, BPF_ANY);
+	announce(sk, cookie, &t);
+	if (filter_tasks)
+		track_flow(&t, cookie);
+	return true;
+}
+
+/* ---- packets -------------------------------------------------------------- */
+
+struct pkt_info {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 sport;
+	__u16 dport;
+	__u16 tot_len;
+	__u16 ip_id;
+	__u16 frag_off;
+	__u8 version;
+	__u8 tos;
+	__u8 ttl;
+	__u8 protocol;
+	__u8 tcp_flags;
+	__u32 seq;
+	__u32 ack;
+	bool ok;
+};
+
+/* Parse IPv4/IPv6 and the first bytes of TCP/UDP at `l3`. */
+static __always_inline void parse_l3(const void *l3, struct pkt_info *pi)
+{
+	__u8 vb = 0;
+	bpf_probe_read_kernel(&vb, 1, l3);
+	const void *l4;
+	if ((vb >> 4) == 4) {
+		struct iphdr ip;
+		if (bpf_probe_read_kernel(&ip, sizeof(ip), l3))
+			return;
+		pi->version = 4;
+		pi->tos = ip.tos;
+		pi->ttl = ip.ttl;
+		pi->protocol = ip.protocol;
+		pi->tot_len = bpf_ntohs(ip.tot_len);
+		pi->ip_id = bpf_ntohs(ip.id);
+		pi->frag_off = bpf_ntohs(ip.frag_off);
+		v4_mapped(pi->saddr, ip.saddr);
+		v4_mapped(pi->daddr, ip.daddr);
+		pi->ok = true;
+		if (pi->frag_off & 0x1fff) /* not the first fragment: no ports */
+			return;
+		l4 = l3 + ip.ihl * 4;
+	} else if ((vb >> 4) == 6) {
+		struct ipv6hdr ip6;
+		if (bpf_probe_read_kernel(&ip6, sizeof(ip6), l3))
+			return;
+		pi->version = 6;
+		pi->tos = (ip6.priority << 4) | (ip6.flow_lbl[0] >> 4);
+		pi->ttl = ip6.hop_limit;
+		pi->protocol = ip6.nexthdr;
+		pi->tot_len = bpf_ntohs(ip6.payload_len) + 40;
+		__builtin_memcpy(pi->saddr, &ip6.saddr, 16);
+		__builtin_memcpy(pi->daddr, &ip6.daddr, 16);
+		pi->ok = true;
+		l4 = l3 + 40;
+	} else {
+		return;
+	}
+	if (pi->protocol == IPPROTO_TCP) {
+		struct tcphdr th;
+		if (bpf_probe_read_kernel(&th, sizeof(th), l4))
+			return;
+		pi->sport = bpf_ntohs(th.source);
+		pi->dport = bpf_ntohs(th.dest);
+		pi->seq = bpf_ntohl(th.seq);
+		pi->ack = bpf_ntohl(th.ack_seq);
+		pi->tcp_flags = ((__u8 *)&th)[13];
+	} else if (pi->protocol == IPPROTO_UDP) {
+		struct udphdr uh;
+		if (bpf_probe_read_kernel(&uh, sizeof(uh), l4))
+			return;
+		pi->sport = bpf_ntohs(uh.source);
+		pi->dport = bpf_ntohs(uh.dest);
+	}
+}
+
+/* IP header of an skb on the transmit path (network_header is set). */
+static __always_inline void parse_skb_tx(const struct sk_buff *skb, struct pkt_info *pi)
+{
+	__u16 nh = BPF_CORE_READ(skb, network_header);
+	if (nh == (__u16)~0U)
+		return;
+	parse_l3(BPF_CORE_READ(skb, head) + nh, pi);
+}
+
+/* On receive before the stack has looked at it, data points at L3. */
+static __always_inline void parse_skb_rx(const struct sk_buff *skb, struct pkt_info *pi)
+{
+	__u16 proto = bpf_ntohs(BPF_CORE_READ(skb, protocol));
+	if (proto != ETH_P_IP && proto != ETH_P_IPV6)
+		return;
+	parse_l3(BPF_CORE_READ(skb, data), pi);
+}
+
+static __always_inline __u64 pkt_id(const struct sk_buff *skb)
+{
+	__u64 key = (__u64)skb;
+	__u64 *id = bpf_map_lookup_elem(&pkt_ids, &key);
+	if (id)
+		return *id;
+	__u32 zero = 0;
+	__u64 *seq = bpf_map_lookup_elem(&pkt_seq, &zero);
+	if (!seq)
+		return 0;
+	/* CPU in the top bits makes ids unique without a shared counter. */
+	__u64 v = ((__u64)bpf_get_smp_processor_id() << 48) | ++*seq;
+	bpf_map_update_elem(&pkt_ids, &key, &v, BPF_ANY);
+	return v;
+}
+
+static __always_inline __u64 skb_cookie(const struct sk_buff *skb)
+{
+	struct sock *sk = BPF_CORE_READ(skb, sk);
+	if (!sk)
+		return 0;
+	return BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+}
+
+/*
+ * Is this packet one to record? Without filters, yes. With task filters it must
+ * belong to a traced socket: by its socket when it has one, else by its flow
+ * (`rx`: the packet's destination is the local end).
+ */
+static __always_inline bool pkt_traced(__u64 cookie, struct pkt_info *pi, bool rx)
+{
+	if (!filter_tasks && !tuple_filtered())
+		return true;
+	if (filter_tasks) {
+		if (cookie) {
+			__u8 *seen = bpf_map_lookup_elem(&socks, &cookie);
+			return seen && (*seen & SOCK_TRACED);
+		}
+		if (!pi->ok)
+			return false;
+		struct flow_key k = {};
+		if (rx) {
+			__builtin_memcpy(k.local, pi->daddr, 16);
+			__builtin_memcpy(k.remote, pi->saddr, 16);
+			k.lport = pi->dport;
+			k.rport = pi->sport;
+		} else {
+			__builtin_memcpy(k.local, pi->saddr, 16);
+			__builtin_memcpy(k.remote, pi->daddr, 16);
+			k.lport = pi->sport;
+			k.rport = pi->dport;
+		}
+		k.protocol = pi->protocol;
+		if (bpf_map_lookup_elem(&traced_flows, &k))
+			return true;
+		__builtin_memset(k.remote, 0, 16);
+		k.rport = 0;
+		return bpf_map_lookup_elem(&traced_flows, &k) != NULL;
+	}
+	return pi->ok && tuple_matches(pi->saddr, pi->daddr, pi->sport, pi->dport);
+}
+
+static __always_inline bool need_parse(void)
+{
+	return filter_tasks || tuple_filtered();
+}
+
+/* ---- layer: app ----------------------------------------------------------- */
+
+/* Syscall numbers (x86_64) whose byte count we remember for the app events. */
+#define NR_read 0
+#define NR_write 1
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
+{
+	if (id != NR_sendto && id != NR_recvfrom && id != NR_write && id != NR_read &&
+	    id != NR_sendmsg && id != NR_recvmsg)
+		return 0;
+	if (!task_traced())
+		return 0;
+	__s64 asked = -1;
+	if (id == NR_sendmsg || id == NR_recvmsg) {
+		struct user_msghdr mh;
+		if (bpf_probe_read_user(&mh, sizeof(mh), (void *)regs->si))
+			return 0;
+		if (mh.msg_iovlen > 8)
+			return 0;
+		asked = 0;
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			if (i >= mh.msg_iovlen)
+				break;
+			struct iovec iov;
+			if (bpf_probe_read_user(&iov, sizeof(iov), &mh.msg_iov[i]))
+				return 0;
+			asked += iov.iov_len;
+		}
+	} else {
+		asked = regs->dx;
+	}
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_map_update_elem(&asked_by_tid, &tid, &asked, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 kind)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	/* The tracepoints also fire for netlink and unix sockets. */
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	__u64 cookie = sk_cookie(sk);
+	if (!sock_traced(sk, cookie, true))
+		return 0;
+
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__s64 asked = -1;
+	__s64 *a = bpf_map_lookup_elem(&asked_by_tid, &tid);
+	if (a) {
+		asked = *a;
+		bpf_map_delete_elem(&asked_by_tid, &tid);
+	}
+
+	struct mg_app *r;
+	if (!RESERVE(r, sizeof(*r), kind))
+		return 0;
+	fill_hdr(&r->hdr, kind, 0);
+	r->cookie = cookie;
+	r->asked = asked;
+	r->ret = ret;
+	r->msg_flags = flags;
+	r->family = family;
+	r->protocol = BPF_CORE_READ(sk, sk_protocol);
+	r->type = BPF_CORE_READ(sk, sk_type);
+	r->_pad0 = 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	submit(r);
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(app_send, struct sock *sk, int ret, int flags)
+{
+	return app_event(sk, ret, flags, MG_APP_SEND);
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
+{
+	return app_event(sk, ret, flags, MG_APP_RECV);
+}
+
+/* ---- layer: tcp ----------------------------------------------------------- */
+
+static __always_inline void fill_snap(const struct sock *sk, struct mg_tcp_snap *s)
+{
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	const struct inet_connection_sock *icsk = (const struct inet_connection_sock *)sk;
+	s->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	s->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	s->state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	s->ca_state = BPF_CORE_READ_BITFIELD_PROBED(icsk, icsk_ca_state);
+	s->_pad0 = 0;
+	s->snd_wnd = BPF_CORE_READ(tp, snd_wnd);
+	s->srtt_us = BPF_CORE_READ(tp, srtt_us) >> 3;
+	s->rto_jiffies = BPF_CORE_READ(icsk, icsk_rto);
+	s->packets_out = BPF_CORE_READ(tp, packets_out);
+	s->retrans_out = BPF_CORE_READ(tp, retrans_out);
+	s->snd_ssthresh = BPF_CORE_READ(tp, snd_ssthresh);
+	s->snd_cwnd = BPF_CORE_READ(tp, snd_cwnd);
+	s->rcv_wnd = BPF_CORE_READ(tp, rcv_wnd);
+	s->write_seq = BPF_CORE_READ(tp, write_seq);
+	s->copied_seq = BPF_CORE_READ(tp, copied_seq);
+	s->snd_una = BPF_CORE_READ(tp, snd_una);
+	s->snd_nxt = BPF_CORE_READ(tp, snd_nxt);
+	s->rcv_nxt = BPF_CORE_READ(tp, rcv_nxt);
+	s->wmem_queued = BPF_CORE_READ(sk, sk_wmem_queued);
+	s->sndbuf = BPF_CORE_READ(sk, sk_sndbuf);
+	s->mss_cache = BPF_CORE_READ(tp, mss_cache);
+}
+
+#define TCP_BODY_LEN (sizeof(struct mg_tcp) - sizeof(struct mg_tcp_snap))
+
+static __always_inline struct mg_tcp *tcp_reserve(__u16 kind)
+{
+	struct mg_tcp *r;
+	if (tcp_state) {
+		if (!RESERVE(r, sizeof(struct mg_tcp), kind))
+			return NULL;
+	} else {
+		if (!RESERVE(r, TCP_BODY_LEN, kind))
+			return NULL;
+	}
+	fill_hdr(&r->hdr, kind, tcp_state ? MG_F_TCP_STATE : 0);
+	return r;
+}
+
+static __always_inline void tcp_event(const struct sock *sk, const struct sk_buff *skb,
+				      __u16 kind, __u32 len, __u32 arg, bool task_ctx)
+{
+	__u64 cookie = sk_cookie(sk);
+	if (!sock_traced(sk, cookie, task_ctx))
+		return;
+	struct mg_tcp *r = tcp_reserve(kind);
+	if (!r)
+		return;
+	r->cookie = cookie;
+	r->pkt_id = skb ? pkt_id(skb) : 0;
+	r->len = len;
+	r->seq = 0;
+	r->ack = 0;
+	if (skb) {
+		/* tcp_skb_cb lives in skb->cb; seq and end_seq come first, ack_seq after
+		 * the union of tcp_tw_isn/header, so read through the CO-RE type. */
+		struct tcp_skb_cb *cb = (struct tcp_skb_cb *)&skb->cb[0];
+		r->seq = BPF_CORE_READ(cb, seq);
+		r->ack = BPF_CORE_READ(cb, ack_seq);
+	}
+	r->arg = arg;
+	if (tcp_state)
+		fill_snap(sk, &r->snap);
+	submit(r);
+}
+
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
+{
+	struct tcp_skb_cb *cb = (struct tcp_skb_cb *)&skb->cb[0];
+	tcp_event(sk, skb, MG_TCP_RCV, BPF_CORE_READ(skb, len), BPF_CORE_READ(cb, tcp_flags), false);
+	return 0;
+}
+
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(tcp_sendmsg, const struct sock *sk, const struct msghdr *msg,
+	     const struct sk_buff *skb, int size_goal)
+{
+	/* skb may be NULL (a new one is about to be allocated). */
+	__u32 len = skb ? BPF_CORE_READ(skb, len) : 0;
+	tcp_event(sk, skb, MG_TCP_SENDMSG, len, size_goal, true);
+	return 0;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(tcp_retrans, const struct sock *sk, const struct sk_buff *skb, int err)
+{
+	tcp_event(sk, skb, MG_TCP_RETRANS, BPF_CORE_READ(skb, len), err, false);
+	return 0;
+}
+
+SEC("tp_btf/tcp_send_reset")
+int BPF_PROG(tcp_rst_sent, const struct sock *sk, const struct sk_buff *skb, int reason)
+{
+	/* Resets for packets that match no socket have sk == NULL. */
+	if (!sk)
+		return 0;
+	tcp_event(sk, skb, MG_TCP_RST_SENT, skb ? BPF_CORE_READ(skb, len) : 0, reason, false);
+	return 0;
+}
+
+SEC("tp_btf/tcp_receive_reset")
+int BPF_PROG(tcp_rst_rcvd, struct sock *sk)
+{
+	tcp_event(sk, NULL, MG_TCP_RST_RCVD, 0, 0, false);
+	return 0;
+}
+
+#define STATE_BODY_LEN (sizeof(struct mg_tcp_state) - sizeof(struct mg_tcp_snap))
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(tcp_state_change, const struct sock *sk, const int oldstate, const int newstate)
+{
+	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	__u64 cookie = sk_cookie(sk);
+	/* connect() and listen() run in the task's context; handshakes completing
+	 * in softirq inherit tracing from the listener's flow. */
+	bool traced = sock_traced(sk, cookie, true);
+	struct sk_tuple t = {};
+	read_sk_tuple(sk, &t);
+	if (!traced && filter_tasks) {
+		struct flow_key k = {};
+		__builtin_memcpy(k.local, t.saddr, 16);
+		k.lport = t.sport;
+		k.protocol = IPPROTO_TCP;
+		if (!bpf_map_lookup_elem(&traced_flows, &k))
+			return 0;
+		__u8 v = SOCK_ANNOUNCED | SOCK_TRACED;
+		bpf_map_update_elem(&socks, &cookie, &v, BPF_ANY);
+		track_flow(&t, cookie);
+		traced = true;
+	}
+	if (!traced)
+		return 0;
+	/* The tuple is complete from SYN_SENT/ESTABLISHED on: keep its flow. */
+	if (filter_tasks && t.dport)
+		track_flow(&t, cookie);
+
+	struct mg_tcp_state *r;
+	if (tcp_state) {
+		if (!RESERVE(r, sizeof(struct mg_tcp_state), MG_TCP_STATE))
+			return 0;
+	} else {
+		if (!RESERVE(r, STATE_BODY_LEN, MG_TCP_STATE))
+			return 0;
+	}
+	fill_hdr(&r->hdr, MG_TCP_STATE, tcp_state ? MG_F_TCP_STATE : 0);
+	r->cookie = cookie;
+	r->family = t.family;
+	r->protocol = t.protocol;
+	r->sport = t.sport;
+	r->dport = t.dport;
+	r->oldstate = oldstate;
+	r->newstate = newstate;
+	__builtin_memset(r->_pad0, 0, sizeof(r->_pad0));
+	__builtin_memcpy(r->saddr, t.saddr, 16);
+	__builtin_memcpy(r->daddr, t.daddr, 16);
+	if (tcp_state)
+		fill_snap(sk, &r->snap);
+	submit(r);
+	return 0;
+}
+
+/* ---- layer: ip (netfilter hooks) ----------------------------------------- */
+
+static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
+{
+	struct sk_buff *skb = ctx->skb;
+	struct pkt_info pi = {};
+	__u16 nh = BPF_CORE_READ(skb, network_header);
+	parse_l3(BPF_CORE_READ(skb, head) + nh, &pi);
+	if (!pi.ok)
+		return NF_ACCEPT;
+	__u64 cookie = skb_cookie(skb);
+	if (!pkt_traced(cookie, &pi, rx))
+		return NF_ACCEPT;
+
+	struct mg_ip *r;
+	if (!RESERVE(r, sizeof(*r), kind))
+		return NF_ACCEPT;
+	fill_hdr(&r->hdr, kind, 0);
+	r->cookie = cookie;
+	r->pkt_id = pkt_id(skb);
+	const struct nf_hook_state *st = ctx->state;
+	struct net_device *dev = rx ? BPF_CORE_READ(st, in) : BPF_CORE_READ(st, out);
+	r->ifindex = dev ? BPF_CORE_READ(dev, ifindex) : 0;
+	r->tot_len = pi.tot_len;
+	r->ip_id = pi.ip_id;
+	r->frag_off = pi.frag_off;
+	r->version = pi.version;
+	r->tos = pi.tos;
+	r->ttl = pi.ttl;
+	r->protocol = pi.protocol;
+	r->sport = pi.sport;
+	r->dport = pi.dport;
+	r->tcp_flags = pi.tcp_flags;
+	r->_pad0 = 0;
+	r->seq = pi.seq;
+	r->ack = pi.ack;
+	r->_pad1 = 0;
+	__builtin_memcpy(r->saddr, pi.saddr, 16);
+	__builtin_memcpy(r->daddr, pi.daddr, 16);
+	submit(r);
+	return NF_ACCEPT;
+}
+
+SEC("netfilter")
+int ip_local_out(struct bpf_nf_ctx *ctx)
+{
+	return ip_event(ctx, MG_IP_LOCAL_OUT, false);
+}
+
+SEC("netfilter")
+int ip_post_routing(struct bpf_nf_ctx *ctx)
+{
+	return ip_event(ctx, MG_IP_POST_ROUTING, false);
+}
+
+SEC("netfilter")
+int ip_pre_routing(struct bpf_nf_ctx *ctx)
+{
+	return ip_event(ctx, MG_IP_PRE_ROUTING, true);
+}
+
+SEC("netfilter")
+int ip_local_in(struct bpf_nf_ctx *ctx)
+{
+	return ip_event(ctx, MG_IP_LOCAL_IN, true);
+}
+
+/* ---- layers: qdisc, dev, drop -------------------------------------------- */
+
+/* Common filter + identity for skb-based events. */
+static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64 *cookie)
+{
+	*cookie = skb_cookie(skb);
+	if (!need_parse())
+		return true;
+	struct pkt_info pi = {};
+	if (rx)
+		parse_skb_rx(skb, &pi);
+	else
+		parse_skb_tx(skb, &pi);
+	return pkt_traced(*cookie, &pi, rx);
+}
+
+static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *skb, __u16 kind)
+{
+	__u64 cookie;
+	if (!skb || !skb_wanted(skb, false, &cookie))
+		return;
+	struct mg_qdisc *r;
+	if (!RESERVE(r, sizeof(*r), kind))
+		return;
+	fill_hdr(&r->hdr, kind, 0);
+	r->cookie = cookie;
+	r->pkt_id = pkt_id(skb);
+	r->ifindex = BPF_CORE_READ(q, dev_queue, dev, ifindex);
+	r->len = BPF_CORE_READ(skb, len);
+	r->qlen = BPF_CORE_READ(q, q.qlen);
+	r->handle = BPF_CORE_READ(q, handle);
+	submit(r);
+}
+
+SEC("tp_btf/qdisc_enqueue")
+int BPF_PROG(qdisc_enq, struct Qdisc *q, const struct netdev_queue *txq, struct sk_buff *skb)
+{
+	qdisc_event(q, skb, MG_QDISC_ENQ);
+	return 0;
+}
+
+SEC("tp_btf/qdisc_dequeue")
+int BPF_PROG(qdisc_deq, struct Qdisc *q, const struct netdev_queue *txq, int packets,
+	     struct sk_buff *skb)
+{
+	qdisc_event(q, skb, MG_QDISC_DEQ);
+	return 0;
+}
+
+static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u32 ifindex,
+				      __u32 len, int rc, bool rx, bool read_skb)
+{
+	__u64 cookie = 0;
+	if (read_skb && !skb_wanted(skb, rx, &cookie))
+		return;
+	struct mg_dev *r;
+	if (!RESERVE(r, sizeof(*r), kind))
+		return;
+	fill_hdr(&r->hdr, kind, 0);
+	r->cookie = cookie;
+	r->pkt_id = pkt_id(skb);
+	r->ifindex = ifindex;
+	r->len = len;
+	r->rc = rc;
+	r->ethertype = read_skb ? bpf_ntohs(BPF_CORE_READ(skb, protocol)) : 0;
+	r->_pad0 = 0;
+	submit(r);
+}
+
+SEC("tp_btf/net_dev_queue")
+int BPF_PROG(dev_queue, struct sk_buff *skb)
+{
+	dev_event(skb, MG_DEV_QUEUE, BPF_CORE_READ(skb, dev, ifindex), BPF_CORE_READ(skb, len), 0,
+		  false, true);
+	return 0;
+}
+
+SEC("tp_btf/net_dev_start_xmit")
+int BPF_PROG(dev_start_xmit, const struct sk_buff *skb, const struct net_device *dev)
+{
+	dev_event(skb, MG_DEV_START_XMIT, BPF_CORE_READ(dev, ifindex), BPF_CORE_READ(skb, len), 0,
+		  false, true);
+	return 0;
+}
+
+/* After the driver took the skb it may already be freed: use only the
+ * tracepoint's own arguments, and the packet id remembered by address. */
+SEC("tp_btf/net_dev_xmit")
+int BPF_PROG(dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev, unsigned int len)
+{
+	if (need_parse()) {
+		__u64 key = (__u64)skb;
+		if (!bpf_map_lookup_elem(&pkt_ids, &key))
+			return 0; /* not a packet we followed to the driver */
+	}
+	dev_event(skb, MG_DEV_XMIT, BPF_CORE_READ(dev, ifindex), len, rc, false, false);
+	return 0;
+}
+
+SEC("tp_btf/netif_receive_skb")
+int BPF_PROG(dev_rx, struct sk_buff *skb)
+{
+	dev_event(skb, MG_DEV_RX, BPF_CORE_READ(skb, dev, ifindex), BPF_CORE_READ(skb, len), 0,
+		  true, true);
+	return 0;
+}
+
+static __always_inline void forget_pkt(const struct sk_buff *skb)
+{
+	__u64 key = (__u64)skb;
+	bpf_map_delete_elem(&pkt_ids, &key);
+}
+
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(drop_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason,
+	     struct sock *rx_sk)
+{
+	__u64 cookie;
+	if (skb_wanted(skb, false, &cookie)) {
+		struct mg_drop *r;
+		if (RESERVE(r, sizeof(*r), MG_DROP)) {
+			fill_hdr(&r->hdr, MG_DROP, 0);
+			r->cookie = cookie;
+			r->pkt_id = pkt_id(skb);
+			r->location = (__u64)location;
+			r->ifindex = BPF_CORE_READ(skb, dev, ifindex);
+			r->reason = reason;
+			r->len = BPF_CORE_READ(skb, len);
+			r->ethertype = bpf_ntohs(BPF_CORE_READ(skb, protocol));
+			r->_pad0 = 0;
+			submit(r);
+		}
+	}
+	forget_pkt(skb);
+	return 0;
+}
+
+/* Loaded with any packet layer, recording nothing: ends a packet's identity. */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(pkt_free, struct sk_buff *skb)
+{
+	forget_pkt(skb);
+	return 0;
+}
+
+SEC("tp_btf/consume_skb")
+int BPF_PROG(pkt_consume, struct sk_buff *skb)
+{
+	forget_pkt(skb);
+	return 0;
+}
+
+/* ---- layer: sched --------------------------------------------------------- */
+
+static __always_inline bool tgid_traced(__u32 tgid)
+{
+	if (!filter_tasks)
+		return true;
+	if (!filter_pid)
+		return false; /* comm/cgroup of another task is not cheap to test here */
+	return bpf_map_lookup_elem(&traced_tgids, &tgid) != NULL;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 ptgid = BPF_CORE_READ(prev, tgid), ntgid = BPF_CORE_READ(next, tgid);
+	if (!tgid_traced(ptgid) && !tgid_traced(ntgid))
+		return 0;
+	struct mg_sched_switch *r;
+	if (!RESERVE(r, sizeof(*r), MG_SCHED_SWITCH))
+		return 0;
+	fill_hdr(&r->hdr, MG_SCHED_SWITCH, 0);
+	r->prev_tid = BPF_CORE_READ(prev, pid);
+	r->prev_tgid = ptgid;
+	r->next_tid = BPF_CORE_READ(next, pid);
+	r->next_tgid = ntgid;
+	r->prev_state = prev_state;
+	BPF_CORE_READ_STR_INTO(&r->prev_comm, prev, comm);
+	BPF_CORE_READ_STR_INTO(&r->next_comm, next, comm);
+	submit(r);
+	return 0;
+}
+
+static __always_inline void task_event(struct task_struct *t, __u16 kind, int arg)
+{
+	struct mg_task *r;
+	if (!RESERVE(r, sizeof(*r), kind))
+		return;
+	fill_hdr(&r->hdr, kind, 0);
+	r->tid = BPF_CORE_READ(t, pid);
+	r->tgid = BPF_CORE_READ(t, tgid);
+	r->arg = arg;
+	r->_pad0 = 0;
+	BPF_CORE_READ_STR_INTO(&r->comm, t, comm);
+	submit(r);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(sched_wakeup, struct task_struct *p)
+{
+	if (!tgid_traced(BPF_CORE_READ(p, tgid)))
+		return 0;
+	task_event(p, MG_SCHED_WAKEUP, BPF_CORE_READ(p, wake_cpu));
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(sched_exit, struct task_struct *p)
+{
+	if (!tgid_traced(BPF_CORE_READ(p, tgid)))
+		return 0;
+	task_event(p, MG_SCHED_EXIT, BPF_CORE_READ(p, exit_code));
+	return 0;
+}
+
+/* Follows children of traced processes (always loaded with a pid filter);
+ * records the fork when the sched layer is on. */
+const volatile bool record_fork = false;
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 ctgid = BPF_CORE_READ(child, tgid);
+	bool traced = tgid_traced(ptgid);
+	if (filter_pid && traced && ctgid != ptgid) {
+		__u8 one = 1;
+		bpf_map_update_elem(&traced_tgids, &ctgid, &one, BPF_ANY);
+	}
+	if (record_fork && traced)
+		task_event(child, MG_SCHED_FORK, ptgid);
+	return 0;
+}

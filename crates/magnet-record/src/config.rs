@@ -1,0 +1,187 @@
+//! What a recording is asked to do: layers, optional state, filters, buffer.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// A layer of the stack that can be recorded (see `magnet_trace::catalog::LAYERS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layer {
+    App,
+    Tcp,
+    Ip,
+    Qdisc,
+    Dev,
+    Drop,
+    Sched,
+}
+
+impl Layer {
+    pub const ALL: [Layer; 7] =
+        [Layer::App, Layer::Tcp, Layer::Ip, Layer::Qdisc, Layer::Dev, Layer::Drop, Layer::Sched];
+    pub const DEFAULT: [Layer; 4] = [Layer::App, Layer::Tcp, Layer::Ip, Layer::Dev];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::App => "app",
+            Layer::Tcp => "tcp",
+            Layer::Ip => "ip",
+            Layer::Qdisc => "qdisc",
+            Layer::Dev => "dev",
+            Layer::Drop => "drop",
+            Layer::Sched => "sched",
+        }
+    }
+
+    /// Layers whose events carry packet ids (and so need the skb free hooks).
+    pub fn follows_packets(self) -> bool {
+        matches!(self, Layer::Tcp | Layer::Ip | Layer::Qdisc | Layer::Dev | Layer::Drop)
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Layer {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Layer::ALL.iter().copied().find(|l| l.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Layer::ALL.iter().map(|l| l.name()).collect();
+            format!("unknown layer '{s}' (layers: {})", names.join(", "))
+        })
+    }
+}
+
+/// Parses `app,tcp,ip` (or `all`).
+pub fn parse_layers(s: &str) -> Result<BTreeSet<Layer>, String> {
+    if s.trim() == "all" {
+        return Ok(Layer::ALL.into_iter().collect());
+    }
+    let set: BTreeSet<Layer> =
+        s.split(',').map(|p| p.trim()).filter(|p| !p.is_empty()).map(Layer::from_str).collect::<Result<_, _>>()?;
+    if set.is_empty() {
+        return Err("no layer given".into());
+    }
+    Ok(set)
+}
+
+/// Which events to keep. Task filters (pids, comm, cgroup) all apply when
+/// given; port and host filters narrow further by the flow's addresses.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Filters {
+    /// Trace these processes and every process they fork from now on.
+    pub pids: Vec<u32>,
+    pub comm: Option<String>,
+    pub cgroup: Option<PathBuf>,
+    pub port: Option<u16>,
+    pub host: Option<IpAddr>,
+}
+
+impl Filters {
+    pub fn is_empty(&self) -> bool {
+        self.pids.is_empty()
+            && self.comm.is_none()
+            && self.cgroup.is_none()
+            && self.port.is_none()
+            && self.host.is_none()
+    }
+}
+
+/// What to record (the target, `-- CMD` or `--all`, is given to `Recorder::run`).
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordConfig {
+    pub layers: BTreeSet<Layer>,
+    /// Append MAGNeT's TCP snapshot to every tcp event.
+    pub tcp_state: bool,
+    pub filters: Filters,
+    /// Ring buffer size in bytes (a power of two, at least one page).
+    pub buffer_bytes: u64,
+    /// The reader is woken when this many bytes are queued (else it polls).
+    pub wakeup_bytes: u64,
+    /// How often the drain polls the ring when not woken.
+    #[serde(with = "duration_ms")]
+    pub poll_interval: Duration,
+    pub output: PathBuf,
+}
+
+mod duration_ms {
+    use serde::Serializer;
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1e3)
+    }
+}
+
+pub const DEFAULT_BUFFER: u64 = 32 << 20;
+
+impl RecordConfig {
+    pub fn new(output: PathBuf) -> Self {
+        RecordConfig {
+            layers: Layer::DEFAULT.into_iter().collect(),
+            tcp_state: false,
+            filters: Filters::default(),
+            buffer_bytes: DEFAULT_BUFFER,
+            wakeup_bytes: default_wakeup(DEFAULT_BUFFER),
+            poll_interval: Duration::from_millis(10),
+            output,
+        }
+    }
+
+    /// Sets the ring size, rounded up to a power of two of at least 4 KiB.
+    pub fn set_buffer(&mut self, bytes: u64) {
+        self.buffer_bytes = bytes.max(4096).next_power_of_two();
+        self.wakeup_bytes = default_wakeup(self.buffer_bytes);
+    }
+}
+
+/// Wake the reader at 1/8 of the ring, at most 1 MiB: well below the ring
+/// size so that the ring does not fill while the reader sleeps.
+pub fn default_wakeup(buffer: u64) -> u64 {
+    (buffer / 8).clamp(64, 1 << 20)
+}
+
+/// Parses sizes such as `64MiB`, `512K`, `1G`, `4096`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("'{s}' is not a size (examples: 64MiB, 512K, 4096)"))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => return Err(format!("unknown size unit '{other}' in '{s}' (use K, M or G)")),
+    };
+    n.checked_mul(mult).ok_or_else(|| format!("size '{s}' is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_layers_parse() {
+        assert_eq!(parse_size("64MiB").unwrap(), 64 << 20);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert!(parse_size("12 parsecs").is_err());
+        assert_eq!(parse_layers("app,tcp").unwrap().len(), 2);
+        assert_eq!(parse_layers("all").unwrap().len(), 7);
+        assert_eq!(
+            parse_layers("app,foo").unwrap_err(),
+            "unknown layer 'foo' (layers: app, tcp, ip, qdisc, dev, drop, sched)"
+        );
+        let mut c = RecordConfig::new("x".into());
+        c.set_buffer(100_000);
+        assert_eq!(c.buffer_bytes, 131072);
+    }
+}

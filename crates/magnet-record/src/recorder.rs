@@ -1,0 +1,600 @@
+//! A recording from start to end: check the host, load and attach the programs
+//! the layers need, start the target, drain the ring buffer into trace blocks
+//! (written by a second thread), then detach, account for every lost event and
+//! close the trace with its totals.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::BufWriter;
+use std::mem::MaybeUninit;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use libbpf_rs::{NetfilterOpts, NFPROTO_IPV4, NFPROTO_IPV6};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, RingBufferBuilder};
+use magnet_trace::block::BlockBuilder;
+use magnet_trace::catalog::{kind, HEADER_LEN};
+use magnet_trace::{Catalog, ClockMap, Footer, Header, KindIndex, LayerSource, TraceWriter};
+
+use crate::config::{Layer, RecordConfig};
+use crate::probes::{self, Attach, PROBES};
+use crate::skel::RecordSkelBuilder;
+
+/// What to trace.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// Everything on the host (subject to port/host filters).
+    All,
+    /// Run this command and trace it and its descendants.
+    Command(Vec<OsString>),
+    /// The processes in `Filters::pids` (and what they fork from now on).
+    Pids,
+}
+
+/// Live numbers for a status line.
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub records: u64,
+    pub bytes: u64,
+    pub lost: u64,
+}
+
+pub struct RunOptions {
+    pub target: Target,
+    pub duration: Option<Duration>,
+    /// Set by the caller (signal handler) to end the recording.
+    pub stop: Arc<AtomicBool>,
+    /// Called about twice a second while recording.
+    pub progress: Option<Box<dyn FnMut(&Progress)>>,
+}
+
+/// What a finished recording did.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub records: u64,
+    pub by_kind: BTreeMap<String, u64>,
+    /// Events the kernel could not record (all of them are in LOST records).
+    pub lost_kernel: u64,
+    pub dropped_user: u64,
+    /// Events that passed the filters, by kind (recorded + lost).
+    pub generated: BTreeMap<String, u64>,
+    pub bytes_written: u64,
+    pub elapsed: Duration,
+    pub end_reason: String,
+    pub child_status: Option<ExitStatus>,
+    pub layers: Vec<LayerSource>,
+}
+
+/// Refuses early, with what to do, when the host cannot record.
+pub fn preflight() -> Result<()> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!(
+            "recording needs root (it loads BPF programs: CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN); \
+             run it with sudo"
+        );
+    }
+    let btf = Path::new("/sys/kernel/btf/vmlinux");
+    if !btf.exists() {
+        bail!(
+            "this kernel exposes no BTF ({} is missing); magnet needs a kernel built with \
+             CONFIG_DEBUG_INFO_BTF=y (Linux 5.8 or later; most distributions enable it)",
+            btf.display()
+        );
+    }
+    Ok(())
+}
+
+fn clock_map() -> ClockMap {
+    use nix::time::{clock_gettime, ClockId};
+    let ns = |t: nix::sys::time::TimeSpec| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64;
+    // Read monotonic on both sides of realtime and take the midpoint.
+    let m1 = ns(clock_gettime(ClockId::CLOCK_MONOTONIC).expect("monotonic clock"));
+    let r = ns(clock_gettime(ClockId::CLOCK_REALTIME).expect("realtime clock"));
+    let m2 = ns(clock_gettime(ClockId::CLOCK_MONOTONIC).expect("monotonic clock"));
+    ClockMap { monotonic_ns: m1 + (m2 - m1) / 2, realtime_ns: r }
+}
+
+fn monotonic_now() -> u64 {
+    use nix::time::{clock_gettime, ClockId};
+    let t = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("monotonic clock");
+    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
+fn host_header(config: &RecordConfig, target: &Target) -> Header {
+    let uts = nix::sys::utsname::uname().ok();
+    let host = uts.as_ref().map(|u| u.nodename().to_string_lossy().into_owned()).unwrap_or_default();
+    let kernel = uts.as_ref().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
+    let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1) as u32;
+    let mut h = Header::new(host, kernel, cpus, clock_map());
+    let target = match target {
+        Target::All => serde_json::json!("all"),
+        Target::Command(c) => serde_json::json!({
+            "command": c.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>()
+        }),
+        Target::Pids => serde_json::json!({ "pids": config.filters.pids }),
+    };
+    let mut settings = serde_json::to_value(config).expect("config serializes");
+    settings["target"] = target;
+    h.settings = settings;
+    h
+}
+
+enum WriterMsg {
+    Block(Vec<u8>, u32),
+    Finish(Box<Footer>),
+}
+
+fn spawn_writer(path: &Path, header: &Header) -> Result<(SyncSender<WriterMsg>, JoinHandle<Result<u64>>)> {
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut w = TraceWriter::new(BufWriter::with_capacity(1 << 20, file), header)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    // Blocks queue here while the disk is slow; when the queue is full the
+    // drain waits, the ring fills, and the kernel counts what it drops.
+    let (tx, rx): (SyncSender<WriterMsg>, Receiver<WriterMsg>) = sync_channel(64);
+    let path = path.to_path_buf();
+    let handle = std::thread::Builder::new().name("magnet-writer".into()).spawn(move || {
+        for msg in rx {
+            match msg {
+                WriterMsg::Block(b, n) => {
+                    w.write_encoded_block(&b, n).with_context(|| format!("writing {}", path.display()))?
+                }
+                WriterMsg::Finish(footer) => {
+                    let bytes = w.bytes_written();
+                    w.finish(&footer).with_context(|| format!("finishing {}", path.display()))?;
+                    return Ok(bytes);
+                }
+            }
+        }
+        Err(anyhow!("recording ended without closing {}", path.display()))
+    })?;
+    Ok((tx, handle))
+}
+
+/// The drain's state, shared between the ring-buffer callback and the loop.
+struct Drain {
+    block: BlockBuilder,
+    tx: SyncSender<WriterMsg>,
+    records: u64,
+    bytes: u64,
+    by_kind: Vec<u64>,
+    /// Sum of the LOST records' counts: equals the kernel's total at the end.
+    lost_in_stream: u64,
+    dropped_user: u64,
+    first_ts: u64,
+    last_ts: u64,
+    writer_gone: bool,
+}
+
+const BLOCK_TARGET: usize = 256 << 10;
+
+impl Drain {
+    fn push(&mut self, rec: &[u8]) {
+        if rec.len() < HEADER_LEN {
+            self.dropped_user += 1;
+            return;
+        }
+        let kind = u16::from_le_bytes([rec[8], rec[9]]);
+        if kind >= kind::MAX {
+            self.dropped_user += 1;
+            return;
+        }
+        let ts = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
+        if self.first_ts == 0 || ts < self.first_ts {
+            self.first_ts = ts;
+        }
+        self.last_ts = self.last_ts.max(ts);
+        if kind == kind::LOST && rec.len() >= 32 {
+            self.lost_in_stream += u64::from_le_bytes(rec[24..32].try_into().expect("8 bytes"));
+        }
+        self.by_kind[kind as usize] += 1;
+        self.block.push(rec);
+        self.records += 1;
+        self.bytes += rec.len() as u64 + 4;
+        if self.block.len() >= BLOCK_TARGET {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.block.is_empty() || self.writer_gone {
+            return;
+        }
+        let n = self.block.count();
+        let enc = self.block.take_encoded();
+        if self.tx.send(WriterMsg::Block(enc, n)).is_err() {
+            self.writer_gone = true;
+        }
+    }
+}
+
+/// Per-CPU counters from the kernel (struct mg_cpu_stats).
+struct KernelStats {
+    unreported_lost: Vec<u64>,
+    lost_total: u64,
+    generated: Vec<u64>,
+}
+
+fn read_kernel_stats(map: &dyn MapCore) -> Result<KernelStats> {
+    let key = 0u32.to_ne_bytes();
+    let per_cpu = map.lookup_percpu(&key, MapFlags::ANY)?.ok_or_else(|| anyhow!("cpu_stats map is empty"))?;
+    let mut s = KernelStats { unreported_lost: Vec::new(), lost_total: 0, generated: vec![0; kind::MAX as usize] };
+    let at = |b: &[u8], i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    for cpu in &per_cpu {
+        s.unreported_lost.push(at(cpu, 0));
+        s.lost_total += at(cpu, 1);
+        for k in 0..kind::MAX as usize {
+            s.generated[k] += at(cpu, 2 + k);
+        }
+    }
+    Ok(s)
+}
+
+/// A LOST record made in user space (reason 2: counted by the kernel but not
+/// yet reported in the stream when the recording ended).
+fn residual_lost_record(cpu: u16, count: u64) -> Vec<u8> {
+    let mut r = vec![0u8; 40];
+    r[0..8].copy_from_slice(&monotonic_now().to_le_bytes());
+    r[8..10].copy_from_slice(&kind::LOST.to_le_bytes());
+    r[10..12].copy_from_slice(&cpu.to_le_bytes());
+    r[24..32].copy_from_slice(&count.to_le_bytes());
+    r[32..36].copy_from_slice(&(cpu as u32).to_le_bytes());
+    r[36..40].copy_from_slice(&2u32.to_le_bytes());
+    r
+}
+
+fn cgroup_id(path: &Path) -> Result<u64> {
+    // A cgroup v2 directory's inode number is its id (bpf_get_current_cgroup_id).
+    let md = std::fs::metadata(path).with_context(|| format!("--cgroup {}: cannot stat", path.display()))?;
+    if !md.is_dir() {
+        bail!("--cgroup {}: not a directory (give a cgroup v2 path such as /sys/fs/cgroup/system.slice)", path.display());
+    }
+    Ok(md.ino())
+}
+
+fn addr16(a: std::net::IpAddr) -> [u8; 16] {
+    match a {
+        std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        std::net::IpAddr::V6(v6) => v6.octets(),
+    }
+}
+
+/// Descendants of `pid` that exist now (children forked later are followed in
+/// the kernel).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+            // The ppid is the second field after the parenthesised comm.
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
+            if let Some(pp) = rest.split_whitespace().nth(1).and_then(|s| s.parse::<u32>().ok()) {
+                parent_of.push((p, pp));
+            }
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let cur = out[i];
+        out.extend(parent_of.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
+        i += 1;
+    }
+    out
+}
+
+/// Records until the target ends, the duration passes, or `stop` is set.
+pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
+    preflight()?;
+    let catalog = Catalog::builtin();
+    let index = KindIndex::new(&catalog);
+
+    let filter_pids = matches!(opts.target, Target::Command(_)) || !config.filters.pids.is_empty();
+    if let Target::Pids = opts.target {
+        if config.filters.pids.is_empty() {
+            bail!("no process given to trace (use -p PID, -- COMMAND or --all)");
+        }
+        for &p in &config.filters.pids {
+            if !Path::new(&format!("/proc/{p}")).exists() {
+                bail!("-p {p}: no such process");
+            }
+        }
+    }
+    let cgroup = config.filters.cgroup.as_deref().map(cgroup_id).transpose()?;
+    let filter_tasks = filter_pids || config.filters.comm.is_some() || cgroup.is_some();
+
+    // ---- open, configure, load -------------------------------------------
+    let mut storage = MaybeUninit::uninit();
+    let mut open = RecordSkelBuilder::default()
+        .open(&mut storage)
+        .context("opening the BPF object failed")?;
+    {
+        let ro = open.maps.rodata_data.as_deref_mut().expect("the object has read-only settings");
+        ro.filter_tasks = filter_tasks;
+        ro.filter_pid = filter_pids;
+        if let Some(comm) = &config.filters.comm {
+            if comm.len() > 15 {
+                bail!("--comm '{comm}': task names are at most 15 bytes (the kernel truncates longer ones)");
+            }
+            ro.filter_comm = true;
+            for (i, b) in comm.bytes().enumerate() {
+                ro.comm_filter[i] = b as i8;
+            }
+        }
+        ro.cgroup_filter = cgroup.unwrap_or(0);
+        ro.port_filter = config.filters.port.unwrap_or(0);
+        if let Some(h) = config.filters.host {
+            ro.filter_host = true;
+            ro.host_filter = addr16(h);
+        }
+        ro.tcp_state = config.tcp_state;
+        ro.wakeup_bytes = config.wakeup_bytes;
+        ro.record_fork = config.layers.contains(&Layer::Sched);
+    }
+    let buffer = u32::try_from(config.buffer_bytes)
+        .map_err(|_| anyhow!("--buffer {} is too large (the maximum is 2GiB)", config.buffer_bytes))?;
+    open.maps.events.set_max_entries(buffer).context("sizing the ring buffer")?;
+
+    let packets = config.layers.iter().any(|l| l.follows_packets());
+    let wanted = |name: &str| -> bool {
+        if let Some(p) = PROBES.iter().find(|p| p.prog == name) {
+            return config.layers.contains(&p.layer.expect("probes in PROBES record a layer"));
+        }
+        match name {
+            probes::FOLLOW_FORKS => filter_pids || config.layers.contains(&Layer::Sched),
+            probes::PKT_FREE => packets && !config.layers.contains(&Layer::Drop),
+            probes::PKT_CONSUME => packets,
+            _ => false,
+        }
+    };
+    for mut prog in open.open_object_mut().progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        prog.set_autoload(wanted(&name));
+    }
+    let skel = open.load().map_err(|e| {
+        anyhow!(
+            "loading the BPF programs failed: {e}\n\
+             magnet needs Linux 6.4 or later with BTF (tp_btf and netfilter BPF links); \
+             run with LIBBPF_DEBUG=1 to see the verifier log"
+        )
+    })?;
+
+    // ---- attach ---------------------------------------------------------------
+    let mut links: Vec<Link> = Vec::new();
+    let mut sources: BTreeMap<Layer, LayerSource> = BTreeMap::new();
+    for layer in &config.layers {
+        sources.insert(*layer, LayerSource { layer: layer.name().into(), hooks: vec![], missing: vec![] });
+    }
+    let object = skel.object();
+    for probe in PROBES {
+        let layer = probe.layer.expect("probes in PROBES record a layer");
+        if !config.layers.contains(&layer) {
+            continue;
+        }
+        let prog = object
+            .progs_mut()
+            .find(|p| p.name() == probe.prog)
+            .ok_or_else(|| anyhow!("program {} missing from the BPF object", probe.prog))?;
+        let hook = probes::hook_name(probe.attach);
+        let attached: Result<Vec<Link>> = match probe.attach {
+            Attach::TpBtf(_) => prog.attach().map(|l| vec![l]).map_err(Into::into),
+            Attach::Netfilter(hooknum) => {
+                // Observe last on the way out (final headers), first on the way in.
+                let priority = if hook.ends_with("OUT") || hook.ends_with("POST_ROUTING") {
+                    i32::MAX - 1
+                } else {
+                    i32::MIN + 1
+                };
+                [NFPROTO_IPV4, NFPROTO_IPV6]
+                    .into_iter()
+                    .map(|pf| {
+                        prog.attach_netfilter_with_opts(NetfilterOpts {
+                            protocol_family: pf,
+                            hooknum,
+                            priority,
+                            ..Default::default()
+                        })
+                        .map_err(anyhow::Error::from)
+                    })
+                    .collect()
+            }
+        };
+        let src = sources.get_mut(&layer).expect("source per selected layer");
+        match attached {
+            Ok(ls) => {
+                links.extend(ls);
+                src.hooks.push(hook);
+            }
+            Err(e) if probe.optional => src.missing.push(format!("{hook}: {e}")),
+            Err(e) => {
+                let hint = match probe.attach {
+                    Attach::Netfilter(_) => "netfilter BPF links need Linux 6.4 or later",
+                    Attach::TpBtf("sock_send_length" | "sock_recv_length") => {
+                        "the sock_send_length/sock_recv_length tracepoints need Linux 6.3 or later"
+                    }
+                    Attach::TpBtf(_) => "this kernel may lack the tracepoint",
+                };
+                bail!("cannot attach {hook} for layer {layer}: {e:#} ({hint}; leave the layer out with --layers)");
+            }
+        }
+    }
+    for name in [probes::FOLLOW_FORKS, probes::PKT_FREE, probes::PKT_CONSUME] {
+        if !wanted(name) {
+            continue;
+        }
+        let prog = object.progs_mut().find(|p| p.name() == name).expect("support program in object");
+        links.push(prog.attach().with_context(|| format!("attaching support program {name}"))?);
+    }
+    if config.layers.contains(&Layer::Sched) {
+        if let Some(s) = sources.get_mut(&Layer::Sched) {
+            s.hooks.push("tp_btf/sched_process_fork".into());
+        }
+    }
+    if let Some(s) = sources.get_mut(&Layer::Ip) {
+        s.missing.push("netfilter hooks see only the recorder's network namespace".into());
+    }
+
+    let mut header = host_header(config, &opts.target);
+    header.layers = sources.values().cloned().collect();
+    let (tx, writer) = spawn_writer(&config.output, &header)?;
+
+    // ---- start the target -------------------------------------------------------
+    let traced = &skel.maps.traced_tgids;
+    let one = [1u8];
+    let mut child: Option<Child> = None;
+    match &opts.target {
+        Target::Command(argv) => {
+            // Trace ourselves while forking: the kernel's fork hook then adds the
+            // child before it runs a single instruction of the command.
+            let me = std::process::id().to_ne_bytes();
+            traced.update(&me, &one, MapFlags::ANY)?;
+            let spawned = Command::new(&argv[0]).args(&argv[1..]).spawn();
+            traced.delete(&me)?;
+            child = Some(spawned.with_context(|| format!("cannot run {}", argv[0].to_string_lossy()))?);
+        }
+        Target::Pids => {
+            for &p in &config.filters.pids {
+                for d in descendants(p) {
+                    traced.update(&d.to_ne_bytes(), &one, MapFlags::ANY)?;
+                }
+            }
+        }
+        Target::All => {}
+    }
+
+    // ---- drain ---------------------------------------------------------------
+    let drain = RefCell::new(Drain {
+        block: BlockBuilder::with_capacity(BLOCK_TARGET + 4096),
+        tx: tx.clone(),
+        records: 0,
+        bytes: 0,
+        by_kind: vec![0; kind::MAX as usize],
+        lost_in_stream: 0,
+        dropped_user: 0,
+        first_ts: 0,
+        last_ts: 0,
+        writer_gone: false,
+    });
+    let mut rb = RingBufferBuilder::new();
+    rb.add(&skel.maps.events, |data: &[u8]| {
+        drain.borrow_mut().push(data);
+        0
+    })?;
+    let rb = rb.build()?;
+
+    let started = Instant::now();
+    let mut last_progress = Instant::now();
+    let mut child_status = None;
+    let mut child_exited_at: Option<Instant> = None;
+    let end_reason;
+    loop {
+        // Woken early when enough is queued; otherwise consume what is there.
+        let _ = rb.poll(config.poll_interval);
+        rb.consume()?;
+        if drain.borrow().writer_gone {
+            end_reason = "the trace writer failed".to_string();
+            break;
+        }
+        if opts.stop.load(Ordering::Relaxed) {
+            end_reason = "interrupted".to_string();
+            break;
+        }
+        if let Some(d) = opts.duration {
+            if started.elapsed() >= d {
+                end_reason = format!("duration {:?} reached", d);
+                break;
+            }
+        }
+        if let Some(c) = child.as_mut() {
+            if child_status.is_none() {
+                if let Some(st) = c.try_wait()? {
+                    child_status = Some(st);
+                    child_exited_at = Some(Instant::now());
+                }
+            }
+            // Let the last packets and state changes of the exiting command
+            // (FIN/ACK handshakes in softirq) reach the ring before stopping.
+            if child_exited_at.is_some_and(|t| t.elapsed() >= Duration::from_millis(100)) {
+                end_reason = "command exited".to_string();
+                break;
+            }
+        }
+        if let Some(cb) = opts.progress.as_mut() {
+            if last_progress.elapsed() >= Duration::from_millis(500) {
+                last_progress = Instant::now();
+                let d = drain.borrow();
+                let lost = read_kernel_stats(&skel.maps.cpu_stats).map(|s| s.lost_total).unwrap_or(0);
+                cb(&Progress { elapsed: started.elapsed(), records: d.records, bytes: d.bytes, lost });
+            }
+        }
+    }
+
+    // ---- stop: detach, drain the rest, account for loss ----------------------
+    drop(links);
+    rb.consume()?;
+    drop(rb);
+    let stats = read_kernel_stats(&skel.maps.cpu_stats)?;
+    let mut d = drain.into_inner();
+    for (cpu, &n) in stats.unreported_lost.iter().enumerate() {
+        if n > 0 {
+            let rec = residual_lost_record(cpu as u16, n);
+            d.push(&rec);
+        }
+    }
+    d.flush();
+    if let Some(mut c) = child.take() {
+        if child_status.is_none() {
+            // Interrupted or out of time: the command keeps running on its own.
+            child_status = c.try_wait()?;
+        }
+    }
+
+    let name = |k: usize| index.get(k as u16).map(|d| d.name.clone()).unwrap_or_else(|| format!("kind{k}"));
+    let by_kind: BTreeMap<String, u64> =
+        d.by_kind.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, &n)| (name(k), n)).collect();
+    let generated: BTreeMap<String, u64> =
+        stats.generated.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, &n)| (name(k), n)).collect();
+    let footer = Footer {
+        records: d.records,
+        lost_kernel: stats.lost_total,
+        dropped_user: d.dropped_user,
+        generated: generated.clone(),
+        first_ts_ns: d.first_ts,
+        last_ts_ns: d.last_ts,
+        end_reason: end_reason.clone(),
+    };
+    let writer_failed = d.writer_gone;
+    let _ = tx.send(WriterMsg::Finish(Box::new(footer)));
+    drop(tx);
+    drop(d.tx);
+    let bytes = writer.join().map_err(|_| anyhow!("the trace writer thread panicked"))?;
+    let bytes = match (bytes, writer_failed) {
+        (Ok(b), false) => b,
+        (Err(e), _) => return Err(e.context(format!("{} records could not be saved", d.records))),
+        (Ok(_), true) => bail!("the trace writer stopped early"),
+    };
+
+    Ok(Summary {
+        records: d.records,
+        by_kind,
+        lost_kernel: stats.lost_total,
+        dropped_user: d.dropped_user,
+        generated,
+        bytes_written: bytes,
+        elapsed: started.elapsed(),
+        end_reason,
+        child_status,
+        layers: header.layers,
+    })
+}
