@@ -294,6 +294,36 @@ fn descendants(pid: u32) -> Vec<u32> {
     out
 }
 
+/// A netfilter link at `priority`, or the nearest free priority towards the
+/// middle: the kernel allows one BPF program per priority and hook (EBUSY), and
+/// another recorder (or another tool) may hold it.
+fn attach_netfilter(prog: &libbpf_rs::ProgramMut<'_>, pf: i32, hooknum: i32, priority: i32) -> Result<Link> {
+    let step = if priority > 0 { -1 } else { 1 };
+    let mut last = None;
+    for i in 0..64 {
+        let opts = NetfilterOpts { protocol_family: pf, hooknum, priority: priority + i * step, ..Default::default() };
+        match prog.attach_netfilter_with_opts(opts) {
+            Ok(l) => return Ok(l),
+            Err(e) if is_busy(&e) => last = Some(e),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(anyhow!("no free netfilter priority near {priority}: {}", last.map(|e| e.to_string()).unwrap_or_default()))
+}
+
+fn is_busy(e: &libbpf_rs::Error) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = src {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if io.raw_os_error() == Some(libc::EBUSY) {
+                return true;
+            }
+        }
+        src = err.source();
+    }
+    e.to_string().contains(&format!("(os error {})", libc::EBUSY))
+}
+
 /// Records until the target ends, the duration passes, or `stop` is set.
 pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     preflight()?;
@@ -396,18 +426,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
                 } else {
                     i32::MIN + 1
                 };
-                [NFPROTO_IPV4, NFPROTO_IPV6]
-                    .into_iter()
-                    .map(|pf| {
-                        prog.attach_netfilter_with_opts(NetfilterOpts {
-                            protocol_family: pf,
-                            hooknum,
-                            priority,
-                            ..Default::default()
-                        })
-                        .map_err(anyhow::Error::from)
-                    })
-                    .collect()
+                [NFPROTO_IPV4, NFPROTO_IPV6].into_iter().map(|pf| attach_netfilter(&prog, pf, hooknum, priority)).collect()
             }
         };
         let src = sources.get_mut(&layer).expect("source per selected layer");

@@ -486,7 +486,16 @@ static __always_inline bool pkt_traced(__u64 cookie, struct pkt_info *pi, bool r
 	if (filter_tasks) {
 		if (cookie) {
 			__u8 *seen = bpf_map_lookup_elem(&socks, &cookie);
-			return seen && (*seen & SOCK_TRACED);
+			if (seen)
+				return *seen & SOCK_TRACED;
+		}
+		/* A socket's first packets leave before its first app event has
+		 * marked it (e.g. the first sendto() of an unbound UDP socket): on
+		 * transmit, a traced thread inside a send/recv syscall owns them. */
+		if (!rx) {
+			__u32 tid = (__u32)bpf_get_current_pid_tgid();
+			if (bpf_map_lookup_elem(&asked_by_tid, &tid))
+				return true;
 		}
 		if (!pi->ok)
 			return false;

@@ -1,0 +1,315 @@
+//! Live tests of `magnet record` (root, real BPF, real traffic between network
+//! namespaces). Every assertion is against a truth the test controls: the number
+//! and size of send() calls made by `magnet loadgen`, a tcpdump capture on the
+//! peer, the veth's ifindex, the kernel's own event counters.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use magnet_testkit::{live_or_skip, tshark_fields, Capture, Need, Netns, Side, Veth};
+use magnet_trace::{kind, Event, KindIndex, TraceReader};
+
+const MAGNET: &str = env!("CARGO_BIN_EXE_magnet");
+
+fn magnet(args: &[&str]) -> Output {
+    Command::new(MAGNET).args(args).stdin(Stdio::null()).output().expect("run magnet")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("magnet-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// A decoded event: kind name, header values and named fields.
+#[derive(Debug, Clone)]
+struct Ev {
+    kind: String,
+    kind_id: u16,
+    ts: u64,
+    pid: u32,
+    fields: BTreeMap<String, magnet_trace::Value>,
+}
+
+impl Ev {
+    fn u(&self, f: &str) -> u64 {
+        self.fields.get(f).and_then(|v| v.as_u64()).unwrap_or_else(|| panic!("{}: no field {f}", self.kind))
+    }
+    fn i(&self, f: &str) -> i64 {
+        self.fields.get(f).and_then(|v| v.as_i64()).unwrap_or_else(|| panic!("{}: no field {f}", self.kind))
+    }
+    fn addr(&self, f: &str) -> IpAddr {
+        match self.fields.get(f) {
+            Some(magnet_trace::Value::Addr(a)) => *a,
+            other => panic!("{}: {f} is {other:?}", self.kind),
+        }
+    }
+}
+
+fn read_trace(path: &Path) -> (Vec<Ev>, magnet_trace::Footer) {
+    let mut r = TraceReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let header = r.header().clone();
+    let index = KindIndex::new(&header.catalog);
+    let mut out = Vec::new();
+    while let Some(rec) = r.next_record() {
+        let rec = rec.expect("an intact trace");
+        let desc = index.get(rec.kind()).expect("known kind");
+        let ev = Event { bytes: &rec.bytes, desc };
+        out.push(Ev {
+            kind: desc.name.clone(),
+            kind_id: rec.kind(),
+            ts: rec.ts_ns(),
+            pid: rec.pid(),
+            fields: ev.fields().map(|(n, v)| (n.to_string(), v)).collect(),
+        });
+    }
+    out.sort_by_key(|e| e.ts);
+    (out, r.footer().cloned().expect("the trace has an END block"))
+}
+
+fn json_stdout(out: &Output) -> serde_json::Value {
+    assert!(out.status.success(), "magnet failed: {}", String::from_utf8_lossy(&out.stderr));
+    let s = String::from_utf8_lossy(&out.stdout);
+    // `record --json` prints the workload's line first (loadgen), then the summary.
+    let lines: Vec<&str> = s.lines().filter(|l| l.starts_with('{')).collect();
+    serde_json::from_str(lines.last().expect("a JSON line")).unwrap()
+}
+
+fn loadgen_line(out: &Output) -> serde_json::Value {
+    let s = String::from_utf8_lossy(&out.stdout);
+    let line = s.lines().find(|l| l.contains("\"tcp\"") || l.contains("\"udp\"")).expect("loadgen JSON line");
+    serde_json::from_str(line).unwrap()
+}
+
+const TCP_N: u64 = 50;
+const TCP_S: u64 = 1000;
+const UDP_M: u64 = 30;
+const UDP_U: u64 = 200;
+
+#[test]
+fn known_workload_across_namespaces() {
+    if !live_or_skip("known_workload_across_namespaces", &[Need::Btf, Need::Tool("tcpdump"), Need::Tool("tshark")]) {
+        return;
+    }
+    let ns = Netns::new().unwrap();
+    let link = Veth::pair(Side::Root, Side::Ns(&ns)).unwrap();
+    let (a, b) = (link.a(), link.b());
+    let cap = Capture::start(b.netns(), b.name(), &["ip"]).unwrap();
+    let trace = tmp("known.mgt");
+    let out = magnet(&[
+        "record", "-o", trace.to_str().unwrap(), "--layers", "app,tcp,ip,dev", "--tcp-state", "--json", "--",
+        MAGNET, "loadgen", "--tcp", &format!("{TCP_N}x{TCP_S}"), "--udp", &format!("{UDP_M}x{UDP_U}"),
+        "--netns", ns.name(), "--peer-addr", &b.addr().to_string(), "--port", "7311",
+    ]);
+    let summary = json_stdout(&out);
+    let load = loadgen_line(&out);
+    let pcap = cap.stop().unwrap();
+    let (evs, footer) = read_trace(&trace);
+    assert_eq!(summary["lost_kernel"], 0);
+    assert_eq!(footer.lost_kernel, 0);
+
+    // ---- app: exactly N sends of S bytes over TCP, M of U over UDP --------------
+    let app_send: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::APP_SEND).collect();
+    let tcp_sends: Vec<&&Ev> = app_send.iter().filter(|e| e.u("protocol") == 6).collect();
+    let udp_sends: Vec<&&Ev> = app_send.iter().filter(|e| e.u("protocol") == 17).collect();
+    assert_eq!(tcp_sends.len() as u64, TCP_N, "TCP send events");
+    assert_eq!(udp_sends.len() as u64, UDP_M, "UDP send events");
+    assert!(tcp_sends.iter().all(|e| e.i("ret") == TCP_S as i64 && e.i("asked") == TCP_S as i64));
+    assert!(udp_sends.iter().all(|e| e.i("ret") == UDP_U as i64 && e.i("asked") == UDP_U as i64));
+    // The receiving side (a thread of the same process in the peer namespace).
+    let recv_sum = |proto: u64| -> i64 {
+        evs.iter()
+            .filter(|e| e.kind_id == kind::APP_RECV && e.u("protocol") == proto && e.i("ret") > 0)
+            .map(|e| e.i("ret"))
+            .sum()
+    };
+    assert_eq!(recv_sum(6), (TCP_N * TCP_S) as i64, "TCP bytes received");
+    assert_eq!(recv_sum(17), (UDP_M * UDP_U) as i64, "UDP bytes received");
+
+    // ---- tcp: the sender's connection carries its 5-tuple ------------------------
+    let local: std::net::SocketAddr = load["tcp"]["local"].as_str().unwrap().parse().unwrap();
+    let remote: std::net::SocketAddr = load["tcp"]["remote"].as_str().unwrap().parse().unwrap();
+    let cookie = tcp_sends[0].u("cookie");
+    assert!(tcp_sends.iter().all(|e| e.u("cookie") == cookie), "one connection, one cookie");
+    let states: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::TCP_STATE && e.u("cookie") == cookie).collect();
+    let est = states
+        .iter()
+        .find(|e| e.fields["newstate"].to_string() == "ESTABLISHED")
+        .expect("the sender's SYN_SENT -> ESTABLISHED");
+    assert_eq!(est.u("sport"), local.port() as u64);
+    assert_eq!(est.u("dport"), remote.port() as u64);
+    assert_eq!(est.addr("saddr"), local.ip());
+    assert_eq!(est.addr("daddr"), remote.ip());
+    let sock = evs.iter().find(|e| e.kind_id == kind::SOCK && e.u("cookie") == cookie).expect("SOCK record");
+    assert_eq!(sock.addr("daddr"), remote.ip());
+
+    // ---- --tcp-state: write_seq advanced by exactly N*S --------------------------
+    let fin = states
+        .iter()
+        .find(|e| e.fields["newstate"].to_string() == "FIN_WAIT1")
+        .expect("the sender's ESTABLISHED -> FIN_WAIT1");
+    let advanced = (fin.u("write_seq") as u32).wrapping_sub(est.u("write_seq") as u32);
+    assert_eq!(advanced as u64, TCP_N * TCP_S, "write_seq(FIN_WAIT1) - write_seq(ESTABLISHED)");
+    // snd_una <= snd_nxt <= write_seq, and snd_nxt never goes back (mod 2^32).
+    let mut last_nxt: Option<u32> = None;
+    for e in evs.iter().filter(|e| e.u_opt("cookie") == Some(cookie) && e.fields.contains_key("snd_nxt")) {
+        let (una, nxt, wseq) = (e.u("snd_una") as u32, e.u("snd_nxt") as u32, e.u("write_seq") as u32);
+        assert!(nxt.wrapping_sub(una) <= wseq.wrapping_sub(una), "{e:?}");
+        if let Some(l) = last_nxt {
+            assert!((nxt.wrapping_sub(l) as i32) >= 0, "snd_nxt went back: {l} -> {nxt}");
+        }
+        last_nxt = Some(nxt);
+    }
+
+    // ---- dev: the veth's ifindex --------------------------------------------------
+    let xmits: Vec<&Ev> =
+        evs.iter().filter(|e| e.kind_id == kind::DEV_START_XMIT && e.u("cookie") == cookie).collect();
+    assert!(!xmits.is_empty(), "the sender's packets reach the driver");
+    assert!(xmits.iter().all(|e| e.u("ifindex") == a.ifindex() as u64), "dev events carry the veth's ifindex {}", a.ifindex());
+    let rx_in_ns = evs.iter().filter(|e| e.kind_id == kind::DEV_RX && e.u("ifindex") == b.ifindex() as u64).count();
+    assert!(rx_in_ns > 0, "packets received on the peer's veth (ifindex {} in its namespace)", b.ifindex());
+
+    // ---- ip: identification numbers equal those on the wire ---------------------
+    let a_ip = IpAddr::V4(a.addr());
+    let b_ip = IpAddr::V4(b.addr());
+    let ours: BTreeSet<u64> = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::IP_LOCAL_OUT && e.addr("saddr") == a_ip && e.addr("daddr") == b_ip)
+        .map(|e| e.u("ip_id"))
+        .collect();
+    let wire_rows = tshark_fields(&*pcap, &format!("ip.src=={} && ip.dst=={}", a.addr(), b.addr()), &["ip.id"]).unwrap();
+    let wire: BTreeSet<u64> =
+        wire_rows.iter().map(|r| u64::from_str_radix(r[0].trim_start_matches("0x"), 16).unwrap()).collect();
+    assert!(wire.len() as u64 >= UDP_M, "the capture holds the datagrams ({} ids)", wire.len());
+    assert_eq!(ours, wire, "IP ids at LOCAL_OUT vs on the wire at the peer");
+}
+
+impl Ev {
+    fn u_opt(&self, f: &str) -> Option<u64> {
+        self.fields.get(f).and_then(|v| v.as_u64())
+    }
+}
+
+/// A process that is not traced, making traffic while a recording runs.
+fn noise(secs: u32) -> std::process::Child {
+    Command::new(MAGNET)
+        .args(["loadgen", "--tcp", &format!("{}x100", secs * 200), "--interval", "5ms"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn filters_keep_other_processes_out_and_all_lets_them_in() {
+    if !live_or_skip("filters_keep_other_processes_out_and_all_lets_them_in", &[Need::Btf]) {
+        return;
+    }
+    let mut bg = noise(3);
+    let bg_pid = bg.id();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+
+    let filtered = tmp("filtered.mgt");
+    let out = magnet(&["record", "-o", filtered.to_str().unwrap(), "--json", "--", MAGNET, "loadgen", "--tcp", "20x500"]);
+    let load = loadgen_line(&out);
+    let traced_pid = load["pid"].as_u64().unwrap() as u32;
+    json_stdout(&out);
+    let (evs, _) = read_trace(&filtered);
+    let app: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::APP_SEND || e.kind_id == kind::APP_RECV).collect();
+    assert!(app.iter().all(|e| e.pid == traced_pid), "only the traced command's app events");
+    assert_eq!(app.iter().filter(|e| e.kind_id == kind::APP_SEND).count(), 20);
+    // Packet events in softirq carry whichever task was interrupted, so look at
+    // sockets instead: every socket in the trace is one the command used.
+    let announced: BTreeSet<u64> = evs.iter().filter(|e| e.kind_id == kind::SOCK).map(|e| e.u("cookie")).collect();
+    assert!(evs.iter().filter(|e| e.kind_id == kind::SOCK).all(|e| e.pid == traced_pid));
+    for e in &evs {
+        if let Some(c) = e.u_opt("cookie").filter(|&c| c != 0) {
+            assert!(announced.contains(&c), "event of an untraced socket: {e:?}");
+        }
+    }
+    assert!(!evs.iter().any(|e| e.pid == bg_pid && e.kind_id == kind::TCP_SENDMSG), "no tcp_sendmsg of the untraced process");
+
+    let all = tmp("all.mgt");
+    let out = magnet(&["record", "-o", all.to_str().unwrap(), "--all", "--layers", "app", "--duration", "1s", "--json"]);
+    json_stdout(&out);
+    let (evs, _) = read_trace(&all);
+    let from_bg = evs.iter().filter(|e| e.kind_id == kind::APP_SEND && e.pid == bg_pid).count();
+    assert!(from_bg > 50, "--all records the other process too ({from_bg} sends in 1 s at 200/s)");
+    let _ = bg.kill();
+    let _ = bg.wait();
+}
+
+#[test]
+fn forced_overflow_is_counted_in_place_and_in_total() {
+    if !live_or_skip("forced_overflow_is_counted_in_place_and_in_total", &[Need::Btf]) {
+        return;
+    }
+    const CALLS: u64 = 20_000;
+    let trace = tmp("overflow.mgt");
+    let out = magnet(&[
+        "record", "-o", trace.to_str().unwrap(), "--layers", "app", "--buffer", "8KiB", "--json", "--",
+        MAGNET, "loadgen", "--udp", &format!("{CALLS}x16"), "--flood",
+    ]);
+    let summary = json_stdout(&out);
+    let (evs, footer) = read_trace(&trace);
+    let lost = summary["lost_kernel"].as_u64().unwrap();
+    assert!(lost > 0, "an 8 KiB ring must overflow under a flood: {summary}");
+    assert_eq!(footer.lost_kernel, lost);
+    // LOST records sit in the stream and add up to the total.
+    let lost_recs: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::LOST).collect();
+    assert!(lost_recs.iter().any(|e| e.u("reason") == 0), "some LOST records were written in place by the kernel");
+    assert_eq!(lost_recs.iter().map(|e| e.u("count")).sum::<u64>(), lost);
+    // recorded + lost == generated (the kernel counts every event that passed the filters).
+    let recorded = evs.iter().filter(|e| e.kind_id != kind::LOST).count() as u64;
+    let generated: u64 = footer.generated.values().sum();
+    assert_eq!(recorded + lost, generated, "recorded {recorded} + lost {lost} vs generated {generated}");
+    // And the kernel's count is the workload's truth: one send event per sendto().
+    assert_eq!(footer.generated.get("app_send").copied(), Some(CALLS));
+    let stderr = magnet(&["info", trace.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&stderr.stdout);
+    assert!(text.contains(&format!("lost      {lost} events")), "{text}");
+}
+
+#[test]
+fn without_root_or_btf_the_error_says_what_is_missing() {
+    if !live_or_skip("without_root_or_btf_the_error_says_what_is_missing", &[Need::Tool("setpriv"), Need::Tool("unshare")]) {
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", MAGNET, "record", "--all", "-o", "/tmp/x.mgt"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("needs root") && err.contains("sudo"), "{err}");
+
+    // Hide BTF in a private mount namespace.
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c", &format!("mount -t tmpfs none /sys/kernel/btf && exec {MAGNET} record --all -o /tmp/x.mgt")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no BTF") && err.contains("CONFIG_DEBUG_INFO_BTF"), "{err}");
+}
+
+#[test]
+fn recording_works_without_tracefs() {
+    if !live_or_skip("recording_works_without_tracefs", &[Need::Btf, Need::Tool("unshare")]) {
+        return;
+    }
+    let trace = tmp("notracefs.mgt");
+    let script = format!(
+        "for m in /sys/kernel/tracing /sys/kernel/debug/tracing /sys/kernel/debug; do umount -l $m 2>/dev/null; done; \
+         if [ -e /sys/kernel/tracing/trace ]; then echo tracefs still mounted >&2; exit 99; fi; \
+         exec {MAGNET} record -o {} --json -- {MAGNET} loadgen --tcp 10x100",
+        trace.display()
+    );
+    let out = Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &script]).output().unwrap();
+    json_stdout(&out);
+    let (evs, _) = read_trace(&trace);
+    assert_eq!(evs.iter().filter(|e| e.kind_id == kind::APP_SEND).count(), 10);
+}
