@@ -160,6 +160,19 @@ impl Decoder {
                 st.segment(ts_ns, tcp, &dg.payload, &lim.stream, &mut c2, &mut |rec| {
                     pair.message(ts_ns, Transport::Tcp, src, dst, rec, out)
                 });
+                if tcp.flags & crate::net::TCP_ACK != 0 {
+                    let rkey = FlowKey {
+                        src: key.dst,
+                        sport: key.dport,
+                        dst: key.src,
+                        dport: key.sport,
+                    };
+                    if let Some(rev) = streams.get_mut(&rkey) {
+                        rev.ack(tcp.ack, &lim.stream, &mut c2, &mut |rec| {
+                            pair.message(ts_ns, Transport::Tcp, dst, src, rec, out)
+                        });
+                    }
+                }
                 add_counters(&mut self.counters, &c2);
             }
         }

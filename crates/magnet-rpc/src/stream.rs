@@ -47,6 +47,9 @@ pub struct Stream {
     ooo: Vec<(u32, Vec<u8>)>,
     ooo_bytes: usize,
     ooo_since: i64,
+    /// Highest sequence number the peer acknowledged: bytes below it that we never saw
+    /// were lost by the capture, not by the network, and will not come again.
+    peer_acked: Option<u32>,
     pub last_ts: i64,
 }
 
@@ -117,9 +120,33 @@ impl Stream {
                 self.ooo.push((tcp.seq, data.to_vec()));
             }
         }
+        let acked_past = match (self.peer_acked, self.next) {
+            (Some(a), Some(n)) => rel(a, n) > 0,
+            _ => false,
+        };
         if !self.ooo.is_empty()
-            && (self.ooo_bytes > lim.max_ooo_bytes || ts - self.ooo_since > lim.gap_timeout_ns)
+            && (acked_past
+                || self.ooo_bytes > lim.max_ooo_bytes
+                || ts - self.ooo_since > lim.gap_timeout_ns)
         {
+            self.skip_gap(lim, c, out);
+        }
+    }
+
+    /// The peer acknowledged everything below `ack`. If we hold data beyond a hole that
+    /// the peer has acknowledged, the hole was lost by the capture: skip it now.
+    pub fn ack(
+        &mut self,
+        ack: u32,
+        lim: &StreamLimits,
+        c: &mut Counters,
+        out: &mut dyn FnMut(&[u8]),
+    ) {
+        let Some(n) = self.next else { return };
+        if self.peer_acked.is_none_or(|a| rel(ack, a) > 0) {
+            self.peer_acked = Some(ack);
+        }
+        if rel(ack, n) > 0 && !self.ooo.is_empty() {
             self.skip_gap(lim, c, out);
         }
     }
