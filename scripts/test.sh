@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Sets everything up and runs every test: formatting, lints, unit tests and the
+# live tests (root, real BPF programs, traffic between network namespaces).
+# Run as root for the live tests; as another user they are skipped with a reason,
+# unless MAGNET_REQUIRE_LIVE=1 (CI), which turns a skip into a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+if [ "$(id -u)" -ne 0 ] && [ "${MAGNET_REQUIRE_LIVE:-0}" = 1 ]; then
+    echo "test: MAGNET_REQUIRE_LIVE=1 needs root (the live tests load BPF programs)" >&2
+    exit 1
+fi
+echo "test: cargo fmt --check" >&2
+cargo fmt --all -- --check
+echo "test: cargo clippy" >&2
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "test: cargo test" >&2
+cargo test --workspace --no-fail-fast
