@@ -10,7 +10,8 @@ const SRC: &str = "src/bpf/record.bpf.c";
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let vmlinux = manifest.join("../../bpf/include");
     let arch = match env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
         Ok("x86_64") => "x86",

@@ -14,7 +14,11 @@ use magnet_trace::{kind, Event, KindIndex, TraceReader};
 const MAGNET: &str = env!("CARGO_BIN_EXE_magnet");
 
 fn magnet(args: &[&str]) -> Output {
-    Command::new(MAGNET).args(args).stdin(Stdio::null()).output().expect("run magnet")
+    Command::new(MAGNET)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run magnet")
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -35,10 +39,16 @@ struct Ev {
 
 impl Ev {
     fn u(&self, f: &str) -> u64 {
-        self.fields.get(f).and_then(|v| v.as_u64()).unwrap_or_else(|| panic!("{}: no field {f}", self.kind))
+        self.fields
+            .get(f)
+            .and_then(|v| v.as_u64())
+            .unwrap_or_else(|| panic!("{}: no field {f}", self.kind))
     }
     fn i(&self, f: &str) -> i64 {
-        self.fields.get(f).and_then(|v| v.as_i64()).unwrap_or_else(|| panic!("{}: no field {f}", self.kind))
+        self.fields
+            .get(f)
+            .and_then(|v| v.as_i64())
+            .unwrap_or_else(|| panic!("{}: no field {f}", self.kind))
     }
     fn addr(&self, f: &str) -> IpAddr {
         match self.fields.get(f) {
@@ -56,7 +66,10 @@ fn read_trace(path: &Path) -> (Vec<Ev>, magnet_trace::Footer) {
     while let Some(rec) = r.next_record() {
         let rec = rec.expect("an intact trace");
         let desc = index.get(rec.kind()).expect("known kind");
-        let ev = Event { bytes: &rec.bytes, desc };
+        let ev = Event {
+            bytes: &rec.bytes,
+            desc,
+        };
         out.push(Ev {
             kind: desc.name.clone(),
             kind_id: rec.kind(),
@@ -66,11 +79,18 @@ fn read_trace(path: &Path) -> (Vec<Ev>, magnet_trace::Footer) {
         });
     }
     out.sort_by_key(|e| e.ts);
-    (out, r.footer().cloned().expect("the trace has an END block"))
+    (
+        out,
+        r.footer().cloned().expect("the trace has an END block"),
+    )
 }
 
 fn json_stdout(out: &Output) -> serde_json::Value {
-    assert!(out.status.success(), "magnet failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "magnet failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s = String::from_utf8_lossy(&out.stdout);
     // `record --json` prints the workload's line first (loadgen), then the summary.
     let lines: Vec<&str> = s.lines().filter(|l| l.starts_with('{')).collect();
@@ -79,7 +99,10 @@ fn json_stdout(out: &Output) -> serde_json::Value {
 
 fn loadgen_line(out: &Output) -> serde_json::Value {
     let s = String::from_utf8_lossy(&out.stdout);
-    let line = s.lines().find(|l| l.contains("\"tcp\"") || l.contains("\"udp\"")).expect("loadgen JSON line");
+    let line = s
+        .lines()
+        .find(|l| l.contains("\"tcp\"") || l.contains("\"udp\""))
+        .expect("loadgen JSON line");
     serde_json::from_str(line).unwrap()
 }
 
@@ -90,7 +113,10 @@ const UDP_U: u64 = 200;
 
 #[test]
 fn known_workload_across_namespaces() {
-    if !live_or_skip("known_workload_across_namespaces", &[Need::Btf, Need::Tool("tcpdump"), Need::Tool("tshark")]) {
+    if !live_or_skip(
+        "known_workload_across_namespaces",
+        &[Need::Btf, Need::Tool("tcpdump"), Need::Tool("tshark")],
+    ) {
         return;
     }
     let ns = Netns::new().unwrap();
@@ -99,9 +125,26 @@ fn known_workload_across_namespaces() {
     let cap = Capture::start(b.netns(), b.name(), &["ip"]).unwrap();
     let trace = tmp("known.mgt");
     let out = magnet(&[
-        "record", "-o", trace.to_str().unwrap(), "--layers", "app,tcp,ip,dev", "--tcp-state", "--json", "--",
-        MAGNET, "loadgen", "--tcp", &format!("{TCP_N}x{TCP_S}"), "--udp", &format!("{UDP_M}x{UDP_U}"),
-        "--netns", ns.name(), "--peer-addr", &b.addr().to_string(), "--port", "7311",
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--layers",
+        "app,tcp,ip,dev",
+        "--tcp-state",
+        "--json",
+        "--",
+        MAGNET,
+        "loadgen",
+        "--tcp",
+        &format!("{TCP_N}x{TCP_S}"),
+        "--udp",
+        &format!("{UDP_M}x{UDP_U}"),
+        "--netns",
+        ns.name(),
+        "--peer-addr",
+        &b.addr().to_string(),
+        "--port",
+        "7311",
     ]);
     let summary = json_stdout(&out);
     let load = loadgen_line(&out);
@@ -116,8 +159,12 @@ fn known_workload_across_namespaces() {
     let udp_sends: Vec<&&Ev> = app_send.iter().filter(|e| e.u("protocol") == 17).collect();
     assert_eq!(tcp_sends.len() as u64, TCP_N, "TCP send events");
     assert_eq!(udp_sends.len() as u64, UDP_M, "UDP send events");
-    assert!(tcp_sends.iter().all(|e| e.i("ret") == TCP_S as i64 && e.i("asked") == TCP_S as i64));
-    assert!(udp_sends.iter().all(|e| e.i("ret") == UDP_U as i64 && e.i("asked") == UDP_U as i64));
+    assert!(tcp_sends
+        .iter()
+        .all(|e| e.i("ret") == TCP_S as i64 && e.i("asked") == TCP_S as i64));
+    assert!(udp_sends
+        .iter()
+        .all(|e| e.i("ret") == UDP_U as i64 && e.i("asked") == UDP_U as i64));
     // The receiving side (a thread of the same process in the peer namespace).
     let recv_sum = |proto: u64| -> i64 {
         evs.iter()
@@ -132,8 +179,14 @@ fn known_workload_across_namespaces() {
     let local: std::net::SocketAddr = load["tcp"]["local"].as_str().unwrap().parse().unwrap();
     let remote: std::net::SocketAddr = load["tcp"]["remote"].as_str().unwrap().parse().unwrap();
     let cookie = tcp_sends[0].u("cookie");
-    assert!(tcp_sends.iter().all(|e| e.u("cookie") == cookie), "one connection, one cookie");
-    let states: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::TCP_STATE && e.u("cookie") == cookie).collect();
+    assert!(
+        tcp_sends.iter().all(|e| e.u("cookie") == cookie),
+        "one connection, one cookie"
+    );
+    let states: Vec<&Ev> = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::TCP_STATE && e.u("cookie") == cookie)
+        .collect();
     let est = states
         .iter()
         .find(|e| e.fields["newstate"].to_string() == "ESTABLISHED")
@@ -142,7 +195,10 @@ fn known_workload_across_namespaces() {
     assert_eq!(est.u("dport"), remote.port() as u64);
     assert_eq!(est.addr("saddr"), local.ip());
     assert_eq!(est.addr("daddr"), remote.ip());
-    let sock = evs.iter().find(|e| e.kind_id == kind::SOCK && e.u("cookie") == cookie).expect("SOCK record");
+    let sock = evs
+        .iter()
+        .find(|e| e.kind_id == kind::SOCK && e.u("cookie") == cookie)
+        .expect("SOCK record");
     assert_eq!(sock.addr("daddr"), remote.ip());
 
     // ---- --tcp-state: write_seq advanced by exactly N*S --------------------------
@@ -151,42 +207,79 @@ fn known_workload_across_namespaces() {
         .find(|e| e.fields["newstate"].to_string() == "FIN_WAIT1")
         .expect("the sender's ESTABLISHED -> FIN_WAIT1");
     let advanced = (fin.u("write_seq") as u32).wrapping_sub(est.u("write_seq") as u32);
-    assert_eq!(advanced as u64, TCP_N * TCP_S, "write_seq(FIN_WAIT1) - write_seq(ESTABLISHED)");
+    assert_eq!(
+        advanced as u64,
+        TCP_N * TCP_S,
+        "write_seq(FIN_WAIT1) - write_seq(ESTABLISHED)"
+    );
     // From ESTABLISHED on (before it the sequence space is not chosen yet):
     // snd_una <= snd_nxt <= write_seq, and snd_nxt never goes back (mod 2^32).
     let mut last_nxt: Option<u32> = None;
-    let checked = evs
-        .iter()
-        .filter(|e| e.ts >= est.ts && e.u_opt("cookie") == Some(cookie) && e.fields.contains_key("snd_nxt"));
+    let checked = evs.iter().filter(|e| {
+        e.ts >= est.ts && e.u_opt("cookie") == Some(cookie) && e.fields.contains_key("snd_nxt")
+    });
     for e in checked {
-        let (una, nxt, wseq) = (e.u("snd_una") as u32, e.u("snd_nxt") as u32, e.u("write_seq") as u32);
+        let (una, nxt, wseq) = (
+            e.u("snd_una") as u32,
+            e.u("snd_nxt") as u32,
+            e.u("write_seq") as u32,
+        );
         assert!(nxt.wrapping_sub(una) <= wseq.wrapping_sub(una), "{e:?}");
         if let Some(l) = last_nxt {
-            assert!((nxt.wrapping_sub(l) as i32) >= 0, "snd_nxt went back: {l} -> {nxt}");
+            assert!(
+                (nxt.wrapping_sub(l) as i32) >= 0,
+                "snd_nxt went back: {l} -> {nxt}"
+            );
         }
         last_nxt = Some(nxt);
     }
 
     // ---- dev: the veth's ifindex --------------------------------------------------
-    let xmits: Vec<&Ev> =
-        evs.iter().filter(|e| e.kind_id == kind::DEV_START_XMIT && e.u("cookie") == cookie).collect();
+    let xmits: Vec<&Ev> = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::DEV_START_XMIT && e.u("cookie") == cookie)
+        .collect();
     assert!(!xmits.is_empty(), "the sender's packets reach the driver");
-    assert!(xmits.iter().all(|e| e.u("ifindex") == a.ifindex() as u64), "dev events carry the veth's ifindex {}", a.ifindex());
-    let rx_in_ns = evs.iter().filter(|e| e.kind_id == kind::DEV_RX && e.u("ifindex") == b.ifindex() as u64).count();
-    assert!(rx_in_ns > 0, "packets received on the peer's veth (ifindex {} in its namespace)", b.ifindex());
+    assert!(
+        xmits.iter().all(|e| e.u("ifindex") == a.ifindex() as u64),
+        "dev events carry the veth's ifindex {}",
+        a.ifindex()
+    );
+    let rx_in_ns = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::DEV_RX && e.u("ifindex") == b.ifindex() as u64)
+        .count();
+    assert!(
+        rx_in_ns > 0,
+        "packets received on the peer's veth (ifindex {} in its namespace)",
+        b.ifindex()
+    );
 
     // ---- ip: identification numbers equal those on the wire ---------------------
     let a_ip = IpAddr::V4(a.addr());
     let b_ip = IpAddr::V4(b.addr());
     let ours: BTreeSet<u64> = evs
         .iter()
-        .filter(|e| e.kind_id == kind::IP_LOCAL_OUT && e.addr("saddr") == a_ip && e.addr("daddr") == b_ip)
+        .filter(|e| {
+            e.kind_id == kind::IP_LOCAL_OUT && e.addr("saddr") == a_ip && e.addr("daddr") == b_ip
+        })
         .map(|e| e.u("ip_id"))
         .collect();
-    let wire_rows = tshark_fields(&*pcap, &format!("ip.src=={} && ip.dst=={}", a.addr(), b.addr()), &["ip.id"]).unwrap();
-    let wire: BTreeSet<u64> =
-        wire_rows.iter().map(|r| u64::from_str_radix(r[0].trim_start_matches("0x"), 16).unwrap()).collect();
-    assert!(wire.len() as u64 >= UDP_M, "the capture holds the datagrams ({} ids)", wire.len());
+    let wire_rows = tshark_fields(
+        &*pcap,
+        &format!("ip.src=={} && ip.dst=={}", a.addr(), b.addr()),
+        &["ip.id"],
+    )
+    .unwrap();
+    let wire: BTreeSet<u64> = wire_rows
+        .iter()
+        .map(|r| u64::from_str_radix(r[0].trim_start_matches("0x"), 16).unwrap())
+        .collect();
+    assert!(
+        wire.len() as u64 >= UDP_M,
+        "the capture holds the datagrams ({} ids)",
+        wire.len()
+    );
     assert_eq!(ours, wire, "IP ids at LOCAL_OUT vs on the wire at the peer");
 }
 
@@ -199,7 +292,13 @@ impl Ev {
 /// A process that is not traced, making traffic while a recording runs.
 fn noise(secs: u32) -> std::process::Child {
     Command::new(MAGNET)
-        .args(["loadgen", "--tcp", &format!("{}x100", secs * 200), "--interval", "5ms"])
+        .args([
+            "loadgen",
+            "--tcp",
+            &format!("{}x100", secs * 200),
+            "--interval",
+            "5ms",
+        ])
         .stdout(Stdio::null())
         .spawn()
         .unwrap()
@@ -207,7 +306,10 @@ fn noise(secs: u32) -> std::process::Child {
 
 #[test]
 fn filters_keep_other_processes_out_and_all_lets_them_in() {
-    if !live_or_skip("filters_keep_other_processes_out_and_all_lets_them_in", &[Need::Btf]) {
+    if !live_or_skip(
+        "filters_keep_other_processes_out_and_all_lets_them_in",
+        &[Need::Btf],
+    ) {
         return;
     }
     let mut bg = noise(3);
@@ -215,59 +317,130 @@ fn filters_keep_other_processes_out_and_all_lets_them_in() {
     std::thread::sleep(std::time::Duration::from_millis(200));
 
     let filtered = tmp("filtered.mgt");
-    let out = magnet(&["record", "-o", filtered.to_str().unwrap(), "--json", "--", MAGNET, "loadgen", "--tcp", "20x500"]);
+    let out = magnet(&[
+        "record",
+        "-o",
+        filtered.to_str().unwrap(),
+        "--json",
+        "--",
+        MAGNET,
+        "loadgen",
+        "--tcp",
+        "20x500",
+    ]);
     let load = loadgen_line(&out);
     let traced_pid = load["pid"].as_u64().unwrap() as u32;
     json_stdout(&out);
     let (evs, _) = read_trace(&filtered);
-    let app: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::APP_SEND || e.kind_id == kind::APP_RECV).collect();
-    assert!(app.iter().all(|e| e.pid == traced_pid), "only the traced command's app events");
-    assert_eq!(app.iter().filter(|e| e.kind_id == kind::APP_SEND).count(), 20);
+    let app: Vec<&Ev> = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::APP_SEND || e.kind_id == kind::APP_RECV)
+        .collect();
+    assert!(
+        app.iter().all(|e| e.pid == traced_pid),
+        "only the traced command's app events"
+    );
+    assert_eq!(
+        app.iter().filter(|e| e.kind_id == kind::APP_SEND).count(),
+        20
+    );
     // Packet events in softirq carry whichever task was interrupted, so look at
     // sockets instead: every socket in the trace is one the command used.
-    let announced: BTreeSet<u64> = evs.iter().filter(|e| e.kind_id == kind::SOCK).map(|e| e.u("cookie")).collect();
-    assert!(evs.iter().filter(|e| e.kind_id == kind::SOCK).all(|e| e.pid == traced_pid));
+    let announced: BTreeSet<u64> = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::SOCK)
+        .map(|e| e.u("cookie"))
+        .collect();
+    assert!(evs
+        .iter()
+        .filter(|e| e.kind_id == kind::SOCK)
+        .all(|e| e.pid == traced_pid));
     for e in &evs {
         if let Some(c) = e.u_opt("cookie").filter(|&c| c != 0) {
             assert!(announced.contains(&c), "event of an untraced socket: {e:?}");
         }
     }
-    assert!(!evs.iter().any(|e| e.pid == bg_pid && e.kind_id == kind::TCP_SENDMSG), "no tcp_sendmsg of the untraced process");
+    assert!(
+        !evs.iter()
+            .any(|e| e.pid == bg_pid && e.kind_id == kind::TCP_SENDMSG),
+        "no tcp_sendmsg of the untraced process"
+    );
 
     let all = tmp("all.mgt");
-    let out = magnet(&["record", "-o", all.to_str().unwrap(), "--all", "--layers", "app", "--duration", "1s", "--json"]);
+    let out = magnet(&[
+        "record",
+        "-o",
+        all.to_str().unwrap(),
+        "--all",
+        "--layers",
+        "app",
+        "--duration",
+        "1s",
+        "--json",
+    ]);
     json_stdout(&out);
     let (evs, _) = read_trace(&all);
-    let from_bg = evs.iter().filter(|e| e.kind_id == kind::APP_SEND && e.pid == bg_pid).count();
-    assert!(from_bg > 50, "--all records the other process too ({from_bg} sends in 1 s at 200/s)");
+    let from_bg = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::APP_SEND && e.pid == bg_pid)
+        .count();
+    assert!(
+        from_bg > 50,
+        "--all records the other process too ({from_bg} sends in 1 s at 200/s)"
+    );
     let _ = bg.kill();
     let _ = bg.wait();
 }
 
 #[test]
 fn forced_overflow_is_counted_in_place_and_in_total() {
-    if !live_or_skip("forced_overflow_is_counted_in_place_and_in_total", &[Need::Btf]) {
+    if !live_or_skip(
+        "forced_overflow_is_counted_in_place_and_in_total",
+        &[Need::Btf],
+    ) {
         return;
     }
     const CALLS: u64 = 20_000;
     let trace = tmp("overflow.mgt");
     let out = magnet(&[
-        "record", "-o", trace.to_str().unwrap(), "--layers", "app", "--buffer", "8KiB", "--json", "--",
-        MAGNET, "loadgen", "--udp", &format!("{CALLS}x16"), "--flood",
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--layers",
+        "app",
+        "--buffer",
+        "8KiB",
+        "--json",
+        "--",
+        MAGNET,
+        "loadgen",
+        "--udp",
+        &format!("{CALLS}x16"),
+        "--flood",
     ]);
     let summary = json_stdout(&out);
     let (evs, footer) = read_trace(&trace);
     let lost = summary["lost_kernel"].as_u64().unwrap();
-    assert!(lost > 0, "an 8 KiB ring must overflow under a flood: {summary}");
+    assert!(
+        lost > 0,
+        "an 8 KiB ring must overflow under a flood: {summary}"
+    );
     assert_eq!(footer.lost_kernel, lost);
     // LOST records sit in the stream and add up to the total.
     let lost_recs: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::LOST).collect();
-    assert!(lost_recs.iter().any(|e| e.u("reason") == 0), "some LOST records were written in place by the kernel");
+    assert!(
+        lost_recs.iter().any(|e| e.u("reason") == 0),
+        "some LOST records were written in place by the kernel"
+    );
     assert_eq!(lost_recs.iter().map(|e| e.u("count")).sum::<u64>(), lost);
     // recorded + lost == generated (the kernel counts every event that passed the filters).
     let recorded = evs.iter().filter(|e| e.kind_id != kind::LOST).count() as u64;
     let generated: u64 = footer.generated.values().sum();
-    assert_eq!(recorded + lost, generated, "recorded {recorded} + lost {lost} vs generated {generated}");
+    assert_eq!(
+        recorded + lost,
+        generated,
+        "recorded {recorded} + lost {lost} vs generated {generated}"
+    );
     // And the kernel's count is the workload's truth: one send event per sendto().
     assert_eq!(footer.generated.get("app_send").copied(), Some(CALLS));
     let stderr = magnet(&["info", trace.to_str().unwrap()]);
@@ -277,11 +450,23 @@ fn forced_overflow_is_counted_in_place_and_in_total() {
 
 #[test]
 fn without_root_or_btf_the_error_says_what_is_missing() {
-    if !live_or_skip("without_root_or_btf_the_error_says_what_is_missing", &[Need::Tool("setpriv"), Need::Tool("unshare")]) {
+    if !live_or_skip(
+        "without_root_or_btf_the_error_says_what_is_missing",
+        &[Need::Tool("setpriv"), Need::Tool("unshare")],
+    ) {
         return;
     }
     let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", MAGNET, "record", "--all", "-o", "/tmp/x.mgt"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            MAGNET,
+            "record",
+            "--all",
+            "-o",
+            "/tmp/x.mgt",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -291,18 +476,31 @@ fn without_root_or_btf_the_error_says_what_is_missing() {
 
     // Hide BTF in a private mount namespace.
     let out = Command::new("unshare")
-        .args(["-m", "sh", "-c", &format!("mount -t tmpfs none /sys/kernel/btf && exec {MAGNET} record --all -o /tmp/x.mgt")])
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            &format!(
+                "mount -t tmpfs none /sys/kernel/btf && exec {MAGNET} record --all -o /tmp/x.mgt"
+            ),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("no BTF") && err.contains("CONFIG_DEBUG_INFO_BTF"), "{err}");
+    assert!(
+        err.contains("no BTF") && err.contains("CONFIG_DEBUG_INFO_BTF"),
+        "{err}"
+    );
 }
 
 #[test]
 fn recording_works_without_tracefs() {
-    if !live_or_skip("recording_works_without_tracefs", &[Need::Btf, Need::Tool("unshare")]) {
+    if !live_or_skip(
+        "recording_works_without_tracefs",
+        &[Need::Btf, Need::Tool("unshare")],
+    ) {
         return;
     }
     let trace = tmp("notracefs.mgt");
@@ -312,8 +510,14 @@ fn recording_works_without_tracefs() {
          exec {MAGNET} record -o {} --json -- {MAGNET} loadgen --tcp 10x100",
         trace.display()
     );
-    let out = Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &script]).output().unwrap();
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
     json_stdout(&out);
     let (evs, _) = read_trace(&trace);
-    assert_eq!(evs.iter().filter(|e| e.kind_id == kind::APP_SEND).count(), 10);
+    assert_eq!(
+        evs.iter().filter(|e| e.kind_id == kind::APP_SEND).count(),
+        10
+    );
 }

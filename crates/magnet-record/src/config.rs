@@ -23,8 +23,15 @@ pub enum Layer {
 }
 
 impl Layer {
-    pub const ALL: [Layer; 7] =
-        [Layer::App, Layer::Tcp, Layer::Ip, Layer::Qdisc, Layer::Dev, Layer::Drop, Layer::Sched];
+    pub const ALL: [Layer; 7] = [
+        Layer::App,
+        Layer::Tcp,
+        Layer::Ip,
+        Layer::Qdisc,
+        Layer::Dev,
+        Layer::Drop,
+        Layer::Sched,
+    ];
     pub const DEFAULT: [Layer; 4] = [Layer::App, Layer::Tcp, Layer::Ip, Layer::Dev];
 
     pub fn name(self) -> &'static str {
@@ -41,7 +48,10 @@ impl Layer {
 
     /// Layers whose events carry packet ids (and so need the skb free hooks).
     pub fn follows_packets(self) -> bool {
-        matches!(self, Layer::Tcp | Layer::Ip | Layer::Qdisc | Layer::Dev | Layer::Drop)
+        matches!(
+            self,
+            Layer::Tcp | Layer::Ip | Layer::Qdisc | Layer::Dev | Layer::Drop
+        )
     }
 }
 
@@ -54,10 +64,14 @@ impl fmt::Display for Layer {
 impl FromStr for Layer {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Layer::ALL.iter().copied().find(|l| l.name() == s).ok_or_else(|| {
-            let names: Vec<_> = Layer::ALL.iter().map(|l| l.name()).collect();
-            format!("unknown layer '{s}' (layers: {})", names.join(", "))
-        })
+        Layer::ALL
+            .iter()
+            .copied()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Layer::ALL.iter().map(|l| l.name()).collect();
+                format!("unknown layer '{s}' (layers: {})", names.join(", "))
+            })
     }
 }
 
@@ -66,8 +80,12 @@ pub fn parse_layers(s: &str) -> Result<BTreeSet<Layer>, String> {
     if s.trim() == "all" {
         return Ok(Layer::ALL.into_iter().collect());
     }
-    let set: BTreeSet<Layer> =
-        s.split(',').map(|p| p.trim()).filter(|p| !p.is_empty()).map(Layer::from_str).collect::<Result<_, _>>()?;
+    let set: BTreeSet<Layer> = s
+        .split(',')
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .map(Layer::from_str)
+        .collect::<Result<_, _>>()?;
     if set.is_empty() {
         return Err("no layer given".into());
     }
@@ -154,15 +172,22 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("'{s}' is not a size (examples: 64MiB, 512K, 4096)"))?;
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (examples: 64MiB, 512K, 4096)"))?;
     let mult = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
-        other => return Err(format!("unknown size unit '{other}' in '{s}' (use K, M or G)")),
+        other => {
+            return Err(format!(
+                "unknown size unit '{other}' in '{s}' (use K, M or G)"
+            ))
+        }
     };
-    n.checked_mul(mult).ok_or_else(|| format!("size '{s}' is too large"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size '{s}' is too large"))
 }
 
 #[cfg(test)]

@@ -10,9 +10,15 @@ pub mod probes;
 mod recorder;
 
 pub use config::{parse_layers, parse_size, Filters, Layer, RecordConfig};
-pub use recorder::{preflight, record, Progress, RunOptions, Summary, Target};
+pub use recorder::{preflight, record, Progress, ProgressFn, RunOptions, Summary, Target};
 
-#[allow(clippy::all, dead_code, unused_imports, non_camel_case_types, non_snake_case)]
+#[allow(
+    clippy::all,
+    dead_code,
+    unused_imports,
+    non_camel_case_types,
+    non_snake_case
+)]
 mod skel {
     include!(concat!(env!("OUT_DIR"), "/record.skel.rs"));
 }
@@ -47,35 +53,104 @@ mod layout {
         assert_eq!(size(kind::LOST), size_of::<types::mg_lost>());
         assert_eq!(size(kind::SOCK), size_of::<types::mg_sock>());
         assert_eq!(size(kind::APP_SEND), size_of::<types::mg_app>());
-        assert_eq!(size(kind::TCP_STATE) + TCP_SNAP_LEN as usize, size_of::<types::mg_tcp_state>());
-        assert_eq!(size(kind::TCP_RCV) + TCP_SNAP_LEN as usize, size_of::<types::mg_tcp>());
+        assert_eq!(
+            size(kind::TCP_STATE) + TCP_SNAP_LEN as usize,
+            size_of::<types::mg_tcp_state>()
+        );
+        assert_eq!(
+            size(kind::TCP_RCV) + TCP_SNAP_LEN as usize,
+            size_of::<types::mg_tcp>()
+        );
         assert_eq!(TCP_SNAP_LEN as usize, size_of::<types::mg_tcp_snap>());
         assert_eq!(size(kind::IP_LOCAL_OUT), size_of::<types::mg_ip>());
         assert_eq!(size(kind::QDISC_ENQ), size_of::<types::mg_qdisc>());
         assert_eq!(size(kind::DEV_RX), size_of::<types::mg_dev>());
         assert_eq!(size(kind::DROP), size_of::<types::mg_drop>());
-        assert_eq!(size(kind::SCHED_SWITCH), size_of::<types::mg_sched_switch>());
+        assert_eq!(
+            size(kind::SCHED_SWITCH),
+            size_of::<types::mg_sched_switch>()
+        );
         assert_eq!(size(kind::SCHED_WAKEUP), size_of::<types::mg_task>());
 
         check!(c, kind::LOST, types::mg_lost, [count, lost_cpu, reason]);
-        check!(c, kind::SOCK, types::mg_sock, [cookie, family, protocol, r#type, sport, dport, netns, saddr, daddr]);
-        check!(c, kind::APP_RECV, types::mg_app, [cookie, asked, ret, msg_flags, family, protocol, r#type, comm]);
-        check!(c, kind::TCP_STATE, types::mg_tcp_state, [cookie, family, protocol, sport, dport, oldstate, newstate, saddr, daddr]);
-        check!(c, kind::TCP_RCV, types::mg_tcp, [cookie, pkt_id, len, seq, ack, arg]);
-        check!(c, kind::IP_LOCAL_IN, types::mg_ip, [cookie, pkt_id, ifindex, tot_len, ip_id, frag_off, version, tos, ttl, protocol, sport, dport, tcp_flags, seq, ack, saddr, daddr]);
-        check!(c, kind::QDISC_DEQ, types::mg_qdisc, [cookie, pkt_id, ifindex, len, qlen, handle]);
-        check!(c, kind::DEV_XMIT, types::mg_dev, [cookie, pkt_id, ifindex, len, rc, ethertype]);
-        check!(c, kind::DROP, types::mg_drop, [cookie, pkt_id, location, ifindex, reason, len, ethertype]);
-        check!(c, kind::SCHED_SWITCH, types::mg_sched_switch, [prev_tid, prev_tgid, next_tid, next_tgid, prev_state, prev_comm, next_comm]);
+        check!(
+            c,
+            kind::SOCK,
+            types::mg_sock,
+            [cookie, family, protocol, r#type, sport, dport, netns, saddr, daddr]
+        );
+        check!(
+            c,
+            kind::APP_RECV,
+            types::mg_app,
+            [cookie, asked, ret, msg_flags, family, protocol, r#type, comm]
+        );
+        check!(
+            c,
+            kind::TCP_STATE,
+            types::mg_tcp_state,
+            [cookie, family, protocol, sport, dport, oldstate, newstate, saddr, daddr]
+        );
+        check!(
+            c,
+            kind::TCP_RCV,
+            types::mg_tcp,
+            [cookie, pkt_id, len, seq, ack, arg]
+        );
+        check!(
+            c,
+            kind::IP_LOCAL_IN,
+            types::mg_ip,
+            [
+                cookie, pkt_id, ifindex, tot_len, ip_id, frag_off, version, tos, ttl, protocol,
+                sport, dport, tcp_flags, seq, ack, saddr, daddr
+            ]
+        );
+        check!(
+            c,
+            kind::QDISC_DEQ,
+            types::mg_qdisc,
+            [cookie, pkt_id, ifindex, len, qlen, handle]
+        );
+        check!(
+            c,
+            kind::DEV_XMIT,
+            types::mg_dev,
+            [cookie, pkt_id, ifindex, len, rc, ethertype]
+        );
+        check!(
+            c,
+            kind::DROP,
+            types::mg_drop,
+            [cookie, pkt_id, location, ifindex, reason, len, ethertype]
+        );
+        check!(
+            c,
+            kind::SCHED_SWITCH,
+            types::mg_sched_switch,
+            [prev_tid, prev_tgid, next_tid, next_tgid, prev_state, prev_comm, next_comm]
+        );
 
         // The snapshot sits at the same place relative to its struct in both.
         let snap_at = offset_of!(types::mg_tcp, snap);
         let k = c.get(kind::TCP_RCV).unwrap();
-        assert_eq!(k.field("sport").unwrap().offset as usize, snap_at + offset_of!(types::mg_tcp_snap, sport));
-        assert_eq!(k.field("snd_nxt").unwrap().offset as usize, snap_at + offset_of!(types::mg_tcp_snap, snd_nxt));
-        assert_eq!(k.field("mss_cache").unwrap().offset as usize, snap_at + offset_of!(types::mg_tcp_snap, mss_cache));
+        assert_eq!(
+            k.field("sport").unwrap().offset as usize,
+            snap_at + offset_of!(types::mg_tcp_snap, sport)
+        );
+        assert_eq!(
+            k.field("snd_nxt").unwrap().offset as usize,
+            snap_at + offset_of!(types::mg_tcp_snap, snd_nxt)
+        );
+        assert_eq!(
+            k.field("mss_cache").unwrap().offset as usize,
+            snap_at + offset_of!(types::mg_tcp_snap, mss_cache)
+        );
         let k = c.get(kind::TCP_STATE).unwrap();
         let snap_at = offset_of!(types::mg_tcp_state, snap);
-        assert_eq!(k.field("write_seq").unwrap().offset as usize, snap_at + offset_of!(types::mg_tcp_snap, write_seq));
+        assert_eq!(
+            k.field("write_seq").unwrap().offset as usize,
+            snap_at + offset_of!(types::mg_tcp_snap, write_seq)
+        );
     }
 }

@@ -25,7 +25,12 @@ pub struct Probe {
 }
 
 const fn p(prog: &'static str, layer: Layer, attach: Attach) -> Probe {
-    Probe { prog, layer: Some(layer), attach, optional: false }
+    Probe {
+        prog,
+        layer: Some(layer),
+        attach,
+        optional: false,
+    }
 }
 
 use libbpf_rs::{NF_INET_LOCAL_IN, NF_INET_LOCAL_OUT, NF_INET_POST_ROUTING, NF_INET_PRE_ROUTING};
@@ -34,7 +39,12 @@ use Layer::*;
 
 pub const PROBES: &[Probe] = &[
     // Bytes *asked* come from the syscall; without it app events say asked=-1.
-    Probe { prog: "app_sys_enter", layer: Some(App), attach: TpBtf("sys_enter"), optional: true },
+    Probe {
+        prog: "app_sys_enter",
+        layer: Some(App),
+        attach: TpBtf("sys_enter"),
+        optional: true,
+    },
     p("app_send", App, TpBtf("sock_send_length")),
     p("app_recv", App, TpBtf("sock_recv_length")),
     p("tcp_state_change", Tcp, TpBtf("inet_sock_set_state")),
@@ -66,7 +76,10 @@ pub const PKT_CONSUME: &str = "pkt_consume";
 
 /// Every program name in the object, for autoload decisions.
 pub fn all_programs() -> impl Iterator<Item = &'static str> {
-    PROBES.iter().map(|p| p.prog).chain([FOLLOW_FORKS, PKT_FREE, PKT_CONSUME])
+    PROBES
+        .iter()
+        .map(|p| p.prog)
+        .chain([FOLLOW_FORKS, PKT_FREE, PKT_CONSUME])
 }
 
 pub fn hook_name(a: Attach) -> String {

@@ -19,9 +19,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use libbpf_rs::{NetfilterOpts, NFPROTO_IPV4, NFPROTO_IPV6};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, RingBufferBuilder};
+use libbpf_rs::{NetfilterOpts, NFPROTO_IPV4, NFPROTO_IPV6};
 use magnet_trace::block::BlockBuilder;
 use magnet_trace::catalog::{kind, HEADER_LEN};
 use magnet_trace::{Catalog, ClockMap, Footer, Header, KindIndex, LayerSource, TraceWriter};
@@ -50,13 +50,16 @@ pub struct Progress {
     pub lost: u64,
 }
 
+/// Receives live numbers while recording.
+pub type ProgressFn = Box<dyn FnMut(&Progress)>;
+
 pub struct RunOptions {
     pub target: Target,
     pub duration: Option<Duration>,
     /// Set by the caller (signal handler) to end the recording.
     pub stop: Arc<AtomicBool>,
     /// Called about twice a second while recording.
-    pub progress: Option<Box<dyn FnMut(&Progress)>>,
+    pub progress: Option<ProgressFn>,
 }
 
 /// What a finished recording did.
@@ -102,7 +105,10 @@ fn clock_map() -> ClockMap {
     let m1 = ns(clock_gettime(ClockId::CLOCK_MONOTONIC).expect("monotonic clock"));
     let r = ns(clock_gettime(ClockId::CLOCK_REALTIME).expect("realtime clock"));
     let m2 = ns(clock_gettime(ClockId::CLOCK_MONOTONIC).expect("monotonic clock"));
-    ClockMap { monotonic_ns: m1 + (m2 - m1) / 2, realtime_ns: r }
+    ClockMap {
+        monotonic_ns: m1 + (m2 - m1) / 2,
+        realtime_ns: r,
+    }
 }
 
 fn monotonic_now() -> u64 {
@@ -113,8 +119,14 @@ fn monotonic_now() -> u64 {
 
 fn host_header(config: &RecordConfig, target: &Target) -> Header {
     let uts = nix::sys::utsname::uname().ok();
-    let host = uts.as_ref().map(|u| u.nodename().to_string_lossy().into_owned()).unwrap_or_default();
-    let kernel = uts.as_ref().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
+    let host = uts
+        .as_ref()
+        .map(|u| u.nodename().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let kernel = uts
+        .as_ref()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default();
     let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1) as u32;
     let mut h = Header::new(host, kernel, cpus, clock_map());
     let target = match target {
@@ -135,7 +147,10 @@ enum WriterMsg {
     Finish(Box<Footer>),
 }
 
-fn spawn_writer(path: &Path, header: &Header) -> Result<(SyncSender<WriterMsg>, JoinHandle<Result<u64>>)> {
+fn spawn_writer(
+    path: &Path,
+    header: &Header,
+) -> Result<(SyncSender<WriterMsg>, JoinHandle<Result<u64>>)> {
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let mut w = TraceWriter::new(BufWriter::with_capacity(1 << 20, file), header)
         .with_context(|| format!("cannot write {}", path.display()))?;
@@ -143,21 +158,27 @@ fn spawn_writer(path: &Path, header: &Header) -> Result<(SyncSender<WriterMsg>, 
     // drain waits, the ring fills, and the kernel counts what it drops.
     let (tx, rx): (SyncSender<WriterMsg>, Receiver<WriterMsg>) = sync_channel(64);
     let path = path.to_path_buf();
-    let handle = std::thread::Builder::new().name("magnet-writer".into()).spawn(move || {
-        for msg in rx {
-            match msg {
-                WriterMsg::Block(b, n) => {
-                    w.write_encoded_block(&b, n).with_context(|| format!("writing {}", path.display()))?
-                }
-                WriterMsg::Finish(footer) => {
-                    let bytes = w.bytes_written();
-                    w.finish(&footer).with_context(|| format!("finishing {}", path.display()))?;
-                    return Ok(bytes);
+    let handle = std::thread::Builder::new()
+        .name("magnet-writer".into())
+        .spawn(move || {
+            for msg in rx {
+                match msg {
+                    WriterMsg::Block(b, n) => w
+                        .write_encoded_block(&b, n)
+                        .with_context(|| format!("writing {}", path.display()))?,
+                    WriterMsg::Finish(footer) => {
+                        let bytes = w.bytes_written();
+                        w.finish(&footer)
+                            .with_context(|| format!("finishing {}", path.display()))?;
+                        return Ok(bytes);
+                    }
                 }
             }
-        }
-        Err(anyhow!("recording ended without closing {}", path.display()))
-    })?;
+            Err(anyhow!(
+                "recording ended without closing {}",
+                path.display()
+            ))
+        })?;
     Ok((tx, handle))
 }
 
@@ -227,9 +248,16 @@ struct KernelStats {
 
 fn read_kernel_stats(map: &dyn MapCore) -> Result<KernelStats> {
     let key = 0u32.to_ne_bytes();
-    let per_cpu = map.lookup_percpu(&key, MapFlags::ANY)?.ok_or_else(|| anyhow!("cpu_stats map is empty"))?;
-    let mut s = KernelStats { unreported_lost: Vec::new(), lost_total: 0, generated: vec![0; kind::MAX as usize] };
-    let at = |b: &[u8], i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    let per_cpu = map
+        .lookup_percpu(&key, MapFlags::ANY)?
+        .ok_or_else(|| anyhow!("cpu_stats map is empty"))?;
+    let mut s = KernelStats {
+        unreported_lost: Vec::new(),
+        lost_total: 0,
+        generated: vec![0; kind::MAX as usize],
+    };
+    let at =
+        |b: &[u8], i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
     for cpu in &per_cpu {
         s.unreported_lost.push(at(cpu, 0));
         s.lost_total += at(cpu, 1);
@@ -255,7 +283,8 @@ fn residual_lost_record(cpu: u16, count: u64) -> Vec<u8> {
 
 fn cgroup_id(path: &Path) -> Result<u64> {
     // A cgroup v2 directory's inode number is its id (bpf_get_current_cgroup_id).
-    let md = std::fs::metadata(path).with_context(|| format!("--cgroup {}: cannot stat", path.display()))?;
+    let md = std::fs::metadata(path)
+        .with_context(|| format!("--cgroup {}: cannot stat", path.display()))?;
     if !md.is_dir() {
         bail!("--cgroup {}: not a directory (give a cgroup v2 path such as /sys/fs/cgroup/system.slice)", path.display());
     }
@@ -275,11 +304,21 @@ fn descendants(pid: u32) -> Vec<u32> {
     let mut parent_of = Vec::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {
         for e in dir.flatten() {
-            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+                continue;
+            };
             // The ppid is the second field after the parenthesised comm.
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
-            if let Some(pp) = rest.split_whitespace().nth(1).and_then(|s| s.parse::<u32>().ok()) {
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            if let Some(pp) = rest
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse::<u32>().ok())
+            {
                 parent_of.push((p, pp));
             }
         }
@@ -288,7 +327,12 @@ fn descendants(pid: u32) -> Vec<u32> {
     let mut i = 0;
     while i < out.len() {
         let cur = out[i];
-        out.extend(parent_of.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
+        out.extend(
+            parent_of
+                .iter()
+                .filter(|(_, pp)| *pp == cur)
+                .map(|(p, _)| *p),
+        );
         i += 1;
     }
     out
@@ -297,18 +341,31 @@ fn descendants(pid: u32) -> Vec<u32> {
 /// A netfilter link at `priority`, or the nearest free priority towards the
 /// middle: the kernel allows one BPF program per priority and hook (EBUSY), and
 /// another recorder (or another tool) may hold it.
-fn attach_netfilter(prog: &libbpf_rs::ProgramMut<'_>, pf: i32, hooknum: i32, priority: i32) -> Result<Link> {
+fn attach_netfilter(
+    prog: &libbpf_rs::ProgramMut<'_>,
+    pf: i32,
+    hooknum: i32,
+    priority: i32,
+) -> Result<Link> {
     let step = if priority > 0 { -1 } else { 1 };
     let mut last = None;
     for i in 0..64 {
-        let opts = NetfilterOpts { protocol_family: pf, hooknum, priority: priority + i * step, ..Default::default() };
+        let opts = NetfilterOpts {
+            protocol_family: pf,
+            hooknum,
+            priority: priority + i * step,
+            ..Default::default()
+        };
         match prog.attach_netfilter_with_opts(opts) {
             Ok(l) => return Ok(l),
             Err(e) if is_busy(&e) => last = Some(e),
             Err(e) => return Err(e.into()),
         }
     }
-    Err(anyhow!("no free netfilter priority near {priority}: {}", last.map(|e| e.to_string()).unwrap_or_default()))
+    Err(anyhow!(
+        "no free netfilter priority near {priority}: {}",
+        last.map(|e| e.to_string()).unwrap_or_default()
+    ))
 }
 
 fn is_busy(e: &libbpf_rs::Error) -> bool {
@@ -321,7 +378,8 @@ fn is_busy(e: &libbpf_rs::Error) -> bool {
         }
         src = err.source();
     }
-    e.to_string().contains(&format!("(os error {})", libc::EBUSY))
+    e.to_string()
+        .contains(&format!("(os error {})", libc::EBUSY))
 }
 
 /// Records until the target ends, the duration passes, or `stop` is set.
@@ -341,7 +399,12 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             }
         }
     }
-    let cgroup = config.filters.cgroup.as_deref().map(cgroup_id).transpose()?;
+    let cgroup = config
+        .filters
+        .cgroup
+        .as_deref()
+        .map(cgroup_id)
+        .transpose()?;
     let filter_tasks = filter_pids || config.filters.comm.is_some() || cgroup.is_some();
 
     // ---- open, configure, load -------------------------------------------
@@ -350,7 +413,11 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         .open(&mut storage)
         .context("opening the BPF object failed")?;
     {
-        let ro = open.maps.rodata_data.as_deref_mut().expect("the object has read-only settings");
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("the object has read-only settings");
         ro.filter_tasks = filter_tasks;
         ro.filter_pid = filter_pids;
         if let Some(comm) = &config.filters.comm {
@@ -372,14 +439,23 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         ro.wakeup_bytes = config.wakeup_bytes;
         ro.record_fork = config.layers.contains(&Layer::Sched);
     }
-    let buffer = u32::try_from(config.buffer_bytes)
-        .map_err(|_| anyhow!("--buffer {} is too large (the maximum is 2GiB)", config.buffer_bytes))?;
-    open.maps.events.set_max_entries(buffer).context("sizing the ring buffer")?;
+    let buffer = u32::try_from(config.buffer_bytes).map_err(|_| {
+        anyhow!(
+            "--buffer {} is too large (the maximum is 2GiB)",
+            config.buffer_bytes
+        )
+    })?;
+    open.maps
+        .events
+        .set_max_entries(buffer)
+        .context("sizing the ring buffer")?;
 
     let packets = config.layers.iter().any(|l| l.follows_packets());
     let wanted = |name: &str| -> bool {
         if let Some(p) = PROBES.iter().find(|p| p.prog == name) {
-            return config.layers.contains(&p.layer.expect("probes in PROBES record a layer"));
+            return config
+                .layers
+                .contains(&p.layer.expect("probes in PROBES record a layer"));
         }
         match name {
             probes::FOLLOW_FORKS => filter_pids || config.layers.contains(&Layer::Sched),
@@ -404,7 +480,14 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let mut links: Vec<Link> = Vec::new();
     let mut sources: BTreeMap<Layer, LayerSource> = BTreeMap::new();
     for layer in &config.layers {
-        sources.insert(*layer, LayerSource { layer: layer.name().into(), hooks: vec![], missing: vec![] });
+        sources.insert(
+            *layer,
+            LayerSource {
+                layer: layer.name().into(),
+                hooks: vec![],
+                missing: vec![],
+            },
+        );
     }
     let object = skel.object();
     for probe in PROBES {
@@ -426,7 +509,10 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
                 } else {
                     i32::MIN + 1
                 };
-                [NFPROTO_IPV4, NFPROTO_IPV6].into_iter().map(|pf| attach_netfilter(&prog, pf, hooknum, priority)).collect()
+                [NFPROTO_IPV4, NFPROTO_IPV6]
+                    .into_iter()
+                    .map(|pf| attach_netfilter(&prog, pf, hooknum, priority))
+                    .collect()
             }
         };
         let src = sources.get_mut(&layer).expect("source per selected layer");
@@ -452,8 +538,14 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         if !wanted(name) {
             continue;
         }
-        let prog = object.progs_mut().find(|p| p.name() == name).expect("support program in object");
-        links.push(prog.attach().with_context(|| format!("attaching support program {name}"))?);
+        let prog = object
+            .progs_mut()
+            .find(|p| p.name() == name)
+            .expect("support program in object");
+        links.push(
+            prog.attach()
+                .with_context(|| format!("attaching support program {name}"))?,
+        );
     }
     if config.layers.contains(&Layer::Sched) {
         if let Some(s) = sources.get_mut(&Layer::Sched) {
@@ -461,7 +553,8 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         }
     }
     if let Some(s) = sources.get_mut(&Layer::Ip) {
-        s.missing.push("netfilter hooks see only the recorder's network namespace".into());
+        s.missing
+            .push("netfilter hooks see only the recorder's network namespace".into());
     }
 
     let mut header = host_header(config, &opts.target);
@@ -480,7 +573,8 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             traced.update(&me, &one, MapFlags::ANY)?;
             let spawned = Command::new(&argv[0]).args(&argv[1..]).spawn();
             traced.delete(&me)?;
-            child = Some(spawned.with_context(|| format!("cannot run {}", argv[0].to_string_lossy()))?);
+            child =
+                Some(spawned.with_context(|| format!("cannot run {}", argv[0].to_string_lossy()))?);
         }
         Target::Pids => {
             for &p in &config.filters.pids {
@@ -553,8 +647,15 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             if last_progress.elapsed() >= Duration::from_millis(500) {
                 last_progress = Instant::now();
                 let d = drain.borrow();
-                let lost = read_kernel_stats(&skel.maps.cpu_stats).map(|s| s.lost_total).unwrap_or(0);
-                cb(&Progress { elapsed: started.elapsed(), records: d.records, bytes: d.bytes, lost });
+                let lost = read_kernel_stats(&skel.maps.cpu_stats)
+                    .map(|s| s.lost_total)
+                    .unwrap_or(0);
+                cb(&Progress {
+                    elapsed: started.elapsed(),
+                    records: d.records,
+                    bytes: d.bytes,
+                    lost,
+                });
             }
         }
     }
@@ -579,11 +680,26 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         }
     }
 
-    let name = |k: usize| index.get(k as u16).map(|d| d.name.clone()).unwrap_or_else(|| format!("kind{k}"));
-    let by_kind: BTreeMap<String, u64> =
-        d.by_kind.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, &n)| (name(k), n)).collect();
-    let generated: BTreeMap<String, u64> =
-        stats.generated.iter().enumerate().filter(|(_, &n)| n > 0).map(|(k, &n)| (name(k), n)).collect();
+    let name = |k: usize| {
+        index
+            .get(k as u16)
+            .map(|d| d.name.clone())
+            .unwrap_or_else(|| format!("kind{k}"))
+    };
+    let by_kind: BTreeMap<String, u64> = d
+        .by_kind
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, &n)| (name(k), n))
+        .collect();
+    let generated: BTreeMap<String, u64> = stats
+        .generated
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, &n)| (name(k), n))
+        .collect();
     let footer = Footer {
         records: d.records,
         lost_kernel: stats.lost_total,
@@ -597,7 +713,9 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let _ = tx.send(WriterMsg::Finish(Box::new(footer)));
     drop(tx);
     drop(d.tx);
-    let bytes = writer.join().map_err(|_| anyhow!("the trace writer thread panicked"))?;
+    let bytes = writer
+        .join()
+        .map_err(|_| anyhow!("the trace writer thread panicked"))?;
     let bytes = match (bytes, writer_failed) {
         (Ok(b), false) => b,
         (Err(e), _) => return Err(e.context(format!("{} records could not be saved", d.records))),

@@ -49,11 +49,15 @@ pub struct BlockBuilder {
 
 impl BlockBuilder {
     pub fn with_capacity(bytes: usize) -> Self {
-        BlockBuilder { payload: Vec::with_capacity(bytes), count: 0 }
+        BlockBuilder {
+            payload: Vec::with_capacity(bytes),
+            count: 0,
+        }
     }
 
     pub fn push(&mut self, record: &[u8]) {
-        self.payload.extend_from_slice(&(record.len() as u32).to_le_bytes());
+        self.payload
+            .extend_from_slice(&(record.len() as u32).to_le_bytes());
         self.payload.extend_from_slice(record);
         self.count += 1;
     }

@@ -109,12 +109,24 @@ pub const FLAG_TCP_STATE: u32 = 1;
 /// The layers a recording can select, in stack order, with what each one means.
 pub const LAYERS: &[(&str, &str)] = &[
     ("app", "every send and recv on an IPv4/IPv6 socket"),
-    ("tcp", "TCP state changes, received segments, data queued, retransmits, resets"),
-    ("ip", "packets at the netfilter hooks LOCAL_OUT, POST_ROUTING, PRE_ROUTING, LOCAL_IN"),
+    (
+        "tcp",
+        "TCP state changes, received segments, data queued, retransmits, resets",
+    ),
+    (
+        "ip",
+        "packets at the netfilter hooks LOCAL_OUT, POST_ROUTING, PRE_ROUTING, LOCAL_IN",
+    ),
     ("qdisc", "queueing discipline enqueue and dequeue"),
-    ("dev", "queued to device, handed to driver, transmit done, received from driver"),
+    (
+        "dev",
+        "queued to device, handed to driver, transmit done, received from driver",
+    ),
     ("drop", "skbs freed as dropped, with the drop reason"),
-    ("sched", "context switches, wake-ups, fork and exit of traced tasks"),
+    (
+        "sched",
+        "context switches, wake-ups, fork and exit of traced tasks",
+    ),
 ];
 
 /// The header fields every record starts with (not repeated in `KindDesc::fields`).
@@ -138,13 +150,20 @@ struct Layout {
 
 impl Layout {
     fn new(at: u32) -> Self {
-        Layout { at, fields: Vec::new() }
+        Layout {
+            at,
+            fields: Vec::new(),
+        }
     }
     fn body() -> Self {
         Layout::new(HEADER_LEN as u32)
     }
     fn f(mut self, name: &str, ty: FieldType) -> Self {
-        self.fields.push(FieldDesc { name: name.to_string(), offset: self.at, ty });
+        self.fields.push(FieldDesc {
+            name: name.to_string(),
+            offset: self.at,
+            ty,
+        });
         self.at += ty.size();
         self
     }
@@ -155,9 +174,12 @@ impl Layout {
     /// The TCP snapshot; `ports` false where the body already has the ports.
     fn snap(self, ports: bool) -> Self {
         use FieldType::*;
-        let l = if ports { self.f("sport", U16).f("dport", U16) } else { self.pad(4) };
-        l
-            .f("state", TcpState)
+        let l = if ports {
+            self.f("sport", U16).f("dport", U16)
+        } else {
+            self.pad(4)
+        };
+        l.f("state", TcpState)
             .f("ca_state", U8)
             .pad(2)
             .f("snd_wnd", U32)
@@ -218,7 +240,10 @@ impl Catalog {
             "meta",
             "ring buffer reserve failure (per-CPU counter)",
             40,
-            Layout::body().f("count", U64).f("lost_cpu", U32).f("reason", U32),
+            Layout::body()
+                .f("count", U64)
+                .f("lost_cpu", U32)
+                .f("reason", U32),
         );
         let sock = || {
             Layout::body()
@@ -233,7 +258,14 @@ impl Catalog {
                 .f("saddr", Addr)
                 .f("daddr", Addr)
         };
-        add(kind::SOCK, "sock", "meta", "first sighting of a socket", 80, sock());
+        add(
+            kind::SOCK,
+            "sock",
+            "meta",
+            "first sighting of a socket",
+            80,
+            sock(),
+        );
 
         let app = || {
             Layout::body()
@@ -247,8 +279,22 @@ impl Catalog {
                 .pad(2)
                 .f("comm", Comm)
         };
-        add(kind::APP_SEND, "app_send", "app", "tp_btf/sock_send_length", 72, app());
-        add(kind::APP_RECV, "app_recv", "app", "tp_btf/sock_recv_length", 72, app());
+        add(
+            kind::APP_SEND,
+            "app_send",
+            "app",
+            "tp_btf/sock_send_length",
+            72,
+            app(),
+        );
+        add(
+            kind::APP_RECV,
+            "app_recv",
+            "app",
+            "tp_btf/sock_recv_length",
+            72,
+            app(),
+        );
 
         let state = Layout::body()
             .f("cookie", U64)
@@ -261,7 +307,14 @@ impl Catalog {
             .pad(6)
             .f("saddr", Addr)
             .f("daddr", Addr);
-        add(kind::TCP_STATE, "tcp_state", "tcp", "tp_btf/inet_sock_set_state", 80, state.snap(false));
+        add(
+            kind::TCP_STATE,
+            "tcp_state",
+            "tcp",
+            "tp_btf/inet_sock_set_state",
+            80,
+            state.snap(false),
+        );
         let tcp = || {
             Layout::body()
                 .f("cookie", U64)
@@ -272,11 +325,46 @@ impl Catalog {
                 .f("arg", U32)
                 .snap(true)
         };
-        add(kind::TCP_RCV, "tcp_rcv", "tcp", "tp_btf/tcp_probe", 56, tcp());
-        add(kind::TCP_SENDMSG, "tcp_sendmsg", "tcp", "tp_btf/tcp_sendmsg_locked", 56, tcp());
-        add(kind::TCP_RETRANS, "tcp_retrans", "tcp", "tp_btf/tcp_retransmit_skb", 56, tcp());
-        add(kind::TCP_RST_SENT, "tcp_rst_sent", "tcp", "tp_btf/tcp_send_reset", 56, tcp());
-        add(kind::TCP_RST_RCVD, "tcp_rst_rcvd", "tcp", "tp_btf/tcp_receive_reset", 56, tcp());
+        add(
+            kind::TCP_RCV,
+            "tcp_rcv",
+            "tcp",
+            "tp_btf/tcp_probe",
+            56,
+            tcp(),
+        );
+        add(
+            kind::TCP_SENDMSG,
+            "tcp_sendmsg",
+            "tcp",
+            "tp_btf/tcp_sendmsg_locked",
+            56,
+            tcp(),
+        );
+        add(
+            kind::TCP_RETRANS,
+            "tcp_retrans",
+            "tcp",
+            "tp_btf/tcp_retransmit_skb",
+            56,
+            tcp(),
+        );
+        add(
+            kind::TCP_RST_SENT,
+            "tcp_rst_sent",
+            "tcp",
+            "tp_btf/tcp_send_reset",
+            56,
+            tcp(),
+        );
+        add(
+            kind::TCP_RST_RCVD,
+            "tcp_rst_rcvd",
+            "tcp",
+            "tp_btf/tcp_receive_reset",
+            56,
+            tcp(),
+        );
 
         let ip = || {
             Layout::body()
@@ -300,10 +388,38 @@ impl Catalog {
                 .f("saddr", Addr)
                 .f("daddr", Addr)
         };
-        add(kind::IP_LOCAL_OUT, "ip_local_out", "ip", "netfilter/LOCAL_OUT", 104, ip());
-        add(kind::IP_POST_ROUTING, "ip_post_routing", "ip", "netfilter/POST_ROUTING", 104, ip());
-        add(kind::IP_PRE_ROUTING, "ip_pre_routing", "ip", "netfilter/PRE_ROUTING", 104, ip());
-        add(kind::IP_LOCAL_IN, "ip_local_in", "ip", "netfilter/LOCAL_IN", 104, ip());
+        add(
+            kind::IP_LOCAL_OUT,
+            "ip_local_out",
+            "ip",
+            "netfilter/LOCAL_OUT",
+            104,
+            ip(),
+        );
+        add(
+            kind::IP_POST_ROUTING,
+            "ip_post_routing",
+            "ip",
+            "netfilter/POST_ROUTING",
+            104,
+            ip(),
+        );
+        add(
+            kind::IP_PRE_ROUTING,
+            "ip_pre_routing",
+            "ip",
+            "netfilter/PRE_ROUTING",
+            104,
+            ip(),
+        );
+        add(
+            kind::IP_LOCAL_IN,
+            "ip_local_in",
+            "ip",
+            "netfilter/LOCAL_IN",
+            104,
+            ip(),
+        );
 
         let qdisc = || {
             Layout::body()
@@ -314,8 +430,22 @@ impl Catalog {
                 .f("qlen", U32)
                 .f("handle", U32)
         };
-        add(kind::QDISC_ENQ, "qdisc_enq", "qdisc", "tp_btf/qdisc_enqueue", 56, qdisc());
-        add(kind::QDISC_DEQ, "qdisc_deq", "qdisc", "tp_btf/qdisc_dequeue", 56, qdisc());
+        add(
+            kind::QDISC_ENQ,
+            "qdisc_enq",
+            "qdisc",
+            "tp_btf/qdisc_enqueue",
+            56,
+            qdisc(),
+        );
+        add(
+            kind::QDISC_DEQ,
+            "qdisc_deq",
+            "qdisc",
+            "tp_btf/qdisc_dequeue",
+            56,
+            qdisc(),
+        );
 
         let dev = || {
             Layout::body()
@@ -326,10 +456,38 @@ impl Catalog {
                 .f("rc", I32)
                 .f("ethertype", U16)
         };
-        add(kind::DEV_QUEUE, "dev_queue", "dev", "tp_btf/net_dev_queue", 56, dev());
-        add(kind::DEV_START_XMIT, "dev_start_xmit", "dev", "tp_btf/net_dev_start_xmit", 56, dev());
-        add(kind::DEV_XMIT, "dev_xmit", "dev", "tp_btf/net_dev_xmit", 56, dev());
-        add(kind::DEV_RX, "dev_rx", "dev", "tp_btf/netif_receive_skb", 56, dev());
+        add(
+            kind::DEV_QUEUE,
+            "dev_queue",
+            "dev",
+            "tp_btf/net_dev_queue",
+            56,
+            dev(),
+        );
+        add(
+            kind::DEV_START_XMIT,
+            "dev_start_xmit",
+            "dev",
+            "tp_btf/net_dev_start_xmit",
+            56,
+            dev(),
+        );
+        add(
+            kind::DEV_XMIT,
+            "dev_xmit",
+            "dev",
+            "tp_btf/net_dev_xmit",
+            56,
+            dev(),
+        );
+        add(
+            kind::DEV_RX,
+            "dev_rx",
+            "dev",
+            "tp_btf/netif_receive_skb",
+            56,
+            dev(),
+        );
 
         add(
             kind::DROP,
@@ -363,13 +521,42 @@ impl Catalog {
                 .f("next_comm", Comm),
         );
         let task = |arg: &str| {
-            Layout::body().f("task_tid", U32).f("task_tgid", U32).f(arg, I32).pad(4).f("comm", Comm)
+            Layout::body()
+                .f("task_tid", U32)
+                .f("task_tgid", U32)
+                .f(arg, I32)
+                .pad(4)
+                .f("comm", Comm)
         };
-        add(kind::SCHED_WAKEUP, "sched_wakeup", "sched", "tp_btf/sched_wakeup", 56, task("target_cpu"));
-        add(kind::SCHED_FORK, "sched_fork", "sched", "tp_btf/sched_process_fork", 56, task("parent_tgid"));
-        add(kind::SCHED_EXIT, "sched_exit", "sched", "tp_btf/sched_process_exit", 56, task("exit_code"));
+        add(
+            kind::SCHED_WAKEUP,
+            "sched_wakeup",
+            "sched",
+            "tp_btf/sched_wakeup",
+            56,
+            task("target_cpu"),
+        );
+        add(
+            kind::SCHED_FORK,
+            "sched_fork",
+            "sched",
+            "tp_btf/sched_process_fork",
+            56,
+            task("parent_tgid"),
+        );
+        add(
+            kind::SCHED_EXIT,
+            "sched_exit",
+            "sched",
+            "tp_btf/sched_process_exit",
+            56,
+            task("exit_code"),
+        );
 
-        Catalog { header: header_fields(), kinds }
+        Catalog {
+            header: header_fields(),
+            kinds,
+        }
     }
 }
 
@@ -401,11 +588,24 @@ mod tests {
     fn sizes_match_the_c_structs() {
         let c = Catalog::builtin();
         for k in &c.kinds {
-            let end = k.fields.iter().map(|f| f.offset + f.ty.size()).max().unwrap();
+            let end = k
+                .fields
+                .iter()
+                .map(|f| f.offset + f.ty.size())
+                .max()
+                .unwrap();
             let has_snap = k.fields.iter().any(|f| f.name == "mss_cache");
-            let expect = if has_snap { k.size + TCP_SNAP_LEN } else { k.size };
+            let expect = if has_snap {
+                k.size + TCP_SNAP_LEN
+            } else {
+                k.size
+            };
             // Trailing padding is allowed (up to 8-byte alignment), overlap is not.
-            assert!(end <= expect && expect - end < 8, "{}: fields end at {end}, size {expect}", k.name);
+            assert!(
+                end <= expect && expect - end < 8,
+                "{}: fields end at {end}, size {expect}",
+                k.name
+            );
             let mut last = HEADER_LEN as u32;
             for f in &k.fields {
                 assert!(f.offset >= last, "{}.{} overlaps", k.name, f.name);

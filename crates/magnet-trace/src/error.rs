@@ -24,12 +24,19 @@ pub enum TraceError {
     #[error("block at byte {offset}: {reason}")]
     BadBlock { offset: u64, reason: String },
     #[error("record {index} of block at byte {offset}: {reason}")]
-    BadRecord { offset: u64, index: u32, reason: String },
+    BadRecord {
+        offset: u64,
+        index: u32,
+        reason: String,
+    },
 }
 
 impl TraceError {
     /// True for damage the reader stepped over (it goes on after reporting it).
     pub fn is_recoverable(&self) -> bool {
-        matches!(self, TraceError::BadBlock { .. } | TraceError::BadRecord { .. })
+        matches!(
+            self,
+            TraceError::BadBlock { .. } | TraceError::BadRecord { .. }
+        )
     }
 }

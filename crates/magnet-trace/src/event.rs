@@ -108,7 +108,12 @@ pub struct KindIndex<'c> {
 
 impl<'c> KindIndex<'c> {
     pub fn new(catalog: &'c Catalog) -> Self {
-        let max = catalog.kinds.iter().map(|k| k.id as usize).max().unwrap_or(0);
+        let max = catalog
+            .kinds
+            .iter()
+            .map(|k| k.id as usize)
+            .max()
+            .unwrap_or(0);
         let mut by_id = vec![None; max + 1];
         for k in &catalog.kinds {
             by_id[k.id as usize] = Some(k);

@@ -40,7 +40,12 @@ where
     I: Iterator<Item = Result<Record, E>>,
 {
     pub fn new(inner: I, window: usize) -> Self {
-        TimeOrdered { inner, heap: BinaryHeap::new(), window: window.max(1), seq: 0 }
+        TimeOrdered {
+            inner,
+            heap: BinaryHeap::new(),
+            window: window.max(1),
+            seq: 0,
+        }
     }
 }
 

@@ -60,7 +60,11 @@ enum Fill {
 
 impl<R: Read> TraceReader<R> {
     pub fn new(src: R) -> Result<Self, TraceError> {
-        let mut src = Source { inner: BufReader::with_capacity(1 << 20, src), back: Vec::new(), back_pos: 0 };
+        let mut src = Source {
+            inner: BufReader::with_capacity(1 << 20, src),
+            back: Vec::new(),
+            back_pos: 0,
+        };
         let mut pre = [0u8; PREAMBLE_LEN];
         match read_full(&mut src, &mut pre, 0)? {
             Fill::Full => {}
@@ -164,7 +168,11 @@ impl<R: Read> TraceReader<R> {
     fn record_in_block(&mut self) -> Result<Record, TraceError> {
         let p = &self.payload;
         let index = self.index;
-        let bad = |reason: String| TraceError::BadRecord { offset: self.block_offset, index, reason };
+        let bad = |reason: String| TraceError::BadRecord {
+            offset: self.block_offset,
+            index,
+            reason,
+        };
         if self.pos + 4 > p.len() {
             self.pos = p.len();
             return Err(bad("record length runs past the end of the block".into()));
@@ -173,12 +181,17 @@ impl<R: Read> TraceReader<R> {
         let start = self.pos + 4;
         if len < HEADER_LEN || start + len > p.len() {
             self.pos = p.len();
-            return Err(bad(format!("record length {len} does not fit the block; rest of block skipped")));
+            return Err(bad(format!(
+                "record length {len} does not fit the block; rest of block skipped"
+            )));
         }
         let bytes = p[start..start + len].to_vec();
         self.pos = start + len;
         self.index += 1;
-        Ok(Record { bytes, block_offset: self.block_offset })
+        Ok(Record {
+            bytes,
+            block_offset: self.block_offset,
+        })
     }
 
     /// Loads the next block. Ok(false) at a clean end (END block).
@@ -230,7 +243,10 @@ impl<R: Read> TraceReader<R> {
             self.pos = 0;
             return Err(TraceError::BadBlock {
                 offset: at,
-                reason: format!("checksum mismatch; its {} records were skipped", u32_at(&head, 8)),
+                reason: format!(
+                    "checksum mismatch; its {} records were skipped",
+                    u32_at(&head, 8)
+                ),
             });
         }
         if magic == END_MAGIC {
@@ -288,7 +304,8 @@ impl<R: Read> TraceReader<R> {
 }
 
 fn find_magic(w: &[u8]) -> Option<usize> {
-    w.windows(4).position(|x| x == BLOCK_MAGIC || x == END_MAGIC)
+    w.windows(4)
+        .position(|x| x == BLOCK_MAGIC || x == END_MAGIC)
 }
 
 /// The byte source: a buffered reader with room to push bytes back after a
@@ -328,7 +345,12 @@ fn read_full<R: Read>(src: &mut R, buf: &mut [u8], offset: u64) -> Result<Fill, 
             Ok(0) => return Ok(Fill::Eof { got }),
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(source) => return Err(TraceError::Io { offset: offset + got as u64, source }),
+            Err(source) => {
+                return Err(TraceError::Io {
+                    offset: offset + got as u64,
+                    source,
+                })
+            }
         }
     }
     Ok(Fill::Full)

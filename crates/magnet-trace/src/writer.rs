@@ -19,7 +19,8 @@ impl<W: Write> TraceWriter<W> {
     pub fn new(mut out: W, header: &Header) -> Result<Self, TraceError> {
         let json = serde_json::to_vec(header).expect("header serializes");
         let pre = encode_preamble(&json);
-        out.write_all(&pre).map_err(|source| TraceError::Io { offset: 0, source })?;
+        out.write_all(&pre)
+            .map_err(|source| TraceError::Io { offset: 0, source })?;
         Ok(TraceWriter {
             out,
             offset: pre.len() as u64,
@@ -54,9 +55,10 @@ impl<W: Write> TraceWriter<W> {
     }
 
     fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), TraceError> {
-        self.out
-            .write_all(bytes)
-            .map_err(|source| TraceError::Io { offset: self.offset, source })?;
+        self.out.write_all(bytes).map_err(|source| TraceError::Io {
+            offset: self.offset,
+            source,
+        })?;
         self.offset += bytes.len() as u64;
         Ok(())
     }
@@ -76,7 +78,9 @@ impl<W: Write> TraceWriter<W> {
         let end = encode_end(&json);
         self.write_bytes(&end)?;
         let offset = self.offset;
-        self.out.flush().map_err(|source| TraceError::Io { offset, source })?;
+        self.out
+            .flush()
+            .map_err(|source| TraceError::Io { offset, source })?;
         Ok(self.out)
     }
 }

@@ -18,7 +18,15 @@ fn record(i: u64, len: usize) -> Vec<u8> {
 
 /// A trace with `n` records spread over several blocks.
 fn trace(n: u64) -> (Vec<u8>, Vec<Vec<u8>>) {
-    let header = Header::new("test-host".into(), "6.18.0".into(), 2, ClockMap { monotonic_ns: 5, realtime_ns: 7 });
+    let header = Header::new(
+        "test-host".into(),
+        "6.18.0".into(),
+        2,
+        ClockMap {
+            monotonic_ns: 5,
+            realtime_ns: 7,
+        },
+    );
     let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
     let mut recs = Vec::new();
     for i in 0..n {
@@ -29,7 +37,11 @@ fn trace(n: u64) -> (Vec<u8>, Vec<Vec<u8>>) {
         }
         recs.push(r);
     }
-    let footer = Footer { records: n, end_reason: "test".into(), ..Default::default() };
+    let footer = Footer {
+        records: n,
+        end_reason: "test".into(),
+        ..Default::default()
+    };
     (w.finish(&footer).unwrap(), recs)
 }
 
@@ -81,7 +93,11 @@ fn truncated_at_every_byte_reads_a_prefix() {
                 }
                 assert!(got.len() <= recs.len());
                 assert_eq!(errs.len(), 1, "cut {cut}: {errs:?}");
-                assert!(matches!(errs[0], TraceError::Truncated { .. }), "cut {cut}: {}", errs[0]);
+                assert!(
+                    matches!(errs[0], TraceError::Truncated { .. }),
+                    "cut {cut}: {}",
+                    errs[0]
+                );
             }
         }
     }
@@ -101,14 +117,20 @@ fn a_damaged_block_is_skipped_and_later_blocks_still_read() {
     assert!(footer);
     assert_eq!(got.len(), 150, "one block of 50 skipped");
     assert_eq!(errs.len(), 1);
-    assert!(errs[0].to_string().contains("checksum mismatch"), "{}", errs[0]);
+    assert!(
+        errs[0].to_string().contains("checksum mismatch"),
+        "{}",
+        errs[0]
+    );
     assert_eq!(got[0].bytes, recs[0]);
     assert_eq!(got[50].bytes, recs[100]);
 }
 
 #[test]
 fn not_a_trace_says_so() {
-    let e = TraceReader::new(&b"hello world, this is not a trace at all"[..]).err().unwrap();
+    let e = TraceReader::new(&b"hello world, this is not a trace at all"[..])
+        .err()
+        .unwrap();
     assert_eq!(e.to_string(), "not a magnet trace (bad magic at byte 0)");
 }
 

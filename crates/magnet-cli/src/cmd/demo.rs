@@ -11,9 +11,11 @@ use super::{info, record};
 
 /// Record a built-in loopback workload and show what each layer did.
 #[derive(Args, Debug)]
-#[command(after_help = "The workload: 200 TCP send() calls of 16 KiB and 100 UDP sendto() calls of
+#[command(
+    after_help = "The workload: 200 TCP send() calls of 16 KiB and 100 UDP sendto() calls of
 512 bytes over loopback, recorded with app,tcp,ip,dev,qdisc,drop and --tcp-state.
-Then `magnet info` on the trace; try `magnet parse` on it next.")]
+Then `magnet info` on the trace; try `magnet parse` on it next."
+)]
 pub struct DemoArgs {
     /// Where to write the demo trace.
     #[arg(short = 'o', long, default_value = "magnet-demo.mgt")]
@@ -21,10 +23,23 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs) -> Result<ExitCode> {
-    let me = std::env::current_exe().context("cannot find the magnet binary to run the workload")?;
+    let me =
+        std::env::current_exe().context("cannot find the magnet binary to run the workload")?;
     let argv: Vec<String> = [
-        "magnet", "record", "-o", &args.output.to_string_lossy(), "--layers", "app,tcp,ip,qdisc,dev,drop",
-        "--tcp-state", "--", &me.to_string_lossy(), "loadgen", "--tcp", "200x16k", "--udp", "100x512",
+        "magnet",
+        "record",
+        "-o",
+        &args.output.to_string_lossy(),
+        "--layers",
+        "app,tcp,ip,qdisc,dev,drop",
+        "--tcp-state",
+        "--",
+        &me.to_string_lossy(),
+        "loadgen",
+        "--tcp",
+        "200x16k",
+        "--udp",
+        "100x512",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -62,7 +62,8 @@ pub fn run(args: InfoArgs) -> Result<ExitCode> {
     let header = r.header().clone();
     let index = KindIndex::new(&header.catalog);
     let mut counts: BTreeMap<u16, u64> = BTreeMap::new();
-    let (mut first, mut last, mut records, mut lost, mut lost_records) = (u64::MAX, 0u64, 0u64, 0u64, 0u64);
+    let (mut first, mut last, mut records, mut lost, mut lost_records) =
+        (u64::MAX, 0u64, 0u64, 0u64, 0u64);
     let mut damage = Vec::new();
     while let Some(item) = r.next_record() {
         match item {
@@ -87,7 +88,14 @@ pub fn run(args: InfoArgs) -> Result<ExitCode> {
             None => (format!("unknown_{k}"), "?".into(), "?".into()),
         };
         *layers.entry(layer.clone()).or_default() += n;
-        kinds.insert(name, KindCount { layer, hook, events: *n });
+        kinds.insert(
+            name,
+            KindCount {
+                layer,
+                hook,
+                events: *n,
+            },
+        );
     }
     let footer = r.footer().cloned();
     let info = Info {
@@ -97,7 +105,11 @@ pub fn run(args: InfoArgs) -> Result<ExitCode> {
         kernel: header.kernel.clone(),
         cpus: header.cpus,
         start_realtime_ns: header.clock.realtime_ns,
-        duration_s: if records > 0 && last >= first { (last - first) as f64 / 1e9 } else { 0.0 },
+        duration_s: if records > 0 && last >= first {
+            (last - first) as f64 / 1e9
+        } else {
+            0.0
+        },
         records,
         kinds,
         layers,
@@ -119,20 +131,34 @@ pub fn run(args: InfoArgs) -> Result<ExitCode> {
 
 fn print_text(i: &Info) {
     println!("file      {}", i.file.display());
-    println!("written   by {} on host {} (kernel {}, {} CPUs)", i.writer, i.host, i.kernel, i.cpus);
+    println!(
+        "written   by {} on host {} (kernel {}, {} CPUs)",
+        i.writer, i.host, i.kernel, i.cpus
+    );
     let secs = (i.start_realtime_ns / 1_000_000_000) as i64;
-    println!("started   {} (unix time {}.{:09})", fmt_utc(secs), secs, i.start_realtime_ns % 1_000_000_000);
+    println!(
+        "started   {} (unix time {}.{:09})",
+        fmt_utc(secs),
+        secs,
+        i.start_realtime_ns % 1_000_000_000
+    );
     println!("duration  {:.6} s", i.duration_s);
     println!("records   {}", i.records);
     println!(
         "lost      {} events in {} LOST records{}",
         i.lost_events,
         i.lost_records,
-        if i.lost_events == 0 { "" } else { " (parse shows where)" }
+        if i.lost_events == 0 {
+            ""
+        } else {
+            " (parse shows where)"
+        }
     );
     match &i.end_reason {
         Some(r) => println!("ended     {r}"),
-        None => println!("ended     NOT CLEANLY: the trace has no END block (recorder killed or disk full)"),
+        None => println!(
+            "ended     NOT CLEANLY: the trace has no END block (recorder killed or disk full)"
+        ),
     }
     for d in &i.damage {
         println!("damage    {d}");
@@ -140,7 +166,12 @@ fn print_text(i: &Info) {
     println!();
     println!("{:<8} {:>10}  hooks", "layer", "events");
     for (layer, n) in &i.layers {
-        let hooks = i.sources.iter().find(|s| &s.layer == layer).map(|s| s.hooks.join(", ")).unwrap_or_default();
+        let hooks = i
+            .sources
+            .iter()
+            .find(|s| &s.layer == layer)
+            .map(|s| s.hooks.join(", "))
+            .unwrap_or_default();
         println!("{layer:<8} {n:>10}  {hooks}");
     }
     for s in &i.sources {
@@ -171,7 +202,12 @@ pub fn fmt_utc(secs: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! One module per subcommand.
-pub mod loadgen;
-pub mod nfs;
-pub mod rpc;
 pub mod demo;
 pub mod info;
+pub mod loadgen;
+pub mod nfs;
 pub mod parse;
 pub mod record;
+pub mod rpc;
 mod trace_input;
 mod units;

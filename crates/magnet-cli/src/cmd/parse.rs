@@ -73,8 +73,16 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
     let index = KindIndex::new(&header.catalog);
     for k in &args.kind {
         if header.catalog.by_name(k).is_none() {
-            let names: Vec<_> = header.catalog.kinds.iter().map(|k| k.name.as_str()).collect();
-            anyhow::bail!("--kind {k}: no such kind in this trace (kinds: {})", names.join(", "));
+            let names: Vec<_> = header
+                .catalog
+                .kinds
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect();
+            anyhow::bail!(
+                "--kind {k}: no such kind in this trace (kinds: {})",
+                names.join(", ")
+            );
         }
     }
     let layers: HashSet<&str> = args.layer.iter().map(|s| s.as_str()).collect();
@@ -119,7 +127,16 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
         let Some(desc) = index.get(rec.kind()) else {
             // Unknown kinds are kept, shown by number.
             if layers.is_empty() && kinds.is_empty() && args.sock.is_none() {
-                writeln!(out, "{} {} {} {} ? kind{} len={}", ts, rec.cpu(), rec.pid(), rec.tid(), rec.kind(), rec.bytes.len())?;
+                writeln!(
+                    out,
+                    "{} {} {} {} ? kind{} len={}",
+                    ts,
+                    rec.cpu(),
+                    rec.pid(),
+                    rec.tid(),
+                    rec.kind(),
+                    rec.bytes.len()
+                )?;
             }
             continue;
         };
@@ -129,7 +146,10 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
         if !kinds.is_empty() && !kinds.contains(desc.name.as_str()) {
             continue;
         }
-        let ev = Event { bytes: &rec.bytes, desc };
+        let ev = Event {
+            bytes: &rec.bytes,
+            desc,
+        };
         if let Some(c) = args.sock {
             if ev.u64("cookie") != Some(c) {
                 continue;
@@ -139,8 +159,14 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
         if args.json {
             let mut obj = serde_json::Map::new();
             obj.insert("ts_ns".into(), ts.into());
-            obj.insert("time_s".into(), ((ts as i128 - start as i128) as f64 / 1e9).into());
-            obj.insert("wall_ns".into(), serde_json::Value::from(header.clock.to_realtime(ts) as i64));
+            obj.insert(
+                "time_s".into(),
+                ((ts as i128 - start as i128) as f64 / 1e9).into(),
+            );
+            obj.insert(
+                "wall_ns".into(),
+                serde_json::Value::from(header.clock.to_realtime(ts) as i64),
+            );
             obj.insert("cpu".into(), rec.cpu().into());
             obj.insert("pid".into(), rec.pid().into());
             obj.insert("tid".into(), rec.tid().into());
@@ -161,7 +187,15 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
                 let a = rel.unsigned_abs();
                 let _ = write!(line, "{sign}{}.{:09}", a / 1_000_000_000, a % 1_000_000_000);
             }
-            let _ = write!(line, " {} {} {} {} {}", rec.cpu(), rec.pid(), rec.tid(), desc.layer, desc.name);
+            let _ = write!(
+                line,
+                " {} {} {} {} {}",
+                rec.cpu(),
+                rec.pid(),
+                rec.tid(),
+                desc.layer,
+                desc.name
+            );
             for (name, v) in ev.fields() {
                 let _ = write!(line, " {name}={v}");
             }
@@ -175,7 +209,10 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
     }
     out.flush()?;
     if reader.footer().is_none() && damaged == 0 && args.count.is_none() {
-        eprintln!("magnet: warning: {}: the trace has no END block (the recorder did not finish)", path.display());
+        eprintln!(
+            "magnet: warning: {}: the trace has no END block (the recorder did not finish)",
+            path.display()
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

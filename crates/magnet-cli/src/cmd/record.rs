@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use magnet_record::{parse_layers, parse_size, Filters, Layer, RecordConfig, RunOptions, Summary, Target};
+use magnet_record::{
+    parse_layers, parse_size, Filters, Layer, RecordConfig, RunOptions, Summary, Target,
+};
 
 use super::units::parse_duration;
 
@@ -41,7 +43,12 @@ a recording cleanly; the trace stays readable up to its last block even if kille
 #[command(after_help = AFTER_HELP)]
 pub struct RecordArgs {
     /// Trace file to write.
-    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "magnet.mgt")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "magnet.mgt"
+    )]
     output: PathBuf,
 
     /// Trace the whole host (all processes).
@@ -49,7 +56,12 @@ pub struct RecordArgs {
     all: bool,
 
     /// Trace this process and what it forks from now on (repeatable).
-    #[arg(short = 'p', long = "pid", value_name = "PID", conflicts_with = "command")]
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID",
+        conflicts_with = "command"
+    )]
     pid: Vec<u32>,
 
     /// Only tasks with this name (as in /proc/PID/comm, at most 15 bytes).
@@ -126,10 +138,12 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     let status = !args.quiet && std::io::stderr().is_terminal();
     let bar = status.then(|| {
         let b = indicatif::ProgressBar::new_spinner();
-        b.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("valid template"));
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {msg}").expect("valid template"),
+        );
         b
     });
-    let progress: Option<Box<dyn FnMut(&magnet_record::Progress)>> = bar.clone().map(|b| {
+    let progress: Option<magnet_record::ProgressFn> = bar.clone().map(|b| {
         let mut last = (0u64, Duration::ZERO);
         Box::new(move |p: &magnet_record::Progress| {
             let dt = (p.elapsed - last.1).as_secs_f64().max(1e-3);
@@ -144,10 +158,18 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                 p.lost
             ));
             b.tick();
-        }) as Box<dyn FnMut(&magnet_record::Progress)>
+        }) as magnet_record::ProgressFn
     });
 
-    let summary = magnet_record::record(&config, RunOptions { target, duration: args.duration, stop, progress })?;
+    let summary = magnet_record::record(
+        &config,
+        RunOptions {
+            target,
+            duration: args.duration,
+            stop,
+            progress,
+        },
+    )?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -196,7 +218,11 @@ fn summary_text(s: &Summary, c: &RecordConfig) -> String {
         s.lost_kernel, s.dropped_user
     );
     if s.lost_kernel > 0 {
-        let _ = writeln!(out, "magnet: to lose fewer, raise --buffer (now {} bytes) or record fewer layers", c.buffer_bytes);
+        let _ = writeln!(
+            out,
+            "magnet: to lose fewer, raise --buffer (now {} bytes) or record fewer layers",
+            c.buffer_bytes
+        );
     }
     let kinds: Vec<String> = s.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let _ = writeln!(out, "magnet: by kind: {}", kinds.join(", "));

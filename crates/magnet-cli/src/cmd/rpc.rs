@@ -83,7 +83,7 @@ pub fn drive(
     on_tx: &mut dyn FnMut(Transaction) -> anyhow::Result<()>,
 ) -> anyhow::Result<(Counters, Option<String>)> {
     let mut lim = Limits::default();
-    if !(input.reply_timeout > 0.0) {
+    if input.reply_timeout.is_nan() || input.reply_timeout <= 0.0 {
         bail!("--reply-timeout must be positive");
     }
     lim.reply_timeout_ns = (input.reply_timeout * 1e9) as i64;

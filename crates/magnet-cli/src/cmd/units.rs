@@ -4,9 +4,13 @@ use std::time::Duration;
 
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("'{s}' is not a duration (examples: 10s, 500ms, 1.5s, 2m)"))?;
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (examples: 10s, 500ms, 1.5s, 2m)"))?;
     let secs = match unit {
         "ns" => n / 1e9,
         "us" | "µs" => n / 1e6,
@@ -14,7 +18,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "" | "s" => n,
         "m" | "min" => n * 60.0,
         "h" => n * 3600.0,
-        other => return Err(format!("unknown unit '{other}' in duration '{s}' (use ns, us, ms, s, m, h)")),
+        other => {
+            return Err(format!(
+                "unknown unit '{other}' in duration '{s}' (use ns, us, ms, s, m, h)"
+            ))
+        }
     };
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("'{s}' is not a duration"));
