@@ -521,3 +521,212 @@ fn recording_works_without_tracefs() {
         10
     );
 }
+
+#[test]
+fn pid_comm_port_and_host_filters_select_what_they_say() {
+    if !live_or_skip(
+        "pid_comm_port_and_host_filters_select_what_they_say",
+        &[Need::Btf],
+    ) {
+        return;
+    }
+    // Two paced workloads (20 s, killed at the end) on fixed ports; each filter
+    // must keep exactly what it names.
+    let spawn = |port: &str| {
+        Command::new(MAGNET)
+            .args([
+                "loadgen",
+                "--tcp",
+                "4000x100",
+                "--interval",
+                "5ms",
+                "--port",
+                port,
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut one = spawn("7421");
+    let mut two = spawn("7422");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let run = |name: &str, extra: &[&str]| {
+        let path = tmp(name);
+        let mut args = vec![
+            "record",
+            "-o",
+            path.to_str().unwrap(),
+            "--layers",
+            "app,tcp,ip,dev",
+            "--duration",
+            "700ms",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json_stdout(&magnet(&args));
+        read_trace(&path).0
+    };
+    let ports = |evs: &[Ev]| -> BTreeSet<u64> {
+        evs.iter()
+            .filter(|e| e.kind_id == kind::SOCK)
+            .flat_map(|e| [e.u("sport"), e.u("dport")])
+            .collect()
+    };
+    let one_pid = one.id().to_string();
+
+    let by_pid = run("pid.mgt", &["-p", &one_pid]);
+    let sends = by_pid
+        .iter()
+        .filter(|e| e.kind_id == kind::APP_SEND)
+        .count();
+    assert!(
+        sends > 20,
+        "-p records the process ({sends} sends in 0.7 s at 200/s)"
+    );
+    assert!(by_pid
+        .iter()
+        .filter(|e| e.kind_id == kind::APP_SEND)
+        .all(|e| e.pid == one.id()));
+    assert!(
+        !ports(&by_pid).contains(&7422),
+        "-p keeps the other workload's sockets out"
+    );
+
+    let by_port = run("port.mgt", &["--all", "--port", "7422"]);
+    let app: Vec<&Ev> = by_port
+        .iter()
+        .filter(|e| e.kind_id == kind::APP_SEND)
+        .collect();
+    assert!(
+        app.len() > 20 && app.iter().all(|e| e.pid == two.id()),
+        "--port 7422 keeps only that flow's sends"
+    );
+    let ip: Vec<&Ev> = by_port
+        .iter()
+        .filter(|e| e.kind_id == kind::IP_LOCAL_OUT)
+        .collect();
+    assert!(
+        !ip.is_empty()
+            && ip
+                .iter()
+                .all(|e| e.u("sport") == 7422 || e.u("dport") == 7422)
+    );
+
+    let by_host = run("host.mgt", &["--all", "--host", "127.0.0.2"]);
+    assert_eq!(
+        by_host
+            .iter()
+            .filter(|e| e.kind_id == kind::APP_SEND)
+            .count(),
+        0,
+        "no traffic to 127.0.0.2"
+    );
+
+    let by_comm = run("comm.mgt", &["--comm", "magnet"]);
+    let pids: BTreeSet<u32> = by_comm
+        .iter()
+        .filter(|e| e.kind_id == kind::APP_SEND)
+        .map(|e| e.pid)
+        .collect();
+    assert!(
+        pids.contains(&one.id()) && pids.contains(&two.id()),
+        "--comm magnet keeps both: {pids:?}"
+    );
+    let by_other_comm = run("comm2.mgt", &["--comm", "no-such-task"]);
+    assert_eq!(
+        by_other_comm
+            .iter()
+            .filter(|e| e.kind_id == kind::APP_SEND)
+            .count(),
+        0
+    );
+
+    for c in [&mut one, &mut two] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+#[test]
+fn sigterm_ends_a_recording_cleanly_and_a_cut_trace_reads_its_prefix() {
+    if !live_or_skip(
+        "sigterm_ends_a_recording_cleanly_and_a_cut_trace_reads_its_prefix",
+        &[Need::Btf],
+    ) {
+        return;
+    }
+    let path = tmp("sigterm.mgt");
+    let mut bg = noise(3);
+    let rec = Command::new(MAGNET)
+        .args([
+            "record",
+            "-o",
+            path.to_str().unwrap(),
+            "--all",
+            "--layers",
+            "app,tcp",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(rec.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = rec.wait_with_output().unwrap();
+    let summary = json_stdout(&out);
+    assert_eq!(summary["end_reason"], "interrupted");
+    let (evs, footer) = read_trace(&path);
+    assert_eq!(footer.end_reason, "interrupted");
+    assert_eq!(evs.len() as u64, footer.records);
+    assert!(footer.records > 10, "{footer:?}");
+    let _ = bg.kill();
+    let _ = bg.wait();
+
+    // The same trace cut in half: info says it ended uncleanly, parse prints the
+    // prefix and warns, neither fails.
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = tmp("cut.mgt");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let info = magnet(&["info", cut.to_str().unwrap()]);
+    assert!(info.status.success());
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        text.contains("NOT CLEANLY") && text.contains("cut short at byte"),
+        "{text}"
+    );
+    let parse = magnet(&["parse", cut.to_str().unwrap()]);
+    assert!(parse.status.success());
+    let lines = String::from_utf8_lossy(&parse.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .count() as u64;
+    assert!(
+        lines > 0 && lines < footer.records,
+        "a prefix: {lines} of {}",
+        footer.records
+    );
+    let err = String::from_utf8_lossy(&parse.stderr);
+    assert!(err.contains("cut short at byte"), "{err}");
+
+    // parse --json and info agree on counts.
+    let json = magnet(&[
+        "parse",
+        path.to_str().unwrap(),
+        "--json",
+        "--kind",
+        "app_send",
+    ]);
+    let n = String::from_utf8_lossy(&json.stdout).lines().count();
+    let info: serde_json::Value =
+        serde_json::from_slice(&magnet(&["info", path.to_str().unwrap(), "--json"]).stdout)
+            .unwrap();
+    assert_eq!(
+        info["kinds"]["app_send"]["events"].as_u64().unwrap_or(0),
+        n as u64
+    );
+}

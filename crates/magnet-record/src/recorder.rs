@@ -476,6 +476,10 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         )
     })?;
 
+    // Time zero of the trace: taken before the first program is attached, so
+    // that no event precedes it.
+    let mut header = host_header(config, &opts.target);
+
     // ---- attach ---------------------------------------------------------------
     let mut links: Vec<Link> = Vec::new();
     let mut sources: BTreeMap<Layer, LayerSource> = BTreeMap::new();
@@ -557,7 +561,6 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             .push("netfilter hooks see only the recorder's network namespace".into());
     }
 
-    let mut header = host_header(config, &opts.target);
     header.layers = sources.values().cloned().collect();
     let (tx, writer) = spawn_writer(&config.output, &header)?;
 

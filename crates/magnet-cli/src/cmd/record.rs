@@ -174,7 +174,8 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         b.finish_and_clear();
     }
     if args.json {
-        println!("{}", summary_json(&summary, &config));
+        use std::io::Write;
+        writeln!(std::io::stdout(), "{}", summary_json(&summary, &config))?;
     } else if !args.quiet {
         eprint!("{}", summary_text(&summary, &config));
     }
