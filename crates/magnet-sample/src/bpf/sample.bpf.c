@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * magnet's Millisampler: two tc programs (ingress and egress) that add every
+ * packet of one interface into per-CPU counters indexed by time bucket, and a
+ * tp_btf program that counts the kernel's own TCP retransmissions on that
+ * interface. They only observe: both tc programs return TC_ACT_UNSPEC
+ * (= TCX_NEXT), so other tc programs and the packet's fate are unchanged.
+ *
+ *   bucket = (now - start_ns) / interval_ns;  counted only if 0 <= bucket < nsamples
+ *
+ * start_ns is 0 until user space has attached everything and chosen the start
+ * (possibly in the future, for runs synchronised across hosts), so nothing is
+ * counted before the run and nothing after its last bucket: the run ends by
+ * itself.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "sample.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define TC_ACT_UNSPEC (-1)
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+
+/* ---- settings, fixed before load ---------------------------------------- */
+
+const volatile __u64 interval_ns = 1000000;
+const volatile __u32 nsamples = 2000;
+const volatile __u32 l2_len = 14;            /* link header before IP (0 for L3 devices) */
+const volatile __u32 rtt_threshold_us = 5000; /* srtt below: short, else long */
+const volatile bool rtt_split = true;
+const volatile __u64 sketch_seed = 0;
+const volatile __u32 target_ifindex = 0;     /* for the retransmit tracepoint */
+const volatile __u32 target_netns = 0;       /* netns inode number, 0 = any */
+
+/* ---- set by user space once attached ------------------------------------ */
+
+__u64 start_ns = 0;
+
+/* ---- maps ----------------------------------------------------------------- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2000); /* resized to nsamples before load */
+	__type(key, __u32);
+	__type(value, struct mg_bucket);
+} buckets SEC(".maps");
+
+/* Highest sequence number (end of data) seen per direction of each TCP flow. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct mg_flow_key);
+	__type(value, __u32);
+} highest_seq SEC(".maps");
+
+/* Keeps struct mg_bucket in the object's BTF for the skeleton's types. */
+struct mg_bucket mg_bucket_layout SEC(".data.layout");
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static __always_inline struct mg_bucket *bucket_now(void)
+{
+	__u64 start = start_ns;
+	if (!start)
+		return NULL;
+	__u64 now = bpf_ktime_get_ns();
+	if (now < start)
+		return NULL;
+	__u64 idx = (now - start) / interval_ns;
+	if (idx >= nsamples)
+		return NULL;
+	__u32 key = idx;
+	return bpf_map_lookup_elem(&buckets, &key);
+}
+
+/* murmur3's 64-bit finaliser; mirrored in src/sketch.rs. */
+static __always_inline __u64 mix64(__u64 h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+struct pkt {
+	__u32 saddr[4]; /* network byte order; IPv4 as v4-mapped IPv6 */
+	__u32 daddr[4];
+	__u16 sport;    /* host byte order */
+	__u16 dport;
+	__u8 proto;
+	__u8 ce;
+	__u8 v6;
+	__u8 has_ports;
+	__u32 seq;      /* host byte order */
+	__u32 payload;  /* TCP payload bytes */
+};
+
+static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
+{
+	__u32 off = l2_len;
+	__u32 l4, ip_payload;
+	__u16 frag = 0;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)))
+			return -1;
+		__u32 hl = ip.ihl * 4;
+		if (hl < 20)
+			return -1;
+		p->ce = (ip.tos & 3) == 3;
+		p->proto = ip.protocol;
+		p->saddr[2] = bpf_htonl(0xffff);
+		p->saddr[3] = ip.saddr;
+		p->daddr[2] = bpf_htonl(0xffff);
+		p->daddr[3] = ip.daddr;
+		__u32 tot = bpf_ntohs(ip.tot_len);
+		if (tot == 0) /* BIG TCP: length from the skb */
+			tot = skb->len - off;
+		ip_payload = tot > hl ? tot - hl : 0;
+		frag = bpf_ntohs(ip.frag_off) & 0x1fff;
+		l4 = off + hl;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+		if (bpf_skb_load_bytes(skb, off, &ip6, sizeof(ip6)))
+			return -1;
+		__u32 w0;
+		__builtin_memcpy(&w0, &ip6, 4);
+		__u8 tclass = (bpf_ntohl(w0) >> 20) & 0xff;
+		p->ce = (tclass & 3) == 3;
+		p->v6 = 1;
+		p->proto = ip6.nexthdr;
+		__builtin_memcpy(p->saddr, &ip6.saddr, 16);
+		__builtin_memcpy(p->daddr, &ip6.daddr, 16);
+		ip_payload = bpf_ntohs(ip6.payload_len);
+		if (ip_payload == 0)
+			ip_payload = skb->len > off + 40 ? skb->len - off - 40 : 0;
+		l4 = off + 40;
+	} else {
+		return -1;
+	}
+	if (frag)
+		return 0;
+	if (p->proto == IPPROTO_TCP) {
+		struct tcphdr th;
+		if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+			return 0;
+		p->sport = bpf_ntohs(th.source);
+		p->dport = bpf_ntohs(th.dest);
+		p->seq = bpf_ntohl(th.seq);
+		__u32 doff = th.doff * 4;
+		p->payload = ip_payload > doff ? ip_payload - doff : 0;
+		p->has_ports = 1;
+	} else if (p->proto == IPPROTO_UDP) {
+		struct udphdr uh;
+		if (bpf_skb_load_bytes(skb, l4, &uh, sizeof(uh)))
+			return 0;
+		p->sport = bpf_ntohs(uh.source);
+		p->dport = bpf_ntohs(uh.dest);
+		p->has_ports = 1;
+	}
+	return 0;
+}
+
+/* Which of the 128 sketch bits this flow sets. Both directions of a flow set
+ * the same bit: the two endpoints are put in a fixed order first. */
+static __always_inline __u32 flow_bit(const struct pkt *p)
+{
+	int swap = 0;
+	for (int i = 0; i < 4; i++) {
+		__u32 a = bpf_ntohl(p->saddr[i]), b = bpf_ntohl(p->daddr[i]);
+		if (a != b) {
+			swap = a > b;
+			goto decided;
+		}
+	}
+	swap = p->sport > p->dport;
+decided:;
+	const __u32 *lo = swap ? p->daddr : p->saddr;
+	const __u32 *hi = swap ? p->saddr : p->daddr;
+	__u16 plo = swap ? p->dport : p->sport;
+	__u16 phi = swap ? p->sport : p->dport;
+	__u64 h = mix64(sketch_seed ^ p->proto);
+	for (int i = 0; i < 4; i++)
+		h = mix64(h ^ bpf_ntohl(lo[i]));
+	for (int i = 0; i < 4; i++)
+		h = mix64(h ^ bpf_ntohl(hi[i]));
+	h = mix64(h ^ (((__u64)plo << 16) | phi));
+	return h & 127;
+}
+
+/* Retransmission: a TCP segment with data that starts below the highest
+ * sequence number already seen in its direction of its flow. */
+static __always_inline int is_retransmit(const struct pkt *p)
+{
+	struct mg_flow_key k = {};
+	__builtin_memcpy(k.saddr, p->saddr, 16);
+	__builtin_memcpy(k.daddr, p->daddr, 16);
+	k.sport = p->sport;
+	k.dport = p->dport;
+	__u32 end = p->seq + p->payload;
+	__u32 *hi = bpf_map_lookup_elem(&highest_seq, &k);
+	if (!hi) {
+		bpf_map_update_elem(&highest_seq, &k, &end, BPF_ANY);
+		return 0;
+	}
+	int rx = (__s32)(p->seq - *hi) < 0;
+	if ((__s32)(end - *hi) > 0)
+		*hi = end;
+	return rx;
+}
+
+/* Smoothed RTT in microseconds of the packet's TCP socket, 0 if unknown. */
+static __always_inline __u32 egress_srtt(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	if (!sk)
+		return 0;
+	sk = bpf_sk_fullsock(sk);
+	if (!sk)
+		return 0;
+	struct bpf_tcp_sock *tp = bpf_tcp_sock(sk);
+	if (!tp)
+		return 0;
+	return tp->srtt_us >> 3;
+}
+
+static __always_inline __u32 ingress_srtt(struct __sk_buff *skb, const struct pkt *p)
+{
+	struct bpf_sock_tuple t = {};
+	struct bpf_sock *sk;
+	if (p->v6) {
+		__builtin_memcpy(t.ipv6.saddr, p->saddr, 16);
+		__builtin_memcpy(t.ipv6.daddr, p->daddr, 16);
+		t.ipv6.sport = bpf_htons(p->sport);
+		t.ipv6.dport = bpf_htons(p->dport);
+		sk = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+	} else {
+		t.ipv4.saddr = p->saddr[3];
+		t.ipv4.daddr = p->daddr[3];
+		t.ipv4.sport = bpf_htons(p->sport);
+		t.ipv4.dport = bpf_htons(p->dport);
+		sk = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+	}
+	if (!sk)
+		return 0;
+	__u32 srtt = 0;
+	struct bpf_tcp_sock *tp = bpf_tcp_sock(sk);
+	if (tp)
+		srtt = tp->srtt_us >> 3;
+	bpf_sk_release(sk);
+	return srtt;
+}
+
+static __always_inline int account(struct __sk_buff *skb, int ingress)
+{
+	struct mg_bucket *b = bucket_now();
+	if (!b)
+		return TC_ACT_UNSPEC;
+	__u64 len = skb->len;
+	if (ingress) {
+		b->in_bytes += len;
+		b->in_packets++;
+	} else {
+		b->out_bytes += len;
+		b->out_packets++;
+	}
+
+	struct pkt p = {};
+	if (parse(skb, &p))
+		return TC_ACT_UNSPEC;
+	__u32 bit = flow_bit(&p);
+	b->conn[bit >> 6] |= 1ULL << (bit & 63);
+	if (ingress && p.ce) {
+		b->in_ce_bytes += len;
+		b->in_ce_packets++;
+	}
+	if (p.proto != IPPROTO_TCP || !p.has_ports)
+		return TC_ACT_UNSPEC;
+	if (p.payload && is_retransmit(&p)) {
+		if (ingress) {
+			b->in_rxmit_bytes += len;
+			b->in_rxmit_packets++;
+		} else {
+			b->out_rxmit_bytes += len;
+			b->out_rxmit_packets++;
+		}
+	}
+	if (rtt_split) {
+		__u32 srtt = ingress ? ingress_srtt(skb, &p) : egress_srtt(skb);
+		if (srtt) {
+			int is_short = srtt < rtt_threshold_us;
+			if (ingress) {
+				if (is_short)
+					b->in_short_rtt_bytes += len;
+				else
+					b->in_long_rtt_bytes += len;
+			} else {
+				if (is_short)
+					b->out_short_rtt_bytes += len;
+				else
+					b->out_long_rtt_bytes += len;
+			}
+		}
+	}
+	return TC_ACT_UNSPEC;
+}
+
+SEC("tc")
+int sample_ingress(struct __sk_buff *skb)
+{
+	return account(skb, 1);
+}
+
+SEC("tc")
+int sample_egress(struct __sk_buff *skb)
+{
+	return account(skb, 0);
+}
+
+/* The kernel's own count of retransmitted segments leaving through the
+ * sampled interface (in the sampler's network namespace): a cross-check for
+ * the sequence-based egress count above. */
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(sample_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb)
+{
+	struct mg_bucket *b = bucket_now();
+	if (!b || !sk)
+		return 0;
+	if (target_netns && BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum) != target_netns)
+		return 0;
+	struct dst_entry *dst = BPF_CORE_READ(sk, sk_dst_cache);
+	if (!dst)
+		return 0;
+	if ((__u32)BPF_CORE_READ(dst, dev, ifindex) != target_ifindex)
+		return 0;
+	b->tcp_rxmit_events++;
+	return 0;
+}

@@ -1,0 +1,77 @@
+//! magnet's Millisampler: fine-timescale traffic counters for one interface.
+//!
+//! Two tc programs (ingress and egress, `src/bpf/sample.bpf.c`) add every
+//! packet into per-CPU counters indexed by time bucket —
+//! `bucket = (now − start) / interval` — for a fixed number of buckets, so a
+//! run costs a fixed amount of memory and ends by itself. Per bucket: bytes
+//! and packets in and out, ingress ECN-CE bytes, retransmitted bytes in and
+//! out, bytes by RTT class, the kernel's retransmission count, and a 128-bit
+//! sketch of active connections ([`sketch`]).
+//!
+//! - [`sampler::sample`] makes one run ([`Run`]);
+//! - [`run`] writes and reads runs (Meta's JSON schema and a compact native form);
+//! - [`store`] keeps runs in a directory, lists them and applies retention;
+//! - [`schedule`] parses `10ms,1ms,100us every 1m` and plans wall-clock-aligned cycles;
+//! - [`merge`] aligns runs of several hosts taken at the same instant;
+//! - [`plot`] draws runs as offline SVG or HTML.
+//!
+//! The library never prints or exits; errors name what failed and where.
+
+pub mod merge;
+pub mod plot;
+pub mod run;
+pub mod sampler;
+pub mod schedule;
+pub mod sketch;
+pub mod store;
+pub mod units;
+
+pub use run::{Metric, Run, RunMeta};
+pub use sampler::{sample, SampleConfig, Start, Started};
+
+#[allow(
+    clippy::all,
+    dead_code,
+    unused_imports,
+    non_camel_case_types,
+    non_snake_case
+)]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/sample.skel.rs"));
+}
+
+/// Everything that can go wrong, each naming its file, interface or setting.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}{}: {reason}", offset.map(|o| format!(" at byte {o}")).unwrap_or_default())]
+    Format {
+        path: String,
+        offset: Option<u64>,
+        reason: String,
+    },
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    Host(String),
+    #[error("{what}: {source}")]
+    Bpf {
+        what: String,
+        #[source]
+        source: libbpf_rs::Error,
+    },
+}
+
+impl Error {
+    pub(crate) fn bpf(what: impl Into<String>, source: libbpf_rs::Error) -> Error {
+        Error::Bpf {
+            what: what.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! One run on one interface: load the tc programs (sized for this run), attach
+//! them on ingress and egress (TCX links, or clsact filters where the kernel
+//! has no TCX), pick the start (now, or a wall-clock instant for runs
+//! synchronised across hosts), wait for the last bucket, detach, and sum the
+//! per-CPU counters into a [`Run`].
+
+use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{
+    AsRawLibbpf, Link, MapCore, MapFlags, ProgramAttachType, TcHook, TC_EGRESS, TC_INGRESS,
+};
+
+use crate::run::{Metric, Run, RunMeta, FORMAT_VERSION};
+use crate::skel::{types, SampleSkelBuilder};
+use crate::{sketch, Error};
+
+/// When bucket 0 begins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// As soon as the programs are attached.
+    Now,
+    /// At this wall-clock instant (CLOCK_REALTIME), which must be in the future.
+    At(SystemTime),
+}
+
+/// What to sample.
+#[derive(Clone, Debug)]
+pub struct SampleConfig {
+    pub iface: String,
+    pub interval: Duration,
+    pub samples: u32,
+    /// TCP traffic whose socket's smoothed RTT is below this is "short RTT".
+    pub rtt_threshold: Duration,
+    /// Look up the socket of each TCP packet to split bytes by RTT class.
+    pub rtt_split: bool,
+    pub start: Start,
+    /// Seed of the connection sketch's hash.
+    pub sketch_seed: u64,
+    /// Host name written into the run (default: the UTS node name).
+    pub host: Option<String>,
+}
+
+impl SampleConfig {
+    pub fn new(iface: &str, interval: Duration, samples: u32) -> SampleConfig {
+        SampleConfig {
+            iface: iface.to_string(),
+            interval,
+            samples,
+            rtt_threshold: Duration::from_millis(5),
+            rtt_split: true,
+            start: Start::Now,
+            sketch_seed: 0,
+            host: None,
+        }
+    }
+
+    /// Checks the numbers before anything is loaded.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |s: String| Err(Error::Config(s));
+        if self.interval < Duration::from_micros(1) {
+            return bad(format!(
+                "interval {:?} is too short (at least 1us)",
+                self.interval
+            ));
+        }
+        if self.samples == 0 || self.samples > 1_000_000 {
+            return bad(format!("{} samples: give 1 to 1000000", self.samples));
+        }
+        if self.iface.is_empty() {
+            return bad("no interface given".into());
+        }
+        Ok(())
+    }
+}
+
+/// Memory the kernel holds for a run: the per-CPU bucket array (plus the
+/// fixed-size flow table for retransmission detection, not counted here).
+pub fn footprint_bytes(samples: u32, cpus: u32) -> u64 {
+    u64::from(samples) * std::mem::size_of::<types::mg_bucket>() as u64 * u64::from(cpus)
+}
+
+/// Told to the caller once the programs are attached and the start is fixed.
+#[derive(Clone, Debug)]
+pub struct Started {
+    pub start_realtime_ns: u64,
+    pub end_realtime_ns: u64,
+    pub attach: &'static str,
+    pub ifindex: u32,
+}
+
+fn clock_ns(id: nix::time::ClockId) -> u64 {
+    let t = nix::time::clock_gettime(id).expect("clock_gettime");
+    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
+/// (monotonic, realtime) read together; monotonic is the BPF clock.
+fn clock_pair() -> (u64, u64) {
+    use nix::time::ClockId;
+    let m1 = clock_ns(ClockId::CLOCK_MONOTONIC);
+    let r = clock_ns(ClockId::CLOCK_REALTIME);
+    let m2 = clock_ns(ClockId::CLOCK_MONOTONIC);
+    (m1 + (m2 - m1) / 2, r)
+}
+
+fn ifindex(iface: &str) -> Result<u32, Error> {
+    nix::net::if_::if_nametoindex(iface).map_err(|e| {
+        Error::Config(format!(
+            "-i {iface}: no such interface in this network namespace ({e})"
+        ))
+    })
+}
+
+/// Bytes of link header in front of IP at tc: 14 for Ethernet-like devices
+/// (and loopback), 0 for L3 devices (tun, wireguard, ipip).
+fn link_header_len(iface: &str) -> u32 {
+    // SAFETY: plain ioctl on a throwaway socket with a zeroed, NUL-terminated ifreq.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return 14;
+        }
+        let mut ifr: libc::ifreq = std::mem::zeroed();
+        for (i, b) in iface.bytes().take(libc::IFNAMSIZ - 1).enumerate() {
+            ifr.ifr_name[i] = b as libc::c_char;
+        }
+        let rc = libc::ioctl(fd, libc::SIOCGIFHWADDR, &mut ifr);
+        libc::close(fd);
+        if rc != 0 {
+            return 14;
+        }
+        match ifr.ifr_ifru.ifru_hwaddr.sa_family {
+            libc::ARPHRD_ETHER | libc::ARPHRD_LOOPBACK => 14,
+            libc::ARPHRD_NONE | libc::ARPHRD_TUNNEL | libc::ARPHRD_TUNNEL6 | libc::ARPHRD_IPGRE => {
+                0
+            }
+            _ => 14,
+        }
+    }
+}
+
+fn netns_inode() -> u32 {
+    std::fs::metadata("/proc/thread-self/ns/net")
+        .map(|m| m.ino() as u32)
+        .unwrap_or(0)
+}
+
+enum Attached {
+    Tcx(#[allow(dead_code)] Vec<Link>),
+    Clsact(Vec<TcHook>),
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        if let Attached::Clsact(hooks) = self {
+            for h in hooks {
+                let _ = h.detach();
+            }
+        }
+    }
+}
+
+fn attach_tcx(prog: &libbpf_rs::ProgramMut<'_>, ifindex: u32) -> Result<Link, std::io::Error> {
+    let opts = libbpf_sys::bpf_tcx_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_tcx_opts>() as libbpf_sys::size_t,
+        ..Default::default()
+    };
+    // SAFETY: the program is loaded and outlives the link (both live in the
+    // skeleton for the whole run); libbpf returns NULL and sets errno on failure.
+    let ptr = unsafe {
+        libbpf_sys::bpf_program__attach_tcx(prog.as_libbpf_object().as_ptr(), ifindex as i32, &opts)
+    };
+    match NonNull::new(ptr) {
+        // SAFETY: a link fresh from libbpf, owned by nobody else.
+        Some(p) => Ok(unsafe { Link::from_ptr(p) }),
+        None => Err(std::io::Error::last_os_error()),
+    }
+}
+
+/// Samples one run. Blocks until the last bucket has passed or `stop` is set
+/// (then the run holds the buckets completed so far and `complete` is false).
+pub fn sample(
+    config: &SampleConfig,
+    stop: &AtomicBool,
+    on_started: &mut dyn FnMut(&Started),
+) -> Result<Run, Error> {
+    config.validate()?;
+    magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
+    let ifindex = ifindex(&config.iface)?;
+    let interval_ns = config.interval.as_nanos() as u64;
+
+    let mut storage = MaybeUninit::uninit();
+    let mut open = SampleSkelBuilder::default()
+        .open(&mut storage)
+        .map_err(|e| Error::bpf("opening the sampler's BPF object", e))?;
+    {
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("the object has read-only settings");
+        ro.interval_ns = interval_ns;
+        ro.nsamples = config.samples;
+        ro.l2_len = link_header_len(&config.iface);
+        ro.rtt_threshold_us = config.rtt_threshold.as_micros().min(u32::MAX as u128) as u32;
+        ro.rtt_split = config.rtt_split;
+        ro.sketch_seed = config.sketch_seed;
+        ro.target_ifindex = ifindex;
+        ro.target_netns = netns_inode();
+    }
+    open.maps
+        .buckets
+        .set_max_entries(config.samples)
+        .map_err(|e| Error::bpf("sizing the bucket array", e))?;
+    open.progs
+        .sample_ingress
+        .set_attach_type(ProgramAttachType::TcxIngress);
+    open.progs
+        .sample_egress
+        .set_attach_type(ProgramAttachType::TcxEgress);
+    let mut skel = open.load().map_err(|e| {
+        Error::bpf("loading the sampler's BPF programs (needs Linux 6.4+ with BTF; LIBBPF_DEBUG=1 shows the verifier log)", e)
+    })?;
+
+    // ---- attach -----------------------------------------------------------------
+    let rxmit_link = skel
+        .progs
+        .sample_tcp_retransmit
+        .attach()
+        .map_err(|e| Error::bpf("attaching tp_btf/tcp_retransmit_skb", e))?;
+    let attached = match (
+        attach_tcx(&skel.progs.sample_ingress, ifindex),
+        attach_tcx(&skel.progs.sample_egress, ifindex),
+    ) {
+        (Ok(i), Ok(e)) => Attached::Tcx(vec![i, e]),
+        (tcx_in, tcx_out) => {
+            drop((tcx_in, tcx_out));
+            // No TCX (Linux < 6.6): classic clsact filters, observing at the
+            // lowest priority number we can get so others still run after us.
+            let mut hooks = Vec::new();
+            for (prog, point) in [
+                (&skel.progs.sample_ingress, TC_INGRESS),
+                (&skel.progs.sample_egress, TC_EGRESS),
+            ] {
+                let mut h = TcHook::new(prog.as_fd());
+                h.ifindex(ifindex as i32)
+                    .replace(true)
+                    .handle(0x6d67)
+                    .priority(1)
+                    .attach_point(point);
+                h.create().map_err(|e| {
+                    Error::bpf(format!("creating the clsact qdisc on {}", config.iface), e)
+                })?;
+                hooks.push(h.attach().map_err(|e| {
+                    Error::bpf(format!("attaching the tc filter on {}", config.iface), e)
+                })?);
+            }
+            Attached::Clsact(hooks)
+        }
+    };
+    let attach_kind = match attached {
+        Attached::Tcx(_) => "tcx",
+        Attached::Clsact(_) => "clsact",
+    };
+
+    // ---- start ------------------------------------------------------------------
+    let (mono, real) = clock_pair();
+    let (start_mono, start_real) = match config.start {
+        Start::Now => (mono, real),
+        Start::At(at) => {
+            let at_ns = at
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            if at_ns <= real {
+                return Err(Error::Config(format!(
+                    "--at is {:.3}s in the past; give a time in the future",
+                    (real - at_ns) as f64 / 1e9
+                )));
+            }
+            (mono + (at_ns - real), at_ns)
+        }
+    };
+    let run_ns = interval_ns * u64::from(config.samples);
+    {
+        let bss = skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .expect("the object has a .bss");
+        // SAFETY: the .bss is mmapped and read by the BPF programs; a volatile
+        // write makes the store happen here, not later.
+        unsafe { std::ptr::write_volatile(&mut bss.start_ns, start_mono) };
+    }
+    on_started(&Started {
+        start_realtime_ns: start_real,
+        end_realtime_ns: start_real + run_ns,
+        attach: attach_kind,
+        ifindex,
+    });
+
+    // ---- wait -------------------------------------------------------------------
+    let end_mono = start_mono + run_ns;
+    let mut completed = config.samples;
+    loop {
+        let now = clock_ns(nix::time::ClockId::CLOCK_MONOTONIC);
+        if now >= end_mono {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            completed = (now.saturating_sub(start_mono) / interval_ns) as u32;
+            break;
+        }
+        std::thread::sleep(Duration::from_nanos((end_mono - now).min(20_000_000)));
+    }
+    drop(attached);
+    drop(rxmit_link);
+
+    // ---- read -------------------------------------------------------------------
+    let mut run = Run::zeroed(
+        RunMeta {
+            format_version: FORMAT_VERSION,
+            host: config.host.clone().unwrap_or_else(host_name),
+            iface: config.iface.clone(),
+            ifindex,
+            kernel: nix::sys::utsname::uname()
+                .map(|u| u.release().to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            interval_ns,
+            samples: config.samples,
+            start_realtime_ns: start_real,
+            cpus: libbpf_rs::num_possible_cpus().unwrap_or(1) as u32,
+            attach: attach_kind.to_string(),
+            rtt_threshold_us: config.rtt_threshold.as_micros().min(u32::MAX as u128) as u32,
+            sketch_seed: config.sketch_seed,
+            complete: completed == config.samples,
+        },
+        completed as usize,
+    );
+    let nfields = Metric::ALL.len();
+    let map = &skel.maps.buckets;
+    for i in 0..completed {
+        let per_cpu = map
+            .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| Error::bpf(format!("reading bucket {i}"), e))?
+            .ok_or_else(|| Error::Host(format!("bucket {i} missing from the counter array")))?;
+        let mut sk = [0u64; 2];
+        for cpu in &per_cpu {
+            let at =
+                |k: usize| u64::from_ne_bytes(cpu[k * 8..k * 8 + 8].try_into().expect("8 bytes"));
+            for (f, series) in run.series.iter_mut().enumerate() {
+                series[i as usize] += at(f);
+            }
+            sk[0] |= at(nfields);
+            sk[1] |= at(nfields + 1);
+        }
+        run.sketch.as_mut().expect("zeroed run has a sketch")[i as usize] = sk;
+        run.connections[i as usize] = sketch::estimate(sk);
+    }
+    Ok(run)
+}
+
+fn host_name() -> String {
+    nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The moment a run asked to start `at` would start, as Unix nanoseconds.
+pub fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn bucket_layout_matches_metric_order() {
+        assert_eq!(size_of::<types::mg_bucket>(), (Metric::ALL.len() + 2) * 8);
+        let offs = [
+            offset_of!(types::mg_bucket, in_bytes),
+            offset_of!(types::mg_bucket, out_bytes),
+            offset_of!(types::mg_bucket, in_packets),
+            offset_of!(types::mg_bucket, out_packets),
+            offset_of!(types::mg_bucket, in_ce_bytes),
+            offset_of!(types::mg_bucket, in_ce_packets),
+            offset_of!(types::mg_bucket, in_rxmit_bytes),
+            offset_of!(types::mg_bucket, out_rxmit_bytes),
+            offset_of!(types::mg_bucket, in_rxmit_packets),
+            offset_of!(types::mg_bucket, out_rxmit_packets),
+            offset_of!(types::mg_bucket, in_short_rtt_bytes),
+            offset_of!(types::mg_bucket, in_long_rtt_bytes),
+            offset_of!(types::mg_bucket, out_short_rtt_bytes),
+            offset_of!(types::mg_bucket, out_long_rtt_bytes),
+            offset_of!(types::mg_bucket, tcp_rxmit_events),
+        ];
+        for (m, off) in Metric::ALL.iter().zip(offs) {
+            assert_eq!(*m as usize * 8, off, "{m:?}");
+        }
+        assert_eq!(offset_of!(types::mg_bucket, conn), Metric::ALL.len() * 8);
+        assert_eq!(footprint_bytes(2000, 2), 2000 * 136 * 2);
+    }
+
+    #[test]
+    fn config_is_checked() {
+        let mut c = SampleConfig::new("eth0", Duration::from_micros(100), 2000);
+        assert!(c.validate().is_ok());
+        c.samples = 0;
+        assert!(c.validate().unwrap_err().to_string().contains("0 samples"));
+    }
+}
