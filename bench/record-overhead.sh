@@ -1,0 +1,280 @@
+#!/usr/bin/env bash
+# Recorder overhead benchmark (issue 2).
+#
+# Measures, between two network namespaces joined by a veth pair (10.231.0.0/24):
+#   1. iperf3 TCP throughput (client in ns A, server in ns B, saturating, SECS seconds per run),
+#      ROUNDS rounds, each round alternating the cases
+#        base     no monitor
+#        magnet   magnet record --all --layers app,tcp,ip,dev         (run inside ns A)
+#        mag+st   the same with --tcp-state                           (run inside ns A)
+#        tcpdump  tcpdump -s 96 -w FILE -i <client veth>              (run inside ns A)
+#      with the veth's default offloads (gso) and with tso/gso/gro off on both ends (mtu).
+#   2. the recorder's drain ceiling: magnet record -- magnet loadgen --udp NxSIZE --flood
+#      (inside ns A, loopback of ns A) at several ring sizes and 1 or 2 parallel floods.
+#   3. magnet parse / magnet info speed on the largest trace of step 2.
+#
+# magnet runs *inside the client's namespace* (ip netns exec A): its netfilter (ip layer)
+# hooks see only the namespace it runs in; its tracepoints (app, tcp, dev) see every
+# namespace, so with --all it records both ends' app/tcp/dev events and ns A's ip events.
+#
+# Formulas (medians over rounds, per case):
+#   thr ratio       = median thr(case) / median thr(base), thr = iperf3 receiver bytes/s
+#   events/s        = events recorded / iperf3 transfer seconds (magnet: `records` of the
+#                     JSON summary, incl. ~2 s idle before/after; tcpdump: packets captured)
+#   lost            = magnet: lost_kernel + dropped_user; tcpdump: "dropped by kernel"
+#   ns/ev (thr)     = (1/thr_case − 1/thr_base) ÷ (events/byte)_case      [wall ns per event]
+#   ns/ev (cpu)     = (cpu/byte_case − cpu/byte_base) ÷ (events/byte)_case [CPU ns per event]
+#                     cpu = busy time of all CPUs from /proc/stat deltas over the transfer
+#                     (user+nice+system+irq+softirq), so the recorder's own drain thread is
+#                     included; other load on the host is included too (noise).
+#
+# Environment: ROUNDS (5), SECS (5), MODES ("gso mtu"), MAGNET (path to the binary),
+#   BUFFER (magnet --buffer, default: magnet's default), DRAIN (1; 0 skips steps 2 and 3),
+#   DRAIN_N (1000000 sendto() calls per flood), DRAIN_BUFFERS ("16KiB 256KiB 32MiB"),
+#   OUT (bench/out).
+# Needs root, iperf3, tcpdump, ethtool, ip, python3. Installs nothing.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+ROUNDS=${ROUNDS:-5}
+SECS=${SECS:-5}
+MODES=${MODES:-"gso mtu"}
+DRAIN=${DRAIN:-1}
+DRAIN_N=${DRAIN_N:-1000000}
+OUT=${OUT:-$repo/bench/out}
+BUFFER=${BUFFER:-}
+if [[ -z ${MAGNET:-} ]]; then
+    for c in "${CARGO_TARGET_DIR:-}/release/magnet" "$repo/target/release/magnet" /work/target-bench/release/magnet; do
+        [[ -x $c ]] && { MAGNET=$c; break; }
+    done
+fi
+
+die() { echo "record-overhead: $*" >&2; exit 1; }
+log() { echo "[$(date +%T)] $*" >&2; }
+
+[[ $(id -u) == 0 ]] || die "needs root (network namespaces, eBPF, ethtool)"
+missing=()
+for t in iperf3 tcpdump ethtool ip python3; do command -v "$t" >/dev/null || missing+=("$t"); done
+((${#missing[@]} == 0)) || die "missing tools: ${missing[*]} (e.g. apt-get install ${missing[*]/ip/iproute2})"
+[[ -n ${MAGNET:-} && -x $MAGNET ]] || die "magnet binary not found: build it (cargo build --release -p magnet-cli) or set MAGNET=/path/to/magnet"
+
+NA=mgbench-a-$$ NB=mgbench-b-$$ VA=mgbva$$ VB=mgbvb$$
+AA=10.231.0.1 AB=10.231.0.2 PORT=5201
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$OUT"
+work=$(mktemp -d /tmp/mgbench.XXXXXX)
+raw=$OUT/record-overhead-$stamp.tsv
+report=$OUT/record-overhead-$stamp.md
+bgpids=()
+
+cleanup() {
+    set +e
+    for p in "${bgpids[@]}"; do kill "$p" 2>/dev/null; done
+    ip netns pids "$NA" 2>/dev/null | xargs -r kill 2>/dev/null
+    ip netns pids "$NB" 2>/dev/null | xargs -r kill 2>/dev/null
+    sleep 0.3
+    ip netns del "$NA" 2>/dev/null
+    ip netns del "$NB" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ip netns add "$NA"
+ip netns add "$NB"
+ip link add "$VA" netns "$NA" type veth peer name "$VB" netns "$NB"
+ip -n "$NA" addr add $AA/24 dev "$VA"
+ip -n "$NB" addr add $AB/24 dev "$VB"
+for n in "$NA" "$NB"; do ip -n "$n" link set lo up; done
+ip -n "$NA" link set "$VA" up
+ip -n "$NB" link set "$VB" up
+
+cpu_busy() { # prints "busy_ticks total_ticks" of all CPUs
+    awk '/^cpu /{b=$2+$3+$4+$7+$8; t=0; for(i=2;i<=9;i++) t+=$i; print b, t; exit}' /proc/stat
+}
+
+wait_port() { # ns port
+    for _ in $(seq 100); do
+        ip netns exec "$1" ss -Hltn "sport = :$2" | grep -q . && return 0
+        sleep 0.05
+    done
+    die "iperf3 server did not start"
+}
+
+printf 'mode\tcase\tround\tbytes\tsecs\tbps\tcpu_busy_ticks\tcpu_total_ticks\tevents\tlost\n' >"$raw"
+
+run_case() { # mode case round
+    local mode=$1 case=$2 round=$3 mon=
+    ip netns exec "$NB" iperf3 -s -1 -B $AB -p $PORT >/dev/null 2>&1 &
+    local srv=$!
+    wait_port "$NB" $PORT
+    local buf=()
+    [[ -n $BUFFER ]] && buf=(--buffer "$BUFFER")
+    case $case in
+    magnet | mag+st)
+        local st=()
+        [[ $case == mag+st ]] && st=(--tcp-state)
+        ip netns exec "$NA" "$MAGNET" record -o "$work/t.mgt" --all --layers app,tcp,ip,dev \
+            "${st[@]}" "${buf[@]}" --json >"$work/mon.out" 2>"$work/mon.err" &
+        mon=$!
+        sleep 2 # load + attach
+        kill -0 $mon 2>/dev/null || { cat "$work/mon.err" >&2; die "magnet record exited early"; }
+        ;;
+    tcpdump)
+        ip netns exec "$NA" tcpdump -s 96 -i "$VA" -w "$work/t.pcap" >"$work/mon.out" 2>"$work/mon.err" &
+        mon=$!
+        for _ in $(seq 100); do grep -q listening "$work/mon.err" && break; sleep 0.05; done
+        sleep 0.5
+        ;;
+    esac
+    read -r b0 t0 < <(cpu_busy)
+    ip netns exec "$NA" iperf3 -c $AB -p $PORT -t "$SECS" -J >"$work/ipf.json" || die "iperf3 client failed"
+    read -r b1 t1 < <(cpu_busy)
+    wait $srv 2>/dev/null || true
+    local events=0 lost=0
+    if [[ -n $mon ]]; then
+        sleep 0.5
+        kill -INT $mon
+        wait $mon || { cat "$work/mon.err" >&2; die "$case monitor exited with status $?"; }
+        if [[ $case == tcpdump ]]; then
+            events=$(awk '/packets captured/{print $1}' "$work/mon.err")
+            lost=$(awk '/dropped by kernel/{print $1}' "$work/mon.err")
+        else
+            read -r events lost < <(python3 -c 'import json,sys
+d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+print(d["records"], d["lost_kernel"]+d.get("dropped_user",0))' "$work/mon.out")
+        fi
+        rm -f "$work/t.mgt" "$work/t.pcap"
+    fi
+    read -r bytes secs bps < <(python3 -c 'import json,sys
+e=json.load(open(sys.argv[1]))["end"]["sum_received"]
+print(e["bytes"], e["seconds"], e["bits_per_second"])' "$work/ipf.json")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$case" "$round" "$bytes" "$secs" "$bps" \
+        $((b1 - b0)) $((t1 - t0)) "${events:-0}" "${lost:-0}" >>"$raw"
+    log "$mode $case round $round: $(awk -v b="$bps" 'BEGIN{printf "%.2f Gbit/s", b/1e9}') events=$events lost=$lost"
+}
+
+set_offloads() { # on|off
+    for x in "$NA:$VA" "$NB:$VB"; do
+        ip netns exec "${x%%:*}" ethtool -K "${x#*:}" tso "$1" gso "$1" gro "$1" >/dev/null 2>&1 ||
+            ip netns exec "${x%%:*}" ethtool -K "${x#*:}" tso "$1" gso "$1" gro "$1"
+    done
+}
+
+cases=(base magnet mag+st tcpdump)
+for mode in $MODES; do
+    case $mode in
+    gso) set_offloads on; ip netns exec "$NA" ethtool -K "$VA" gro off; ip netns exec "$NB" ethtool -K "$VB" gro off ;; # veth default
+    mtu) set_offloads off ;;
+    *) die "unknown mode $mode (gso|mtu)" ;;
+    esac
+    ip netns exec "$NA" ethtool -k "$VA" | grep -E '^(tcp-segmentation-offload|generic-segmentation-offload|generic-receive-offload):' >&2
+    for r in $(seq "$ROUNDS"); do
+        # rotate the order each round so no case always runs first or after the same one
+        for i in 0 1 2 3; do run_case "$mode" "${cases[$(((i + r - 1) % 4))]}" "$r"; done
+    done
+done
+
+# ---- drain ceiling ----------------------------------------------------------------------
+drain_raw=$OUT/record-drain-$stamp.tsv
+parse_raw=$OUT/record-parse-$stamp.tsv
+if [[ $DRAIN == 1 ]]; then
+    printf 'buffer\tfloods\tlayers\trecords\tlost\tgenerated\tseconds\tsendto_calls\n' >"$drain_raw"
+    best=0
+    for floods in 1 2; do
+        for b in ${DRAIN_BUFFERS:-16KiB 256KiB 32MiB}; do
+            cmd="$MAGNET loadgen --udp ${DRAIN_N}x16 --flood >/dev/null"
+            for _ in $(seq 2 "$floods"); do cmd="$cmd & $MAGNET loadgen --udp ${DRAIN_N}x16 --flood >/dev/null"; done
+            ip netns exec "$NA" "$MAGNET" record -o "$work/d.mgt" --buffer $b --json -- sh -c "$cmd; wait" \
+                >"$work/d.out" 2>"$work/d.err" || { cat "$work/d.err" >&2; die "drain run failed"; }
+            python3 -c 'import json,sys
+d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+print("\t".join(map(str,[sys.argv[2],sys.argv[3],"app,tcp,ip,dev",d["records"],d["lost_kernel"]+d.get("dropped_user",0),sum(d["generated"].values()),d["seconds"],d["by_kind"].get("app_send",0)])))' \
+                "$work/d.out" $b "$floods" >>"$drain_raw"
+            log "drain buffer=$b floods=$floods: $(tail -1 "$drain_raw")"
+            sz=$(stat -c %s "$work/d.mgt")
+            if ((sz > best)); then best=$sz; mv "$work/d.mgt" "$work/parse.mgt"; else rm -f "$work/d.mgt"; fi
+        done
+    done
+    # ---- parse / info speed -------------------------------------------------------------
+    printf 'command\trecords\tseconds\tbytes\n' >"$parse_raw"
+    recs=$("$MAGNET" info "$work/parse.mgt" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["records"])')
+    fsz=$(stat -c %s "$work/parse.mgt")
+    for c in "info" "info --json" "parse" "parse --json"; do
+        for rep in 1 2; do
+            s=$(date +%s%N)
+            # shellcheck disable=SC2086
+            "$MAGNET" $c "$work/parse.mgt" >/dev/null
+            e=$(date +%s%N)
+            printf '%s\t%s\t%s\t%s\n' "magnet $c" "$recs" "$(awk -v a="$s" -v b="$e" 'BEGIN{printf "%.3f", (b-a)/1e9}')" "$fsz" >>"$parse_raw"
+            log "magnet $c: $(tail -1 "$parse_raw")"
+        done
+    done
+fi
+
+# ---- report -----------------------------------------------------------------------------
+python3 - "$raw" "${drain_raw}" "${parse_raw}" "$SECS" "$ROUNDS" <<'PY' | tee "$report"
+import csv, statistics as st, sys, os
+raw, drain_raw, parse_raw, secs, rounds = sys.argv[1:6]
+HZ = os.sysconf("SC_CLK_TCK")
+rows = list(csv.DictReader(open(raw), delimiter="\t"))
+med = st.median
+names = {"base": "no monitor", "magnet": "magnet app,tcp,ip,dev", "mag+st": "magnet app,tcp,ip,dev --tcp-state", "tcpdump": "tcpdump -s 96 -w"}
+print(f"### iperf3 TCP over veth, ns A → ns B, {rounds} rounds × {secs} s, medians\n")
+for mode in dict.fromkeys(r["mode"] for r in rows):
+    label = {"gso": "default veth offloads (TSO/GSO on, GRO off: large GSO packets)",
+             "mtu": "tso/gso/gro off on both ends (MTU-sized packets)"}.get(mode, mode)
+    print(f"#### {label}\n")
+    print("| case | throughput Gbit/s | ratio to baseline | events/s | events/run | lost/run | events/MB | ns/event (thr) | ns/event (CPU) | CPU busy % |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    base = None
+    for case in ["base", "magnet", "mag+st", "tcpdump"]:
+        rs = [r for r in rows if r["mode"] == mode and r["case"] == case]
+        if not rs:
+            continue
+        thr = med(float(r["bytes"]) / float(r["secs"]) for r in rs)
+        cpb = med(int(r["cpu_busy_ticks"]) / HZ / float(r["bytes"]) for r in rs)  # CPU s per byte
+        epb = med(int(r["events"]) / float(r["bytes"]) for r in rs)
+        evs = med(int(r["events"]) / float(r["secs"]) for r in rs)
+        ev = med(int(r["events"]) for r in rs)
+        lost = med(int(r["lost"]) for r in rs)
+        lost_max = max(int(r["lost"]) for r in rs)
+        busy = med(100 * int(r["cpu_busy_ticks"]) / max(1, int(r["cpu_total_ticks"])) for r in rs)
+        if case == "base":
+            base = (thr, cpb)
+            nst = nsc = "–"
+        else:
+            nst = f"{(1/thr - 1/base[0]) / epb * 1e9:.0f}" if epb else "–"
+            nsc = f"{(cpb - base[1]) / epb * 1e9:.0f}" if epb else "–"
+        lost_s = f"{lost:.0f}" + (f" (max {lost_max})" if lost_max != lost else "")
+        print(f"| {names[case]} | {thr*8/1e9:.2f} | {thr/base[0]:.3f} | {evs:,.0f} | {ev:,.0f} | {lost_s} | {epb*1e6:.0f} | {nst} | {nsc} | {busy:.0f} |")
+    print()
+    print("Per-round throughput (Gbit/s):\n")
+    print("| case | " + " | ".join(f"r{i}" for i in range(1, int(rounds) + 1)) + " |")
+    print("|---|" + "---:|" * int(rounds))
+    for case in ["base", "magnet", "mag+st", "tcpdump"]:
+        rs = sorted((r for r in rows if r["mode"] == mode and r["case"] == case), key=lambda r: int(r["round"]))
+        print(f"| {names[case]} | " + " | ".join(f"{float(r['bps'])/1e9:.2f}" for r in rs) + " |")
+    print()
+if os.path.exists(drain_raw):
+    print("### Drain ceiling: `magnet record --buffer B -- sh -c 'magnet loadgen --udp Nx16 --flood [& …]'` (in ns A, loopback)\n")
+    print("| buffer | parallel floods | records | records/s | lost | lost % | generated (kernel) | sendto() recorded |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in csv.DictReader(open(drain_raw), delimiter="\t"):
+        rec, lost, sec = int(r["records"]), int(r["lost"]), float(r["seconds"])
+        print(f"| {r['buffer']} | {r['floods']} | {rec:,} | {rec/sec:,.0f} | {lost:,} | {100*lost/max(1,rec+lost):.2f} | {int(r['generated']):,} | {int(r['sendto_calls']):,} |")
+    print()
+if os.path.exists(parse_raw):
+    pr = list(csv.DictReader(open(parse_raw), delimiter="\t"))
+    if pr:
+        print(f"### Reading speed: largest drain trace ({int(pr[0]['bytes'])/1e6:.0f} MB, {int(pr[0]['records']):,} records), output to /dev/null, best of 2\n")
+        print("| command | seconds | records/s | MB/s |")
+        print("|---|---:|---:|---:|")
+        for c in dict.fromkeys(r["command"] for r in pr):
+            s = min(float(r["seconds"]) for r in pr if r["command"] == c)
+            n = int(pr[0]["records"]); b = int(pr[0]["bytes"])
+            print(f"| `{c} F.mgt` | {s:.2f} | {n/s:,.0f} | {b/1e6/s:,.0f} |")
+        print()
+PY
+log "raw data: $raw; report: $report"
