@@ -1,0 +1,247 @@
+//! What the analyses produce: plain data, serialisable, no behaviour. `docs/analyze.md`
+//! says what every number means.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::dist::Stats;
+
+/// The result of analysing one trace.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Analysis {
+    pub trace: TraceSummary,
+    pub connections: Vec<Connection>,
+    pub sched: Sched,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TraceSummary {
+    pub host: String,
+    pub kernel: String,
+    pub cpus: u32,
+    /// CLOCK_MONOTONIC at the start of the recording: every `*_s` time in the
+    /// analysis is seconds since this instant.
+    pub start_mono_ns: u64,
+    pub start_realtime_ns: u64,
+    /// From the start to the last record.
+    pub duration_s: f64,
+    pub records: u64,
+    pub records_by_layer: BTreeMap<String, u64>,
+    /// Events the kernel could not record (sum of LOST records).
+    pub lost_events: u64,
+    pub lost: Vec<LostRegion>,
+    /// Damage the reader stepped over, one line each.
+    pub damage: Vec<String>,
+    /// The trace has its END block.
+    pub complete: bool,
+    /// Packets seen at a layer that could not be tied to any connection.
+    pub unattributed: Unattributed,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Unattributed {
+    /// `dev_rx` packets that no later IP or TCP event of the same packet id claimed.
+    pub dev_rx: u64,
+    /// `dev_start_xmit` packets without a socket and without an IP event of theirs.
+    pub dev_tx: u64,
+    /// IP packets whose 5-tuple matched no known socket.
+    pub ip: u64,
+}
+
+/// Where events are missing: `count` events of CPU `cpu` were lost between
+/// `from_s` (the last record of that CPU before the loss, when known) and `to_s`
+/// (the LOST record, written as soon as the ring buffer had room again).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LostRegion {
+    pub cpu: u32,
+    pub count: u64,
+    pub from_s: f64,
+    pub to_s: f64,
+}
+
+/// One socket (its cookie) and what each layer did with its traffic.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Connection {
+    pub cookie: u64,
+    /// False for a cookie seen only on packets (a socket the recorder did not
+    /// follow, e.g. of an untraced process): no SOCK, app or TCP record.
+    pub known: bool,
+    /// `tcp`, `udp` or the protocol number.
+    pub protocol: String,
+    /// `addr:port` of this socket's end, when known.
+    pub local: Option<String>,
+    pub remote: Option<String>,
+    /// Network namespace inode of the socket.
+    pub netns: Option<u64>,
+    /// Processes (tgid) that made send/recv calls on it.
+    pub pids: Vec<u32>,
+    pub comm: String,
+    /// TCP states the socket entered, in order.
+    pub states: Vec<String>,
+    pub first_s: f64,
+    pub last_s: f64,
+    pub app: AppTotals,
+    /// One row per layer and direction that saw units (MAGNeT's Table III).
+    pub modulation: Vec<LayerRow>,
+    /// How many app calls became how many packets, per direction.
+    pub coalescing: Vec<Coalescing>,
+    pub tcp: Option<TcpSummary>,
+    pub latency: Latency,
+    /// Points for plots (with `Options::series`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<ConnSeries>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct AppTotals {
+    pub sent_bytes: u64,
+    pub sent_calls: u64,
+    pub recv_bytes: u64,
+    /// recv calls that returned data (EOF and errors are not counted here).
+    pub recv_calls: u64,
+    /// Calls that returned an error.
+    pub failed_calls: u64,
+    /// Bytes sent by the app over the span of its sends, in bits per second.
+    pub out_bps: Option<f64>,
+    pub in_bps: Option<f64>,
+}
+
+/// One layer in one direction: its units, their sizes and spacing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerRow {
+    /// `app`, `tcp`, `ip`, `dev`.
+    pub layer: String,
+    /// `out` (sent by this socket) or `in` (received by it).
+    pub dir: String,
+    pub units: u64,
+    pub bytes: u64,
+    /// Unit size in bytes.
+    pub size: Stats,
+    /// Time between consecutive units in nanoseconds (absent with one unit).
+    pub interval_ns: Option<Stats>,
+    /// bytes·8 / (last unit − first unit), bits per second.
+    pub rate_bps: Option<f64>,
+    pub first_s: f64,
+    pub last_s: f64,
+}
+
+/// Calls versus packets in one direction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Coalescing {
+    pub dir: String,
+    pub app_calls: u64,
+    pub tcp_segments: u64,
+    pub ip_packets: u64,
+    pub dev_packets: u64,
+    /// dev packets (else ip packets) per app call: > 1 the stack split calls,
+    /// < 1 it coalesced them.
+    pub packets_per_call: Option<f64>,
+}
+
+/// TCP state over the connection's life, from the `--tcp-state` snapshots.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TcpSummary {
+    pub samples: u64,
+    pub retransmits: u64,
+    /// Send-buffer occupancy: bytes written by the app and not yet acknowledged
+    /// (write_seq − snd_una). Maximum and time-weighted mean.
+    pub sndbuf_max: u64,
+    pub sndbuf_mean: f64,
+    /// Bytes sent and not yet acknowledged (snd_nxt − snd_una).
+    pub inflight_max: u64,
+    pub cwnd_min: u64,
+    pub cwnd_max: u64,
+    pub ssthresh_last: u64,
+    /// Smoothed RTT samples (µs), zeros (no estimate yet) left out.
+    pub srtt_us: Option<Stats>,
+    pub snd_wnd_max: u64,
+    pub rcv_wnd_max: u64,
+    pub retrans_out_max: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Per app send: entry into TCP (tcp_sendmsg) until the packet holding the
+    /// send's last byte was handed to the driver (dev_start_xmit), ns.
+    pub send: Option<Stats>,
+    /// Sends whose last byte could not be followed to the device.
+    pub send_unmatched: u64,
+    /// Per received data segment: arrival at the device (dev_rx, else tcp_rcv)
+    /// until the app recv that returned its first byte, ns.
+    pub recv: Option<Stats>,
+    pub recv_unmatched: u64,
+    /// Per recv that consumed segments: how long the receiving thread was
+    /// runnable but waiting for a CPU (wake-up → switched in) after the oldest
+    /// segment arrived, ns.
+    pub recv_cpu_wait: Option<Stats>,
+    /// Sum of those waits over the sum of arrival→recv delays of the oldest
+    /// segment of each recv.
+    pub recv_cpu_wait_share: Option<f64>,
+}
+
+/// Points for plots, bounded: when a series would exceed its cap every other
+/// point is dropped (and from then on only every 2nd, 4th … point is kept).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ConnSeries {
+    pub marks: Vec<Marks>,
+    pub tcp: Vec<TcpSample>,
+    /// (lower bound ns, count) bins.
+    pub send_latency_hist: Vec<(u64, u64)>,
+    pub recv_latency_hist: Vec<(u64, u64)>,
+}
+
+/// Units of one layer and direction: `[time_s, size]`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Marks {
+    pub layer: String,
+    pub dir: String,
+    /// 1 when every unit is present, else the decimation stride.
+    pub stride: u64,
+    pub points: Vec<(f64, u32)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TcpSample {
+    pub t_s: f64,
+    pub sndbuf: u32,
+    pub inflight: u32,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub srtt_us: u32,
+    pub snd_wnd: u32,
+    pub rcv_wnd: u32,
+    pub retrans_out: u32,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Sched {
+    pub switches: u64,
+    pub cpus: Vec<CpuSched>,
+    /// Threads of the processes that made network calls (all threads when none did).
+    pub tasks: Vec<TaskSched>,
+    /// Width of the `bins` of each CPU.
+    pub bin_ns: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CpuSched {
+    pub cpu: u32,
+    pub switches: u64,
+    /// Context switches per bin from the start (with `Options::series`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bins: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TaskSched {
+    pub tid: u32,
+    pub tgid: u32,
+    pub comm: String,
+    /// Time on a CPU between switch-in and switch-out, ns.
+    pub on_cpu_ns: u64,
+    pub switches_in: u64,
+    pub wakeups: u64,
+    /// Runnable (woken or preempted) until switched in, ns.
+    pub runq_wait: Option<Stats>,
+}

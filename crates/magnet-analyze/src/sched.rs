@@ -1,0 +1,254 @@
+//! Scheduler statistics from sched_switch and sched_wakeup: switches per CPU
+//! over time, time on CPU and run-queue wait per thread.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::dist::Dist;
+use crate::model::{CpuSched, Sched, TaskSched};
+
+/// Counts in bins from `start`; when more than `cap` bins are needed, pairs are
+/// merged and the width doubles, so memory stays bounded.
+#[derive(Clone, Debug)]
+pub(crate) struct Bins {
+    pub width: u64,
+    pub counts: Vec<u64>,
+    cap: usize,
+}
+
+impl Bins {
+    pub fn new(width: u64, cap: usize) -> Bins {
+        Bins {
+            width: width.max(1),
+            counts: Vec::new(),
+            cap: cap.max(2),
+        }
+    }
+
+    pub fn add(&mut self, rel_ns: u64) {
+        let mut i = (rel_ns / self.width) as usize;
+        while i >= self.cap {
+            let merged: Vec<u64> = self.counts.chunks(2).map(|c| c.iter().sum()).collect();
+            self.counts = merged;
+            self.width *= 2;
+            i = (rel_ns / self.width) as usize;
+        }
+        if self.counts.len() <= i {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += 1;
+    }
+
+    /// Re-bins to `width` (a multiple of the current one) and `len` bins.
+    pub fn widen_to(&self, width: u64, len: usize) -> Vec<u64> {
+        let f = (width / self.width).max(1) as usize;
+        let mut out: Vec<u64> = self.counts.chunks(f).map(|c| c.iter().sum()).collect();
+        out.resize(len, 0);
+        out
+    }
+}
+
+#[derive(Default)]
+struct Task {
+    tgid: u32,
+    comm: String,
+    on_cpu_since: Option<u64>,
+    runnable_since: Option<u64>,
+    on_cpu_ns: u64,
+    switches_in: u64,
+    wakeups: u64,
+    runq_wait: Dist,
+    /// The latest run-queue waits (runnable since, switched in).
+    recent: std::collections::VecDeque<(u64, u64)>,
+}
+
+/// Waits kept per thread for [`SchedAcc::cpu_wait`].
+const RECENT: usize = 32;
+
+pub(crate) struct SchedAcc {
+    origin: u64,
+    bin_ns: u64,
+    cap: usize,
+    cpus: BTreeMap<u32, (u64, Bins)>,
+    tasks: HashMap<u32, Task>,
+    switches: u64,
+}
+
+/// TASK_RUNNING as sched_switch reports prev_state: the task was preempted and
+/// stays on the run queue.
+const TASK_RUNNING: i64 = 0;
+
+impl SchedAcc {
+    pub fn new(origin: u64, bin_ns: u64, cap: usize) -> SchedAcc {
+        SchedAcc {
+            origin,
+            bin_ns,
+            cap,
+            cpus: BTreeMap::new(),
+            tasks: HashMap::new(),
+            switches: 0,
+        }
+    }
+
+    pub fn switch(
+        &mut self,
+        ts: u64,
+        cpu: u32,
+        prev: (u32, u32, i64),
+        next: (u32, u32, Option<String>),
+    ) {
+        self.switches += 1;
+        let (origin, bin_ns, cap) = (self.origin, self.bin_ns, self.cap);
+        let e = self
+            .cpus
+            .entry(cpu)
+            .or_insert_with(|| (0, Bins::new(bin_ns, cap)));
+        e.0 += 1;
+        e.1.add(ts.saturating_sub(origin));
+        let (ptid, ptgid, pstate) = prev;
+        if ptid != 0 {
+            let t = self.tasks.entry(ptid).or_default();
+            t.tgid = ptgid;
+            if let Some(s) = t.on_cpu_since.take() {
+                t.on_cpu_ns += ts.saturating_sub(s);
+            }
+            t.runnable_since = (pstate == TASK_RUNNING).then_some(ts);
+        }
+        let (ntid, ntgid, ncomm) = next;
+        if ntid != 0 {
+            let t = self.tasks.entry(ntid).or_default();
+            t.tgid = ntgid;
+            if let Some(c) = ncomm {
+                t.comm = c;
+            }
+            t.on_cpu_since = Some(ts);
+            t.switches_in += 1;
+            if let Some(r) = t.runnable_since.take() {
+                t.runq_wait.add(ts.saturating_sub(r));
+                if t.recent.len() == RECENT {
+                    t.recent.pop_front();
+                }
+                t.recent.push_back((r, ts));
+            }
+        }
+    }
+
+    pub fn wakeup(&mut self, ts: u64, tid: u32, tgid: u32) {
+        if tid == 0 {
+            return;
+        }
+        let t = self.tasks.entry(tid).or_default();
+        t.tgid = tgid;
+        t.wakeups += 1;
+        if t.runnable_since.is_none() && t.on_cpu_since.is_none() {
+            t.runnable_since = Some(ts);
+        }
+    }
+
+    /// Time thread `tid` spent runnable but off a CPU (woken or preempted until
+    /// switched in) between `after` and `now`. `None` without scheduler events
+    /// for the thread.
+    pub fn cpu_wait(&self, tid: u32, after: u64, now: u64) -> Option<u64> {
+        let t = self.tasks.get(&tid)?;
+        if t.switches_in == 0 {
+            return None;
+        }
+        Some(
+            t.recent
+                .iter()
+                .filter(|&&(_, s)| s > after && s <= now)
+                .map(|&(r, s)| s - r.max(after))
+                .sum(),
+        )
+    }
+
+    pub fn finish(self, end: u64, traced: &HashSet<u32>, series: bool) -> Sched {
+        let span = end.saturating_sub(self.origin);
+        let width = self
+            .cpus
+            .values()
+            .map(|c| c.1.width)
+            .max()
+            .unwrap_or(self.bin_ns);
+        let len = (span / width + 1) as usize;
+        let cpus = self
+            .cpus
+            .into_iter()
+            .map(|(cpu, (n, bins))| CpuSched {
+                cpu,
+                switches: n,
+                bins: if series {
+                    bins.widen_to(width, len)
+                } else {
+                    Vec::new()
+                },
+            })
+            .collect();
+        let mut tasks: Vec<TaskSched> = self
+            .tasks
+            .into_iter()
+            .filter(|(_, t)| traced.is_empty() || traced.contains(&t.tgid))
+            .map(|(tid, mut t)| {
+                if let Some(s) = t.on_cpu_since.take() {
+                    t.on_cpu_ns += end.saturating_sub(s);
+                }
+                TaskSched {
+                    tid,
+                    tgid: t.tgid,
+                    comm: t.comm,
+                    on_cpu_ns: t.on_cpu_ns,
+                    switches_in: t.switches_in,
+                    wakeups: t.wakeups,
+                    runq_wait: t.runq_wait.stats(),
+                }
+            })
+            .collect();
+        tasks.sort_by_key(|t| (t.tgid, t.tid));
+        Sched {
+            switches: self.switches,
+            cpus,
+            tasks,
+            bin_ns: width,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bins_merge_when_full() {
+        let mut b = Bins::new(10, 4);
+        for t in [0, 5, 15, 35, 45] {
+            b.add(t);
+        }
+        assert_eq!(b.width, 20);
+        assert_eq!(b.counts, vec![3, 1, 1]);
+    }
+
+    #[test]
+    fn on_cpu_and_runq_wait() {
+        let mut s = SchedAcc::new(0, 1000, 100);
+        // 7 wakes at 100, runs 150..400, sleeps (state 1); preempted at 600 after
+        // running again from 500, back on at 650.
+        s.wakeup(100, 7, 7);
+        s.switch(150, 0, (0, 0, 0), (7, 7, Some("t".into())));
+        s.switch(400, 0, (7, 7, 1), (0, 0, None));
+        s.wakeup(480, 7, 7);
+        s.switch(500, 0, (0, 0, 0), (7, 7, None));
+        s.switch(600, 0, (7, 7, TASK_RUNNING), (9, 9, None));
+        s.switch(650, 0, (9, 9, 1), (7, 7, None));
+        assert_eq!(s.cpu_wait(7, 400, 700), Some(20 + 50));
+        assert_eq!(s.cpu_wait(7, 490, 620), Some(10));
+        assert_eq!(s.cpu_wait(8, 0, 700), None);
+        let out = s.finish(1000, &HashSet::from([7]), true);
+        let t = &out.tasks[0];
+        assert_eq!(out.tasks.len(), 1);
+        assert_eq!(t.on_cpu_ns, 250 + 100 + 350);
+        assert_eq!(t.switches_in, 3);
+        let w = t.runq_wait.as_ref().unwrap();
+        assert_eq!((w.count, w.min, w.max), (3, 20, 50));
+        assert_eq!(out.cpus[0].switches, 5);
+        assert_eq!(out.cpus[0].bins, vec![5, 0]);
+    }
+}
