@@ -26,6 +26,10 @@ enum Command {
     Info(cmd::info::InfoArgs),
     /// Print a trace one event per line, in time order (or as JSON lines).
     Parse(cmd::parse::ParseArgs),
+    /// Per-connection table and how each layer modulated the traffic (MAGNeT's Table III).
+    Analyze(cmd::analyze::AnalyzeArgs),
+    /// One self-contained HTML page with the analysis in numbers and plots.
+    Report(cmd::report::ReportArgs),
     /// Decode ONC-RPC/NFS calls and replies from a capture or interface (rpcspy).
     Rpc(cmd::rpc::RpcArgs),
     /// Reconstruct NFS file sessions and statistics from a capture (nfstrace).
@@ -42,6 +46,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Record(args) => cmd::record::run(args),
         Command::Info(args) => cmd::info::run(args),
         Command::Parse(args) => cmd::parse::run(args),
+        Command::Analyze(args) => cmd::analyze::run(args),
+        Command::Report(args) => cmd::report::run(args),
         Command::Rpc(args) => cmd::rpc::run(args),
         Command::Nfs(args) => cmd::nfs::run(args),
         Command::Loadgen(args) => cmd::loadgen::run(args),
