@@ -109,12 +109,28 @@ struct {
 	__type(value, __u64);
 } pkt_seq SEC(".maps");
 
-/* Bytes asked by the send/recv syscall in flight on each thread. */
+/* Packets of traced sockets handed to a driver (net_dev_start_xmit) whose
+ * transmit-done event (net_dev_xmit, which must not read the skb) is due. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} in_driver SEC(".maps");
+
+/* The socket send/recv syscall in flight on each traced thread: the bytes it
+ * asked for (for app events) and its socket (so that the socket's first packets,
+ * sent before its first app event, are attributed to it). */
+struct syscall_in_flight {
+	__s64 asked;
+	__u64 sk;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u32);
-	__type(value, __s64);
+	__type(value, struct syscall_in_flight);
 } asked_by_tid SEC(".maps");
 
 /* Keep the record types in BTF so the skeleton generates Rust for them. */
@@ -301,7 +317,10 @@ static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie)
 {
 	struct flow_key k = {};
 	__builtin_memcpy(k.local, t->saddr, 16);
-	__builtin_memcpy(k.remote, t->daddr, 16);
+	/* Unconnected and listening sockets are wildcards: an all-zero remote
+	 * end, as pkt_traced() looks them up (not ::ffff:0.0.0.0). */
+	if (t->dport)
+		__builtin_memcpy(k.remote, t->daddr, 16);
 	k.lport = t->sport;
 	k.rport = t->dport;
 	k.protocol = t->protocol;
@@ -466,9 +485,11 @@ static __always_inline __u64 pkt_id(const struct sk_buff *skb)
 	return v;
 }
 
-static __always_inline __u64 skb_cookie(const struct sk_buff *skb)
+/* The skb's socket and its cookie (0 when it has none or none was assigned). */
+static __always_inline __u64 skb_cookie(const struct sk_buff *skb, __u64 *sk_out)
 {
 	struct sock *sk = BPF_CORE_READ(skb, sk);
+	*sk_out = (__u64)sk;
 	if (!sk)
 		return 0;
 	return BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
@@ -479,7 +500,7 @@ static __always_inline __u64 skb_cookie(const struct sk_buff *skb)
  * belong to a traced socket: by its socket when it has one, else by its flow
  * (`rx`: the packet's destination is the local end).
  */
-static __always_inline bool pkt_traced(__u64 cookie, struct pkt_info *pi, bool rx)
+static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *pi, bool rx)
 {
 	if (!filter_tasks && !tuple_filtered())
 		return true;
@@ -490,11 +511,13 @@ static __always_inline bool pkt_traced(__u64 cookie, struct pkt_info *pi, bool r
 				return *seen & SOCK_TRACED;
 		}
 		/* A socket's first packets leave before its first app event has
-		 * marked it (e.g. the first sendto() of an unbound UDP socket): on
-		 * transmit, a traced thread inside a send/recv syscall owns them. */
-		if (!rx) {
+		 * marked it (e.g. the first sendto() of an unbound UDP socket): they
+		 * belong to the traced thread whose send syscall is on that socket.
+		 * (Not merely to the current thread: softirqs run in its context.) */
+		if (!rx && sk) {
 			__u32 tid = (__u32)bpf_get_current_pid_tgid();
-			if (bpf_map_lookup_elem(&asked_by_tid, &tid))
+			struct syscall_in_flight *f = bpf_map_lookup_elem(&asked_by_tid, &tid);
+			if (f && f->sk == sk)
 				return true;
 		}
 		if (!pi->ok)
@@ -536,6 +559,26 @@ static __always_inline bool need_parse(void)
 #define NR_sendmsg 46
 #define NR_recvmsg 47
 
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+
+/* The struct sock behind file descriptor `fd` of the current task, or 0. */
+static __always_inline __u64 fd_socket(__u64 fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	struct file **fds = BPF_CORE_READ(fdt, fd);
+	struct file *f = NULL;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return 0;
+	if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+		return 0;
+	struct socket *so = BPF_CORE_READ(f, private_data);
+	return so ? (__u64)BPF_CORE_READ(so, sk) : 0;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 {
@@ -543,6 +586,11 @@ int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 	    id != NR_sendmsg && id != NR_recvmsg)
 		return 0;
 	if (!task_traced())
+		return 0;
+	/* Only sockets: read()/write() on files must leave nothing behind (the
+	 * entry is removed by the socket's app event). */
+	__u64 sk = fd_socket(regs->di);
+	if (!sk)
 		return 0;
 	__s64 asked = -1;
 	if (id == NR_sendmsg || id == NR_recvmsg) {
@@ -564,8 +612,17 @@ int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 	} else {
 		asked = regs->dx;
 	}
+	/* Register the socket's flow now, so that packets arriving before its
+	 * first app event (a receiver blocked in its first recv) are attributed. */
+	if (filter_tasks) {
+		struct sk_tuple t = {};
+		read_sk_tuple((const struct sock *)sk, &t);
+		if (t.sport)
+			track_flow(&t, 0);
+	}
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	bpf_map_update_elem(&asked_by_tid, &tid, &asked, BPF_ANY);
+	struct syscall_in_flight f = { .asked = asked, .sk = sk };
+	bpf_map_update_elem(&asked_by_tid, &tid, &f, BPF_ANY);
 	return 0;
 }
 
@@ -581,9 +638,9 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__s64 asked = -1;
-	__s64 *a = bpf_map_lookup_elem(&asked_by_tid, &tid);
+	struct syscall_in_flight *a = bpf_map_lookup_elem(&asked_by_tid, &tid);
 	if (a) {
-		asked = *a;
+		asked = a->asked;
 		bpf_map_delete_elem(&asked_by_tid, &tid);
 	}
 
@@ -796,8 +853,9 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	parse_l3(BPF_CORE_READ(skb, head) + nh, &pi);
 	if (!pi.ok)
 		return NF_ACCEPT;
-	__u64 cookie = skb_cookie(skb);
-	if (!pkt_traced(cookie, &pi, rx))
+	__u64 sk;
+	__u64 cookie = skb_cookie(skb, &sk);
+	if (!pkt_traced(cookie, sk, &pi, rx))
 		return NF_ACCEPT;
 
 	struct mg_ip *r;
@@ -858,7 +916,8 @@ int ip_local_in(struct bpf_nf_ctx *ctx)
 /* Common filter + identity for skb-based events. */
 static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64 *cookie)
 {
-	*cookie = skb_cookie(skb);
+	__u64 sk;
+	*cookie = skb_cookie(skb, &sk);
 	if (!need_parse())
 		return true;
 	struct pkt_info pi = {};
@@ -866,7 +925,7 @@ static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64
 		parse_skb_rx(skb, &pi);
 	else
 		parse_skb_tx(skb, &pi);
-	return pkt_traced(*cookie, &pi, rx);
+	return pkt_traced(*cookie, sk, &pi, rx);
 }
 
 static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *skb, __u16 kind)
@@ -908,6 +967,11 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	__u64 cookie = 0;
 	if (read_skb && !skb_wanted(skb, rx, &cookie))
 		return;
+	if (kind == MG_DEV_START_XMIT && need_parse()) {
+		__u64 key = (__u64)skb;
+		__u8 one = 1;
+		bpf_map_update_elem(&in_driver, &key, &one, BPF_ANY);
+	}
 	struct mg_dev *r;
 	if (!RESERVE(r, sizeof(*r), kind))
 		return;
@@ -945,7 +1009,7 @@ int BPF_PROG(dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev, unsi
 {
 	if (need_parse()) {
 		__u64 key = (__u64)skb;
-		if (!bpf_map_lookup_elem(&pkt_ids, &key))
+		if (bpf_map_delete_elem(&in_driver, &key))
 			return 0; /* not a packet we followed to the driver */
 	}
 	dev_event(skb, MG_DEV_XMIT, BPF_CORE_READ(dev, ifindex), len, rc, false, false);
