@@ -215,6 +215,6 @@ mod tests {
     #[test]
     fn utc_dates() {
         assert_eq!(super::fmt_utc(0), "1970-01-01 00:00:00 UTC");
-        assert_eq!(super::fmt_utc(1_795_000_000), "2026-11-17 07:46:40 UTC");
+        assert_eq!(super::fmt_utc(1_795_000_000), "2026-11-18 11:06:40 UTC");
     }
 }
