@@ -61,6 +61,11 @@ fn byte_totals_match_interface_counters() {
         .unwrap();
     let before = a.counters().unwrap();
     let (_, h) = start(&na, cfg(a.name(), Duration::from_millis(1), 1500));
+    // A second run beside it, with an RTT threshold of zero: every TCP byte
+    // with a known RTT is "long" there and "short" (veth: microseconds) here.
+    let mut zero = cfg(a.name(), Duration::from_millis(1), 1500);
+    zero.rtt_threshold = Duration::ZERO;
+    let (_, h_zero) = start(&na, zero);
 
     // 8 MB from A to B, 1 MB back, then close: all inside the 1.5 s run.
     let server = std::thread::spawn(move || {
@@ -88,7 +93,39 @@ fn byte_totals_match_interface_counters() {
     drop(c);
 
     let run = h.join().unwrap();
+    let run_zero = h_zero.join().unwrap();
     let d = a.counters().unwrap().since(&before);
+    for (dir, short, long, total) in [
+        (
+            "in",
+            Metric::InShortRttBytes,
+            Metric::InLongRttBytes,
+            Metric::InBytes,
+        ),
+        (
+            "out",
+            Metric::OutShortRttBytes,
+            Metric::OutLongRttBytes,
+            Metric::OutBytes,
+        ),
+    ] {
+        let (s, l, t) = (run.total(short), run.total(long), run.total(total));
+        eprintln!(
+            "{dir}: short-RTT {s}, long-RTT {l} of {t} bytes; threshold 0: long {}",
+            run_zero.total(long)
+        );
+        assert_eq!(l, 0, "{dir}: nothing is long-RTT on a veth");
+        assert!(
+            s >= t * 95 / 100,
+            "{dir}: {s} of {t} bytes classified short"
+        );
+        assert_eq!(
+            run_zero.total(long),
+            s,
+            "{dir}: the same packets, classified long at threshold 0"
+        );
+        assert_eq!(run_zero.total(short), 0);
+    }
     assert!(run.meta.complete);
     assert_eq!(run.len(), 1500);
     let (rin, rout) = (run.total(Metric::InBytes), run.total(Metric::OutBytes));
