@@ -30,6 +30,8 @@ enum Command {
     Analyze(cmd::analyze::AnalyzeArgs),
     /// One self-contained HTML page with the analysis in numbers and plots.
     Report(cmd::report::ReportArgs),
+    /// Write a trace as Perfetto JSON, Parquet, CSV or JSON lines (one row per event).
+    Export(cmd::export::ExportArgs),
     /// Decode ONC-RPC/NFS calls and replies from a capture or interface (rpcspy).
     Rpc(cmd::rpc::RpcArgs),
     /// Reconstruct NFS file sessions and statistics from a capture (nfstrace).
@@ -48,6 +50,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Parse(args) => cmd::parse::run(args),
         Command::Analyze(args) => cmd::analyze::run(args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Export(args) => cmd::export::run(args),
         Command::Rpc(args) => cmd::rpc::run(args),
         Command::Nfs(args) => cmd::nfs::run(args),
         Command::Loadgen(args) => cmd::loadgen::run(args),

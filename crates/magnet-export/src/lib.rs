@@ -38,6 +38,8 @@ mod pq;
 pub mod table;
 mod text;
 
+/// The parquet crate this one writes with, for readers (tests) that want the same version.
+pub use parquet;
 pub use perfetto::PerfettoStats;
 pub use table::{schema_markdown, Cell, ColType, Column, Table};
 

@@ -71,6 +71,8 @@ struct Conn {
     pid: u32,
     cookie: u64,
     tuple: Option<String>,
+    /// Whether `tuple` has both ports.
+    whole_tuple: bool,
     tracks: u16,
 }
 
@@ -141,6 +143,7 @@ impl<'c, W: Write> Perfetto<'c, W> {
                 pid: next,
                 cookie,
                 tuple: None,
+                whole_tuple: false,
                 tracks: 0,
             })
             .pid
@@ -196,12 +199,18 @@ impl<'c, W: Write> Perfetto<'c, W> {
             .find(|(l, _, _)| *l == desc.layer)
             .map_or(OTHER_TRACK, |t| t.1);
         let cookie = ev.u64("cookie").filter(|&c| c != 0);
-        if rec.kind() == kind::SOCK {
+        if rec.kind() == kind::SOCK || rec.kind() == kind::TCP_STATE {
             if let Some(c) = cookie {
                 self.conn_pid(c);
-                let tuple = tuple_name(&ev);
+                // The SOCK record may come before the socket is bound or
+                // connected (port 0); a later state change has the whole tuple.
+                let whole = ev.u64("sport").is_some_and(|p| p != 0)
+                    && ev.u64("dport").is_some_and(|p| p != 0);
                 if let Some(conn) = self.conns.get_mut(&c) {
-                    conn.tuple = Some(tuple);
+                    if conn.tuple.is_none() || (whole && !conn.whole_tuple) {
+                        conn.tuple = Some(tuple_name(&ev));
+                        conn.whole_tuple = whole;
+                    }
                 }
             }
         }
@@ -270,7 +279,7 @@ impl<'c, W: Write> Perfetto<'c, W> {
         let next_tid = ev.u64("next_tid").unwrap_or(0);
         if next_tid != 0 {
             let comm = match ev.get("next_comm") {
-                Some(Value::Str(s)) if !s.is_empty() => s,
+                Some(Value::Str(s)) if !s.is_empty() => format!("{s} {next_tid}"),
                 _ => format!("tid {next_tid}"),
             };
             self.running.insert(

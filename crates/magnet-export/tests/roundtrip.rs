@@ -65,6 +65,25 @@ fn trace() -> Vec<u8> {
         ("daddr", Addr([10, 0, 0, 2])),
     ];
     recs.push(rec(kind::SOCK, 1_000, 0, 42, false, &sock));
+    // A second connection first seen before it was connected (ports 0); its
+    // state change to ESTABLISHED has the whole 5-tuple.
+    let early = [
+        ("cookie", N(9)),
+        ("protocol", N(6)),
+        ("saddr", Addr([10, 0, 0, 1])),
+    ];
+    recs.push(rec(kind::SOCK, 5_000, 0, 42, false, &early));
+    let state = [
+        ("cookie", N(9)),
+        ("protocol", N(6)),
+        ("sport", N(40000)),
+        ("dport", N(80)),
+        ("oldstate", N(2)),
+        ("newstate", N(1)),
+        ("saddr", Addr([10, 0, 0, 1])),
+        ("daddr", Addr([10, 0, 0, 2])),
+    ];
+    recs.push(rec(kind::TCP_STATE, 6_000, 0, 42, false, &state));
     for i in 0..3u64 {
         let app = [
             ("cookie", N(7)),
@@ -195,11 +214,12 @@ const EXPECT: &[(&str, u64)] = &[
     ("lost", 1),
     ("sched_switch", 4),
     ("sched_wakeup", 1),
-    ("sock", 1),
+    ("sock", 2),
     ("tcp_sendmsg", 2),
+    ("tcp_state", 1),
     ("unknown_99", 1),
 ];
-const TOTAL: u64 = 18;
+const TOTAL: u64 = 20;
 
 fn run(bytes: &[u8], format: Format, opts: &Options) -> (Summary, Vec<u8>) {
     let mut r = TraceReader::new(bytes).unwrap();
@@ -361,7 +381,7 @@ mod parquet_back {
 
     #[test]
     fn one_row_per_event_in_row_groups() {
-        // 4 rows per row group: 18 events make 5 row groups.
+        // 4 rows per row group: 20 events make 5 row groups.
         let opts = Options {
             row_group_rows: 4,
             ..Options::default()
@@ -505,18 +525,18 @@ mod perfetto_back {
         let cpu0 = *procs.iter().find(|(_, n)| *n == "CPU 0").unwrap().0;
         let cpu1 = *procs.iter().find(|(_, n)| *n == "CPU 1").unwrap().0;
         let slice = |name: &str| slices.iter().find(|e| e["name"] == name).unwrap();
-        let ld = slice("loadgen");
+        let ld = slice("loadgen 43");
         assert_eq!(
             (ld["pid"].as_u64(), ld["ts"].as_f64(), ld["dur"].as_f64()),
             (Some(cpu0), Some(100.0), Some(100.0))
         );
         // The last slice on each CPU runs to the trace's last event (400 µs).
-        let other = slice("other");
+        let other = slice("other 44");
         assert_eq!(
             (other["ts"].as_f64(), other["dur"].as_f64()),
             (Some(300.0), Some(100.0))
         );
-        let xy = slice("x,y");
+        let xy = slice("x,y 45");
         assert_eq!(
             (xy["pid"].as_u64(), xy["ts"].as_f64(), xy["dur"].as_f64()),
             (Some(cpu1), Some(150.0), Some(250.0))
@@ -542,7 +562,7 @@ mod perfetto_back {
         assert_eq!(lost[0]["name"], "LOST 5 events");
         assert_eq!(lost[0]["ts"].as_f64(), Some(250.0));
 
-        assert_eq!(stats.packet_instants, 3 + 2 + 4 + 1 + 1 + 1);
+        assert_eq!(stats.packet_instants, 3 + 2 + 4 + 1 + 1 + 1 + 2);
         assert_eq!(
             (
                 stats.counter_events,
@@ -550,8 +570,11 @@ mod perfetto_back {
                 stats.connections,
                 stats.cpu_instants
             ),
-            (2, 1, 1, 1)
+            (2, 1, 2, 1)
         );
+        // The second connection is named by the tuple of its state change.
+        let second = "tcp 10.0.0.1:40000 -> 10.0.0.2:80 (cookie 9)";
+        assert!(procs.values().any(|n| n == second), "{procs:?}");
     }
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 pub mod analyze;
 pub mod demo;
+pub mod export;
 pub mod info;
 pub mod loadgen;
 pub mod nfs;
