@@ -165,6 +165,7 @@ fn spawn_writer(
                 match msg {
                     WriterMsg::Block(b, n) => w
                         .write_encoded_block(&b, n)
+                        .and_then(|()| w.flush())
                         .with_context(|| format!("writing {}", path.display()))?,
                     WriterMsg::Finish(footer) => {
                         let bytes = w.bytes_written();
@@ -369,17 +370,9 @@ fn attach_netfilter(
 }
 
 fn is_busy(e: &libbpf_rs::Error) -> bool {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = src {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            if io.raw_os_error() == Some(libc::EBUSY) {
-                return true;
-            }
-        }
-        src = err.source();
-    }
-    e.to_string()
-        .contains(&format!("(os error {})", libc::EBUSY))
+    // libbpf-rs keeps the errno in an inner error that is not an io::Error in
+    // the source chain; its alternate display does include "(os error N)".
+    format!("{e:#}").contains(&format!("(os error {})", libc::EBUSY))
 }
 
 /// Records until the target ends, the duration passes, or `stop` is set.
@@ -611,6 +604,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
 
     let started = Instant::now();
     let mut last_progress = Instant::now();
+    let mut last_flush = Instant::now();
     let mut child_status = None;
     let mut child_exited_at: Option<Instant> = None;
     let end_reason;
@@ -618,6 +612,12 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         // Woken early when enough is queued; otherwise consume what is there.
         let _ = rb.poll(config.poll_interval);
         rb.consume()?;
+        // At low rates blocks fill slowly: cut one at least every second so a
+        // recorder that is killed loses at most the last second.
+        if last_flush.elapsed() >= Duration::from_secs(1) {
+            last_flush = Instant::now();
+            drain.borrow_mut().flush();
+        }
         if drain.borrow().writer_gone {
             end_reason = "the trace writer failed".to_string();
             break;

@@ -63,6 +63,15 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
+    /// Pushes what was written so far to the output (so that a reader, or a
+    /// crash, sees every whole block).
+    pub fn flush(&mut self) -> Result<(), TraceError> {
+        let offset = self.offset;
+        self.out
+            .flush()
+            .map_err(|source| TraceError::Io { offset, source })
+    }
+
     pub fn records(&self) -> u64 {
         self.records
     }
