@@ -100,6 +100,7 @@ const IN: usize = 1;
 const TCP_SYN: u64 = 0x02;
 const TCP_FIN: u64 = 0x01;
 const TCP_RST: u64 = 0x04;
+const TCP_ACK: u64 = 0x10;
 
 /// Age after which per-packet state (pending dev_rx, packets waiting for their
 /// device hand-over) is given up on.
@@ -299,6 +300,16 @@ struct Conn {
     send_start: Option<(u32, u64, u32)>,
     pending_sends: VecDeque<(u32, u64)>,
     last_seg: Option<(u32, u64, Option<u64>)>,
+    /// Packets queued to the device (net_dev_queue), in order: (packet id,
+    /// length, payload bytes seen leaving as segments). A GSO packet leaves the
+    /// qdisc as several segments with packet ids of their own; it has reached the
+    /// driver when its payload has.
+    txq: VecDeque<(u64, u64, u64)>,
+    /// Link-layer header bytes (dev length − IP length of one packet).
+    link_hdr: Option<u64>,
+    /// IP + TCP header bytes of a data segment (IP length − payload).
+    l34_hdr: Option<u64>,
+    last_ip: Option<(u32, u64)>,
     lat_send: Dist,
     send_unmatched: u64,
     // latency: receive
@@ -334,6 +345,10 @@ impl Conn {
             send_start: None,
             pending_sends: VecDeque::new(),
             last_seg: None,
+            txq: VecDeque::new(),
+            link_hdr: None,
+            l34_hdr: None,
+            last_ip: None,
             lat_send: Dist::default(),
             send_unmatched: 0,
             rx_base: None,
@@ -478,9 +493,9 @@ pub struct Analyzer {
     origin: u64,
     conns: HashMap<u64, Conn>,
     flows: HashMap<FlowKey, u64>,
-    /// Outgoing packets seen at IP: packet id → (cookie, time), for device events
-    /// that carry no socket.
-    pkt_out: HashMap<u64, (u64, u64)>,
+    /// Outgoing packets seen at IP: packet id → (cookie, time, IP length), for
+    /// device events that carry no socket.
+    pkt_out: HashMap<u64, (u64, u64, u64)>,
     dev_rx: HashMap<u64, PendingRx>,
     send_wait: SendWait,
     sched: SchedAcc,
@@ -680,6 +695,7 @@ impl Analyzer {
             kind::IP_LOCAL_OUT => self.ip_out(ts, v),
             kind::IP_PRE_ROUTING | kind::IP_LOCAL_IN => self.ip_in(k, ts, v),
             kind::DEV_START_XMIT => self.dev_tx(ts, v),
+            kind::DEV_QUEUE => self.dev_queue(ts, v),
             kind::DEV_RX => {
                 let Some(pkt) = v.u(F::PktId) else { return };
                 let len = v.u(F::Len).unwrap_or(0);
@@ -882,10 +898,24 @@ impl Analyzer {
         let tcp = v.u(F::Protocol) == Some(6);
         let seq = v.u32(F::Seq).unwrap_or(0);
         let flags = v.u(F::TcpFlags).unwrap_or(0);
-        self.pkt_out.insert(pkt, (cookie, ts));
+        self.pkt_out.insert(pkt, (cookie, ts, len));
         let mut waiting = std::mem::take(&mut self.send_wait);
         let c = self.conn(cookie, ts);
         c.layers[IP][OUT].unit(ts, len);
+        if tcp && flags & (TCP_SYN | TCP_RST) == 0 {
+            if let Some((lseq, llen)) = c.last_ip {
+                let d = seq.wrapping_sub(lseq) as i32;
+                if d > 0 && (d as u64) < llen && llen - d as u64 <= 120 {
+                    c.l34_hdr = Some(llen - d as u64);
+                }
+            }
+            c.last_ip = Some((seq, len));
+            // Until two data segments in a row tell it, a pure ACK (the
+            // handshake's last one) gives the header length.
+            if flags == TCP_ACK && c.l34_hdr.is_none() {
+                c.l34_hdr = Some(len);
+            }
+        }
         if tcp {
             if let Some((t, size)) = c.seg[OUT].segment(seq, ts, flags) {
                 c.layers[TCP][OUT].unit(t, size);
@@ -924,26 +954,86 @@ impl Analyzer {
         }
     }
 
-    fn dev_tx(&mut self, ts: u64, v: &View) {
-        let pkt = v.u(F::PktId).unwrap_or(0);
-        let cookie = match v.u(F::Cookie) {
+    fn dev_cookie(&self, ts: u64, v: &View, pkt: u64) -> Option<u64> {
+        match v.u(F::Cookie) {
             Some(c) if c != 0 => Some(c),
             _ => self
                 .pkt_out
                 .get(&pkt)
-                .filter(|(_, t)| ts.saturating_sub(*t) < PKT_TTL_NS)
+                .filter(|p| ts.saturating_sub(p.1) < PKT_TTL_NS)
                 .map(|p| p.0),
+        }
+    }
+
+    /// A packet queued to the device (before the qdisc and GSO segmentation).
+    fn dev_queue(&mut self, ts: u64, v: &View) {
+        let pkt = v.u(F::PktId).unwrap_or(0);
+        let Some(cookie) = self.dev_cookie(ts, v, pkt) else {
+            return;
         };
-        let Some(cookie) = cookie else {
+        let len = v.u(F::Len).unwrap_or(0);
+        let ip_len = self
+            .pkt_out
+            .get(&pkt)
+            .filter(|p| p.0 == cookie)
+            .map(|p| p.2);
+        let Some(c) = self.conns.get_mut(&cookie) else {
+            return;
+        };
+        if let Some(il) = ip_len {
+            if len > il && len - il <= 64 {
+                c.link_hdr = Some(len - il);
+            }
+        }
+        if c.txq.len() >= QUEUE_CAP {
+            c.txq.pop_front();
+        }
+        c.txq.push_back((pkt, len, 0));
+    }
+
+    fn dev_tx(&mut self, ts: u64, v: &View) {
+        let pkt = v.u(F::PktId).unwrap_or(0);
+        let Some(cookie) = self.dev_cookie(ts, v, pkt) else {
             self.unattributed.dev_tx += 1;
             return;
         };
         let len = v.u(F::Len).unwrap_or(0);
         let c = self.conn(cookie, ts);
         c.layers[DEV][OUT].unit(ts, len);
-        if let Some(ls) = &mut c.last_seg {
-            if ls.1 == pkt && ls.2.is_none() {
-                ls.2 = Some(ts);
+        // Which queued packet has now fully reached the driver?
+        let mut done = None;
+        if let Some(pos) = c.txq.iter().take(4).position(|q| q.0 == pkt) {
+            // Whole packets (not segmented); anything queued before it left too.
+            for _ in 0..pos {
+                c.txq.pop_front();
+            }
+            done = c.txq.pop_front().map(|q| q.0);
+        } else if let (Some(l2), Some(l34)) = (c.link_hdr, c.l34_hdr) {
+            // A segment of the packet at the head of the queue.
+            let hdr = l2 + l34;
+            if let Some(head) = c.txq.front_mut() {
+                head.2 += len.saturating_sub(hdr);
+                if head.2 >= head.1.saturating_sub(hdr) {
+                    done = c.txq.pop_front().map(|q| q.0);
+                }
+            }
+        }
+        if done.is_none() && c.txq.is_empty() {
+            // No net_dev_queue events recorded: the frame is the packet IP saw.
+            done = Some(pkt);
+        }
+        if let Some(p) = done {
+            self.dev_done(cookie, p, ts);
+        }
+    }
+
+    /// Packet `pkt` of `cookie` (as IP saw it) has been handed to the driver.
+    fn dev_done(&mut self, cookie: u64, pkt: u64, ts: u64) {
+        if let Some(c) = self.conns.get_mut(&cookie) {
+            if let Some(ls) = &mut c.last_seg {
+                if ls.1 == pkt && ls.2.is_none() {
+                    ls.2 = Some(ts);
+                }
             }
         }
         if let Some((_, waiters)) = self.send_wait.remove(&pkt) {
@@ -1140,8 +1230,18 @@ fn finish_conn(mut c: Conn, origin: u64, series: bool) -> Connection {
     c.app.in_bps = app_in
         .first
         .and_then(|f| rate(app_in.bytes, f, app_in.last));
-    c.send_unmatched += c.pending_sends.len() as u64;
-    c.recv_unmatched += c.rx_segs.len() as u64;
+    // Sends can only be followed when IP events gave the segments' sequence
+    // numbers; without them they were not measured rather than unmatched.
+    if c.layers[IP][OUT].units > 0 {
+        c.send_unmatched += c.pending_sends.len() as u64;
+    } else {
+        c.send_unmatched = 0;
+    }
+    // A last segment at the next expected sequence number carried nothing the
+    // app could read (a pure ACK or a FIN).
+    let next = c.rx_base.map(|b| b.wrapping_add(c.rx_cum));
+    let tail = c.rx_segs.back().is_some_and(|s| Some(s.0) == next) as u64;
+    c.recv_unmatched += c.rx_segs.len() as u64 - tail;
     let mut tcp_series = Vec::new();
     let tcp = c
         .tcp

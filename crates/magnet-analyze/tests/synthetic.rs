@@ -558,3 +558,71 @@ fn ip_packets_without_socket_found_by_tuple_and_wildcard() {
     assert_eq!(c.local.as_deref(), Some("10.0.0.2:53"));
     let _ = IpAddr::from(A);
 }
+
+#[test]
+fn send_latency_through_gso_segmentation() {
+    // Each 10 KiB send leaves IP as one GSO packet (IP length 10292), is queued
+    // to the device (10306 with the Ethernet header) and reaches the driver as
+    // 7 frames of 1514 and one of 170 with packet ids of their own, 1.5 ms apart
+    // (a rate limiter). The send's last byte is in the 8th frame.
+    let mut v = vec![
+        sock(T0, 1, PA, PB),
+        // The handshake's last ACK: no payload, so its IP length is the header.
+        ip(kind::IP_LOCAL_OUT, T0 + 1_000, 1, 999, 52, ISN, 0x10, PA, PB),
+        dev(kind::DEV_QUEUE, T0 + 2_000, 1, 999, 66),
+        dev(kind::DEV_START_XMIT, T0 + 3_000, 1, 999, 66),
+    ];
+    let mut seq = ISN;
+    let mut pkt = 1000;
+    for i in 0..3u64 {
+        let t = T0 + MS + i * 20 * MS;
+        v.push(tcp(
+            kind::TCP_SENDMSG,
+            t,
+            7,
+            1,
+            0,
+            0,
+            0,
+            &[("write_seq", seq), ("snd_una", seq), ("snd_nxt", seq)],
+        ));
+        v.push(ip(
+            kind::IP_LOCAL_OUT,
+            t + 10_000,
+            1,
+            pkt,
+            10292,
+            seq,
+            0x18,
+            PA,
+            PB,
+        ));
+        v.push(dev(kind::DEV_QUEUE, t + 12_000, 1, pkt, 10306));
+        v.push(app(kind::APP_SEND, t + 20_000, 7, 1, 10240));
+        for k in 0..8u64 {
+            let len = if k < 7 { 1514 } else { 170 };
+            v.push(dev(
+                kind::DEV_START_XMIT,
+                t + 100_000 + k * 1_500_000,
+                1,
+                50_000 + i * 10 + k,
+                len,
+            ));
+        }
+        seq += 10240;
+        pkt += 1;
+    }
+    let t = T0 + MS + 3 * 20 * MS;
+    v.push(ip(kind::IP_LOCAL_OUT, t, 1, pkt, 52, seq, 0x11, PA, PB));
+    v.push(dev(kind::DEV_QUEUE, t + 1_000, 1, pkt, 66));
+    v.push(dev(kind::DEV_START_XMIT, t + 2_000, 1, pkt, 66));
+    v.sort_by_key(|r| u64::from_le_bytes(r.bytes[0..8].try_into().unwrap()));
+    let a = run(&v);
+    let c = &a.connections[0];
+    let l = c.latency.send.as_ref().unwrap();
+    // tcp_sendmsg at t; 8th frame at t + 100 µs + 7 × 1.5 ms.
+    assert_eq!((l.count, l.min, l.max), (3, 10_600_000, 10_600_000));
+    assert_eq!(c.latency.send_unmatched, 0);
+    assert_eq!(c.row("dev", "out").unwrap().units, 26);
+    assert_eq!(c.row("tcp", "out").unwrap().bytes, 30720);
+}

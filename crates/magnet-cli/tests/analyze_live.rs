@@ -1,0 +1,387 @@
+//! Live tests of `magnet analyze` and `magnet report` (root, real BPF, real
+//! traffic between network namespaces): MAGNeT's FTP example (10 KiB every 20 ms
+//! through a rate-limited link) and its Table III (a chain of TCP relays, each
+//! stack modulating the stream again), recorded and analysed end to end.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use magnet_testkit::{live_or_skip, Chain, Need, Netns, Side, Veth};
+use serde_json::Value;
+
+const MAGNET: &str = env!("CARGO_BIN_EXE_magnet");
+
+/// One recording at a time: netfilter hooks of two recorders can collide.
+static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn live_lock() -> std::sync::MutexGuard<'static, ()> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn magnet(args: &[&str]) -> Output {
+    Command::new(MAGNET)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run magnet")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "magnet failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("magnet-analyze-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn analyze_json(trace: &Path) -> Value {
+    serde_json::from_str(&ok(&magnet(&[
+        "analyze",
+        trace.to_str().unwrap(),
+        "--json",
+    ])))
+    .unwrap()
+}
+
+fn row<'a>(conn: &'a Value, layer: &str, dir: &str) -> &'a Value {
+    conn["modulation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["layer"] == layer && r["dir"] == dir)
+        .unwrap_or_else(|| panic!("no {layer}/{dir} row in {}", conn["cookie"]))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+const N: u64 = 50;
+const SIZE: u64 = 10240;
+
+/// MAGNeT fig. 9: an application writing 10 KiB every 20 ms; the stack turns it
+/// into MTU-sized packets whose spacing the rate limit (tbf) makes irregular.
+#[test]
+fn paced_sender_through_rate_limited_link() {
+    if !live_or_skip(
+        "paced_sender_through_rate_limited_link",
+        &[Need::Btf, Need::Tool("tc"), Need::Tool("ethtool")],
+    ) {
+        return;
+    }
+    let _serial = live_lock();
+    let ns = Netns::new().unwrap();
+    let link = Veth::pair(Side::Root, Side::Ns(&ns)).unwrap();
+    let (a, b) = (link.a(), link.b());
+    a.offloads_off().unwrap();
+    b.offloads_off().unwrap();
+    // 8 Mbit/s with a 4 KiB bucket: each 10 KiB block leaves in ~10 ms, paced.
+    a.tbf("8mbit", "4kb", "200ms").unwrap();
+    let trace = tmp("tbf.mgt");
+    let out = magnet(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--layers",
+        "app,tcp,ip,dev,sched",
+        "--tcp-state",
+        "--",
+        MAGNET,
+        "loadgen",
+        "--tcp",
+        &format!("{N}x{SIZE}"),
+        "--interval",
+        "20ms",
+        "--netns",
+        ns.name(),
+        "--peer-addr",
+        &b.addr().to_string(),
+    ]);
+    ok(&out);
+    let j = analyze_json(&trace);
+    assert_eq!(j["trace"]["lost_events"], 0);
+    let conns = j["connections"].as_array().unwrap();
+    let tx = conns
+        .iter()
+        .find(|c| c["app"]["sent_calls"] == N)
+        .expect("the sender's connection");
+    let rx = conns
+        .iter()
+        .find(|c| c["app"]["recv_bytes"] == N * SIZE)
+        .expect("the receiver's connection");
+    assert_eq!(
+        tx["local"].as_str().unwrap().split(':').next(),
+        Some(a.addr().to_string().as_str())
+    );
+    assert_eq!(
+        tx["remote"].as_str().unwrap(),
+        format!(
+            "{}:{}",
+            b.addr(),
+            rx["local"].as_str().unwrap().rsplit(':').next().unwrap()
+        )
+    );
+
+    // The application's traffic: exactly what loadgen did.
+    let app = row(tx, "app", "out");
+    assert_eq!(
+        (app["units"].as_u64(), app["bytes"].as_u64()),
+        (Some(N), Some(N * SIZE))
+    );
+    assert_eq!(
+        (f(&app["size"]["mean"]), app["size"]["median"].as_u64()),
+        (SIZE as f64, Some(SIZE))
+    );
+    let gap = f(&app["interval_ns"]["mean"]);
+    assert!(
+        (gap - 20e6).abs() <= 1e6,
+        "app mean interval {gap} ns, want 20 ms ± 1 ms"
+    );
+
+    // TCP carried every byte once (payload from sequence numbers).
+    assert_eq!(row(tx, "tcp", "out")["bytes"].as_u64(), Some(N * SIZE));
+    assert_eq!(row(rx, "tcp", "in")["bytes"].as_u64(), Some(N * SIZE));
+
+    // The wire: MTU-sized frames, many per call, irregularly spaced.
+    let dev = row(tx, "dev", "out");
+    let dev_units = dev["units"].as_u64().unwrap();
+    assert!(
+        dev_units >= N * 8,
+        "{dev_units} dev packets for {N} calls of {SIZE} B (>= 8 per call at MTU 1500)"
+    );
+    assert!(
+        dev["size"]["max"].as_u64().unwrap() <= 1514,
+        "offloads are off: no frame above the MTU: {dev}"
+    );
+    assert!(
+        f(&dev["size"]["mean"]) < SIZE as f64 / 6.0,
+        "dev units are smaller: {dev}"
+    );
+    let dgap = &dev["interval_ns"];
+    assert!(
+        f(&dgap["cv"]) > 5.0 * f(&app["interval_ns"]["cv"]).max(0.05),
+        "dev spacing irregular: {dgap} vs app {}",
+        app["interval_ns"]
+    );
+    assert!(
+        dgap["p99"].as_u64().unwrap() > 5 * dgap["median"].as_u64().unwrap(),
+        "dev spacing irregular: {dgap}"
+    );
+    // tbf spreads each block: the median gap is the 8 Mbit/s serialisation of a frame.
+    let med = dgap["median"].as_u64().unwrap();
+    assert!(
+        (1_000_000..=2_500_000).contains(&med),
+        "median dev gap {med} ns (1514 B at 8 Mbit/s = 1.51 ms)"
+    );
+    let co = tx["coalescing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["dir"] == "out")
+        .unwrap();
+    assert!(f(&co["packets_per_call"]) >= 8.0, "{co}");
+
+    // The receiver reads what arrives: its recv calls are not the sender's sends.
+    let rapp = row(rx, "app", "in");
+    assert_eq!(rapp["bytes"].as_u64(), Some(N * SIZE));
+
+    // Latency through the stack: every send followed to the device; queueing in
+    // tbf makes the last byte of a 10 KiB send wait several milliseconds.
+    let lat = &tx["latency"];
+    assert_eq!(lat["send"]["count"].as_u64(), Some(N), "{lat}");
+    assert!(lat["send"]["median"].as_u64().unwrap() > 5_000_000, "{lat}");
+    // Every data segment the receiver got was matched to the recv that read it.
+    assert_eq!(
+        rx["latency"]["recv"]["count"],
+        row(rx, "tcp", "in")["units"],
+        "{}",
+        rx["latency"]
+    );
+    assert_eq!(rx["latency"]["recv_unmatched"], 0, "{}", rx["latency"]);
+
+    // TCP state: data waits in the send buffer while tbf drains it.
+    let tcp = &tx["tcp"];
+    assert!(tcp["sndbuf_max"].as_u64().unwrap() >= SIZE, "{tcp}");
+    assert!(tcp["samples"].as_u64().unwrap() > N, "{tcp}");
+    // Scheduler: the traced threads ran and were switched.
+    let tasks = j["sched"]["tasks"].as_array().unwrap();
+    assert!(
+        tasks
+            .iter()
+            .any(|t| t["comm"] == "loadgen-rx" && t["switches_in"].as_u64().unwrap() > 0),
+        "{tasks:?}"
+    );
+    eprintln!("{}", ok(&magnet(&["analyze", trace.to_str().unwrap()])));
+}
+
+const MTUS: [u32; 3] = [1500, 1200, 900];
+
+/// MAGNeT's Table III: the stream passes through 1, 2, 3 TCP stacks (relays that
+/// read and re-send), recorded in one trace of all four hosts.
+#[test]
+fn relay_chain_modulation_grows_per_hop() {
+    if !live_or_skip(
+        "relay_chain_modulation_grows_per_hop",
+        &[
+            Need::Btf,
+            Need::Tool("tc"),
+            Need::Tool("ethtool"),
+            Need::Tool("python3"),
+            Need::Tool("ss"),
+        ],
+    ) {
+        return;
+    }
+    let _serial = live_lock();
+    let chain = Chain::new(4).unwrap();
+    // Each hop is a little narrower (as tunnels make paths), so each stack cuts
+    // the stream it is given into smaller pieces again.
+    for (l, mtu) in chain.links.iter().zip(MTUS) {
+        for end in [l.a(), l.b()] {
+            end.offloads_off().unwrap();
+            let st = end
+                .command("ip")
+                .args(["link", "set", "dev", end.name(), "mtu", &mtu.to_string()])
+                .status()
+                .unwrap();
+            assert!(st.success(), "set mtu {mtu} on {}", end.name());
+        }
+        l.a().tbf("8mbit", "4kb", "200ms").unwrap();
+    }
+    let relay = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/relay.py");
+    let relay = relay.to_str().unwrap();
+    let port = 7411;
+    let h = |i: usize| chain.host(i).name().to_string();
+    let to = |i: usize| chain.links[i - 1].b().addr().to_string();
+    let script = format!(
+        "set -e
+ip netns exec {d} python3 {relay} sink {port} &
+ip netns exec {c} python3 {relay} relay {port} {cd} &
+ip netns exec {b} python3 {relay} relay {port} {bd} &
+for ns in {d} {c} {b}; do
+  n=0; until ip netns exec $ns ss -Hltn 'sport = :{port}' | grep -q .; do n=$((n+1)); [ $n -lt 200 ] || exit 9; sleep 0.02; done
+done
+ip netns exec {a} python3 {relay} source {ad} {port} {N} {SIZE} 20
+wait",
+        a = h(0),
+        b = h(1),
+        c = h(2),
+        d = h(3),
+        ad = to(1),
+        bd = to(2),
+        cd = to(3),
+    );
+    let trace = tmp("relay.mgt");
+    let out = magnet(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--layers",
+        "app,tcp,dev",
+        "--tcp-state",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let stdout = ok(&out);
+    assert_eq!(
+        stdout.matches(&format!("\"bytes\": {}", N * SIZE)).count(),
+        4,
+        "every piece moved every byte: {stdout}"
+    );
+    let j = analyze_json(&trace);
+    assert_eq!(j["trace"]["lost_events"], 0);
+    let conns = j["connections"].as_array().unwrap();
+    // Hop k's receiving socket: the one whose local address is host k's on link k-1.
+    let recv_conn = |k: usize| {
+        conns
+            .iter()
+            .find(|c| {
+                c["local"]
+                    .as_str()
+                    .is_some_and(|l| l.starts_with(&format!("{}:", to(k))))
+                    && c["app"]["recv_bytes"] == N * SIZE
+            })
+            .unwrap_or_else(|| panic!("hop {k}'s receiver"))
+    };
+    let src = conns
+        .iter()
+        .find(|c| c["app"]["sent_calls"] == N && c["app"]["sent_bytes"] == N * SIZE)
+        .expect("source");
+    let app = row(src, "app", "out");
+    assert_eq!(f(&app["size"]["mean"]), SIZE as f64);
+    let app_gap = f(&app["interval_ns"]["mean"]);
+    assert!(
+        (app_gap - 20e6).abs() <= 1e6,
+        "source mean interval {app_gap}"
+    );
+    // Table III: the data units each stack delivered (TCP segments received on the
+    // next host, payload from sequence numbers) and their spacing.
+    let mut table = vec![(
+        "application".to_string(),
+        SIZE as f64,
+        app_gap,
+        f(&app["interval_ns"]["cv"]),
+        N,
+    )];
+    for k in 1..=3 {
+        let c = recv_conn(k);
+        let r = row(c, "tcp", "in");
+        assert_eq!(
+            r["bytes"].as_u64(),
+            Some(N * SIZE),
+            "hop {k} delivered every byte once"
+        );
+        let d = row(c, "dev", "in");
+        assert!(
+            d["units"].as_u64().unwrap() >= r["units"].as_u64().unwrap(),
+            "hop {k}: dev_rx attributed by packet id"
+        );
+        table.push((
+            format!("TCP stack {k}"),
+            f(&r["size"]["mean"]),
+            f(&r["interval_ns"]["mean"]),
+            f(&r["interval_ns"]["cv"]),
+            r["units"].as_u64().unwrap(),
+        ));
+    }
+    eprintln!(
+        "{:<14} {:>10} {:>12} {:>6} {:>6}",
+        "", "size (B)", "spacing (s)", "cv", "units"
+    );
+    for (name, size, gap, cv, n) in &table {
+        eprintln!(
+            "{name:<14} {size:>10.0} {:>12.4} {cv:>6.2} {n:>6}",
+            gap / 1e9
+        );
+    }
+    // The modulation grows at each hop: units get smaller and more numerous, and
+    // their spacing is far less regular than the application's.
+    for k in 1..table.len() {
+        let (prev, cur) = (&table[k - 1], &table[k]);
+        assert!(
+            cur.1 < prev.1,
+            "mean unit size shrinks at {}: {table:?}",
+            cur.0
+        );
+        assert!(cur.4 > prev.4, "more units at {}: {table:?}", cur.0);
+        assert!(
+            cur.3 > 10.0 * table[0].3.max(0.05),
+            "irregular spacing at {}: {table:?}",
+            cur.0
+        );
+    }
+    assert!(
+        table[3].3 > table[1].3,
+        "spacing less regular after 3 stacks than after 1: {table:?}"
+    );
+    eprintln!("{}", ok(&magnet(&["analyze", trace.to_str().unwrap()])));
+}
