@@ -54,6 +54,7 @@ pub enum F {
     NextComm,
     TaskTid,
     TaskTgid,
+    RcvNxt,
 }
 
 const NAMES: &[&str] = &[
@@ -98,6 +99,7 @@ const NAMES: &[&str] = &[
     "next_comm",
     "task_tid",
     "task_tgid",
+    "rcv_nxt",
 ];
 
 type Slot = Option<(u32, FieldType)>;
@@ -202,6 +204,6 @@ mod tests {
         for n in NAMES {
             assert!(c.kinds.iter().any(|k| k.field(n).is_some()), "{n}");
         }
-        assert_eq!(NAMES.len(), F::TaskTgid as usize + 1);
+        assert_eq!(NAMES.len(), F::RcvNxt as usize + 1);
     }
 }

@@ -187,6 +187,9 @@ impl LayerAcc {
 struct SegTrack {
     last: Option<(u32, u64)>,
     retrans: u64,
+    /// A FIN segment (which may carry the last data) waiting for a snapshot
+    /// whose next sequence number tells where it ended.
+    fin: Option<(u32, u64)>,
 }
 
 impl SegTrack {
@@ -213,9 +216,24 @@ impl SegTrack {
             }
         }
         if flags & TCP_FIN != 0 {
+            if self.last.is_some_and(|l| l.0 == seq) {
+                self.fin = Some((seq, ts));
+            }
             self.last = None;
         }
         out
+    }
+
+    /// With the next sequence number after a FIN (snd_nxt/rcv_nxt of a later
+    /// snapshot): the data the FIN segment carried, if any.
+    fn fin_end(&mut self, nxt: u32) -> Option<(u64, u64)> {
+        let (seq, ts) = self.fin?;
+        let d = nxt.wrapping_sub(seq) as i32;
+        if d < 1 || d > 1 << 20 {
+            return None;
+        }
+        self.fin = None;
+        (d > 1).then_some((ts, d as u64 - 1))
     }
 }
 
@@ -250,6 +268,8 @@ struct Snap {
     retrans_out: u32,
     write_seq: u32,
     copied_seq: u32,
+    snd_nxt: u32,
+    rcv_nxt: u32,
     state: u8,
 }
 
@@ -268,6 +288,8 @@ fn snap(v: &View) -> Option<Snap> {
         retrans_out: v.u32(F::RetransOut)?,
         write_seq,
         copied_seq: v.u32(F::CopiedSeq)?,
+        snd_nxt,
+        rcv_nxt: v.u32(F::RcvNxt)?,
         state: v.u(F::State)? as u8,
     })
 }
@@ -372,7 +394,7 @@ impl Conn {
     }
 
     fn tcp_sample(&mut self, ts: u64, s: &Snap, series: Option<usize>, origin: u64) {
-        let t = self.tcp.get_or_insert_with(|| TcpAcc {
+        self.tcp.get_or_insert_with(|| TcpAcc {
             samples: 0,
             retransmits: 0,
             last: None,
@@ -390,9 +412,18 @@ impl Conn {
             retrans_out_max: 0,
             series: series.map(Decimator::new),
         });
+        if !synchronized(s.state) && s.state != 7 {
+            return;
+        }
+        for (dir, nxt) in [(OUT, s.snd_nxt), (IN, s.rcv_nxt)] {
+            if let Some((ts, p)) = self.seg[dir].fin_end(nxt) {
+                self.layers[TCP][dir].unit(ts, p);
+            }
+        }
         if !synchronized(s.state) {
             return;
         }
+        let t = self.tcp.as_mut().expect("inserted above");
         t.samples += 1;
         if let Some((lt, lv)) = t.last {
             let dt = ts.saturating_sub(lt);
@@ -461,6 +492,16 @@ impl Conn {
                 self.last_seg = Some((seq, pkt, None));
             }
             None => self.last_seg = Some((seq, pkt, None)),
+        }
+        if flags & TCP_FIN != 0 {
+            // The FIN comes after all data: what is still pending is in it.
+            while let Some((_, t0)) = self.pending_sends.pop_front() {
+                waiting
+                    .entry(pkt)
+                    .or_insert_with(|| (ts, Vec::new()))
+                    .1
+                    .push((self.cookie, t0));
+            }
         }
     }
 }
@@ -1002,7 +1043,9 @@ impl Analyzer {
         c.layers[DEV][OUT].unit(ts, len);
         // Which queued packet has now fully reached the driver?
         let mut done = None;
-        if let Some(pos) = c.txq.iter().take(4).position(|q| q.0 == pkt) {
+        // (Same id and length: packet ids of freed skbs are sometimes reused by
+        // segments, the length tells them apart.)
+        if let Some(pos) = c.txq.iter().take(4).position(|q| q.0 == pkt && q.1 == len) {
             // Whole packets (not segmented); anything queued before it left too.
             for _ in 0..pos {
                 c.txq.pop_front();
@@ -1143,6 +1186,8 @@ impl Snap {
             retrans_out: 0,
             write_seq: 0,
             copied_seq: 0,
+            snd_nxt: 0,
+            rcv_nxt: 0,
             state: 0,
         }
     }

@@ -568,7 +568,17 @@ fn send_latency_through_gso_segmentation() {
     let mut v = vec![
         sock(T0, 1, PA, PB),
         // The handshake's last ACK: no payload, so its IP length is the header.
-        ip(kind::IP_LOCAL_OUT, T0 + 1_000, 1, 999, 52, ISN, 0x10, PA, PB),
+        ip(
+            kind::IP_LOCAL_OUT,
+            T0 + 1_000,
+            1,
+            999,
+            52,
+            ISN,
+            0x10,
+            PA,
+            PB,
+        ),
         dev(kind::DEV_QUEUE, T0 + 2_000, 1, 999, 66),
         dev(kind::DEV_START_XMIT, T0 + 3_000, 1, 999, 66),
     ];
@@ -625,4 +635,46 @@ fn send_latency_through_gso_segmentation() {
     assert_eq!(c.latency.send_unmatched, 0);
     assert_eq!(c.row("dev", "out").unwrap().units, 26);
     assert_eq!(c.row("tcp", "out").unwrap().bytes, 30720);
+}
+
+#[test]
+fn fin_carrying_the_last_data() {
+    // 1448 + 600 bytes, the 600 in the FIN segment; where it ended is known from
+    // the next snapshot (rcv_nxt = FIN's seq + 600 + 1). Its own tcp_probe
+    // snapshot is taken before the segment is processed (rcv_nxt = its seq).
+    let snap = |rcv: u64| {
+        vec![
+            ("rcv_nxt", rcv),
+            ("write_seq", 5),
+            ("snd_una", 5),
+            ("snd_nxt", 5),
+        ]
+    };
+    let t = T0 + MS;
+    let recs = vec![
+        sock(T0, 2, PB, PA),
+        tcp(kind::TCP_RCV, t, 9, 2, 1, ISN, 0x18, &snap(ISN)),
+        tcp(
+            kind::TCP_RCV,
+            t + MS,
+            9,
+            2,
+            2,
+            ISN + 1448,
+            0x19,
+            &snap(ISN + 1448),
+        ),
+        rec(kind::TCP_STATE, t + MS + 1_000, 0, 7, 9, true)
+            .set("cookie", 2)
+            .set("newstate", 8)
+            .set("state", 8)
+            .set("rcv_nxt", ISN + 1448 + 601),
+    ];
+    let a = run(&recs);
+    let r = a.connections[0].row("tcp", "in").unwrap().clone();
+    assert_eq!(
+        (r.units, r.bytes, r.size.min, r.size.max),
+        (2, 2048, 600, 1448)
+    );
+    assert_eq!(r.last_s, 0.002);
 }

@@ -165,11 +165,8 @@ fn paced_sender_through_rate_limited_link() {
         "dev units are smaller: {dev}"
     );
     let dgap = &dev["interval_ns"];
-    assert!(
-        f(&dgap["cv"]) > 5.0 * f(&app["interval_ns"]["cv"]).max(0.05),
-        "dev spacing irregular: {dgap} vs app {}",
-        app["interval_ns"]
-    );
+    // (Absolute bounds: the app's own spacing jitters on a loaded machine.)
+    assert!(f(&dgap["cv"]) > 1.0, "dev spacing irregular: {dgap}");
     assert!(
         dgap["p99"].as_u64().unwrap() > 5 * dgap["median"].as_u64().unwrap(),
         "dev spacing irregular: {dgap}"
@@ -364,7 +361,7 @@ wait",
         );
     }
     // The modulation grows at each hop: units get smaller and more numerous, and
-    // their spacing is far less regular than the application's.
+    // their spacing is irregular (a regular stream has cv 0).
     for k in 1..table.len() {
         let (prev, cur) = (&table[k - 1], &table[k]);
         assert!(
@@ -373,11 +370,7 @@ wait",
             cur.0
         );
         assert!(cur.4 > prev.4, "more units at {}: {table:?}", cur.0);
-        assert!(
-            cur.3 > 10.0 * table[0].3.max(0.05),
-            "irregular spacing at {}: {table:?}",
-            cur.0
-        );
+        assert!(cur.3 > 1.0, "irregular spacing at {}: {table:?}", cur.0);
     }
     assert!(
         table[3].3 > table[1].3,
