@@ -281,6 +281,38 @@ fn known_workload_across_namespaces() {
         wire.len()
     );
     assert_eq!(ours, wire, "IP ids at LOCAL_OUT vs on the wire at the peer");
+
+    // ---- identity: one packet, one id, across ip and dev -------------------------
+    let outs: Vec<&Ev> = evs
+        .iter()
+        .filter(|e| {
+            e.kind_id == kind::IP_LOCAL_OUT && e.addr("saddr") == a_ip && e.addr("daddr") == b_ip
+        })
+        .collect();
+    let ids: BTreeSet<u64> = outs.iter().map(|e| e.u("pkt_id")).collect();
+    assert_eq!(
+        ids.len(),
+        outs.len(),
+        "every packet born at LOCAL_OUT gets its own id"
+    );
+    let at_driver: BTreeSet<u64> = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::DEV_START_XMIT && e.u("ifindex") == a.ifindex() as u64)
+        .map(|e| e.u("pkt_id"))
+        .collect();
+    let received: BTreeSet<u64> = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::DEV_RX && e.u("ifindex") == b.ifindex() as u64)
+        .map(|e| e.u("pkt_id"))
+        .collect();
+    assert!(
+        ids.is_subset(&at_driver),
+        "each packet keeps its id down to the veth's driver"
+    );
+    assert!(
+        ids.is_subset(&received),
+        "and across the veth into the peer's namespace"
+    );
 }
 
 impl Ev {

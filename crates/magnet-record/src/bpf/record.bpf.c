@@ -94,12 +94,44 @@ struct {
 } traced_flows SEC(".maps");
 
 /* Packet identity: skb address -> id, from first sighting until the skb is
- * freed. The address alone is reused too quickly to be an identity. */
+ * freed. The address alone is reused too quickly to be an identity.
+ *
+ * A direct-mapped table rather than a hash map: every packet event looks its
+ * skb up and every freed skb in the system clears it, so this is the hottest
+ * map; an array slot costs a few instructions where a hash update or delete
+ * costs a lock and a bucket walk. Two live skbs that share a slot make the
+ * older one take a new id at its next sighting (rare with 2^18 slots).
+ * Not every free passes a tracepoint (TCP frees received skbs with
+ * __kfree_skb), so the slot also keeps the data buffer's address: an sk_buff
+ * reused for a new packet comes with a new buffer. */
+#define PKT_SLOTS (1U << 18)
+#define PKT_IN_DRIVER 1 /* recorded at net_dev_start_xmit, net_dev_xmit due */
+#define PKT_DELIVERED 2 /* reached LOCAL_IN or TCP: its journey has ended */
+
+/* Where a packet is seen, for its identity: at LOCAL_OUT a locally generated
+ * packet is born; on the transmit path after a delivery the sk_buff must be a
+ * new packet (TCP frees received skbs without a tracepoint, and the ACK it
+ * sends next often gets the same sk_buff and buffer back); elsewhere the id
+ * follows the skb (across veth, through forwarding). */
+enum pkt_point {
+	PKT_FOLLOW,
+	PKT_BIRTH,
+	PKT_TX,
+	PKT_END,
+};
+
+struct pkt_slot {
+	__u64 skb;
+	__u64 head; /* skb->head: tells a reused sk_buff from the packet it held */
+	__u64 id;
+	__u64 flags;
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 262144);
-	__type(key, __u64);
-	__type(value, __u64);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PKT_SLOTS);
+	__type(key, __u32);
+	__type(value, struct pkt_slot);
 } pkt_ids SEC(".maps");
 
 struct {
@@ -108,15 +140,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } pkt_seq SEC(".maps");
-
-/* Packets of traced sockets handed to a driver (net_dev_start_xmit) whose
- * transmit-done event (net_dev_xmit, which must not read the skb) is due. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
-	__type(value, __u8);
-} in_driver SEC(".maps");
 
 /* The socket send/recv syscall in flight on each traced thread: the bytes it
  * asked for (for app events) and its socket (so that the socket's first packets,
@@ -469,19 +492,46 @@ static __always_inline void parse_skb_rx(const struct sk_buff *skb, struct pkt_i
 	parse_l3(BPF_CORE_READ(skb, data), pi);
 }
 
-static __always_inline __u64 pkt_id(const struct sk_buff *skb)
+/* A kernel pointer as a plain number: the verifier forbids arithmetic on
+ * pointers, so copy the value out of the stack slot that holds it. */
+static __always_inline __u64 addr_of(const void *p)
 {
-	__u64 key = (__u64)skb;
-	__u64 *id = bpf_map_lookup_elem(&pkt_ids, &key);
-	if (id)
-		return *id;
+	__u64 a = 0;
+	const void *slot = p;
+	bpf_probe_read_kernel(&a, sizeof(a), &slot);
+	return a;
+}
+
+static __always_inline struct pkt_slot *pkt_slot(__u64 a)
+{
+	/* skbs are 256-byte slab objects: drop the low bits, fold in high ones. */
+	__u32 i = ((a >> 8) ^ (a >> 26)) & (PKT_SLOTS - 1);
+	return bpf_map_lookup_elem(&pkt_ids, &i);
+}
+
+static __always_inline __u64 pkt_id(const struct sk_buff *skb, enum pkt_point at)
+{
+	__u64 a = addr_of(skb);
+	struct pkt_slot *slot = pkt_slot(a);
+	if (!slot)
+		return 0;
+	__u64 head = (__u64)BPF_CORE_READ(skb, head);
+	if (slot->skb == a && slot->head == head && at != PKT_BIRTH &&
+	    !(at == PKT_TX && (slot->flags & PKT_DELIVERED))) {
+		if (at == PKT_END)
+			slot->flags |= PKT_DELIVERED;
+		return slot->id;
+	}
 	__u32 zero = 0;
 	__u64 *seq = bpf_map_lookup_elem(&pkt_seq, &zero);
 	if (!seq)
 		return 0;
 	/* CPU in the top bits makes ids unique without a shared counter. */
 	__u64 v = ((__u64)bpf_get_smp_processor_id() << 48) | ++*seq;
-	bpf_map_update_elem(&pkt_ids, &key, &v, BPF_ANY);
+	slot->skb = a;
+	slot->head = head;
+	slot->id = v;
+	slot->flags = at == PKT_END ? PKT_DELIVERED : 0;
 	return v;
 }
 
@@ -513,8 +563,10 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 		/* A socket's first packets leave before its first app event has
 		 * marked it (e.g. the first sendto() of an unbound UDP socket): they
 		 * belong to the traced thread whose send syscall is on that socket.
-		 * (Not merely to the current thread: softirqs run in its context.) */
-		if (!rx && sk) {
+		 * (Not merely to the current thread: softirqs run in its context.)
+		 * Over veth and loopback the skb still holds the sender's socket when
+		 * it is received, within the same syscall. */
+		if (sk) {
 			__u32 tid = (__u32)bpf_get_current_pid_tgid();
 			struct syscall_in_flight *f = bpf_map_lookup_elem(&asked_by_tid, &tid);
 			if (f && f->sk == sk)
@@ -728,7 +780,7 @@ static __always_inline void tcp_event(const struct sock *sk, const struct sk_buf
 	if (!r)
 		return;
 	r->cookie = cookie;
-	r->pkt_id = skb ? pkt_id(skb) : 0;
+	r->pkt_id = skb ? pkt_id(skb, kind == MG_TCP_RCV ? PKT_END : PKT_FOLLOW) : 0;
 	r->len = len;
 	r->seq = 0;
 	r->ack = 0;
@@ -863,7 +915,10 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 		return NF_ACCEPT;
 	fill_hdr(&r->hdr, kind, 0);
 	r->cookie = cookie;
-	r->pkt_id = pkt_id(skb);
+	r->pkt_id = pkt_id(skb, kind == MG_IP_LOCAL_OUT	 ? PKT_BIRTH
+				: kind == MG_IP_POST_ROUTING ? PKT_TX
+				: kind == MG_IP_LOCAL_IN     ? PKT_END
+							     : PKT_FOLLOW);
 	const struct nf_hook_state *st = ctx->state;
 	struct net_device *dev = rx ? BPF_CORE_READ(st, in) : BPF_CORE_READ(st, out);
 	r->ifindex = dev ? BPF_CORE_READ(dev, ifindex) : 0;
@@ -938,7 +993,7 @@ static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *s
 		return;
 	fill_hdr(&r->hdr, kind, 0);
 	r->cookie = cookie;
-	r->pkt_id = pkt_id(skb);
+	r->pkt_id = pkt_id(skb, PKT_TX);
 	r->ifindex = BPF_CORE_READ(q, dev_queue, dev, ifindex);
 	r->len = BPF_CORE_READ(skb, len);
 	r->qlen = BPF_CORE_READ(q, q.qlen);
@@ -967,17 +1022,19 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	__u64 cookie = 0;
 	if (read_skb && !skb_wanted(skb, rx, &cookie))
 		return;
-	if (kind == MG_DEV_START_XMIT && need_parse()) {
-		__u64 key = (__u64)skb;
-		__u8 one = 1;
-		bpf_map_update_elem(&in_driver, &key, &one, BPF_ANY);
+	__u64 id = pkt_id(skb, (kind == MG_DEV_QUEUE || kind == MG_DEV_START_XMIT) ? PKT_TX : PKT_FOLLOW);
+	if (kind == MG_DEV_START_XMIT) {
+		__u64 a = addr_of(skb);
+		struct pkt_slot *slot = pkt_slot(a);
+		if (slot && slot->skb == a)
+			slot->flags |= PKT_IN_DRIVER;
 	}
 	struct mg_dev *r;
 	if (!RESERVE(r, sizeof(*r), kind))
 		return;
 	fill_hdr(&r->hdr, kind, 0);
 	r->cookie = cookie;
-	r->pkt_id = pkt_id(skb);
+	r->pkt_id = id;
 	r->ifindex = ifindex;
 	r->len = len;
 	r->rc = rc;
@@ -1008,9 +1065,13 @@ SEC("tp_btf/net_dev_xmit")
 int BPF_PROG(dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev, unsigned int len)
 {
 	if (need_parse()) {
-		__u64 key = (__u64)skb;
-		if (bpf_map_delete_elem(&in_driver, &key))
-			return 0; /* not a packet we followed to the driver */
+		/* Only for a packet recorded at net_dev_start_xmit (its address may
+		 * since be another skb's: it is not read). */
+		__u64 a = addr_of(skb);
+		struct pkt_slot *slot = pkt_slot(a);
+		if (!slot || slot->skb != a || !(slot->flags & PKT_IN_DRIVER))
+			return 0;
+		slot->flags &= ~PKT_IN_DRIVER;
 	}
 	dev_event(skb, MG_DEV_XMIT, BPF_CORE_READ(dev, ifindex), len, rc, false, false);
 	return 0;
@@ -1026,8 +1087,10 @@ int BPF_PROG(dev_rx, struct sk_buff *skb)
 
 static __always_inline void forget_pkt(const struct sk_buff *skb)
 {
-	__u64 key = (__u64)skb;
-	bpf_map_delete_elem(&pkt_ids, &key);
+	__u64 a = addr_of(skb);
+	struct pkt_slot *slot = pkt_slot(a);
+	if (slot && slot->skb == a)
+		slot->skb = 0;
 }
 
 SEC("tp_btf/kfree_skb")
@@ -1040,7 +1103,7 @@ int BPF_PROG(drop_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_
 		if (RESERVE(r, sizeof(*r), MG_DROP)) {
 			fill_hdr(&r->hdr, MG_DROP, 0);
 			r->cookie = cookie;
-			r->pkt_id = pkt_id(skb);
+			r->pkt_id = pkt_id(skb, PKT_FOLLOW);
 			r->location = (__u64)location;
 			r->ifindex = BPF_CORE_READ(skb, dev, ifindex);
 			r->reason = reason;
