@@ -16,6 +16,9 @@
 # packets per second through the sampler, and the sampler's cost per packet
 #   ns/pkt = (1/thr_case - 1/thr_base) * 8 / (pkts_case / bytes_case)   [wall ns]
 # The per-run kernel memory is printed from the run's own meta (samples x 136 B x CPUs).
+# Independent of throughput noise, kernel.bpf_stats_enabled=1 gives the sampler
+# programs' own run time: bpf ns/pkt = run_time_ns / run_cnt (both tc programs), and
+#   cpu share = run_time_ns / (transfer seconds x 1e9)   [fraction of one CPU]
 #
 # Environment: ROUNDS (5), SECS (5), MODES ("gso mtu"), MAGNET (binary), OUT (bench/out).
 # Needs root, iperf3, ethtool, ip, python3. The machine is shared: medians, alternation.
@@ -46,7 +49,10 @@ ip -n $A link set mgsb-a up; ip -n $B link set mgsb-b up
 ip netns exec $B iperf3 -s -D -1 >/dev/null 2>&1 || true
 
 results=$OUT/sample-overhead.tsv
-echo -e "mode\tround\tcase\tbits_per_s\tbytes\ttc_packets\tmem_bytes" > "$results"
+echo -e "mode\tround\tcase\tbits_per_s\tbytes\ttc_packets\tmem_bytes\tbpf_ns\tbpf_cnt" > "$results"
+old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -q -w kernel.bpf_stats_enabled=1
+trap 'sysctl -q -w kernel.bpf_stats_enabled=$old_stats; cleanup' EXIT
 samples=$(( (SECS + 2) * 10000 ))
 
 one() { # mode round case
@@ -63,14 +69,17 @@ one() { # mode round case
   local bps bytes
   bps=$(python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["end"]["sum_received"]["bits_per_second"])' <<<"$json")
   bytes=$(python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(d["end"]["sum_received"]["bytes"])' <<<"$json")
-  local pkts=0 mem=0
+  local pkts=0 mem=0 bns=0 bcnt=0
   if [ -n "$pid" ]; then
+    read -r bns bcnt < <(bpftool prog show -j | python3 -c '
+import json,sys; ps=[p for p in json.load(sys.stdin) if p.get("name") in ("sample_ingress","sample_egress")]
+print(sum(p.get("run_time_ns",0) for p in ps), sum(p.get("run_cnt",0) for p in ps))')
     kill -INT $pid 2>/dev/null || true; wait $pid 2>/dev/null || true
     read -r pkts mem < <(python3 -c '
 import json,sys; d=json.load(open(sys.argv[1])); m=d["magnet"]
 print(sum(d["ingressPackets"])+sum(d["egressPackets"]), m["samples"]*136*m["cpus"])' $run)
   fi
-  echo -e "$mode\t$round\t$case\t$bps\t$bytes\t$pkts\t$mem" >> "$results"
+  echo -e "$mode\t$round\t$case\t$bps\t$bytes\t$pkts\t$mem\t$bns\t$bcnt" >> "$results"
   echo "$mode round $round $case: $(python3 -c "print(f'{$bps/1e9:.2f}')") Gbit/s, $pkts pkts through tc"
 }
 
@@ -87,7 +96,7 @@ done
 python3 - "$results" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-print(f"\n{'mode':<5} {'case':<7} {'Gbit/s':>8} {'ratio':>7} {'kpkt/s':>8} {'ns/pkt':>8} {'run memory':>12}")
+print(f"\n{'mode':<5} {'case':<7} {'Gbit/s':>8} {'ratio':>7} {'kpkt/s':>8} {'ns/pkt':>8} {'bpf ns/pkt':>10} {'bpf cpu%':>8} {'run memory':>12}")
 for mode in dict.fromkeys(r["mode"] for r in rows):
     med = lambda case, k: statistics.median(float(r[k]) for r in rows if r["mode"] == mode and r["case"] == case)
     base = med("base", "bits_per_s")
@@ -98,5 +107,9 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
         pps = pkts / secs / 1e3 if secs else 0
         ns = ((1 / thr - 1 / base) * 8 / (pkts / byts) * 1e9) if pkts else 0
         mem = med(case, "mem_bytes")
-        print(f"{mode:<5} {case:<7} {thr/1e9:8.2f} {thr/base:7.3f} {pps:8.0f} {ns:8.0f} {mem/1e6:10.1f}MB")
+        bpf = [(float(r["bpf_ns"]), float(r["bpf_cnt"]), float(r["bytes"]) * 8 / float(r["bits_per_s"]))
+               for r in rows if r["mode"] == mode and r["case"] == case and float(r["bpf_cnt"]) > 0]
+        bns = statistics.median(n / c for n, c, _ in bpf) if bpf else 0
+        bcpu = statistics.median(n / (t * 1e9) * 100 for n, _, t in bpf) if bpf else 0
+        print(f"{mode:<5} {case:<7} {thr/1e9:8.2f} {thr/base:7.3f} {pps:8.0f} {ns:8.0f} {bns:10.0f} {bcpu:8.2f} {mem/1e6:10.1f}MB")
 PY
