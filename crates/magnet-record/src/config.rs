@@ -114,10 +114,65 @@ impl Filters {
     }
 }
 
+/// Adjustments to the default kinds of the selected layers (`--kinds`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct KindSelection {
+    /// Every kind of the selected layers.
+    pub all: bool,
+    pub add: BTreeSet<String>,
+    pub remove: BTreeSet<String>,
+}
+
+impl KindSelection {
+    /// Whether a probe writing `kind` (on by default or not) records.
+    pub fn enabled(&self, kind: &str, default_on: bool) -> bool {
+        (self.all || default_on || self.add.contains(kind)) && !self.remove.contains(kind)
+    }
+}
+
+/// Parses `--kinds`: `all`, or a list of `+KIND` (add one that is off by
+/// default) and `-KIND` (leave one out).
+pub fn parse_kinds(s: &str) -> Result<KindSelection, String> {
+    let mut sel = KindSelection::default();
+    let known: Vec<&str> = crate::probes::PROBES
+        .iter()
+        .filter_map(|p| p.kind)
+        .collect();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if part == "all" {
+            sel.all = true;
+            continue;
+        }
+        let (add, name) = match part.as_bytes()[0] {
+            b'+' => (true, &part[1..]),
+            b'-' => (false, &part[1..]),
+            _ => {
+                return Err(format!(
+                    "--kinds: '{part}' needs a + (add) or - (remove) in front, or use 'all'"
+                ))
+            }
+        };
+        if !known.contains(&name) {
+            return Err(format!(
+                "--kinds: unknown kind '{name}' (kinds: {})",
+                known.join(", ")
+            ));
+        }
+        if add {
+            sel.add.insert(name.to_string());
+        } else {
+            sel.remove.insert(name.to_string());
+        }
+    }
+    Ok(sel)
+}
+
 /// What to record (the target, `-- CMD` or `--all`, is given to `Recorder::run`).
 #[derive(Clone, Debug, Serialize)]
 pub struct RecordConfig {
     pub layers: BTreeSet<Layer>,
+    /// Which kinds of those layers (defaults leave a few per-packet ones out).
+    pub kinds: KindSelection,
     /// Append MAGNeT's TCP snapshot to every tcp event.
     pub tcp_state: bool,
     pub filters: Filters,
@@ -145,6 +200,7 @@ impl RecordConfig {
     pub fn new(output: PathBuf) -> Self {
         RecordConfig {
             layers: Layer::DEFAULT.into_iter().collect(),
+            kinds: KindSelection::default(),
             tcp_state: false,
             filters: Filters::default(),
             buffer_bytes: DEFAULT_BUFFER,
@@ -205,6 +261,18 @@ mod tests {
             parse_layers("app,foo").unwrap_err(),
             "unknown layer 'foo' (layers: app, tcp, ip, qdisc, dev, drop, sched)"
         );
+        let k = parse_kinds("+dev_xmit,-tcp_sendmsg").unwrap();
+        assert!(
+            k.enabled("dev_xmit", false)
+                && !k.enabled("tcp_sendmsg", true)
+                && k.enabled("dev_rx", true)
+        );
+        assert!(!k.enabled("dev_queue", false));
+        assert!(parse_kinds("all").unwrap().enabled("dev_queue", false));
+        assert!(parse_kinds("dev_xmit").unwrap_err().contains("needs a +"));
+        assert!(parse_kinds("+nope")
+            .unwrap_err()
+            .contains("unknown kind 'nope'"));
         let mut c = RecordConfig::new("x".into());
         c.set_buffer(100_000);
         assert_eq!(c.buffer_bytes, 131072);

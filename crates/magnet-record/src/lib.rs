@@ -9,7 +9,9 @@ pub mod config;
 pub mod probes;
 mod recorder;
 
-pub use config::{parse_layers, parse_size, Filters, Layer, RecordConfig};
+pub use config::{
+    parse_kinds, parse_layers, parse_size, Filters, KindSelection, Layer, RecordConfig,
+};
 pub use recorder::{preflight, record, Progress, ProgressFn, RunOptions, Summary, Target};
 
 #[allow(

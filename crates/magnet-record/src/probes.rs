@@ -22,14 +22,33 @@ pub struct Probe {
     pub attach: Attach,
     /// When attaching fails, the layer still works without it (with less detail).
     pub optional: bool,
+    /// The record kind it writes (None: it only helps another probe).
+    pub kind: Option<&'static str>,
+    /// Recorded when its layer is selected, unless `--kinds` says otherwise.
+    pub default_on: bool,
 }
 
-const fn p(prog: &'static str, layer: Layer, attach: Attach) -> Probe {
+const fn p(prog: &'static str, layer: Layer, attach: Attach, kind: &'static str) -> Probe {
     Probe {
         prog,
         layer: Some(layer),
         attach,
         optional: false,
+        kind: Some(kind),
+        default_on: true,
+    }
+}
+
+/// Off by default: each is one more event per packet with little news for a
+/// host's own traffic (dev_queue: queueing shows in the qdisc layer; dev_xmit:
+/// transmit-done follows handed-to-driver within a microsecond on veth and
+/// loopback; POST_ROUTING/PRE_ROUTING repeat LOCAL_OUT/LOCAL_IN unless packets
+/// are forwarded or NATed). Events per packet are what a recording costs, so
+/// they are opt-in: `--kinds +dev_xmit,+ip_pre_routing` or `--kinds all`.
+const fn detail(prog: &'static str, layer: Layer, attach: Attach, kind: &'static str) -> Probe {
+    Probe {
+        default_on: false,
+        ..p(prog, layer, attach, kind)
     }
 }
 
@@ -44,29 +63,81 @@ pub const PROBES: &[Probe] = &[
         layer: Some(App),
         attach: TpBtf("sys_enter"),
         optional: true,
+        kind: None,
+        default_on: true,
     },
-    p("app_send", App, TpBtf("sock_send_length")),
-    p("app_recv", App, TpBtf("sock_recv_length")),
-    p("tcp_state_change", Tcp, TpBtf("inet_sock_set_state")),
-    p("tcp_rcv", Tcp, TpBtf("tcp_probe")),
-    p("tcp_sendmsg", Tcp, TpBtf("tcp_sendmsg_locked")),
-    p("tcp_retrans", Tcp, TpBtf("tcp_retransmit_skb")),
-    p("tcp_rst_sent", Tcp, TpBtf("tcp_send_reset")),
-    p("tcp_rst_rcvd", Tcp, TpBtf("tcp_receive_reset")),
-    p("ip_local_out", Ip, Netfilter(NF_INET_LOCAL_OUT)),
-    p("ip_post_routing", Ip, Netfilter(NF_INET_POST_ROUTING)),
-    p("ip_pre_routing", Ip, Netfilter(NF_INET_PRE_ROUTING)),
-    p("ip_local_in", Ip, Netfilter(NF_INET_LOCAL_IN)),
-    p("qdisc_enq", Qdisc, TpBtf("qdisc_enqueue")),
-    p("qdisc_deq", Qdisc, TpBtf("qdisc_dequeue")),
-    p("dev_queue", Dev, TpBtf("net_dev_queue")),
-    p("dev_start_xmit", Dev, TpBtf("net_dev_start_xmit")),
-    p("dev_xmit", Dev, TpBtf("net_dev_xmit")),
-    p("dev_rx", Dev, TpBtf("netif_receive_skb")),
-    p("drop_kfree_skb", Drop, TpBtf("kfree_skb")),
-    p("sched_switch", Sched, TpBtf("sched_switch")),
-    p("sched_wakeup", Sched, TpBtf("sched_wakeup")),
-    p("sched_exit", Sched, TpBtf("sched_process_exit")),
+    p("app_send", App, TpBtf("sock_send_length"), "app_send"),
+    p("app_recv", App, TpBtf("sock_recv_length"), "app_recv"),
+    p(
+        "tcp_state_change",
+        Tcp,
+        TpBtf("inet_sock_set_state"),
+        "tcp_state",
+    ),
+    p("tcp_rcv", Tcp, TpBtf("tcp_probe"), "tcp_rcv"),
+    p(
+        "tcp_sendmsg",
+        Tcp,
+        TpBtf("tcp_sendmsg_locked"),
+        "tcp_sendmsg",
+    ),
+    p(
+        "tcp_retrans",
+        Tcp,
+        TpBtf("tcp_retransmit_skb"),
+        "tcp_retrans",
+    ),
+    p("tcp_rst_sent", Tcp, TpBtf("tcp_send_reset"), "tcp_rst_sent"),
+    p(
+        "tcp_rst_rcvd",
+        Tcp,
+        TpBtf("tcp_receive_reset"),
+        "tcp_rst_rcvd",
+    ),
+    p(
+        "ip_local_out",
+        Ip,
+        Netfilter(NF_INET_LOCAL_OUT),
+        "ip_local_out",
+    ),
+    detail(
+        "ip_post_routing",
+        Ip,
+        Netfilter(NF_INET_POST_ROUTING),
+        "ip_post_routing",
+    ),
+    detail(
+        "ip_pre_routing",
+        Ip,
+        Netfilter(NF_INET_PRE_ROUTING),
+        "ip_pre_routing",
+    ),
+    p(
+        "ip_local_in",
+        Ip,
+        Netfilter(NF_INET_LOCAL_IN),
+        "ip_local_in",
+    ),
+    p("qdisc_enq", Qdisc, TpBtf("qdisc_enqueue"), "qdisc_enq"),
+    p("qdisc_deq", Qdisc, TpBtf("qdisc_dequeue"), "qdisc_deq"),
+    detail("dev_queue", Dev, TpBtf("net_dev_queue"), "dev_queue"),
+    p(
+        "dev_start_xmit",
+        Dev,
+        TpBtf("net_dev_start_xmit"),
+        "dev_start_xmit",
+    ),
+    detail("dev_xmit", Dev, TpBtf("net_dev_xmit"), "dev_xmit"),
+    p("dev_rx", Dev, TpBtf("netif_receive_skb"), "dev_rx"),
+    p("drop_kfree_skb", Drop, TpBtf("kfree_skb"), "drop"),
+    p("sched_switch", Sched, TpBtf("sched_switch"), "sched_switch"),
+    p("sched_wakeup", Sched, TpBtf("sched_wakeup"), "sched_wakeup"),
+    p(
+        "sched_exit",
+        Sched,
+        TpBtf("sched_process_exit"),
+        "sched_exit",
+    ),
 ];
 
 /// Support programs, loaded when needed (see `Recorder::open`).

@@ -375,9 +375,28 @@ fn is_busy(e: &libbpf_rs::Error) -> bool {
     format!("{e:#}").contains(&format!("(os error {})", libc::EBUSY))
 }
 
+/// Whether a probe is loaded: its layer is selected and its kind enabled.
+fn probe_on(config: &RecordConfig, probe: &probes::Probe) -> bool {
+    let layer = probe.layer.expect("probes in PROBES record a layer");
+    config.layers.contains(&layer)
+        && probe
+            .kind
+            .is_none_or(|k| config.kinds.enabled(k, probe.default_on))
+}
+
 /// Records until the target ends, the duration passes, or `stop` is set.
 pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     preflight()?;
+    for k in config.kinds.add.iter().chain(&config.kinds.remove) {
+        let p = PROBES
+            .iter()
+            .find(|p| p.kind == Some(k.as_str()))
+            .expect("parse_kinds checked the name");
+        let layer = p.layer.expect("probes in PROBES record a layer");
+        if !config.layers.contains(&layer) {
+            bail!("--kinds {k}: that kind is in layer {layer}, which is not selected (add it to --layers)");
+        }
+    }
     let catalog = Catalog::builtin();
     let index = KindIndex::new(&catalog);
 
@@ -446,9 +465,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let packets = config.layers.iter().any(|l| l.follows_packets());
     let wanted = |name: &str| -> bool {
         if let Some(p) = PROBES.iter().find(|p| p.prog == name) {
-            return config
-                .layers
-                .contains(&p.layer.expect("probes in PROBES record a layer"));
+            return probe_on(config, p);
         }
         match name {
             probes::FOLLOW_FORKS => filter_pids || config.layers.contains(&Layer::Sched),
@@ -489,7 +506,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let object = skel.object();
     for probe in PROBES {
         let layer = probe.layer.expect("probes in PROBES record a layer");
-        if !config.layers.contains(&layer) {
+        if !probe_on(config, probe) {
             continue;
         }
         let prog = object

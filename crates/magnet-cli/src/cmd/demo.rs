@@ -13,7 +13,8 @@ use super::{info, record};
 #[derive(Args, Debug)]
 #[command(
     after_help = "The workload: 200 TCP send() calls of 16 KiB and 100 UDP sendto() calls of
-512 bytes over loopback, recorded with app,tcp,ip,dev,qdisc,drop and --tcp-state.
+512 bytes over loopback, recorded with app,tcp,ip,dev,qdisc,drop, every kind of
+them (--kinds all) and --tcp-state.
 Then `magnet info` on the trace; try `magnet parse` on it next."
 )]
 pub struct DemoArgs {
@@ -32,6 +33,8 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
         &args.output.to_string_lossy(),
         "--layers",
         "app,tcp,ip,qdisc,dev,drop",
+        "--kinds",
+        "all",
         "--tcp-state",
         "--",
         &me.to_string_lossy(),

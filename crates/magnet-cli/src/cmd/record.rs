@@ -12,7 +12,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use magnet_record::{
-    parse_layers, parse_size, Filters, Layer, RecordConfig, RunOptions, Summary, Target,
+    parse_kinds, parse_layers, parse_size, Filters, KindSelection, Layer, RecordConfig, RunOptions,
+    Summary, Target,
 };
 
 use super::units::parse_duration;
@@ -28,6 +29,11 @@ Layers: app (send/recv calls), tcp (state changes, segments received, data queue
 retransmits, resets), ip (netfilter hooks in and out), qdisc (enqueue/dequeue), dev
 (queued, handed to driver, transmit done, received), drop (kfree_skb with reason),
 sched (context switches, wake-ups, fork, exit). Default: app,tcp,ip,dev.
+
+A recording costs per event, so four per-packet kinds that repeat their neighbours for
+a host's own traffic are off unless asked for: dev_queue and dev_xmit (around the
+driver hand-over), ip_post_routing and ip_pre_routing (around LOCAL_OUT/LOCAL_IN;
+they matter for forwarded or NATed packets). `--kinds all` records everything.
 
 Filters run in the kernel: an event that does not match costs a map lookup, not a
 record. Task filters (-- COMMAND, -p, --comm, --cgroup) decide which sockets are
@@ -84,6 +90,12 @@ pub struct RecordArgs {
     #[arg(long, value_name = "LIST", default_value = "app,tcp,ip,dev", value_parser = parse_layers)]
     layers: std::collections::BTreeSet<Layer>,
 
+    /// Adjust the kinds recorded in those layers: +KIND adds one that is off by
+    /// default (dev_queue, dev_xmit, ip_post_routing, ip_pre_routing), -KIND leaves
+    /// one out, `all` records every kind of the selected layers.
+    #[arg(long, value_name = "LIST", value_parser = parse_kinds, allow_hyphen_values = true)]
+    kinds: Option<KindSelection>,
+
     /// Add MAGNeT's TCP snapshot (windows, RTT, cwnd, sequence numbers) to every tcp event.
     #[arg(long)]
     tcp_state: bool,
@@ -121,6 +133,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     };
     let mut config = RecordConfig::new(args.output.clone());
     config.layers = args.layers.clone();
+    config.kinds = args.kinds.clone().unwrap_or_default();
     config.tcp_state = args.tcp_state;
     config.set_buffer(args.buffer);
     config.filters = Filters {
