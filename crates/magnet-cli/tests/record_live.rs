@@ -812,3 +812,47 @@ fn a_killed_recorder_leaves_a_readable_trace() {
         "{v}"
     );
 }
+
+#[test]
+fn drops_carry_the_kernels_reason_by_name() {
+    if !live_or_skip("drops_carry_the_kernels_reason_by_name", &[Need::Btf]) {
+        return;
+    }
+    // Datagrams to a port nobody listens on are dropped with reason NO_SOCKET.
+    const PORT: u16 = 7993;
+    let path = tmp("drops.mgt");
+    let rec = Command::new(MAGNET)
+        .args([
+            "record",
+            "-o",
+            path.to_str().unwrap(),
+            "--all",
+            "--layers",
+            "drop",
+            "--port",
+            &PORT.to_string(),
+        ])
+        .args(["--duration", "2500ms", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..5 {
+        sock.send_to(b"nobody home", ("127.0.0.1", PORT)).unwrap();
+    }
+    json_stdout(&rec.wait_with_output().unwrap());
+    let out = magnet(&["parse", path.to_str().unwrap(), "--json", "--kind", "drop"]);
+    let drops: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let no_socket = drops
+        .iter()
+        .filter(|d| d["reason_name"] == "NO_SOCKET")
+        .count();
+    assert_eq!(no_socket, 5, "{drops:?}");
+    let text = magnet(&["parse", path.to_str().unwrap(), "--kind", "drop"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("reason=NO_SOCKET"));
+}

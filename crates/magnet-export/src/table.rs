@@ -323,6 +323,7 @@ mod tests {
             name: "cpu".into(),
             offset: 60,
             ty: FieldType::U32,
+            names: None,
         });
         let t = Table::new(&cat, ClockMap::default());
         let reason = t.columns().iter().find(|c| c.name == "reason").unwrap();

@@ -117,6 +117,31 @@ fn monotonic_now() -> u64 {
     t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
 }
 
+/// Names of the kernel enums that trace fields refer to, from this kernel's BTF
+/// (drop reasons are renumbered between releases, so a trace keeps its own).
+fn kernel_enums() -> BTreeMap<String, BTreeMap<String, String>> {
+    use libbpf_rs::btf::{types::Enum, Btf};
+    let mut out = BTreeMap::new();
+    let Ok(btf) = Btf::from_vmlinux() else {
+        return out;
+    };
+    if let Some(e) = btf.type_by_name::<Enum>("skb_drop_reason") {
+        let names = e
+            .iter()
+            .filter_map(|m| {
+                let name = m.name?.to_string_lossy();
+                let short = name
+                    .strip_prefix("SKB_DROP_REASON_")
+                    .unwrap_or(&name)
+                    .to_string();
+                Some((m.value.to_string(), short))
+            })
+            .collect();
+        out.insert("skb_drop_reason".to_string(), names);
+    }
+    out
+}
+
 fn host_header(config: &RecordConfig, target: &Target) -> Header {
     let uts = nix::sys::utsname::uname().ok();
     let host = uts
@@ -136,6 +161,7 @@ fn host_header(config: &RecordConfig, target: &Target) -> Header {
         }),
         Target::Pids => serde_json::json!({ "pids": config.filters.pids }),
     };
+    h.enums = kernel_enums();
     let mut settings = serde_json::to_value(config).expect("config serializes");
     settings["target"] = target;
     h.settings = settings;

@@ -47,6 +47,10 @@ pub struct FieldDesc {
     pub offset: u32,
     #[serde(rename = "type")]
     pub ty: FieldType,
+    /// For numbers that are a kernel enum: the table in `Header::enums` that
+    /// names its values (e.g. `skb_drop_reason`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub names: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,8 +167,15 @@ impl Layout {
             name: name.to_string(),
             offset: self.at,
             ty,
+            names: None,
         });
         self.at += ty.size();
+        self
+    }
+    /// A field whose values a header enum table names.
+    fn named(mut self, name: &str, ty: FieldType, table: &str) -> Self {
+        self = self.f(name, ty);
+        self.fields.last_mut().expect("just pushed").names = Some(table.to_string());
         self
     }
     fn pad(mut self, bytes: u32) -> Self {
@@ -500,7 +511,7 @@ impl Catalog {
                 .f("pkt_id", Hex64)
                 .f("location", Hex64)
                 .f("ifindex", U32)
-                .f("reason", U32)
+                .named("reason", U32, "skb_drop_reason")
                 .f("len", U32)
                 .f("ethertype", U16),
         );

@@ -143,6 +143,15 @@ impl<'a> Event<'a> {
     pub fn i64(&self, name: &str) -> Option<i64> {
         self.get(name)?.as_i64()
     }
+    /// The fields present in this record with their catalog entries, in order.
+    pub fn described_fields(&self) -> impl Iterator<Item = (&'a FieldDesc, Value)> + 'a {
+        let bytes = self.bytes;
+        self.desc
+            .fields
+            .iter()
+            .filter_map(move |f| decode_field(bytes, f).map(|v| (f, v)))
+    }
+
     /// The fields present in this record, in order.
     pub fn fields(&self) -> impl Iterator<Item = (&'a str, Value)> + 'a {
         let bytes = self.bytes;

@@ -45,6 +45,21 @@ pub struct Header {
     pub layers: Vec<LayerSource>,
     /// The recorder's settings (layers, filters, buffer size …), as given.
     pub settings: serde_json::Value,
+    /// Names of kernel enum values, read from the recording kernel's BTF (they
+    /// differ between kernels): table -> value (decimal string) -> name.
+    #[serde(default)]
+    pub enums: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+}
+
+impl Header {
+    /// The name of a field's value, when its catalog entry points at an enum table
+    /// this trace carries.
+    pub fn value_name(&self, field: &crate::FieldDesc, value: u64) -> Option<&str> {
+        self.enums
+            .get(field.names.as_ref()?)?
+            .get(&value.to_string())
+            .map(String::as_str)
+    }
 }
 
 impl Header {
@@ -60,6 +75,7 @@ impl Header {
             catalog: Catalog::builtin(),
             layers: Vec::new(),
             settings: serde_json::Value::Null,
+            enums: Default::default(),
         }
     }
 }

@@ -172,8 +172,15 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
             obj.insert("tid".into(), rec.tid().into());
             obj.insert("layer".into(), desc.layer.clone().into());
             obj.insert("kind".into(), desc.name.clone().into());
-            for (name, v) in ev.fields() {
-                obj.insert(name.to_string(), serde_json::to_value(&v)?);
+            for (f, v) in ev.described_fields() {
+                let name = v
+                    .as_u64()
+                    .and_then(|n| header.value_name(f, n))
+                    .map(str::to_string);
+                obj.insert(f.name.clone(), serde_json::to_value(&v)?);
+                if let Some(name) = name {
+                    obj.insert(format!("{}_name", f.name), name.into());
+                }
             }
             serde_json::to_writer(&mut out, &obj)?;
             out.write_all(b"\n")?;
@@ -196,8 +203,15 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
                 desc.layer,
                 desc.name
             );
-            for (name, v) in ev.fields() {
-                let _ = write!(line, " {name}={v}");
+            for (f, v) in ev.described_fields() {
+                match v.as_u64().and_then(|n| header.value_name(f, n)) {
+                    Some(name) => {
+                        let _ = write!(line, " {}={name}", f.name);
+                    }
+                    None => {
+                        let _ = write!(line, " {}={v}", f.name);
+                    }
+                }
             }
             line.push('\n');
             out.write_all(line.as_bytes())?;
