@@ -229,7 +229,7 @@ impl SegTrack {
     fn fin_end(&mut self, nxt: u32) -> Option<(u64, u64)> {
         let (seq, ts) = self.fin?;
         let d = nxt.wrapping_sub(seq) as i32;
-        if d < 1 || d > 1 << 20 {
+        if !(1..=1 << 20).contains(&d) {
             return None;
         }
         self.fin = None;
@@ -322,16 +322,18 @@ struct Conn {
     send_start: Option<(u32, u64, u32)>,
     pending_sends: VecDeque<(u32, u64)>,
     last_seg: Option<(u32, u64, Option<u64>)>,
-    /// Packets queued to the device (net_dev_queue), in order: (packet id,
-    /// length, payload bytes seen leaving as segments). A GSO packet leaves the
-    /// qdisc as several segments with packet ids of their own; it has reached the
-    /// driver when its payload has.
+    /// Packets TCP handed to IP, in order, on their way to the driver: (packet
+    /// id, IP length, payload bytes seen leaving as segments). A GSO packet
+    /// reaches the driver as several segments with packet ids of their own; it
+    /// has arrived when its payload has.
     txq: VecDeque<(u64, u64, u64)>,
-    /// Link-layer header bytes (dev length − IP length of one packet).
+    /// Link-layer header bytes (dev length − IP length of a whole packet).
     link_hdr: Option<u64>,
     /// IP + TCP header bytes of a data segment (IP length − payload).
     l34_hdr: Option<u64>,
     last_ip: Option<(u32, u64)>,
+    /// Largest payload of a segment frame seen (the MSS in practice).
+    seg_payload_max: u64,
     lat_send: Dist,
     send_unmatched: u64,
     // latency: receive
@@ -371,6 +373,7 @@ impl Conn {
             link_hdr: None,
             l34_hdr: None,
             last_ip: None,
+            seg_payload_max: 0,
             lat_send: Dist::default(),
             send_unmatched: 0,
             rx_base: None,
@@ -736,7 +739,6 @@ impl Analyzer {
             kind::IP_LOCAL_OUT => self.ip_out(ts, v),
             kind::IP_PRE_ROUTING | kind::IP_LOCAL_IN => self.ip_in(k, ts, v),
             kind::DEV_START_XMIT => self.dev_tx(ts, v),
-            kind::DEV_QUEUE => self.dev_queue(ts, v),
             kind::DEV_RX => {
                 let Some(pkt) = v.u(F::PktId) else { return };
                 let len = v.u(F::Len).unwrap_or(0);
@@ -958,6 +960,10 @@ impl Analyzer {
             }
         }
         if tcp {
+            if c.txq.len() >= QUEUE_CAP {
+                c.txq.pop_front();
+            }
+            c.txq.push_back((pkt, len, 0));
             if let Some((t, size)) = c.seg[OUT].segment(seq, ts, flags) {
                 c.layers[TCP][OUT].unit(t, size);
             }
@@ -1006,32 +1012,6 @@ impl Analyzer {
         }
     }
 
-    /// A packet queued to the device (before the qdisc and GSO segmentation).
-    fn dev_queue(&mut self, ts: u64, v: &View) {
-        let pkt = v.u(F::PktId).unwrap_or(0);
-        let Some(cookie) = self.dev_cookie(ts, v, pkt) else {
-            return;
-        };
-        let len = v.u(F::Len).unwrap_or(0);
-        let ip_len = self
-            .pkt_out
-            .get(&pkt)
-            .filter(|p| p.0 == cookie)
-            .map(|p| p.2);
-        let Some(c) = self.conns.get_mut(&cookie) else {
-            return;
-        };
-        if let Some(il) = ip_len {
-            if len > il && len - il <= 64 {
-                c.link_hdr = Some(len - il);
-            }
-        }
-        if c.txq.len() >= QUEUE_CAP {
-            c.txq.pop_front();
-        }
-        c.txq.push_back((pkt, len, 0));
-    }
-
     fn dev_tx(&mut self, ts: u64, v: &View) {
         let pkt = v.u(F::PktId).unwrap_or(0);
         let Some(cookie) = self.dev_cookie(ts, v, pkt) else {
@@ -1043,26 +1023,40 @@ impl Analyzer {
         c.layers[DEV][OUT].unit(ts, len);
         // Which queued packet has now fully reached the driver?
         let mut done = None;
-        // (Same id and length: packet ids of freed skbs are sometimes reused by
-        // segments, the length tells them apart.)
-        if let Some(pos) = c.txq.iter().take(4).position(|q| q.0 == pkt && q.1 == len) {
-            // Whole packets (not segmented); anything queued before it left too.
+        // A whole packet: same id, and the IP length plus the link header.
+        // (Packet ids of freed skbs are sometimes reused by segments; the
+        // length tells them apart.)
+        let link = c.link_hdr;
+        let whole =
+            |q: &(u64, u64, u64)| q.0 == pkt && len > q.1 && link.is_none_or(|l| len == q.1 + l);
+        if let Some(pos) = c.txq.iter().take(4).position(whole) {
+            // Anything queued before it left too.
             for _ in 0..pos {
                 c.txq.pop_front();
             }
-            done = c.txq.pop_front().map(|q| q.0);
+            if let Some(q) = c.txq.pop_front() {
+                if len - q.1 <= 64 {
+                    c.link_hdr = Some(len - q.1);
+                }
+                done = Some(q.0);
+            }
         } else if let (Some(l2), Some(l34)) = (c.link_hdr, c.l34_hdr) {
             // A segment of the packet at the head of the queue.
-            let hdr = l2 + l34;
+            let payload = len.saturating_sub(l2 + l34);
+            let full = c.seg_payload_max.max(payload);
+            c.seg_payload_max = full;
             if let Some(head) = c.txq.front_mut() {
-                head.2 += len.saturating_sub(hdr);
-                if head.2 >= head.1.saturating_sub(hdr) {
+                head.2 += payload;
+                // Only the last segment of a GSO packet is short: if one comes
+                // before the packet's payload is complete, a frame went
+                // unrecorded, and the packet still ends here.
+                if head.2 >= head.1.saturating_sub(l34) || payload < full {
                     done = c.txq.pop_front().map(|q| q.0);
                 }
             }
         }
         if done.is_none() && c.txq.is_empty() {
-            // No net_dev_queue events recorded: the frame is the packet IP saw.
+            // Nothing queued from IP (no IP layer recorded): the frame is the packet.
             done = Some(pkt);
         }
         if let Some(p) = done {

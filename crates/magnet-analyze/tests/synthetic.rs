@@ -610,6 +610,11 @@ fn send_latency_through_gso_segmentation() {
         v.push(dev(kind::DEV_QUEUE, t + 12_000, 1, pkt, 10306));
         v.push(app(kind::APP_SEND, t + 20_000, 7, 1, 10240));
         for k in 0..8u64 {
+            // The 3rd send's 2nd frame went unrecorded: its short last frame
+            // still ends the packet.
+            if i == 2 && k == 1 {
+                continue;
+            }
             let len = if k < 7 { 1514 } else { 170 };
             v.push(dev(
                 kind::DEV_START_XMIT,
@@ -633,7 +638,7 @@ fn send_latency_through_gso_segmentation() {
     // tcp_sendmsg at t; 8th frame at t + 100 µs + 7 × 1.5 ms.
     assert_eq!((l.count, l.min, l.max), (3, 10_600_000, 10_600_000));
     assert_eq!(c.latency.send_unmatched, 0);
-    assert_eq!(c.row("dev", "out").unwrap().units, 26);
+    assert_eq!(c.row("dev", "out").unwrap().units, 25);
     assert_eq!(c.row("tcp", "out").unwrap().bytes, 30720);
 }
 

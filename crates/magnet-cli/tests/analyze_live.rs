@@ -216,6 +216,13 @@ fn paced_sender_through_rate_limited_link() {
         "{tasks:?}"
     );
     eprintln!("{}", ok(&magnet(&["analyze", trace.to_str().unwrap()])));
+
+    if live_or_skip(
+        "report_in_chromium",
+        &[Need::Tool("chromium"), Need::Tool("python3")],
+    ) {
+        check_report_in_chromium(&trace, &j);
+    }
 }
 
 const MTUS: [u32; 3] = [1500, 1200, 900];
@@ -377,4 +384,218 @@ wait",
         "spacing less regular after 3 stacks than after 1: {table:?}"
     );
     eprintln!("{}", ok(&magnet(&["analyze", trace.to_str().unwrap()])));
+}
+
+/// Counts strongly coloured pixels (plot marks and legends, not grey axes or
+/// black text; a legend alone has a few hundred) inside
+/// each rectangle of a PNG screenshot. Python's zlib does the inflating.
+const PNG_COUNT: &str = r#"
+import json, struct, sys, zlib
+data = open(sys.argv[1], "rb").read()
+rects = json.loads(sys.argv[2])
+pos, idat, w = 8, b"", 0
+while pos < len(data):
+    n, t = struct.unpack(">I4s", data[pos:pos + 8]); body = data[pos + 8:pos + 8 + n]; pos += 12 + n
+    if t == b"IHDR":
+        w, h, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
+        assert depth == 8 and ctype in (2, 6) and interlace == 0, (depth, ctype, interlace)
+        bpp = 3 if ctype == 2 else 4
+    elif t == b"IDAT":
+        idat += body
+raw = zlib.decompress(idat)
+stride = w * bpp
+rows, prev, i = [], bytearray(stride), 0
+for _ in range(h):
+    f = raw[i]; line = bytearray(raw[i + 1:i + 1 + stride]); i += 1 + stride
+    for x in range(stride):
+        a = line[x - bpp] if x >= bpp else 0
+        b = prev[x]; c = prev[x - bpp] if x >= bpp else 0
+        if f == 1: line[x] = (line[x] + a) & 255
+        elif f == 2: line[x] = (line[x] + b) & 255
+        elif f == 3: line[x] = (line[x] + (a + b) // 2) & 255
+        elif f == 4:
+            p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+    rows.append(line); prev = line
+out = []
+for x0, y0, rw, rh, name in rects:
+    n = 0
+    for y in range(max(y0, 0), min(y0 + rh, h)):
+        row = rows[y]
+        for x in range(max(x0, 0), min(x0 + rw, w)):
+            r, g, b = row[x * bpp], row[x * bpp + 1], row[x * bpp + 2]
+            if max(r, g, b) - min(r, g, b) > 60:
+                n += 1
+    out.append([name, n])
+print(json.dumps(out))
+"#;
+
+fn chromium(args: &[&str]) -> Output {
+    let profile = tempfile_dir("chromium-profile");
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1000,6000",
+            &format!("--user-data-dir={}", profile.display()),
+        ])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run chromium");
+    let _ = std::fs::remove_dir_all(&profile);
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn tempfile_dir(name: &str) -> PathBuf {
+    let d = tmp(&format!(
+        "{name}-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The value a report's `data-key` names, from `magnet analyze --json`.
+fn value_for(j: &Value, key: &str) -> Value {
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts[0] == "trace" {
+        return j["trace"][parts[1]].clone();
+    }
+    if parts[0] == "task" {
+        let t = j["sched"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tid"].as_u64().map(|v| v.to_string()).as_deref() == Some(parts[1]))
+            .unwrap();
+        return t[parts[2]][parts[3]].clone();
+    }
+    let c = j["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cookie"].as_u64().map(|v| v.to_string()).as_deref() == Some(parts[0]))
+        .unwrap_or_else(|| panic!("{key}: no connection"));
+    match parts[1] {
+        "app" | "tcp" if parts.len() == 3 => c[parts[1]][parts[2]].clone(),
+        "latency" => c["latency"][parts[2]][parts[3]].clone(),
+        "out" | "in" => c["coalescing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["dir"] == parts[1])
+            .unwrap()[parts[2]]
+            .clone(),
+        layer => {
+            let r = row(c, layer, parts[2]);
+            parts[3..].iter().fold(r.clone(), |v, p| v[*p].clone())
+        }
+    }
+}
+
+/// The report of `trace` opened in headless Chromium: no console messages,
+/// every plot drawn (coloured marks in each plot's area of a screenshot), and
+/// every number on the page equal to `magnet analyze --json`.
+fn check_report_in_chromium(trace: &Path, j: &Value) {
+    let html = trace.with_extension("html");
+    ok(&magnet(&[
+        "report",
+        trace.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    for bad in [
+        "src=",
+        "<link",
+        "href=\"http",
+        "fetch(",
+        "XMLHttpRequest",
+        "url(",
+        "@import",
+        "import(",
+    ] {
+        assert!(
+            !page.contains(bad),
+            "the page must not load anything ({bad})"
+        );
+    }
+    let url = format!("file://{}", html.display());
+    let dom = chromium(&["--dump-dom", &url]);
+    let stderr = String::from_utf8_lossy(&dom.stderr);
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console output: {console:?}");
+    let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
+
+    // Numbers: every data-key on the page against the analysis.
+    let mut checked = 0;
+    for part in dom.split("data-key=\"").skip(1) {
+        let key = &part[..part.find('"').unwrap()];
+        let rest = &part[part.find("data-value=\"").unwrap() + 12..];
+        let shown: f64 = rest[..rest.find('"').unwrap()].parse().unwrap();
+        let want = value_for(j, key);
+        let w = want
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key}: analyze --json has {want}"));
+        // Integers exactly; fractions to the last bit or so (serde_json's float
+        // parsing is not always correctly rounded).
+        assert!(
+            shown == w || (shown - w).abs() <= 1e-12 * w.abs(),
+            "{key}: page {shown}, analyze --json {want}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 60, "only {checked} numbers on the page");
+
+    // Plots: drawn, and coloured marks in each one's area of a screenshot.
+    let attr = |name: &str| {
+        let at = dom
+            .find(&format!("{name}=\""))
+            .unwrap_or_else(|| panic!("no {name}: the script did not run"))
+            + name.len()
+            + 2;
+        dom[at..at + dom[at..].find('"').unwrap()].replace("&quot;", "\"")
+    };
+    let rects = attr("data-plot-rects");
+    let rendered: usize = attr("data-rendered").parse().unwrap();
+    assert!(
+        rendered >= 10,
+        "{rendered} plots: 6 layer rows, 4 TCP state, latency, scheduler"
+    );
+    let png = html.with_extension("png");
+    chromium(&[&format!("--screenshot={}", png.display()), &url]);
+    let counts = Command::new("python3")
+        .args(["-c", PNG_COUNT, png.to_str().unwrap(), &rects])
+        .output()
+        .unwrap();
+    assert!(
+        counts.status.success(),
+        "{}",
+        String::from_utf8_lossy(&counts.stderr)
+    );
+    let counts: Vec<(String, u64)> = serde_json::from_slice(&counts.stdout).unwrap();
+    assert_eq!(counts.len(), rendered);
+    for (name, n) in &counts {
+        assert!(
+            *n >= 1000,
+            "plot {name} looks blank in the screenshot ({n} coloured pixels): {counts:?}"
+        );
+    }
+    eprintln!("report: {checked} numbers equal to analyze --json; plots {counts:?}");
 }
