@@ -254,6 +254,20 @@ fn known_workload_across_namespaces() {
         "packets received on the peer's veth (ifindex {} in its namespace)",
         b.ifindex()
     );
+    // Every datagram is attributed on receive too, including those that arrive
+    // before the receiver's first recv() (its flow is known from bind()).
+    let udp_rx = evs
+        .iter()
+        .filter(|e| {
+            e.kind_id == kind::DEV_RX
+                && e.u("ifindex") == b.ifindex() as u64
+                && e.u("len") == UDP_U + 28
+        })
+        .count();
+    assert_eq!(
+        udp_rx as u64, UDP_M,
+        "UDP datagrams received on the peer's veth"
+    );
 
     // ---- ip: identification numbers equal those on the wire ---------------------
     let a_ip = IpAddr::V4(a.addr());

@@ -144,13 +144,14 @@ pub const PROBES: &[Probe] = &[
 pub const FOLLOW_FORKS: &str = "sched_fork";
 pub const PKT_FREE: &str = "pkt_free";
 pub const PKT_CONSUME: &str = "pkt_consume";
+pub const FLOWS_AT_BIND: &str = "flow_sys_exit";
 
 /// Every program name in the object, for autoload decisions.
 pub fn all_programs() -> impl Iterator<Item = &'static str> {
     PROBES
         .iter()
         .map(|p| p.prog)
-        .chain([FOLLOW_FORKS, PKT_FREE, PKT_CONSUME])
+        .chain([FOLLOW_FORKS, PKT_FREE, PKT_CONSUME, FLOWS_AT_BIND])
 }
 
 pub fn hook_name(a: Attach) -> String {

@@ -497,6 +497,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             probes::FOLLOW_FORKS => filter_pids || config.layers.contains(&Layer::Sched),
             probes::PKT_FREE => packets && !config.layers.contains(&Layer::Drop),
             probes::PKT_CONSUME => packets,
+            probes::FLOWS_AT_BIND => packets && filter_tasks,
             _ => false,
         }
     };
@@ -574,7 +575,12 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             }
         }
     }
-    for name in [probes::FOLLOW_FORKS, probes::PKT_FREE, probes::PKT_CONSUME] {
+    for name in [
+        probes::FOLLOW_FORKS,
+        probes::PKT_FREE,
+        probes::PKT_CONSUME,
+        probes::FLOWS_AT_BIND,
+    ] {
         if !wanted(name) {
             continue;
         }

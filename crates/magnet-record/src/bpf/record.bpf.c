@@ -330,7 +330,7 @@ static __always_inline void read_sk_tuple(const struct sock *sk, struct sk_tuple
 static __always_inline __u64 sk_cookie(const struct sock *sk)
 {
 	/* skc_cookie is assigned lazily; bpf_get_socket_cookie() assigns it. */
-	__u64 c = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	__u64 c = sk->__sk_common.skc_cookie.counter;
 	if (!c)
 		c = bpf_get_socket_cookie((void *)sk);
 	return c;
@@ -417,79 +417,86 @@ struct pkt_info {
 	bool ok;
 };
 
+/* Bytes read at L3 in one go: an IPv6 header or an IPv4 header with up to 24
+ * bytes of options, plus the first 16 bytes of TCP/UDP. One probe read
+ * instead of three (version byte, IP header, transport header): each read is
+ * a helper call, and this runs for every packet event. */
+#define L3_PEEK 80
+
+static __always_inline void parse_l4(const __u8 *l4, struct pkt_info *pi)
+{
+	if (pi->protocol == IPPROTO_TCP) {
+		const struct tcphdr *th = (const struct tcphdr *)l4;
+		pi->sport = bpf_ntohs(th->source);
+		pi->dport = bpf_ntohs(th->dest);
+		pi->seq = bpf_ntohl(th->seq);
+		pi->ack = bpf_ntohl(th->ack_seq);
+		pi->tcp_flags = l4[13];
+	} else if (pi->protocol == IPPROTO_UDP) {
+		const struct udphdr *uh = (const struct udphdr *)l4;
+		pi->sport = bpf_ntohs(uh->source);
+		pi->dport = bpf_ntohs(uh->dest);
+	}
+}
+
 /* Parse IPv4/IPv6 and the first bytes of TCP/UDP at `l3`. */
 static __always_inline void parse_l3(const void *l3, struct pkt_info *pi)
 {
-	__u8 vb = 0;
-	bpf_probe_read_kernel(&vb, 1, l3);
-	const void *l4;
-	if ((vb >> 4) == 4) {
-		struct iphdr ip;
-		if (bpf_probe_read_kernel(&ip, sizeof(ip), l3))
-			return;
+	__u8 buf[L3_PEEK];
+	/* A short packet at the very end of its buffer could make the long read
+	 * fault: fall back to the 40 bytes every IP packet with ports has. */
+	if (bpf_probe_read_kernel(buf, sizeof(buf), l3) && bpf_probe_read_kernel(buf, 40, l3))
+		return;
+	__u8 version = buf[0] >> 4;
+	if (version == 4) {
+		const struct iphdr *ip = (const struct iphdr *)buf;
 		pi->version = 4;
-		pi->tos = ip.tos;
-		pi->ttl = ip.ttl;
-		pi->protocol = ip.protocol;
-		pi->tot_len = bpf_ntohs(ip.tot_len);
-		pi->ip_id = bpf_ntohs(ip.id);
-		pi->frag_off = bpf_ntohs(ip.frag_off);
-		v4_mapped(pi->saddr, ip.saddr);
-		v4_mapped(pi->daddr, ip.daddr);
+		pi->tos = ip->tos;
+		pi->ttl = ip->ttl;
+		pi->protocol = ip->protocol;
+		pi->tot_len = bpf_ntohs(ip->tot_len);
+		pi->ip_id = bpf_ntohs(ip->id);
+		pi->frag_off = bpf_ntohs(ip->frag_off);
+		v4_mapped(pi->saddr, ip->saddr);
+		v4_mapped(pi->daddr, ip->daddr);
 		pi->ok = true;
 		if (pi->frag_off & 0x1fff) /* not the first fragment: no ports */
 			return;
-		l4 = l3 + ip.ihl * 4;
-	} else if ((vb >> 4) == 6) {
-		struct ipv6hdr ip6;
-		if (bpf_probe_read_kernel(&ip6, sizeof(ip6), l3))
-			return;
+		__u32 ihl = (buf[0] & 0xf) * 4;
+		if (ihl == 20)
+			parse_l4(buf + 20, pi);
+		else if (ihl >= 24 && ihl <= L3_PEEK - 20)
+			parse_l4(buf + (ihl & 0x3f), pi);
+	} else if (version == 6) {
+		const struct ipv6hdr *ip6 = (const struct ipv6hdr *)buf;
 		pi->version = 6;
-		pi->tos = (ip6.priority << 4) | (ip6.flow_lbl[0] >> 4);
-		pi->ttl = ip6.hop_limit;
-		pi->protocol = ip6.nexthdr;
-		pi->tot_len = bpf_ntohs(ip6.payload_len) + 40;
-		__builtin_memcpy(pi->saddr, &ip6.saddr, 16);
-		__builtin_memcpy(pi->daddr, &ip6.daddr, 16);
+		pi->tos = (ip6->priority << 4) | (ip6->flow_lbl[0] >> 4);
+		pi->ttl = ip6->hop_limit;
+		pi->protocol = ip6->nexthdr;
+		pi->tot_len = bpf_ntohs(ip6->payload_len) + 40;
+		__builtin_memcpy(pi->saddr, &ip6->saddr, 16);
+		__builtin_memcpy(pi->daddr, &ip6->daddr, 16);
 		pi->ok = true;
-		l4 = l3 + 40;
-	} else {
-		return;
-	}
-	if (pi->protocol == IPPROTO_TCP) {
-		struct tcphdr th;
-		if (bpf_probe_read_kernel(&th, sizeof(th), l4))
-			return;
-		pi->sport = bpf_ntohs(th.source);
-		pi->dport = bpf_ntohs(th.dest);
-		pi->seq = bpf_ntohl(th.seq);
-		pi->ack = bpf_ntohl(th.ack_seq);
-		pi->tcp_flags = ((__u8 *)&th)[13];
-	} else if (pi->protocol == IPPROTO_UDP) {
-		struct udphdr uh;
-		if (bpf_probe_read_kernel(&uh, sizeof(uh), l4))
-			return;
-		pi->sport = bpf_ntohs(uh.source);
-		pi->dport = bpf_ntohs(uh.dest);
+		parse_l4(buf + 40, pi);
 	}
 }
 
 /* IP header of an skb on the transmit path (network_header is set). */
 static __always_inline void parse_skb_tx(const struct sk_buff *skb, struct pkt_info *pi)
 {
-	__u16 nh = BPF_CORE_READ(skb, network_header);
+	__u16 nh = skb->network_header;
 	if (nh == (__u16)~0U)
 		return;
-	parse_l3(BPF_CORE_READ(skb, head) + nh, pi);
+	parse_l3(skb->head + nh, pi);
 }
 
 /* On receive before the stack has looked at it, data points at L3. */
 static __always_inline void parse_skb_rx(const struct sk_buff *skb, struct pkt_info *pi)
 {
-	__u16 proto = bpf_ntohs(BPF_CORE_READ(skb, protocol));
+	__u16 proto = bpf_ntohs(skb->protocol);
 	if (proto != ETH_P_IP && proto != ETH_P_IPV6)
 		return;
-	parse_l3(BPF_CORE_READ(skb, data), pi);
+	parse_l3(skb->data, pi);
 }
 
 /* A kernel pointer as a plain number: the verifier forbids arithmetic on
@@ -515,7 +522,8 @@ static __always_inline __u64 pkt_id(const struct sk_buff *skb, enum pkt_point at
 	struct pkt_slot *slot = pkt_slot(a);
 	if (!slot)
 		return 0;
-	__u64 head = (__u64)BPF_CORE_READ(skb, head);
+	/* A char pointer loaded from a BTF struct is a plain number already. */
+	__u64 head = (__u64)skb->head;
 	if (slot->skb == a && slot->head == head && at != PKT_BIRTH &&
 	    !(at == PKT_TX && (slot->flags & PKT_DELIVERED))) {
 		if (at == PKT_END)
@@ -538,11 +546,14 @@ static __always_inline __u64 pkt_id(const struct sk_buff *skb, enum pkt_point at
 /* The skb's socket and its cookie (0 when it has none or none was assigned). */
 static __always_inline __u64 skb_cookie(const struct sk_buff *skb, __u64 *sk_out)
 {
-	struct sock *sk = BPF_CORE_READ(skb, sk);
-	*sk_out = (__u64)sk;
-	if (!sk)
+	struct sock *sk = skb->sk;
+	if (!sk) {
+		*sk_out = 0;
 		return 0;
-	return BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	}
+	/* The socket's address is only compared when filtering. */
+	*sk_out = (filter_tasks || port_filter || filter_host) ? addr_of(sk) : 1;
+	return sk->__sk_common.skc_cookie.counter;
 }
 
 /*
@@ -631,6 +642,32 @@ static __always_inline __u64 fd_socket(__u64 fd)
 	return so ? (__u64)BPF_CORE_READ(so, sk) : 0;
 }
 
+#define NR_connect 42
+#define NR_bind 49
+
+/* Loaded with task filters and packet layers: a socket bound or connected by a
+ * traced task has its flow known from then on, so packets that arrive before
+ * its first send or recv (a UDP receiver not yet in recv) are attributed. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(flow_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (ret != 0)
+		return 0;
+	long id = regs->orig_ax;
+	if (id != NR_bind && id != NR_connect)
+		return 0;
+	if (!task_traced())
+		return 0;
+	__u64 sk = fd_socket(regs->di);
+	if (!sk)
+		return 0;
+	struct sk_tuple t = {};
+	read_sk_tuple((const struct sock *)sk, &t);
+	if (t.sport && (t.protocol == IPPROTO_UDP || t.protocol == IPPROTO_TCP))
+		track_flow(&t, 0);
+	return 0;
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 {
@@ -680,7 +717,7 @@ int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 
 static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 kind)
 {
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u16 family = sk->__sk_common.skc_family;
 	/* The tracepoints also fire for netlink and unix sockets. */
 	if (family != AF_INET && family != AF_INET6)
 		return 0;
@@ -705,8 +742,8 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 	r->ret = ret;
 	r->msg_flags = flags;
 	r->family = family;
-	r->protocol = BPF_CORE_READ(sk, sk_protocol);
-	r->type = BPF_CORE_READ(sk, sk_type);
+	r->protocol = sk->sk_protocol;
+	r->type = sk->sk_type;
 	r->_pad0 = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	submit(r);
@@ -801,7 +838,7 @@ SEC("tp_btf/tcp_probe")
 int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
 {
 	struct tcp_skb_cb *cb = (struct tcp_skb_cb *)&skb->cb[0];
-	tcp_event(sk, skb, MG_TCP_RCV, BPF_CORE_READ(skb, len), BPF_CORE_READ(cb, tcp_flags), false);
+	tcp_event(sk, skb, MG_TCP_RCV, skb->len, BPF_CORE_READ(cb, tcp_flags), false);
 	return 0;
 }
 
@@ -901,8 +938,7 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 {
 	struct sk_buff *skb = ctx->skb;
 	struct pkt_info pi = {};
-	__u16 nh = BPF_CORE_READ(skb, network_header);
-	parse_l3(BPF_CORE_READ(skb, head) + nh, &pi);
+	parse_l3(skb->head + skb->network_header, &pi);
 	if (!pi.ok)
 		return NF_ACCEPT;
 	__u64 sk;
@@ -920,8 +956,8 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 				: kind == MG_IP_LOCAL_IN     ? PKT_END
 							     : PKT_FOLLOW);
 	const struct nf_hook_state *st = ctx->state;
-	struct net_device *dev = rx ? BPF_CORE_READ(st, in) : BPF_CORE_READ(st, out);
-	r->ifindex = dev ? BPF_CORE_READ(dev, ifindex) : 0;
+	struct net_device *dev = rx ? st->in : st->out;
+	r->ifindex = dev ? dev->ifindex : 0;
 	r->tot_len = pi.tot_len;
 	r->ip_id = pi.ip_id;
 	r->frag_off = pi.frag_off;
@@ -1038,7 +1074,7 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	r->ifindex = ifindex;
 	r->len = len;
 	r->rc = rc;
-	r->ethertype = read_skb ? bpf_ntohs(BPF_CORE_READ(skb, protocol)) : 0;
+	r->ethertype = read_skb ? bpf_ntohs(skb->protocol) : 0;
 	r->_pad0 = 0;
 	submit(r);
 }
@@ -1046,7 +1082,7 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 SEC("tp_btf/net_dev_queue")
 int BPF_PROG(dev_queue, struct sk_buff *skb)
 {
-	dev_event(skb, MG_DEV_QUEUE, BPF_CORE_READ(skb, dev, ifindex), BPF_CORE_READ(skb, len), 0,
+	dev_event(skb, MG_DEV_QUEUE, skb->dev->ifindex, skb->len, 0,
 		  false, true);
 	return 0;
 }
@@ -1054,7 +1090,7 @@ int BPF_PROG(dev_queue, struct sk_buff *skb)
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(dev_start_xmit, const struct sk_buff *skb, const struct net_device *dev)
 {
-	dev_event(skb, MG_DEV_START_XMIT, BPF_CORE_READ(dev, ifindex), BPF_CORE_READ(skb, len), 0,
+	dev_event(skb, MG_DEV_START_XMIT, dev->ifindex, skb->len, 0,
 		  false, true);
 	return 0;
 }
@@ -1073,14 +1109,14 @@ int BPF_PROG(dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev, unsi
 			return 0;
 		slot->flags &= ~PKT_IN_DRIVER;
 	}
-	dev_event(skb, MG_DEV_XMIT, BPF_CORE_READ(dev, ifindex), len, rc, false, false);
+	dev_event(skb, MG_DEV_XMIT, dev->ifindex, len, rc, false, false);
 	return 0;
 }
 
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(dev_rx, struct sk_buff *skb)
 {
-	dev_event(skb, MG_DEV_RX, BPF_CORE_READ(skb, dev, ifindex), BPF_CORE_READ(skb, len), 0,
+	dev_event(skb, MG_DEV_RX, skb->dev->ifindex, skb->len, 0,
 		  true, true);
 	return 0;
 }
