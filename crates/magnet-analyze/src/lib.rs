@@ -10,8 +10,8 @@
 //! - **latency through the stack**, matched by TCP sequence ranges;
 //! - **scheduler** statistics.
 //!
-//! The [`Analyzer`] takes records one at a time (in time order, e.g. through
-//! [`magnet_trace::TimeOrdered`]) and keeps bounded state: distributions are
+//! The [`Analyzer`] takes records one at a time (in time order: [`analyze`]
+//! sorts them in batches within a window) and keeps bounded state: distributions are
 //! exact up to a few thousand distinct values and then coarsened, plot series
 //! are decimated, per-packet maps are swept by age. `docs/analyze.md` explains
 //! every number.
@@ -29,20 +29,52 @@
 pub mod dist;
 mod fields;
 pub mod model;
+mod order;
 mod sched;
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::io::Read;
 use std::net::IpAddr;
 
-use magnet_trace::{
-    catalog::tcp_state_name, kind, Header, Record, Records, TimeOrdered, TraceReader,
-};
+use magnet_trace::{catalog::tcp_state_name, kind, Header, Record, Records, TraceReader};
 
 pub use dist::{Dist, Stats};
 use fields::{Layouts, View, F};
 pub use model::*;
 use sched::SchedAcc;
+
+/// FxHash (as in rustc): the maps are keyed by cookies and packet ids the
+/// trace gives, not by anything an attacker picks, so SipHash buys nothing.
+#[derive(Default, Clone, Copy)]
+struct Fx(u64);
+
+impl std::hash::Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v as u64)
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(v as u64)
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64)
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64)
+    }
+}
+
+type Map<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
 
 /// What to analyse and keep.
 #[derive(Clone, Debug)]
@@ -75,7 +107,7 @@ pub fn analyze<R: Read>(reader: &mut TraceReader<R>, opts: &Options) -> Analysis
     let header = reader.header().clone();
     let mut a = Analyzer::new(&header, opts.clone());
     let mut damage = Vec::new();
-    for item in TimeOrdered::new(Records(reader), opts.window) {
+    for item in order::Batched::new(Records(reader), opts.window) {
         match item {
             Ok(rec) => a.push(&rec),
             Err(e) => damage.push(e.to_string()),
@@ -511,7 +543,7 @@ impl Conn {
 
 /// Packets holding the last byte of sends, waiting for their device event:
 /// packet id → (since, [(cookie, send start)]).
-type SendWait = HashMap<u64, (u64, Vec<(u64, u64)>)>;
+type SendWait = Map<u64, (u64, Vec<(u64, u64)>)>;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 struct FlowKey {
@@ -532,21 +564,23 @@ struct PendingRx {
 /// [`Analyzer::push`], then call [`Analyzer::finish`].
 pub struct Analyzer {
     opts: Options,
-    layouts: Layouts,
+    /// Taken out while a record is dispatched (it borrows the record).
+    layouts: Option<Layouts>,
     header: Header,
     origin: u64,
-    conns: HashMap<u64, Conn>,
-    flows: HashMap<FlowKey, u64>,
+    conns: Map<u64, Conn>,
+    flows: Map<FlowKey, u64>,
     /// Outgoing packets seen at IP: packet id → (cookie, time, IP length), for
     /// device events that carry no socket.
-    pkt_out: HashMap<u64, (u64, u64, u64)>,
-    dev_rx: HashMap<u64, PendingRx>,
+    pkt_out: Map<u64, (u64, u64, u64)>,
+    dev_rx: Map<u64, PendingRx>,
     send_wait: SendWait,
     sched: SchedAcc,
     lost: Vec<LostRegion>,
-    cpu_last: HashMap<u32, u64>,
+    /// Last record time per CPU.
+    cpu_last: Vec<Option<u64>>,
     records: u64,
-    by_layer: HashMap<u16, u64>,
+    by_kind: Vec<u64>,
     unattributed: Unattributed,
     last_ts: u64,
     next_sweep: u64,
@@ -560,19 +594,19 @@ impl Analyzer {
     pub fn new(header: &Header, opts: Options) -> Analyzer {
         let origin = header.clock.monotonic_ns;
         Analyzer {
-            layouts: Layouts::new(&header.catalog),
+            layouts: Some(Layouts::new(&header.catalog)),
             header: header.clone(),
             origin,
-            conns: HashMap::new(),
-            flows: HashMap::new(),
-            pkt_out: HashMap::new(),
-            dev_rx: HashMap::new(),
-            send_wait: HashMap::new(),
+            conns: Map::default(),
+            flows: Map::default(),
+            pkt_out: Map::default(),
+            dev_rx: Map::default(),
+            send_wait: Map::default(),
             sched: SchedAcc::new(origin, opts.sched_bin_ns, opts.series_cap.min(4000)),
             lost: Vec::new(),
-            cpu_last: HashMap::new(),
+            cpu_last: Vec::new(),
             records: 0,
-            by_layer: HashMap::new(),
+            by_kind: vec![0; 1 << 16],
             unattributed: Unattributed::default(),
             last_ts: 0,
             next_sweep: 0,
@@ -660,18 +694,22 @@ impl Analyzer {
         let ts = rec.ts_ns();
         let k = rec.kind();
         self.records += 1;
-        *self.by_layer.entry(k).or_default() += 1;
+        self.by_kind[k as usize] += 1;
         self.last_ts = self.last_ts.max(ts);
         let cpu = rec.cpu() as u32;
         if ts >= self.next_sweep {
             self.sweep(ts);
             self.next_sweep = ts + PKT_TTL_NS / 4;
         }
-        let layouts = std::mem::replace(&mut self.layouts, Layouts::empty());
+        let layouts = self.layouts.take().expect("put back after every record");
         let v = layouts.view(k, &rec.bytes);
         self.dispatch(k, ts, cpu, rec, &v);
-        self.layouts = layouts;
-        self.cpu_last.insert(cpu, ts);
+        self.layouts = Some(layouts);
+        let c = cpu as usize;
+        if c >= self.cpu_last.len() {
+            self.cpu_last.resize(c + 1, None);
+        }
+        self.cpu_last[c] = Some(ts);
     }
 
     fn dispatch(&mut self, k: u16, ts: u64, cpu: u32, rec: &Record, v: &View) {
@@ -679,7 +717,12 @@ impl Analyzer {
         match k {
             kind::LOST => {
                 let lost_cpu = v.u(F::LostCpu).unwrap_or(cpu as u64) as u32;
-                let from = self.cpu_last.get(&lost_cpu).copied().unwrap_or(self.origin);
+                let from = self
+                    .cpu_last
+                    .get(lost_cpu as usize)
+                    .copied()
+                    .flatten()
+                    .unwrap_or(self.origin);
                 self.lost.push(LostRegion {
                     cpu: lost_cpu,
                     count: v.u(F::Count).unwrap_or(0),
@@ -1135,9 +1178,9 @@ impl Analyzer {
         conns.sort_by_key(|c| c.cookie);
         let mut records_by_layer = std::collections::BTreeMap::new();
         let index = magnet_trace::KindIndex::new(&self.header.catalog);
-        for (k, n) in &self.by_layer {
+        for (k, &n) in self.by_kind.iter().enumerate().filter(|(_, n)| **n > 0) {
             let layer = index
-                .get(*k)
+                .get(k as u16)
                 .map_or("unknown".to_string(), |d| d.layer.clone());
             *records_by_layer.entry(layer).or_default() += n;
         }
@@ -1184,15 +1227,6 @@ impl Snap {
             rcv_nxt: 0,
             state: 0,
         }
-    }
-}
-
-impl Layouts {
-    fn empty() -> Layouts {
-        Layouts::new(&magnet_trace::Catalog {
-            header: Vec::new(),
-            kinds: Vec::new(),
-        })
     }
 }
 

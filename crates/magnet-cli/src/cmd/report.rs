@@ -44,13 +44,20 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         window: args.window,
         ..Options::default()
     };
-    let a = super::analyze::load(&args.file, &opts, &[], false)?;
+    let mut a = super::analyze::load(&args.file, &opts, &[], false)?;
     if let Some(s) = args.sock {
         if !a.connections.iter().any(|c| c.cookie == s) {
             anyhow::bail!(
                 "--sock {s}: no connection with data has this cookie in {}",
                 args.file.display()
             );
+        }
+    }
+    // Only the plotted connection's series go into the page.
+    let pick = magnet_report::chosen(&a, args.sock);
+    for (i, c) in a.connections.iter_mut().enumerate() {
+        if Some(i) != pick {
+            c.series = None;
         }
     }
     let title = args
