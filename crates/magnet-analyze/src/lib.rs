@@ -545,6 +545,25 @@ impl Conn {
 /// packet id → (since, [(cookie, send start)]).
 type SendWait = Map<u64, (u64, Vec<(u64, u64)>)>;
 
+/// A packet's flow as seen from the local end (`local_is_src` on transmit).
+fn packet_key(v: &View, local_is_src: bool) -> Option<FlowKey> {
+    let (s, d) = (v.addr(F::Saddr)?, v.addr(F::Daddr)?);
+    let (sp, dp) = (v.u(F::Sport)? as u16, v.u(F::Dport)? as u16);
+    let proto = v.u(F::Protocol)? as u8;
+    let (local, lport, remote, rport) = if local_is_src {
+        (s, sp, d, dp)
+    } else {
+        (d, dp, s, sp)
+    };
+    Some(FlowKey {
+        local,
+        lport,
+        remote,
+        rport,
+        proto,
+    })
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 struct FlowKey {
     local: IpAddr,
@@ -574,6 +593,10 @@ pub struct Analyzer {
     /// device events that carry no socket.
     pkt_out: Map<u64, (u64, u64, u64)>,
     dev_rx: Map<u64, PendingRx>,
+    /// IP packets of no known socket yet: a socket is often announced only when
+    /// its first send or recv returns, after its first packet. (time, flow,
+    /// packet id, IP length, outgoing), kept for `PKT_TTL_NS`.
+    orphans: VecDeque<(u64, FlowKey, u64, u64, bool)>,
     send_wait: SendWait,
     sched: SchedAcc,
     lost: Vec<LostRegion>,
@@ -601,6 +624,7 @@ impl Analyzer {
             flows: Map::default(),
             pkt_out: Map::default(),
             dev_rx: Map::default(),
+            orphans: VecDeque::new(),
             send_wait: Map::default(),
             sched: SchedAcc::new(origin, opts.sched_bin_ns, opts.series_cap.min(4000)),
             lost: Vec::new(),
@@ -648,25 +672,32 @@ impl Analyzer {
             proto,
         };
         self.flows.insert(key, cookie);
+        if !self.orphans.is_empty() {
+            let orphans = std::mem::take(&mut self.orphans);
+            for o in orphans {
+                match self.flow_find(o.1) {
+                    Some(c) if o.4 => self.conn(c, o.0).layers[IP][OUT].unit(o.0, o.3),
+                    Some(c) => self.ip_in_unit(c, kind::IP_LOCAL_IN, o.0, o.2, o.3),
+                    None => self.orphans.push_back(o),
+                }
+            }
+        }
     }
 
     /// The socket of a packet by its 5-tuple; `local_is_src` on transmit.
     fn flow_lookup(&self, v: &View, local_is_src: bool) -> Option<u64> {
-        let (s, d) = (v.addr(F::Saddr)?, v.addr(F::Daddr)?);
-        let (sp, dp) = (v.u(F::Sport)? as u16, v.u(F::Dport)? as u16);
-        let proto = v.u(F::Protocol)? as u8;
-        let (local, lport, remote, rport) = if local_is_src {
-            (s, sp, d, dp)
-        } else {
-            (d, dp, s, sp)
-        };
-        let key = FlowKey {
+        self.flow_find(packet_key(v, local_is_src)?)
+    }
+
+    /// The socket of a flow: exact, then bound to the local address and port
+    /// with any remote, then to the port on any address.
+    fn flow_find(&self, key: FlowKey) -> Option<u64> {
+        let FlowKey {
             local,
             lport,
-            remote,
-            rport,
             proto,
-        };
+            ..
+        } = key;
         if let Some(&c) = self.flows.get(&key) {
             return Some(c);
         }
@@ -976,7 +1007,13 @@ impl Analyzer {
             _ => self.flow_lookup(v, true),
         };
         let Some(cookie) = cookie else {
-            self.unattributed.ip += 1;
+            match packet_key(v, true) {
+                Some(key) if self.orphans.len() < 4096 => {
+                    let (pkt, len) = (v.u(F::PktId).unwrap_or(0), v.u(F::TotLen).unwrap_or(0));
+                    self.orphans.push_back((ts, key, pkt, len, true))
+                }
+                _ => self.unattributed.ip += 1,
+            }
             return;
         };
         let pkt = v.u(F::PktId).unwrap_or(0);
@@ -1023,10 +1060,20 @@ impl Analyzer {
         };
         let Some(cookie) = cookie else {
             if k == kind::IP_LOCAL_IN {
-                self.unattributed.ip += 1;
+                match packet_key(v, false) {
+                    Some(key) if self.orphans.len() < 4096 => {
+                        self.orphans
+                            .push_back((ts, key, pkt, v.u(F::TotLen).unwrap_or(0), false))
+                    }
+                    _ => self.unattributed.ip += 1,
+                }
             }
             return;
         };
+        self.ip_in_unit(cookie, k, ts, pkt, v.u(F::TotLen).unwrap_or(0));
+    }
+
+    fn ip_in_unit(&mut self, cookie: u64, k: u16, ts: u64, pkt: u64, len: u64) {
         let claim = match self.dev_rx.get_mut(&pkt) {
             Some(p) if !p.claimed && p.ts <= ts => {
                 p.claimed = true;
@@ -1034,7 +1081,6 @@ impl Analyzer {
             }
             _ => None,
         };
-        let len = v.u(F::TotLen).unwrap_or(0);
         let c = self.conn(cookie, ts);
         if let Some((t, l)) = claim {
             c.layers[DEV][IN].unit(t, l);
@@ -1137,6 +1183,10 @@ impl Analyzer {
             keep
         });
         self.unattributed.dev_rx += lost_rx;
+        while self.orphans.front().is_some_and(|o| old(o.0)) {
+            self.orphans.pop_front();
+            self.unattributed.ip += 1;
+        }
         self.pkt_out.retain(|_, p| !old(p.1));
         let conns = &mut self.conns;
         self.send_wait.retain(|_, (since, w)| {
@@ -1156,6 +1206,7 @@ impl Analyzer {
     /// The analysis of everything pushed so far.
     pub fn finish(mut self) -> Analysis {
         let end = self.last_ts;
+        self.unattributed.ip += self.orphans.len() as u64;
         self.unattributed.dev_rx += self.dev_rx.values().filter(|p| !p.claimed).count() as u64;
         for (_, (_, w)) in self.send_wait.drain() {
             for (ck, _) in w {

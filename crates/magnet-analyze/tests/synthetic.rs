@@ -535,8 +535,11 @@ fn lost_regions_and_truncation() {
 #[test]
 fn ip_packets_without_socket_found_by_tuple_and_wildcard() {
     // A UDP socket bound to B:53, unconnected (remote 0.0.0.0:0): packets to it
-    // are found through the wildcard flow.
-    let s = rec(kind::SOCK, T0, 0, 7, 7, false)
+    // are found through the wildcard flow. The socket is announced after its
+    // first packet arrived (at its first recv) and a dev_rx came before that:
+    // both are attributed once the socket is known. A packet of a flow nobody
+    // announces stays unattributed.
+    let s = rec(kind::SOCK, T0 + 2 * MS, 0, 7, 7, false)
         .set("cookie", 5)
         .set("family", 2)
         .set("protocol", 17)
@@ -546,7 +549,25 @@ fn ip_packets_without_socket_found_by_tuple_and_wildcard() {
     let pkt = |ts: u64, id: u64| {
         ip(kind::IP_LOCAL_IN, ts, 0, id, 80, 0, 0, (A, 3333), (B, 53)).set("protocol", 17)
     };
-    let a = run(&[s, pkt(T0 + MS, 1), pkt(T0 + 3 * MS, 2)]);
+    let stray = ip(
+        kind::IP_LOCAL_IN,
+        T0 + MS,
+        0,
+        9,
+        80,
+        0,
+        0,
+        (A, 3333),
+        (B, 54),
+    )
+    .set("protocol", 17);
+    let a = run(&[
+        dev(kind::DEV_RX, T0 + MS - 1_000, 0, 1, 80),
+        pkt(T0 + MS, 1),
+        stray,
+        s,
+        pkt(T0 + 3 * MS, 2),
+    ]);
     let c = &a.connections[0];
     assert_eq!(c.protocol, "udp");
     let r = c.row("ip", "in").unwrap();
@@ -554,7 +575,8 @@ fn ip_packets_without_socket_found_by_tuple_and_wildcard() {
         (r.units, r.bytes, r.interval_ns.as_ref().unwrap().mean),
         (2, 160, 2e6)
     );
-    assert_eq!(a.trace.unattributed.ip, 0);
+    assert_eq!(c.row("dev", "in").unwrap().units, 1);
+    assert_eq!(a.trace.unattributed.ip, 1);
     assert_eq!(c.local.as_deref(), Some("10.0.0.2:53"));
     let _ = IpAddr::from(A);
 }
