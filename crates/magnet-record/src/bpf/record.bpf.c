@@ -74,6 +74,13 @@ struct {
 	__type(value, __u8);
 } socks SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u8);
+} sock_flags SEC(".maps");
+
 /* Flows of traced sockets, so that received packets (which carry no socket
  * before demux) can be attributed. Remote address/port zero = wildcard
  * (listening and unconnected sockets). */
@@ -147,14 +154,23 @@ struct {
 struct syscall_in_flight {
 	__s64 asked;
 	__u64 sk;
+	__u64 valid; /* set at sys_enter, cleared by the socket's app event */
 };
 
+/* Task-local storage: a pointer in the task itself, not a hash map update,
+ * lookup and delete on every socket syscall. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct syscall_in_flight);
-} asked_by_tid SEC(".maps");
+} in_flight SEC(".maps");
+
+static __always_inline struct syscall_in_flight *current_in_flight(bool create)
+{
+	return bpf_task_storage_get(&in_flight, bpf_get_current_task_btf(), 0,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
 
 /* Keep the record types in BTF so the skeleton generates Rust for them. */
 struct mg_lost _mg_lost = {};
@@ -375,12 +391,26 @@ static __always_inline void announce(const struct sock *sk, __u64 cookie, struct
  * (a syscall), so task filters can decide; elsewhere (softirq) only what was
  * learnt before counts.
  */
+/* Remember that a socket is traced: in the socket itself (read by every app
+ * and tcp event: a pointer, not a hash lookup) and, when filtering, by cookie
+ * for packet events, which may only have the cookie. */
+static __always_inline void mark_traced(const struct sock *sk, __u64 cookie)
+{
+	__u8 *fl = bpf_sk_storage_get(&sock_flags, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (fl)
+		*fl = SOCK_ANNOUNCED | SOCK_TRACED;
+	if (filter_tasks || tuple_filtered()) {
+		__u8 v = SOCK_ANNOUNCED | SOCK_TRACED;
+		bpf_map_update_elem(&socks, &cookie, &v, BPF_ANY);
+	}
+}
+
 static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, bool task_ctx)
 {
-	__u8 *seen = bpf_map_lookup_elem(&socks, &cookie);
-	if (seen && (*seen & SOCK_TRACED))
+	__u8 *fl = bpf_sk_storage_get(&sock_flags, (void *)sk, 0, 0);
+	if (fl && (*fl & SOCK_TRACED))
 		return true;
-	if (!task_ctx && (filter_tasks || seen))
+	if (!task_ctx && filter_tasks)
 		return false;
 	if (!task_traced())
 		return false;
@@ -389,8 +419,7 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
 	read_sk_tuple(sk, &t);
 	if (tuple_filtered() && !tuple_matches(t.saddr, t.daddr, t.sport, t.dport))
 		return false;
-	__u8 v = SOCK_ANNOUNCED | SOCK_TRACED;
-	bpf_map_update_elem(&socks, &cookie, &v, BPF_ANY);
+	mark_traced(sk, cookie);
 	announce(sk, cookie, &t);
 	if (filter_tasks)
 		track_flow(&t, cookie);
@@ -578,9 +607,8 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 		 * Over veth and loopback the skb still holds the sender's socket when
 		 * it is received, within the same syscall. */
 		if (sk) {
-			__u32 tid = (__u32)bpf_get_current_pid_tgid();
-			struct syscall_in_flight *f = bpf_map_lookup_elem(&asked_by_tid, &tid);
-			if (f && f->sk == sk)
+			struct syscall_in_flight *f = current_in_flight(false);
+			if (f && f->valid && f->sk == sk)
 				return true;
 		}
 		if (!pi->ok)
@@ -625,21 +653,24 @@ static __always_inline bool need_parse(void)
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 
-/* The struct sock behind file descriptor `fd` of the current task, or 0. */
+/* The struct sock behind file descriptor `fd` of the current task, or 0.
+ * Runs on every send/recv/read/write syscall of traced tasks, so the walk
+ * uses direct (BTF) loads; only the fd array slot needs a probe read, and the
+ * untyped pointers are given their types with bpf_core_cast. */
 static __always_inline __u64 fd_socket(__u64 fd)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+	struct fdtable *fdt = task->files->fdt;
+	if (!fdt || fd >= fdt->max_fds)
 		return 0;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *f = NULL;
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+	struct file *fp = NULL;
+	if (bpf_probe_read_kernel(&fp, sizeof(fp), &fdt->fd[fd]) || !fp)
 		return 0;
-	if ((BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+	struct file *f = bpf_core_cast(fp, struct file);
+	if ((f->f_inode->i_mode & S_IFMT) != S_IFSOCK)
 		return 0;
-	struct socket *so = BPF_CORE_READ(f, private_data);
-	return so ? (__u64)BPF_CORE_READ(so, sk) : 0;
+	struct socket *so = bpf_core_cast(f->private_data, struct socket);
+	return so ? addr_of(so->sk) : 0;
 }
 
 #define NR_connect 42
@@ -709,9 +740,12 @@ int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 		if (t.sport)
 			track_flow(&t, 0);
 	}
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct syscall_in_flight f = { .asked = asked, .sk = sk };
-	bpf_map_update_elem(&asked_by_tid, &tid, &f, BPF_ANY);
+	struct syscall_in_flight *f = current_in_flight(true);
+	if (f) {
+		f->asked = asked;
+		f->sk = sk;
+		f->valid = 1;
+	}
 	return 0;
 }
 
@@ -725,12 +759,11 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 	if (!sock_traced(sk, cookie, true))
 		return 0;
 
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__s64 asked = -1;
-	struct syscall_in_flight *a = bpf_map_lookup_elem(&asked_by_tid, &tid);
-	if (a) {
+	struct syscall_in_flight *a = current_in_flight(false);
+	if (a && a->valid) {
 		asked = a->asked;
-		bpf_map_delete_elem(&asked_by_tid, &tid);
+		a->valid = 0;
 	}
 
 	struct mg_app *r;
@@ -896,8 +929,7 @@ int BPF_PROG(tcp_state_change, const struct sock *sk, const int oldstate, const 
 		k.protocol = IPPROTO_TCP;
 		if (!bpf_map_lookup_elem(&traced_flows, &k))
 			return 0;
-		__u8 v = SOCK_ANNOUNCED | SOCK_TRACED;
-		bpf_map_update_elem(&socks, &cookie, &v, BPF_ANY);
+		mark_traced(sk, cookie);
 		track_flow(&t, cookie);
 		traced = true;
 	}
