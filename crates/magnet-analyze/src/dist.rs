@@ -15,7 +15,8 @@ pub struct Dist {
     counts: BTreeMap<u64, u64>,
     n: u64,
     sum: u128,
-    sum_sq: u128,
+    /// For the variance only: f64 is plenty, and cannot overflow.
+    sum_sq: f64,
     min: u64,
     max: u64,
     /// Significant bits kept per value; 64 = exact.
@@ -28,7 +29,7 @@ impl Default for Dist {
             counts: BTreeMap::new(),
             n: 0,
             sum: 0,
-            sum_sq: 0,
+            sum_sq: 0.0,
             min: u64::MAX,
             max: 0,
             bits: 64,
@@ -50,7 +51,7 @@ impl Dist {
     pub fn add(&mut self, v: u64) {
         self.n += 1;
         self.sum += v as u128;
-        self.sum_sq += (v as u128) * (v as u128);
+        self.sum_sq += (v as f64) * (v as f64);
         self.min = self.min.min(v);
         self.max = self.max.max(v);
         *self.counts.entry(bucket(v, self.bits)).or_default() += 1;
@@ -95,7 +96,7 @@ impl Dist {
             return None;
         }
         let mean = self.sum as f64 / self.n as f64;
-        let var = (self.sum_sq as f64 / self.n as f64 - mean * mean).max(0.0);
+        let var = (self.sum_sq / self.n as f64 - mean * mean).max(0.0);
         Some(Stats {
             count: self.n,
             mean,

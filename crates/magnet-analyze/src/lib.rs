@@ -205,7 +205,7 @@ impl LayerAcc {
         }
         self.last = ts.max(self.last);
         self.units += 1;
-        self.bytes += size;
+        self.bytes = self.bytes.saturating_add(size);
         self.size.add(size);
         if let Some(m) = &mut self.marks {
             m.push((ts, size.min(u32::MAX as u64) as u32));
@@ -463,7 +463,7 @@ impl Conn {
         if let Some((lt, lv)) = t.last {
             let dt = ts.saturating_sub(lt);
             t.sndbuf_area += lv as f64 * dt as f64;
-            t.span += dt;
+            t.span = t.span.saturating_add(dt);
         }
         t.first_t.get_or_insert(ts);
         t.last = Some((ts, s.sndbuf));
@@ -730,7 +730,7 @@ impl Analyzer {
         let cpu = rec.cpu() as u32;
         if ts >= self.next_sweep {
             self.sweep(ts);
-            self.next_sweep = ts + PKT_TTL_NS / 4;
+            self.next_sweep = ts.saturating_add(PKT_TTL_NS / 4);
         }
         let layouts = self.layouts.take().expect("put back after every record");
         let v = layouts.view(k, &rec.bytes);
@@ -906,8 +906,8 @@ impl Analyzer {
                 if let Some(w) = self.sched.cpu_wait(tid, a0, ts) {
                     let c = self.conns.get_mut(&cookie).expect("present");
                     c.cpu_wait.add(w);
-                    c.wait_sum += w as u128;
-                    c.delay_sum += ts.saturating_sub(a0) as u128;
+                    c.wait_sum = c.wait_sum.saturating_add(w as u128);
+                    c.delay_sum = c.delay_sum.saturating_add(ts.saturating_sub(a0) as u128);
                 }
             }
         }
@@ -1135,7 +1135,7 @@ impl Analyzer {
             let full = c.seg_payload_max.max(payload);
             c.seg_payload_max = full;
             if let Some(head) = c.txq.front_mut() {
-                head.2 += payload;
+                head.2 = head.2.saturating_add(payload);
                 // Only the last segment of a GSO packet is short: if one comes
                 // before the packet's payload is complete, a frame went
                 // unrecorded, and the packet still ends here.

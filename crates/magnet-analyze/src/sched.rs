@@ -26,12 +26,13 @@ impl Bins {
 
     pub fn add(&mut self, rel_ns: u64) {
         let mut i = (rel_ns / self.width) as usize;
-        while i >= self.cap {
+        while i >= self.cap && self.width <= u64::MAX / 4 {
             let merged: Vec<u64> = self.counts.chunks(2).map(|c| c.iter().sum()).collect();
             self.counts = merged;
             self.width *= 2;
             i = (rel_ns / self.width) as usize;
         }
+        let i = i.min(self.cap - 1);
         if self.counts.len() <= i {
             self.counts.resize(i + 1, 0);
         }
@@ -109,7 +110,7 @@ impl SchedAcc {
             let t = self.tasks.entry(ptid).or_default();
             t.tgid = ptgid;
             if let Some(s) = t.on_cpu_since.take() {
-                t.on_cpu_ns += ts.saturating_sub(s);
+                t.on_cpu_ns = t.on_cpu_ns.saturating_add(ts.saturating_sub(s));
             }
             t.runnable_since = (pstate == TASK_RUNNING).then_some(ts);
         }
@@ -162,14 +163,26 @@ impl SchedAcc {
     }
 
     pub fn finish(self, end: u64, traced: &HashSet<u32>, series: bool) -> Sched {
-        let span = end.saturating_sub(self.origin);
         let width = self
             .cpus
             .values()
             .map(|c| c.1.width)
             .max()
             .unwrap_or(self.bin_ns);
-        let len = (span / width + 1) as usize;
+        // All CPUs on one time axis, to the end of the trace (bounded by the cap:
+        // a damaged timestamp must not make it huge).
+        let span = end.saturating_sub(self.origin);
+        let len = self
+            .cpus
+            .values()
+            .map(|c| {
+                c.1.counts
+                    .len()
+                    .div_ceil((width / c.1.width).max(1) as usize)
+            })
+            .max()
+            .unwrap_or(0)
+            .max(((span / width).saturating_add(1)).min(self.cap as u64) as usize);
         let cpus = self
             .cpus
             .into_iter()
@@ -189,7 +202,7 @@ impl SchedAcc {
             .filter(|(_, t)| traced.is_empty() || traced.contains(&t.tgid))
             .map(|(tid, mut t)| {
                 if let Some(s) = t.on_cpu_since.take() {
-                    t.on_cpu_ns += end.saturating_sub(s);
+                    t.on_cpu_ns = t.on_cpu_ns.saturating_add(end.saturating_sub(s));
                 }
                 TaskSched {
                     tid,

@@ -705,3 +705,65 @@ fn fin_carrying_the_last_data() {
     );
     assert_eq!(r.last_s, 0.002);
 }
+
+mod robustness {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Kinds the analysis reads, and some it does not know.
+    const KINDS: &[u16] = &[
+        kind::LOST,
+        kind::SOCK,
+        kind::APP_SEND,
+        kind::APP_RECV,
+        kind::TCP_STATE,
+        kind::TCP_RCV,
+        kind::TCP_SENDMSG,
+        kind::TCP_RETRANS,
+        kind::IP_LOCAL_OUT,
+        kind::IP_PRE_ROUTING,
+        kind::IP_LOCAL_IN,
+        kind::DEV_START_XMIT,
+        kind::DEV_RX,
+        kind::SCHED_SWITCH,
+        kind::SCHED_WAKEUP,
+        99,
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+        /// Records of any kind with arbitrary bytes (short ones included, and
+        /// timestamps anywhere in u64) never make the analysis panic, and what
+        /// it counts adds up.
+        #[test]
+        fn arbitrary_records_never_panic(
+            recs in proptest::collection::vec(
+                (0..KINDS.len(), any::<u64>(), 0u64..4, proptest::collection::vec(any::<u8>(), 0..180)),
+                0..300,
+            )
+        ) {
+            let mut built = Vec::new();
+            for (ki, ts, cookie, body) in recs {
+                let mut b = vec![0u8; 24];
+                // Small cookies so that records meet on the same sockets.
+                b[0..8].copy_from_slice(&ts.to_le_bytes());
+                b[8..10].copy_from_slice(&KINDS[ki].to_le_bytes());
+                b.extend_from_slice(&body);
+                if b.len() >= 32 {
+                    b[24..32].copy_from_slice(&cookie.to_le_bytes());
+                }
+                built.push(Rec { bytes: b, kind: KINDS[ki] });
+            }
+            let n = built.len() as u64;
+            let a = run(&built);
+            prop_assert_eq!(a.trace.records, n);
+            for c in &a.connections {
+                for r in &c.modulation {
+                    prop_assert_eq!(r.size.count, r.units);
+                    prop_assert!(r.size.min <= r.size.median && r.size.median <= r.size.max);
+                }
+            }
+        }
+    }
+}
