@@ -8,11 +8,11 @@
 # the median is kept; `magnet info` (one read pass, counting) is the baseline for
 # what reading alone costs. Peak memory is /usr/bin/time's maximum resident set.
 #
-# usage: bench/analyze-speed.sh [EVENTS] [OUT.md]   (default 10000000, bench/RESULTS-analyze.md)
+# usage: bench/analyze-speed.sh [EVENTS] [OUT.md]   (default 10000000, bench/out/analyze-speed.md; results are kept in BENCHMARKS.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EVENTS=${1:-10000000}
-OUT=${2:-bench/RESULTS-analyze.md}
+OUT=${2:-bench/out/analyze-speed.md}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 cargo build -q --release -p magnet-cli
 cargo build -q --release -p magnet-analyze --example gen_trace
