@@ -870,3 +870,57 @@ fn drops_carry_the_kernels_reason_by_name() {
     let text = magnet(&["parse", path.to_str().unwrap(), "--kind", "drop"]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("reason=NO_SOCKET"));
 }
+
+#[test]
+fn port_filter_judges_unconnected_udp_sends_by_their_destination() {
+    if !live_or_skip(
+        "port_filter_judges_unconnected_udp_sends_by_their_destination",
+        &[Need::Btf],
+    ) {
+        return;
+    }
+    const PORT: u16 = 7994;
+    let path = tmp("udp-port.mgt");
+    let rec = Command::new(MAGNET)
+        .args([
+            "record",
+            "-o",
+            path.to_str().unwrap(),
+            "--all",
+            "--layers",
+            "app",
+            "--port",
+            &PORT.to_string(),
+        ])
+        .args(["--duration", "2500ms", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let rx = std::net::UdpSocket::bind(("127.0.0.1", PORT)).unwrap();
+    // One unconnected socket sends to the filtered port and to another one:
+    // only the first kind of call belongs in the trace.
+    let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let other = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut buf = [0u8; 64];
+    for _ in 0..10 {
+        tx.send_to(&[7u8; 33], ("127.0.0.1", PORT)).unwrap();
+        tx.send_to(&[9u8; 44], other.local_addr().unwrap()).unwrap();
+        assert_eq!(rx.recv(&mut buf).unwrap(), 33);
+        assert_eq!(other.recv(&mut buf).unwrap(), 44);
+    }
+    json_stdout(&rec.wait_with_output().unwrap());
+    let (evs, _) = read_trace(&path);
+    let sends: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::APP_SEND).collect();
+    assert_eq!(sends.len(), 10, "{sends:?}");
+    assert!(sends.iter().all(|e| e.i("ret") == 33));
+    let recvs = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::APP_RECV && e.i("ret") == 33)
+        .count();
+    assert_eq!(recvs, 10);
+    assert!(!evs
+        .iter()
+        .any(|e| e.kind_id == kind::APP_RECV && e.i("ret") == 44));
+}

@@ -479,8 +479,9 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     }
     let buffer = u32::try_from(config.buffer_bytes).map_err(|_| {
         anyhow!(
-            "--buffer {} is too large (the maximum is 2GiB)",
-            config.buffer_bytes
+            "--buffer: {} MiB (sizes round up to a power of two) is more than a BPF ring \
+             buffer holds; the maximum is 2GiB",
+            config.buffer_bytes >> 20
         )
     })?;
     open.maps
@@ -618,8 +619,17 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             traced.update(&me, &one, MapFlags::ANY)?;
             let spawned = Command::new(&argv[0]).args(&argv[1..]).spawn();
             traced.delete(&me)?;
-            child =
-                Some(spawned.with_context(|| format!("cannot run {}", argv[0].to_string_lossy()))?);
+            match spawned {
+                Ok(c) => child = Some(c),
+                Err(e) => {
+                    // Nothing was recorded: leave no header-only trace behind.
+                    drop(tx);
+                    let _ = writer.join();
+                    let _ = std::fs::remove_file(&config.output);
+                    return Err(anyhow::Error::new(e)
+                        .context(format!("cannot run {}", argv[0].to_string_lossy())));
+                }
+            }
         }
         Target::Pids => {
             for &p in &config.filters.pids {

@@ -239,7 +239,11 @@ fn summary_text(s: &Summary, c: &RecordConfig) -> String {
         );
     }
     let kinds: Vec<String> = s.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
-    let _ = writeln!(out, "magnet: by kind: {}", kinds.join(", "));
+    if kinds.is_empty() {
+        let _ = writeln!(out, "magnet: no event matched the filters");
+    } else {
+        let _ = writeln!(out, "magnet: by kind: {}", kinds.join(", "));
+    }
     for l in &s.layers {
         for m in &l.missing {
             let _ = writeln!(out, "magnet: note: layer {}: {m}", l.layer);

@@ -155,6 +155,12 @@ struct syscall_in_flight {
 	__s64 asked;
 	__u64 sk;
 	__u64 valid; /* set at sys_enter, cleared by the socket's app event */
+	/* sendto()/sendmsg() destination, read only with --port/--host: an
+	 * unconnected socket's peer changes from call to call. */
+	__u8 daddr[16];
+	__u16 dport;
+	__u16 has_dest;
+	__u32 _pad;
 };
 
 /* Task-local storage: a pointer in the task itself, not a hash map update,
@@ -417,8 +423,24 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
 
 	struct sk_tuple t = {};
 	read_sk_tuple(sk, &t);
-	if (tuple_filtered() && !tuple_matches(t.saddr, t.daddr, t.sport, t.dport))
-		return false;
+	if (tuple_filtered() && !tuple_matches(t.saddr, t.daddr, t.sport, t.dport)) {
+		/* An unconnected socket's peer is per call: judge this send by the
+		 * destination its syscall named, without marking the socket. */
+		if (!task_ctx || t.dport)
+			return false;
+		struct syscall_in_flight *f = current_in_flight(false);
+		if (!f || !f->valid || !f->has_dest ||
+		    !tuple_matches(t.saddr, f->daddr, t.sport, f->dport))
+			return false;
+		if (!fl || !(*fl & SOCK_ANNOUNCED)) {
+			fl = bpf_sk_storage_get(&sock_flags, (void *)sk, 0,
+						BPF_SK_STORAGE_GET_F_CREATE);
+			if (fl)
+				*fl |= SOCK_ANNOUNCED;
+			announce(sk, cookie, &t);
+		}
+		return true;
+	}
 	mark_traced(sk, cookie);
 	announce(sk, cookie, &t);
 	if (filter_tasks)
@@ -673,6 +695,28 @@ static __always_inline __u64 fd_socket(__u64 fd)
 	return so ? addr_of(so->sk) : 0;
 }
 
+/* The destination of a sendto()/sendmsg() (a user-space sockaddr), if any. */
+static __always_inline void read_dest(const void *uaddr, struct syscall_in_flight *f)
+{
+	__u8 sa[28] = {};
+	/* sockaddr_in6 is 28 bytes, sockaddr_in 16: the longer read may run off
+	 * the end of a mapping, so fall back to the shorter one. */
+	if (!uaddr || (bpf_probe_read_user(sa, sizeof(sa), uaddr) && bpf_probe_read_user(sa, 16, uaddr)))
+		return;
+	__u16 family = *(__u16 *)sa;
+	if (family == AF_INET) {
+		__u32 a;
+		__builtin_memcpy(&a, sa + 4, 4);
+		v4_mapped(f->daddr, a);
+	} else if (family == AF_INET6) {
+		__builtin_memcpy(f->daddr, sa + 8, 16);
+	} else {
+		return;
+	}
+	f->dport = bpf_ntohs(*(__u16 *)(sa + 2));
+	f->has_dest = 1;
+}
+
 #define NR_connect 42
 #define NR_bind 49
 
@@ -713,10 +757,12 @@ int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 	if (!sk)
 		return 0;
 	__s64 asked = -1;
+	const void *msg_name = NULL;
 	if (id == NR_sendmsg || id == NR_recvmsg) {
 		struct user_msghdr mh;
 		if (bpf_probe_read_user(&mh, sizeof(mh), (void *)regs->si))
 			return 0;
+		msg_name = mh.msg_name;
 		if (mh.msg_iovlen > 8)
 			return 0;
 		asked = 0;
@@ -745,6 +791,9 @@ int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 		f->asked = asked;
 		f->sk = sk;
 		f->valid = 1;
+		f->has_dest = 0;
+		if (tuple_filtered() && (id == NR_sendto || id == NR_sendmsg))
+			read_dest(id == NR_sendto ? (const void *)regs->r8 : msg_name, f);
 	}
 	return 0;
 }
