@@ -3,18 +3,11 @@
 //! bad arguments and damaged files give clear messages.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use magnet_trace::{kind, Catalog, ClockMap, Footer, Header, TraceWriter};
 
-const MAGNET: &str = env!("CARGO_BIN_EXE_magnet");
-
-fn magnet(args: &[&str]) -> Output {
-    Command::new(MAGNET)
-        .args(args)
-        .output()
-        .expect("run magnet")
-}
+mod common;
+use common::magnet;
 
 fn rec(k: u16, ts: u64, fields: &[(&str, u64)]) -> Vec<u8> {
     let c = Catalog::builtin();

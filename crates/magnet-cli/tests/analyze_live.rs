@@ -9,21 +9,14 @@ use std::process::{Command, Output, Stdio};
 use magnet_testkit::{live_or_skip, Chain, Need, Netns, Side, Veth};
 use serde_json::Value;
 
-const MAGNET: &str = env!("CARGO_BIN_EXE_magnet");
+mod common;
+use common::{magnet, tmp, MAGNET};
 
 /// One recording at a time: netfilter hooks of two recorders can collide.
 static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn live_lock() -> std::sync::MutexGuard<'static, ()> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn magnet(args: &[&str]) -> Output {
-    Command::new(MAGNET)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run magnet")
 }
 
 fn ok(out: &Output) -> String {
@@ -33,12 +26,6 @@ fn ok(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("magnet-analyze-live-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
 }
 
 fn analyze_json(trace: &Path) -> Value {

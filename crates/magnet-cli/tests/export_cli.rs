@@ -6,27 +6,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
 use magnet_testkit::{live_or_skip, Need};
 use magnet_trace::{ClockMap, Footer, Header, TraceWriter};
 use serde_json::Value as J;
 
-const MAGNET: &str = env!("CARGO_BIN_EXE_magnet");
-
-fn magnet(args: &[&str]) -> Output {
-    Command::new(MAGNET)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run magnet")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("magnet-export-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+mod common;
+use common::{magnet, tmp, MAGNET};
 
 /// A trace of `n` LOST records in blocks of 10.
 fn synthetic(n: u64) -> Vec<u8> {

@@ -5,27 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use magnet_testkit::{live_or_skip, tshark_fields, Capture, Need, Netns, Side, Veth};
 use magnet_trace::{kind, Event, KindIndex, TraceReader};
 
-const MAGNET: &str = env!("CARGO_BIN_EXE_magnet");
-
-fn magnet(args: &[&str]) -> Output {
-    Command::new(MAGNET)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run magnet")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("magnet-live-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+mod common;
+use common::{magnet, tmp, MAGNET};
 
 /// A decoded event: kind name, header values and named fields.
 #[derive(Debug, Clone)]
@@ -83,6 +70,50 @@ fn read_trace(path: &Path) -> (Vec<Ev>, magnet_trace::Footer) {
         out,
         r.footer().cloned().expect("the trace has an END block"),
     )
+}
+
+/// Starts `magnet record ARGS --json` in the background and returns once it says
+/// its programs are attached, so traffic made next is recorded (no sleeping).
+fn start_recording(args: &[&str]) -> (std::process::Child, std::thread::JoinHandle<String>) {
+    use std::io::BufRead;
+    let mut child = Command::new(MAGNET)
+        .arg("record")
+        .args(args)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            panic!("magnet record ended before recording: {seen}");
+        }
+        seen.push_str(&line);
+        if line.starts_with("magnet: recording ") {
+            break;
+        }
+    }
+    // Keep draining stderr so the recorder never blocks on it.
+    let rest = std::thread::spawn(move || {
+        let mut s = seen;
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    (child, rest)
+}
+
+/// Waits for a recording started by `start_recording` and returns its summary.
+fn finish_recording(
+    (child, stderr): (std::process::Child, std::thread::JoinHandle<String>),
+) -> serde_json::Value {
+    let out = child.wait_with_output().unwrap();
+    let err = stderr.join().unwrap();
+    assert!(out.status.success(), "magnet record failed: {err}");
+    let s = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(s.lines().rfind(|l| l.starts_with('{')).expect("summary")).unwrap()
 }
 
 fn json_stdout(out: &Output) -> serde_json::Value {
@@ -835,28 +866,23 @@ fn drops_carry_the_kernels_reason_by_name() {
     // Datagrams to a port nobody listens on are dropped with reason NO_SOCKET.
     const PORT: u16 = 7993;
     let path = tmp("drops.mgt");
-    let rec = Command::new(MAGNET)
-        .args([
-            "record",
-            "-o",
-            path.to_str().unwrap(),
-            "--all",
-            "--layers",
-            "drop",
-            "--port",
-            &PORT.to_string(),
-        ])
-        .args(["--duration", "2500ms", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let port = PORT.to_string();
+    let rec = start_recording(&[
+        "-o",
+        path.to_str().unwrap(),
+        "--all",
+        "--layers",
+        "drop",
+        "--port",
+        &port,
+        "--duration",
+        "1500ms",
+    ]);
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     for _ in 0..5 {
         sock.send_to(b"nobody home", ("127.0.0.1", PORT)).unwrap();
     }
-    json_stdout(&rec.wait_with_output().unwrap());
+    finish_recording(rec);
     let out = magnet(&["parse", path.to_str().unwrap(), "--json", "--kind", "drop"]);
     let drops: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -881,23 +907,18 @@ fn port_filter_judges_unconnected_udp_sends_by_their_destination() {
     }
     const PORT: u16 = 7994;
     let path = tmp("udp-port.mgt");
-    let rec = Command::new(MAGNET)
-        .args([
-            "record",
-            "-o",
-            path.to_str().unwrap(),
-            "--all",
-            "--layers",
-            "app",
-            "--port",
-            &PORT.to_string(),
-        ])
-        .args(["--duration", "2500ms", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let port = PORT.to_string();
+    let rec = start_recording(&[
+        "-o",
+        path.to_str().unwrap(),
+        "--all",
+        "--layers",
+        "app",
+        "--port",
+        &port,
+        "--duration",
+        "1500ms",
+    ]);
     let rx = std::net::UdpSocket::bind(("127.0.0.1", PORT)).unwrap();
     // One unconnected socket sends to the filtered port and to another one:
     // only the first kind of call belongs in the trace.
@@ -910,7 +931,7 @@ fn port_filter_judges_unconnected_udp_sends_by_their_destination() {
         assert_eq!(rx.recv(&mut buf).unwrap(), 33);
         assert_eq!(other.recv(&mut buf).unwrap(), 44);
     }
-    json_stdout(&rec.wait_with_output().unwrap());
+    finish_recording(rec);
     let (evs, _) = read_trace(&path);
     let sends: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::APP_SEND).collect();
     assert_eq!(sends.len(), 10, "{sends:?}");

@@ -60,7 +60,13 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
     /// Called about twice a second while recording.
     pub progress: Option<ProgressFn>,
+    /// Called once every program is attached, before the target starts: from
+    /// then on nothing is missed (scripts and tests wait for it).
+    pub ready: Option<ReadyFn>,
 }
+
+/// Told which hooks feed each layer once recording has begun.
+pub type ReadyFn = Box<dyn FnOnce(&[LayerSource])>;
 
 /// What a finished recording did.
 #[derive(Clone, Debug)]
@@ -606,6 +612,10 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
 
     header.layers = sources.values().cloned().collect();
     let (tx, writer) = spawn_writer(&config.output, &header)?;
+
+    if let Some(ready) = opts.ready.take() {
+        ready(&header.layers);
+    }
 
     // ---- start the target -------------------------------------------------------
     let traced = &skel.maps.traced_tgids;

@@ -181,6 +181,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             duration: args.duration,
             stop,
             progress,
+            ready: ready_line(&args),
         },
     )?;
     if let Some(b) = bar {
@@ -196,6 +197,22 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
         None => ExitCode::SUCCESS,
     })
+}
+
+/// The line that says recording has begun (every hook attached): scripts can
+/// wait for it before making the traffic they want recorded.
+fn ready_line(args: &RecordArgs) -> Option<magnet_record::ReadyFn> {
+    if args.quiet {
+        return None;
+    }
+    let output = args.output.display().to_string();
+    Some(Box::new(move |layers: &[magnet_trace::LayerSource]| {
+        let names: Vec<&str> = layers.iter().map(|l| l.layer.as_str()).collect();
+        eprintln!(
+            "magnet: recording {} to {output}; Ctrl-C stops",
+            names.join(",")
+        );
+    }))
 }
 
 fn summary_json(s: &Summary, c: &RecordConfig) -> serde_json::Value {
