@@ -29,6 +29,8 @@
 #                     included; other load on the host is included too (noise).
 #
 # Environment: ROUNDS (5), SECS (5), MODES ("gso mtu"), MAGNET (path to the binary),
+#   CASES ("base magnet mag+st tcpdump"; add "alt" with MAGNET_ALT=<another build> to
+#   compare two builds of magnet side by side in the same rounds),
 #   BUFFER (magnet --buffer, default: magnet's default), DRAIN (1; 0 skips steps 2 and 3),
 #   DRAIN_N (1000000 sendto() calls per flood), DRAIN_BUFFERS ("16KiB 256KiB 32MiB"),
 #   OUT (bench/out).
@@ -112,10 +114,11 @@ run_case() { # mode case round
     local buf=()
     [[ -n $BUFFER ]] && buf=(--buffer "$BUFFER")
     case $case in
-    magnet | mag+st)
-        local st=()
+    magnet | mag+st | alt)
+        local st=() bin=$MAGNET
         [[ $case == mag+st ]] && st=(--tcp-state)
-        ip netns exec "$NA" "$MAGNET" record -o "$work/t.mgt" --all --layers app,tcp,ip,dev \
+        [[ $case == alt ]] && bin=$MAGNET_ALT
+        ip netns exec "$NA" "$bin" record -o "$work/t.mgt" --all --layers app,tcp,ip,dev \
             "${st[@]}" "${buf[@]}" --json >"$work/mon.out" 2>"$work/mon.err" &
         mon=$!
         sleep 2 # load + attach
@@ -162,7 +165,10 @@ set_offloads() { # on|off
     done
 }
 
-cases=(base magnet mag+st tcpdump)
+read -r -a cases <<<"${CASES:-base magnet mag+st tcpdump}"
+if [[ " ${cases[*]} " == *" alt "* && ! -x ${MAGNET_ALT:-} ]]; then
+    die "case alt needs MAGNET_ALT=<another magnet binary> (compare two builds side by side)"
+fi
 for mode in $MODES; do
     case $mode in
     gso) set_offloads on; ip netns exec "$NA" ethtool -K "$VA" gro off; ip netns exec "$NB" ethtool -K "$VB" gro off ;; # veth default
@@ -172,7 +178,8 @@ for mode in $MODES; do
     ip netns exec "$NA" ethtool -k "$VA" | grep -E '^(tcp-segmentation-offload|generic-segmentation-offload|generic-receive-offload):' >&2
     for r in $(seq "$ROUNDS"); do
         # rotate the order each round so no case always runs first or after the same one
-        for i in 0 1 2 3; do run_case "$mode" "${cases[$(((i + r - 1) % 4))]}" "$r"; done
+        n=${#cases[@]}
+        for ((i = 0; i < n; i++)); do run_case "$mode" "${cases[$(((i + r - 1) % n))]}" "$r"; done
     done
 done
 
@@ -220,7 +227,8 @@ raw, drain_raw, parse_raw, secs, rounds = sys.argv[1:6]
 HZ = os.sysconf("SC_CLK_TCK")
 rows = list(csv.DictReader(open(raw), delimiter="\t"))
 med = st.median
-names = {"base": "no monitor", "magnet": "magnet app,tcp,ip,dev", "mag+st": "magnet app,tcp,ip,dev --tcp-state", "tcpdump": "tcpdump -s 96 -w"}
+names = {"base": "no monitor", "magnet": "magnet app,tcp,ip,dev", "alt": "magnet (MAGNET_ALT build) app,tcp,ip,dev", "mag+st": "magnet app,tcp,ip,dev --tcp-state", "tcpdump": "tcpdump -s 96 -w"}
+order = ["base", "magnet", "alt", "mag+st", "tcpdump"]
 print(f"### iperf3 TCP over veth, ns A → ns B, {rounds} rounds × {secs} s, medians\n")
 for mode in dict.fromkeys(r["mode"] for r in rows):
     label = {"gso": "default veth offloads (TSO/GSO on, GRO off: large GSO packets)",
@@ -229,7 +237,7 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
     print("| case | throughput Gbit/s | ratio to baseline | events/s | events/run | lost/run | events/MB | ns/event (thr) | ns/event (CPU) | CPU busy % |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     base = None
-    for case in ["base", "magnet", "mag+st", "tcpdump"]:
+    for case in order:
         rs = [r for r in rows if r["mode"] == mode and r["case"] == case]
         if not rs:
             continue
@@ -253,8 +261,10 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
     print("Per-round throughput (Gbit/s):\n")
     print("| case | " + " | ".join(f"r{i}" for i in range(1, int(rounds) + 1)) + " |")
     print("|---|" + "---:|" * int(rounds))
-    for case in ["base", "magnet", "mag+st", "tcpdump"]:
+    for case in order:
         rs = sorted((r for r in rows if r["mode"] == mode and r["case"] == case), key=lambda r: int(r["round"]))
+        if not rs:
+            continue
         print(f"| {names[case]} | " + " | ".join(f"{float(r['bps'])/1e9:.2f}" for r in rs) + " |")
     print()
 if os.path.exists(drain_raw):

@@ -490,10 +490,20 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             config.buffer_bytes >> 20
         )
     })?;
+    // The buffer is split into one ring per possible CPU (see `rings` in
+    // record.bpf.c); each ring is a power of two of at least one page.
+    let cpus = libbpf_rs::num_possible_cpus().context("counting CPUs")? as u32;
+    let ring_bytes = (buffer / cpus.max(1)).max(4096).next_power_of_two();
     open.maps
-        .events
-        .set_max_entries(buffer)
-        .context("sizing the ring buffer")?;
+        .rings
+        .set_max_entries(cpus)
+        .context("sizing the ring array")?;
+    // Wake the reader well before one CPU's ring fills.
+    open.maps
+        .rodata_data
+        .as_deref_mut()
+        .expect("the object has read-only settings")
+        .wakeup_bytes = config.wakeup_bytes.min(ring_bytes as u64 / 8);
 
     let packets = config.layers.iter().any(|l| l.follows_packets());
     let wanted = |name: &str| -> bool {
@@ -523,6 +533,30 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     // Time zero of the trace: taken before the first program is attached, so
     // that no event precedes it.
     let mut header = host_header(config, &opts.target);
+
+    // ---- one ring per CPU ------------------------------------------------------
+    let mut rings = Vec::with_capacity(cpus as usize);
+    for cpu in 0..cpus {
+        let opts = libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as libbpf_sys::size_t,
+            ..Default::default()
+        };
+        let ring = libbpf_rs::MapHandle::create(
+            libbpf_rs::MapType::RingBuf,
+            Some(format!("magnet_rb{cpu}")),
+            0,
+            0,
+            ring_bytes,
+            &opts,
+        )
+        .with_context(|| format!("creating the {ring_bytes}-byte ring buffer of CPU {cpu}"))?;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&ring));
+        skel.maps
+            .rings
+            .update(&cpu.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+            .with_context(|| format!("installing the ring buffer of CPU {cpu}"))?;
+        rings.push(ring);
+    }
 
     // ---- attach ---------------------------------------------------------------
     let mut links: Vec<Link> = Vec::new();
@@ -665,10 +699,12 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         writer_gone: false,
     });
     let mut rb = RingBufferBuilder::new();
-    rb.add(&skel.maps.events, |data: &[u8]| {
-        drain.borrow_mut().push(data);
-        0
-    })?;
+    for ring in &rings {
+        rb.add(ring, |data: &[u8]| {
+            drain.borrow_mut().push(data);
+            0
+        })?;
+    }
     let rb = rb.build()?;
 
     let started = Instant::now();

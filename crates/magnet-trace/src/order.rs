@@ -1,6 +1,8 @@
-//! Time order. Records reach the ring buffer in reservation order, which may
-//! differ from timestamp order by a few microseconds across CPUs; a bounded
-//! window of records is enough to emit them sorted by time.
+//! Time order. Each CPU has its own ring buffer and the recorder drains them in
+//! turn, so records of different CPUs interleave out of time order by up to one
+//! drain interval (about 10 ms), and within a CPU a program interrupted between
+//! reading the clock and reserving its record lands after the interrupting one.
+//! A bounded window of records is enough to emit them sorted by time.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -100,7 +100,8 @@ pub struct RecordArgs {
     #[arg(long)]
     tcp_state: bool,
 
-    /// Ring buffer size (rounded up to a power of two), e.g. 64MiB.
+    /// Ring buffer space in total, split into one ring per CPU (each rounded up to a
+    /// power of two), e.g. 64MiB.
     #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size)]
     buffer: u64,
 

@@ -42,10 +42,27 @@ const volatile __u64 wakeup_bytes = 256 * 1024;
 
 /* ---- maps ----------------------------------------------------------------- */
 
-struct {
+/* One ring buffer per CPU: a ring's reserve and commit take its lock, and one
+ * ring shared by every CPU makes that lock (and its cache line) bounce between
+ * them on every event. User space creates the rings (--buffer split evenly)
+ * and puts them in this array, indexed by CPU. */
+struct ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 * 1024 * 1024); /* resized by user space (--buffer) */
-} events SEC(".maps");
+	__uint(max_entries, 64 * 1024);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* resized to the number of possible CPUs */
+	__type(key, __u32);
+	__array(values, struct ring);
+} rings SEC(".maps");
+
+static __always_inline void *my_ring(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	return bpf_map_lookup_elem(&rings, &cpu);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -201,7 +218,9 @@ static __always_inline struct mg_cpu_stats *stats(void)
 
 static __always_inline void submit(void *rec)
 {
-	__u64 queued = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	/* Programs run with migration disabled: this is the ring rec came from. */
+	void *ring = my_ring();
+	__u64 queued = ring ? bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) : 0;
 	bpf_ringbuf_submit(rec, queued >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
@@ -218,12 +237,12 @@ static __always_inline void fill_hdr(struct mg_hdr *h, __u16 kind, __u32 flags)
 
 /* Emit the LOST record owed for this CPU, if any: loss is reported where it
  * happened in the stream, as soon as the ring has room again. */
-static __always_inline void flush_lost(struct mg_cpu_stats *st)
+static __always_inline void flush_lost(struct mg_cpu_stats *st, void *ring)
 {
 	__u64 n = st->lost;
 	if (!n)
 		return;
-	struct mg_lost *l = bpf_ringbuf_reserve(&events, sizeof(*l), 0);
+	struct mg_lost *l = bpf_ringbuf_reserve(ring, sizeof(*l), 0);
 	if (!l)
 		return;
 	fill_hdr(&l->hdr, MG_LOST, 0);
@@ -240,13 +259,16 @@ static __always_inline void flush_lost(struct mg_cpu_stats *st)
 #define RESERVE(ptr, size, kind_)                                                 \
 	({                                                                        \
 		struct mg_cpu_stats *__st = stats();                              \
+		void *__ring = my_ring();                                         \
 		void *__r = NULL;                                                 \
 		if (__st) {                                                       \
 			__u32 __k = (kind_);                                      \
 			if (__k < MG_KIND_MAX)                                    \
 				__sync_fetch_and_add(&__st->generated[__k], 1);   \
-			flush_lost(__st);                                         \
-			__r = bpf_ringbuf_reserve(&events, (size), 0);            \
+			if (__ring) {                                             \
+				flush_lost(__st, __ring);                         \
+				__r = bpf_ringbuf_reserve(__ring, (size), 0);     \
+			}                                                         \
 			if (!__r) {                                               \
 				__sync_fetch_and_add(&__st->lost, 1);             \
 				__sync_fetch_and_add(&__st->lost_total, 1);       \
