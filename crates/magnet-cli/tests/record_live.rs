@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use magnet_testkit::{live_or_skip, tshark_fields, Capture, Need, Netns, Side, Veth};
@@ -944,4 +944,72 @@ fn port_filter_judges_unconnected_udp_sends_by_their_destination() {
     assert!(!evs
         .iter()
         .any(|e| e.kind_id == kind::APP_RECV && e.i("ret") == 44));
+}
+
+/// Where the cgroup v2 hierarchy is mounted (`/sys/fs/cgroup` or, on hybrid
+/// systems, `/sys/fs/cgroup/unified`).
+fn cgroup2_root() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 2 && f[2] == "cgroup2").then(|| PathBuf::from(f[1]))
+    })
+}
+
+#[test]
+fn cgroup_filter_keeps_exactly_the_cgroups_tasks() {
+    if !live_or_skip(
+        "cgroup_filter_keeps_exactly_the_cgroups_tasks",
+        &[Need::Btf, Need::Tool("sh")],
+    ) {
+        return;
+    }
+    let Some(root) = cgroup2_root() else {
+        assert!(
+            std::env::var("MAGNET_REQUIRE_LIVE").as_deref() != Ok("1"),
+            "no cgroup2 mount"
+        );
+        eprintln!("SKIP cgroup_filter_keeps_exactly_the_cgroups_tasks: no cgroup2 mount");
+        return;
+    };
+    let cg = root.join(format!("magnet-test-{}", std::process::id()));
+    std::fs::create_dir_all(&cg).unwrap();
+    let path = tmp("cgroup.mgt");
+    let cg_arg = cg.to_str().unwrap().to_string();
+    let rec = start_recording(&[
+        "-o",
+        path.to_str().unwrap(),
+        "--cgroup",
+        &cg_arg,
+        "--layers",
+        "app",
+        "--duration",
+        "2s",
+    ]);
+    // Inside the cgroup: 12 sends of 300 B. Outside it, at the same time: 40 more.
+    let mut outside = Command::new(MAGNET)
+        .args(["loadgen", "--tcp", "40x100", "--interval", "10ms"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let inside = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "echo $$ > {}/cgroup.procs && exec {MAGNET} loadgen --tcp 12x300",
+                cg.display()
+            ),
+        ])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(inside.success());
+    outside.wait().unwrap();
+    finish_recording(rec);
+    let _ = std::fs::remove_dir(&cg);
+    let (evs, _) = read_trace(&path);
+    let sends: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::APP_SEND).collect();
+    assert_eq!(sends.len(), 12, "exactly the cgroup's sends");
+    assert!(sends.iter().all(|e| e.i("ret") == 300));
+    assert!(!sends.iter().any(|e| e.pid == outside.id()));
 }
