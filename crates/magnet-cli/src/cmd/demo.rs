@@ -15,7 +15,8 @@ use super::{info, record};
     after_help = "The workload: 200 TCP send() calls of 16 KiB and 100 UDP sendto() calls of
 512 bytes over loopback, recorded with app,tcp,ip,dev,qdisc,drop, every kind of
 them (--kinds all) and --tcp-state.
-Then `magnet info` on the trace; try `magnet parse` on it next."
+Then `magnet info` and `magnet analyze` on the trace; try `magnet parse` and
+`magnet report` on it next."
 )]
 pub struct DemoArgs {
     /// Where to write the demo trace.
@@ -59,6 +60,21 @@ pub fn run(args: DemoArgs) -> Result<ExitCode> {
     println!();
     info::run(info::InfoArgs::for_file(args.output.clone()))?;
     println!();
-    println!("Next: magnet parse {} | less", args.output.display());
+    println!("What each layer made of the application's traffic (magnet analyze):");
+    println!();
+    // The same binary, so the analysis is exactly what `magnet analyze` prints.
+    let status = std::process::Command::new(&me)
+        .arg("analyze")
+        .arg(&args.output)
+        .status()
+        .context("running magnet analyze on the demo trace")?;
+    if !status.success() {
+        anyhow::bail!("magnet analyze failed on the demo trace");
+    }
+    println!();
+    println!(
+        "Next: magnet parse {0} | less;  magnet report {0} -o demo.html",
+        args.output.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
