@@ -1013,3 +1013,74 @@ fn cgroup_filter_keeps_exactly_the_cgroups_tasks() {
     assert!(sends.iter().all(|e| e.i("ret") == 300));
     assert!(!sends.iter().any(|e| e.pid == outside.id()));
 }
+
+#[test]
+fn ipv6_connections_and_packets_are_decoded() {
+    if !live_or_skip("ipv6_connections_and_packets_are_decoded", &[Need::Btf]) {
+        return;
+    }
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        assert!(
+            std::env::var("MAGNET_REQUIRE_LIVE").as_deref() != Ok("1"),
+            "no IPv6 loopback"
+        );
+        eprintln!("SKIP ipv6_connections_and_packets_are_decoded: no IPv6 loopback");
+        return;
+    }
+    const PORT: u16 = 7995;
+    let path = tmp("v6.mgt");
+    let port = PORT.to_string();
+    let rec = start_recording(&[
+        "-o",
+        path.to_str().unwrap(),
+        "--all",
+        "--port",
+        &port,
+        "--duration",
+        "1500ms",
+    ]);
+    let listener = std::net::TcpListener::bind(("::1", PORT)).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut s, &mut buf).unwrap();
+        buf.len()
+    });
+    let mut c = std::net::TcpStream::connect(("::1", PORT)).unwrap();
+    for _ in 0..5 {
+        std::io::Write::write_all(&mut c, &[1u8; 100]).unwrap();
+    }
+    drop(c);
+    assert_eq!(server.join().unwrap(), 500);
+    finish_recording(rec);
+    let (evs, _) = read_trace(&path);
+    let v6: IpAddr = "::1".parse().unwrap();
+    let sends: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::APP_SEND).collect();
+    assert_eq!(sends.len(), 5);
+    assert!(sends
+        .iter()
+        .all(|e| e.u("family") == 10 && e.i("ret") == 100));
+    let socks: Vec<&Ev> = evs.iter().filter(|e| e.kind_id == kind::SOCK).collect();
+    assert!(
+        socks
+            .iter()
+            .any(|e| e.addr("daddr") == v6 && e.u("dport") == PORT as u64),
+        "{socks:?}"
+    );
+    let outs: Vec<&Ev> = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::IP_LOCAL_OUT)
+        .collect();
+    assert!(!outs.is_empty());
+    assert!(outs
+        .iter()
+        .all(|e| e.u("version") == 6 && e.addr("saddr") == v6 && e.u("protocol") == 6));
+    // The 500 payload bytes appear at LOCAL_OUT towards the port: tot_len - 40 (IPv6)
+    // - 32 (TCP header with timestamps) for every packet after the SYN.
+    let data: u64 = outs
+        .iter()
+        .filter(|e| e.u("dport") == PORT as u64 && e.u("tcp_flags") & 0x02 == 0)
+        .map(|e| e.u("tot_len") - 40 - 32)
+        .sum();
+    assert_eq!(data, 500, "payload at LOCAL_OUT");
+}
