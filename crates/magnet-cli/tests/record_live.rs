@@ -1084,3 +1084,50 @@ fn ipv6_connections_and_packets_are_decoded() {
         .sum();
     assert_eq!(data, 500, "payload at LOCAL_OUT");
 }
+
+#[test]
+fn comm_filter_selects_scheduler_events_too() {
+    if !live_or_skip("comm_filter_selects_scheduler_events_too", &[Need::Btf]) {
+        return;
+    }
+    // loadgen's receiver thread names itself loadgen-rx: only its switches,
+    // wake-ups and receives belong in the trace.
+    let path = tmp("sched-comm.mgt");
+    let rec = start_recording(&[
+        "-o",
+        path.to_str().unwrap(),
+        "--comm",
+        "loadgen-rx",
+        "--layers",
+        "app,sched",
+        "--duration",
+        "1500ms",
+    ]);
+    let out = magnet(&["loadgen", "--tcp", "40x100", "--interval", "5ms"]);
+    assert!(out.status.success());
+    finish_recording(rec);
+    let (evs, _) = read_trace(&path);
+    let comm = |e: &Ev, f: &str| e.fields.get(f).map(|v| v.to_string()).unwrap_or_default();
+    let switches: Vec<&Ev> = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::SCHED_SWITCH)
+        .collect();
+    assert!(
+        switches.len() >= 10,
+        "a receiver woken 40 times switches in and out: {}",
+        switches.len()
+    );
+    assert!(switches
+        .iter()
+        .all(|e| comm(e, "prev_comm") == "loadgen-rx" || comm(e, "next_comm") == "loadgen-rx"));
+    let wakeups: Vec<&Ev> = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::SCHED_WAKEUP)
+        .collect();
+    assert!(wakeups.iter().all(|e| comm(e, "comm") == "loadgen-rx"));
+    assert!(
+        evs.iter().filter(|e| e.kind_id == kind::APP_SEND).count() == 0,
+        "the sender thread is not loadgen-rx"
+    );
+    assert!(evs.iter().any(|e| e.kind_id == kind::APP_RECV));
+}

@@ -280,10 +280,8 @@ static __always_inline void flush_lost(struct mg_cpu_stats *st, void *ring)
 
 /* ---- filters -------------------------------------------------------------- */
 
-static __always_inline bool comm_matches(void)
+static __always_inline bool comm_equal(const char *comm)
 {
-	char comm[16];
-	bpf_get_current_comm(comm, sizeof(comm));
 #pragma unroll
 	for (int i = 0; i < 16; i++) {
 		if (comm[i] != comm_filter[i])
@@ -292,6 +290,13 @@ static __always_inline bool comm_matches(void)
 			break;
 	}
 	return true;
+}
+
+static __always_inline bool comm_matches(void)
+{
+	char comm[16];
+	bpf_get_current_comm(comm, sizeof(comm));
+	return comm_equal(comm);
 }
 
 /* Is the current task one the user asked to trace? Given filters all apply. */
@@ -1273,13 +1278,25 @@ int BPF_PROG(pkt_consume, struct sk_buff *skb)
 
 /* ---- layer: sched --------------------------------------------------------- */
 
-static __always_inline bool tgid_traced(__u32 tgid)
+/* task_traced() for a task other than the current one (the other side of a
+ * context switch, the task woken, the parent of a fork). */
+static __always_inline bool task_struct_traced(struct task_struct *t)
 {
 	if (!filter_tasks)
 		return true;
-	if (!filter_pid)
-		return false; /* comm/cgroup of another task is not cheap to test here */
-	return bpf_map_lookup_elem(&traced_tgids, &tgid) != NULL;
+	if (filter_pid) {
+		__u32 tgid = t->tgid;
+		if (!bpf_map_lookup_elem(&traced_tgids, &tgid))
+			return false;
+	}
+	if (filter_comm) {
+		char comm[16];
+		if (bpf_probe_read_kernel(comm, sizeof(comm), t->comm) || !comm_equal(comm))
+			return false;
+	}
+	if (cgroup_filter && t->cgroups->dfl_cgrp->kn->id != cgroup_filter)
+		return false;
+	return true;
 }
 
 SEC("tp_btf/sched_switch")
@@ -1287,7 +1304,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	     unsigned int prev_state)
 {
 	__u32 ptgid = BPF_CORE_READ(prev, tgid), ntgid = BPF_CORE_READ(next, tgid);
-	if (!tgid_traced(ptgid) && !tgid_traced(ntgid))
+	if (!task_struct_traced(prev) && !task_struct_traced(next))
 		return 0;
 	struct mg_sched_switch *r;
 	if (!RESERVE(r, sizeof(*r), MG_SCHED_SWITCH))
@@ -1321,7 +1338,7 @@ static __always_inline void task_event(struct task_struct *t, __u16 kind, int ar
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup, struct task_struct *p)
 {
-	if (!tgid_traced(BPF_CORE_READ(p, tgid)))
+	if (!task_struct_traced(p))
 		return 0;
 	task_event(p, MG_SCHED_WAKEUP, BPF_CORE_READ(p, wake_cpu));
 	return 0;
@@ -1330,7 +1347,7 @@ int BPF_PROG(sched_wakeup, struct task_struct *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_exit, struct task_struct *p)
 {
-	if (!tgid_traced(BPF_CORE_READ(p, tgid)))
+	if (!task_struct_traced(p))
 		return 0;
 	task_event(p, MG_SCHED_EXIT, BPF_CORE_READ(p, exit_code));
 	return 0;
@@ -1345,7 +1362,7 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
-	bool traced = tgid_traced(ptgid);
+	bool traced = task_struct_traced(parent);
 	if (filter_pid && traced && ctgid != ptgid) {
 		__u8 one = 1;
 		bpf_map_update_elem(&traced_tgids, &ctgid, &one, BPF_ANY);
