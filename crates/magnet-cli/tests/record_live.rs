@@ -116,6 +116,26 @@ fn finish_recording(
     serde_json::from_str(s.lines().rfind(|l| l.starts_with('{')).expect("summary")).unwrap()
 }
 
+/// `start_recording` of the whole host, narrowed to one port, for 1.5 s.
+fn start_port_recording(
+    path: &Path,
+    layers: &str,
+    port: u16,
+) -> (std::process::Child, std::thread::JoinHandle<String>) {
+    let port = port.to_string();
+    start_recording(&[
+        "-o",
+        path.to_str().unwrap(),
+        "--all",
+        "--layers",
+        layers,
+        "--port",
+        &port,
+        "--duration",
+        "1500ms",
+    ])
+}
+
 fn json_stdout(out: &Output) -> serde_json::Value {
     assert!(
         out.status.success(),
@@ -866,18 +886,7 @@ fn drops_carry_the_kernels_reason_by_name() {
     // Datagrams to a port nobody listens on are dropped with reason NO_SOCKET.
     const PORT: u16 = 7993;
     let path = tmp("drops.mgt");
-    let port = PORT.to_string();
-    let rec = start_recording(&[
-        "-o",
-        path.to_str().unwrap(),
-        "--all",
-        "--layers",
-        "drop",
-        "--port",
-        &port,
-        "--duration",
-        "1500ms",
-    ]);
+    let rec = start_port_recording(&path, "drop", PORT);
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     for _ in 0..5 {
         sock.send_to(b"nobody home", ("127.0.0.1", PORT)).unwrap();
@@ -907,18 +916,7 @@ fn port_filter_judges_unconnected_udp_sends_by_their_destination() {
     }
     const PORT: u16 = 7994;
     let path = tmp("udp-port.mgt");
-    let port = PORT.to_string();
-    let rec = start_recording(&[
-        "-o",
-        path.to_str().unwrap(),
-        "--all",
-        "--layers",
-        "app",
-        "--port",
-        &port,
-        "--duration",
-        "1500ms",
-    ]);
+    let rec = start_port_recording(&path, "app", PORT);
     let rx = std::net::UdpSocket::bind(("127.0.0.1", PORT)).unwrap();
     // One unconnected socket sends to the filtered port and to another one:
     // only the first kind of call belongs in the trace.
@@ -1029,16 +1027,7 @@ fn ipv6_connections_and_packets_are_decoded() {
     }
     const PORT: u16 = 7995;
     let path = tmp("v6.mgt");
-    let port = PORT.to_string();
-    let rec = start_recording(&[
-        "-o",
-        path.to_str().unwrap(),
-        "--all",
-        "--port",
-        &port,
-        "--duration",
-        "1500ms",
-    ]);
+    let rec = start_port_recording(&path, "app,tcp,ip,dev", PORT);
     let listener = std::net::TcpListener::bind(("::1", PORT)).unwrap();
     let server = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
