@@ -503,6 +503,8 @@ impl Btf {
                 self.spell_into(t.ty, out, depth + 1);
                 out.push_str("[]");
             }
+            Kind::Struct if name.is_empty() => out.push_str("an anonymous struct"),
+            Kind::Union if name.is_empty() => out.push_str("an anonymous union"),
             Kind::Struct => out.push_str(&format!("struct {name}")),
             Kind::Union => out.push_str(&format!("union {name}")),
             Kind::Enum | Kind::Enum64 => out.push_str(&format!("enum {name}")),

@@ -34,12 +34,17 @@ pub fn running_available() -> Result<(PathBuf, HashSet<String>)> {
             let p = Path::new(dir).join("available_filter_functions");
             match std::fs::read_to_string(&p) {
                 Ok(text) => return Ok((p, parse_available(&text))),
-                Err(e) => last = Some((p, e)),
+                Err(e) => {
+                    if last.is_none() {
+                        last = Some((p, e))
+                    }
+                }
             }
         }
         if attempt == 0 && !mount_tracefs() {
             break;
         }
+        last = None;
     }
     let (p, e) = last.expect("at least one path tried");
     let hint = match e.kind() {

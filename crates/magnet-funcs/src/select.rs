@@ -62,6 +62,8 @@ pub struct Holder {
     /// when it is the skb itself).
     pub member: String,
     pub next: Option<u32>,
+    /// The member is a pointer (to the skb or to the next struct).
+    pub ptr: bool,
 }
 
 /// Selection settings.
@@ -183,6 +185,26 @@ impl Ctx<'_> {
         Verdict::No
     }
 
+    /// A typedef chain that ends at `struct sk_buff` or a pointer to it.
+    fn names_skb(&self, mut id: u32) -> bool {
+        for _ in 0..64 {
+            let Some(t) = self.btf.get(id) else {
+                return false;
+            };
+            match t.kind {
+                Kind::Const
+                | Kind::Volatile
+                | Kind::Restrict
+                | Kind::TypeTag
+                | Kind::Typedef
+                | Kind::Ptr => id = t.ty,
+                Kind::Struct | Kind::Fwd => return self.skb.contains(&id),
+                _ => return false,
+            }
+        }
+        false
+    }
+
     /// A single pointer to sk_buff, through modifiers and typedefs.
     fn single_skb_pointer(&self, mut id: u32) -> bool {
         let mut ptrs = 0;
@@ -212,11 +234,7 @@ impl Ctx<'_> {
             let Some(h) = self.holders.get(&id) else {
                 break;
             };
-            let how = if h.hops > 0 && h.next.is_some_and(|n| self.holders[&n].hops < h.hops) {
-                "points to"
-            } else {
-                "holds"
-            };
+            let how = if h.ptr { "points to" } else { "holds" };
             match h.next {
                 Some(n) => {
                     out.push(format!(
@@ -229,7 +247,7 @@ impl Ctx<'_> {
                 }
                 None => {
                     out.push(format!(
-                        "{} holds struct sk_buff (member {})",
+                        "{} {how} struct sk_buff (member {})",
                         self.btf.spell(id),
                         h.member
                     ));
@@ -311,13 +329,14 @@ pub fn select(btf: &Btf, rules: Rules) -> Selection {
 
     let mut holders: HashMap<u32, Holder> = HashMap::new();
     // Level 1: a member is an skb or points to one.
-    for &(s, m, t, _) in &edges {
+    for &(s, m, t, ptr) in &edges {
         if skb.contains(&t) && !skb.contains(&s) {
             holders.entry(s).or_insert(Holder {
                 level: 1,
                 hops: 0,
                 member: btf.str(m).to_string(),
                 next: None,
+                ptr,
             });
         }
     }
@@ -347,6 +366,7 @@ pub fn select(btf: &Btf, rules: Rules) -> Selection {
                         hops,
                         member: btf.str(m).to_string(),
                         next: Some(t),
+                        ptr,
                     },
                 ));
             }
@@ -368,7 +388,7 @@ pub fn select(btf: &Btf, rules: Rules) -> Selection {
     let aliases: Vec<u32> = btf
         .types()
         .filter(|(_, t)| t.kind == Kind::Typedef)
-        .filter(|(id, _)| matches!(ctx.verdict(*id), Verdict::Skb { .. }))
+        .filter(|(id, _)| ctx.names_skb(*id))
         .map(|(id, _)| id)
         .collect();
 
