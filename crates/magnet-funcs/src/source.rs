@@ -493,7 +493,8 @@ fn scan_file(parser: &mut Parser, path: &Path, file: u32, facts: &mut Facts) -> 
             _ => {}
         }
         let mut c = n.walk();
-        stack.extend(n.named_children(&mut c));
+        let kids: Vec<Node> = n.named_children(&mut c).collect();
+        stack.extend(kids.into_iter().rev());
     }
     facts.files.push(path.to_path_buf());
     Ok(())
@@ -764,13 +765,16 @@ fn indirect(f: &Facts, poly: &Poly, root: &Path, max_levels: u32) -> Vec<SourceF
     };
     for level in 1..=max_levels {
         let mut changed = false;
+        // Each round reads the state the previous one left: one round, one
+        // call level.
+        let (cp, upp, cr) = (carry_param.clone(), up_param.clone(), carry_ret.clone());
         for i in 0..n {
             let d = &f.defs[i];
             // Variables holding an skb in this function.
             let mut vars: HashSet<&str> = d
                 .params
                 .iter()
-                .zip(&carry_param[i])
+                .zip(&cp[i])
                 .filter(|(_, &c)| c)
                 .map(|((p, _), _)| p.as_str())
                 .collect();
@@ -783,14 +787,14 @@ fn indirect(f: &Facts, poly: &Poly, root: &Path, max_levels: u32) -> Vec<SourceF
             }
             let mut received = false;
             for (v, callee) in &d.assigned {
-                if ret_of(&carry_ret, callee) {
+                if ret_of(&cr, callee) {
                     vars.insert(v.as_str());
                     received = true;
                 }
             }
             let carries = |e: &Expr| match e {
                 Expr::Var(v) => vars.contains(v.as_str()),
-                Expr::CallRet(c) => ret_of(&carry_ret, c),
+                Expr::CallRet(c) => ret_of(&cr, c),
                 Expr::Other => false,
             };
             let mut handed = false;
@@ -803,20 +807,20 @@ fn indirect(f: &Facts, poly: &Poly, root: &Path, max_levels: u32) -> Vec<SourceF
                 for (ai, a) in call.args.iter().enumerate() {
                     let c = carries(a);
                     for &g in targets {
-                        if ai >= carry_param[g].len() {
+                        if ai >= cp[g].len() {
                             continue;
                         }
                         if c {
                             handed = true;
-                            if !carry_param[g][ai] {
+                            if !cp[g][ai] {
                                 new_down.push((g, ai));
                             }
                         }
                         // Up: our parameter passed into a callee's skb slot.
-                        if up_param[g][ai] {
+                        if upp[g][ai] {
                             if let Expr::Var(v) = a {
                                 if let Some(pi) = d.params.iter().position(|(p, _)| p == v) {
-                                    if !up_param[i][pi] {
+                                    if !upp[i][pi] {
                                         new_up.push(pi);
                                     }
                                 }
@@ -835,16 +839,20 @@ fn indirect(f: &Facts, poly: &Poly, root: &Path, max_levels: u32) -> Vec<SourceF
                 Expr::Other => false,
             });
             for (g, ai) in new_down {
-                carry_param[g][ai] = true;
-                changed = true;
+                if !carry_param[g][ai] {
+                    carry_param[g][ai] = true;
+                    changed = true;
+                }
                 if how[g].is_none() {
                     how[g] = Some((Use::IndirectCallee, level));
                 }
             }
             for pi in new_up {
-                up_param[i][pi] = true;
-                carry_param[i][pi] = true;
-                changed = true;
+                if !up_param[i][pi] {
+                    up_param[i][pi] = true;
+                    carry_param[i][pi] = true;
+                    changed = true;
+                }
             }
             if ret_now && !carry_ret[i] {
                 carry_ret[i] = true;
