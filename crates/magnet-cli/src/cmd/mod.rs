@@ -7,6 +7,7 @@ mod funcs_source;
 pub mod info;
 pub mod loadgen;
 pub mod nfs;
+pub mod packets;
 pub mod parse;
 pub mod record;
 pub mod report;
