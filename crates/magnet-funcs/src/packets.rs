@@ -272,7 +272,7 @@ pub fn handshakes(paths: &[PacketPath]) -> Vec<[HandshakeRow; 3]> {
         let Some(&(ap, a)) = reply else { continue };
         let ack = tcp.iter().find(|(p, f)| {
             p.first_ns >= ap.first_ns
-                && f.tcp_flags & 0x17 == 0x10
+                && f.tcp_flags & 0x1f == 0x10
                 && f.saddr == s.saddr
                 && f.daddr == s.daddr
                 && f.sport == s.sport
@@ -284,4 +284,95 @@ pub fn handshakes(paths: &[PacketPath]) -> Vec<[HandshakeRow; 3]> {
         out.push([row("SYN", sp, s), row("SYN-ACK", ap, a), row("ACK", kp, k)]);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[allow(clippy::too_many_arguments)]
+    fn pkt(
+        id: u64,
+        t: u64,
+        src: [u8; 4],
+        sp: u16,
+        dst: [u8; 4],
+        dp: u16,
+        flags: u8,
+        seq: u32,
+        ack: u32,
+    ) -> PacketPath {
+        PacketPath {
+            pkt_id: id,
+            footprint: Some(Footprint {
+                version: 4,
+                saddr: IpAddr::from(src),
+                daddr: IpAddr::from(dst),
+                ip_id: id as u16,
+                protocol: 6,
+                sport: sp,
+                dport: dp,
+                tcp_flags: flags,
+                seq,
+                ack,
+            }),
+            first_ns: t,
+            last_ns: t + 10,
+            kernel_ns: 10,
+            functions: 0,
+            steps: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn handshakes_are_matched_by_sequence_numbers() {
+        let c = [10, 0, 0, 1];
+        let s = [10, 0, 0, 2];
+        let paths = vec![
+            pkt(1, 100, c, 5000, s, 80, 0x02, 1000, 0), // SYN, connection A
+            pkt(2, 110, c, 5001, s, 80, 0x02, 7000, 0), // SYN, connection B
+            pkt(3, 120, s, 80, c, 5001, 0x12, 9000, 7001), // SYN-ACK of B
+            pkt(4, 130, c, 5000, s, 80, 0x02, 1000, 0), // SYN of A again (retransmitted)
+            pkt(5, 140, s, 80, c, 5000, 0x12, 3000, 1001), // SYN-ACK of A
+            pkt(6, 150, c, 5001, s, 80, 0x10, 7001, 9001), // ACK of B
+            pkt(7, 160, c, 5000, s, 80, 0x18, 1001, 3001), // data of A (PSH): not the ACK
+            pkt(8, 170, c, 5000, s, 80, 0x10, 1001, 3001), // ACK of A
+        ];
+        let hs = handshakes(&paths);
+        let ids: Vec<[u64; 3]> = hs.iter().map(|h| h.each_ref().map(|r| r.pkt_id)).collect();
+        // A's first SYN and its retransmission both pair with A's SYN-ACK.
+        assert_eq!(ids, [[1, 5, 8], [2, 3, 6], [4, 5, 8]]);
+    }
+
+    #[test]
+    fn filters() {
+        let p = pkt(7, 0, [1, 1, 1, 1], 10, [2, 2, 2, 2], 20, 0x10, 0, 0);
+        let f = |f: Filter| f.keeps(&p);
+        assert!(f(Filter::default()));
+        assert!(f(Filter {
+            pkt: Some(7),
+            ..Default::default()
+        }));
+        assert!(!f(Filter {
+            pkt: Some(8),
+            ..Default::default()
+        }));
+        assert!(f(Filter {
+            port: Some(20),
+            ip_id: Some(7),
+            ..Default::default()
+        }));
+        assert!(!f(Filter {
+            src: Some(IpAddr::from([2, 2, 2, 2])),
+            ..Default::default()
+        }));
+        let mut nofp = p.clone();
+        nofp.footprint = None;
+        assert!(!Filter {
+            protocol: Some(6),
+            ..Default::default()
+        }
+        .keeps(&nofp));
+        assert!(Filter::default().keeps(&nofp));
+    }
 }
