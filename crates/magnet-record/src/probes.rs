@@ -169,6 +169,8 @@ pub const FOLLOW_FORKS: &str = "sched_fork";
 pub const PKT_FREE: &str = "pkt_free";
 pub const PKT_CONSUME: &str = "pkt_consume";
 pub const FLOWS_AT_BIND: &str = "flow_sys_exit";
+/// tcp_rcv outside ESTABLISHED when dev_rx (which does it too) is not loaded.
+pub const TCP_RX_SEG: &str = "tcp_rx_seg";
 
 /// Every program name in the object, for autoload decisions.
 pub fn all_programs() -> impl Iterator<Item = &'static str> {
@@ -176,7 +178,7 @@ pub fn all_programs() -> impl Iterator<Item = &'static str> {
         .iter()
         .flat_map(|p| p.hooks.iter())
         .flat_map(|h| h.progs.iter().map(|(p, _)| *p))
-        .chain([FOLLOW_FORKS, PKT_FREE, PKT_CONSUME, FLOWS_AT_BIND])
+        .chain([FOLLOW_FORKS, PKT_FREE, PKT_CONSUME, FLOWS_AT_BIND, TCP_RX_SEG])
 }
 
 /// One attach point as magnet names it (`tp_btf/tcp_probe`, `fexit/sock_sendmsg`,

@@ -28,7 +28,7 @@ use magnet_trace::{Catalog, ClockMap, Footer, Header, KindIndex, LayerSource, Tr
 
 use crate::config::{Layer, RecordConfig};
 use crate::probes::{self, Attach, Choice, PROBES};
-use crate::skel::RecordSkelBuilder;
+use crate::skel::{OpenRecordSkel, RecordSkel, RecordSkelBuilder};
 
 /// What to trace.
 #[derive(Clone, Debug)]
@@ -514,17 +514,124 @@ pub struct CheckLine {
 pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
     preflight()?;
     let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
-    let lines = probes::plan(&kernel)
+    let plan = probes::plan(&kernel);
+    // Load every chosen program once (nothing is attached): what the verifier
+    // refuses moves on to its next hook, as it would when recording.
+    let mut chosen: Vec<Choice> = plan.iter().filter(|c| c.hook.is_ok()).cloned().collect();
+    let mut refused: BTreeMap<&str, String> = BTreeMap::new();
+    let wanted = |chosen: &[Choice], name: &str| {
+        chosen.iter().any(|c| {
+            c.hook()
+                .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == name))
+        })
+    };
+    let skel = load_with_fallback(
+        &kernel,
+        &mut chosen,
+        |probe, why| {
+            refused.insert(probe.name(), why.to_string());
+            Ok(())
+        },
+        |_| Ok(()),
+        &wanted,
+    )?;
+    drop(skel);
+    let lines = plan
         .into_iter()
-        .map(|c| CheckLine {
-            layer: c.probe.layer.name().to_string(),
-            kind: c.probe.name().to_string(),
-            default_on: c.probe.default_on,
-            hook: c.hook().map(probes::hook_name),
-            missing: c.hook.err(),
+        .map(|c| {
+            let now = chosen.iter().find(|d| std::ptr::eq(d.probe, c.probe));
+            CheckLine {
+                layer: c.probe.layer.name().to_string(),
+                kind: c.probe.name().to_string(),
+                default_on: c.probe.default_on,
+                hook: now.and_then(|d| d.hook()).map(probes::hook_name),
+                missing: match now {
+                    Some(_) => None,
+                    None => refused.get(c.probe.name()).cloned().or(c.hook.err()),
+                },
+            }
         })
         .collect();
     Ok((kernel.features, lines))
+}
+
+/// Whether tcp_rcv events are recorded (the tcp layer with its tcp_rcv kind).
+fn tcp_rcv_on(config: &RecordConfig) -> bool {
+    PROBES
+        .iter()
+        .find(|p| p.kind == Some("tcp_rcv"))
+        .is_some_and(|p| probe_on(config, p))
+}
+
+/// The loaded object holding the programs of the `chosen` hooks (and the
+/// support programs `wanted` names). A hook the table allows can still be
+/// refused by this kernel's verifier (6.12 lets netfilter programs call fewer
+/// helpers than 6.18): the program that failed is named in libbpf's log; its
+/// probe moves on to its next hook the kernel has (or, with none left, goes to
+/// `refused`) and the object is loaded again.
+fn load_with_fallback(
+    kernel: &probes::Kernel,
+    chosen: &mut Vec<Choice>,
+    mut refused: impl FnMut(&'static probes::Probe, &str) -> Result<()>,
+    mut configure: impl FnMut(&mut OpenRecordSkel<'static>) -> Result<()>,
+    wanted: &dyn Fn(&[Choice], &str) -> bool,
+) -> Result<RecordSkel<'static>> {
+    loop {
+        // One small allocation per attempt, kept for the recording's life.
+        let storage = Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = RecordSkelBuilder::default()
+            .open(storage)
+            .context("opening the BPF object failed")?;
+        configure(&mut open)?;
+        for mut prog in open.open_object_mut().progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            prog.set_autoload(wanted(chosen, &name));
+        }
+        let (loaded, log) = load_log::capture(|| open.load());
+        let e = match loaded {
+            Ok(skel) => return Ok(skel),
+            Err(e) => e,
+        };
+        let failed = load_log::failed_program(&log);
+        let reason = load_log::verifier_reason(&log);
+        let next = failed.as_deref().and_then(|prog| {
+            chosen.iter().position(|c| {
+                c.hook()
+                    .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == prog))
+            })
+        });
+        let Some(i) = next else {
+            let progs: Vec<String> = chosen
+                .iter()
+                .filter_map(|c| c.hook())
+                .map(probes::hook_name)
+                .collect();
+            bail!(
+                "loading the BPF programs failed on Linux {}: {e}{}{}\n\
+                 hooks chosen for this kernel: {}; `magnet record --check` lists them; \
+                 run with LIBBPF_DEBUG=1 to see the verifier log",
+                kernel.features.release,
+                failed.map(|p| format!(" (program {p})")).unwrap_or_default(),
+                reason.map(|r| format!(": {r}")).unwrap_or_default(),
+                progs.join(", ")
+            );
+        };
+        let c = chosen.remove(i);
+        let from = c.hook.as_ref().map(|&h| h + 1).unwrap_or(0);
+        let why = format!(
+            "{}: the verifier refused {}: {}",
+            probes::hook_name(c.hook().expect("chosen")),
+            failed.as_deref().unwrap_or("?"),
+            reason.as_deref().unwrap_or("see LIBBPF_DEBUG=1")
+        );
+        match (from..c.probe.hooks.len()).find(|&h| kernel.hook_missing(&c.probe.hooks[h]).is_none()) {
+            Some(h) => chosen.push(Choice {
+                probe: c.probe,
+                hook: Ok(h),
+            }),
+            None => refused(c.probe, &why)?,
+        }
+    }
 }
 
 /// Records until the target ends, the duration passes, or `stop` is set.
@@ -616,7 +723,8 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             probes::FOLLOW_FORKS => filter_pids || config.layers.contains(&Layer::Sched),
             probes::PKT_FREE => packets && !config.layers.contains(&Layer::Drop),
             probes::PKT_CONSUME => packets,
-            probes::FLOWS_AT_BIND => packets && filter_tasks,
+            probes::FLOWS_AT_BIND => packets,
+            probes::TCP_RX_SEG => tcp_rcv_on(config) && !config.layers.contains(&Layer::Dev),
             _ => false,
         }
     };
@@ -624,12 +732,11 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     // (e.g. 6.12 lets netfilter programs call fewer helpers than 6.18): the
     // program that failed is named in libbpf's log; its probe moves on to its
     // next hook and the object is loaded again.
-    let skel = loop {
-        // One small allocation per attempt, kept for the recording's life.
-        let storage = Box::leak(Box::new(MaybeUninit::uninit()));
-        let mut open = RecordSkelBuilder::default()
-            .open(storage)
-            .context("opening the BPF object failed")?;
+    let skel = load_with_fallback(
+        &kernel,
+        &mut chosen,
+        |probe, why| left_out(config, &mut sources, probe, why),
+        |open| {
         {
             let ro = open
                 .maps
@@ -654,12 +761,19 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
                 ro.host_filter = addr16(h);
             }
             ro.tcp_state = config.tcp_state;
+            // Received packets are attributed by flow: keep every announced
+            // socket's flow when a layer sees packets.
+            ro.track_all_flows = config.layers.iter().any(|l| l.follows_packets());
+            ro.tcp_rx_other = tcp_rcv_on(config);
             ro.wakeup_bytes = config.wakeup_bytes;
             ro.record_fork = config.layers.contains(&Layer::Sched);
+            ro.id_ring_index = cpus;
+            ro.has_id_ring = true;
         }
+        // One more ring after the CPUs' for identity (SOCK) records only.
         open.maps
             .rings
-            .set_max_entries(cpus)
+            .set_max_entries(cpus + 1)
             .context("sizing the ring array")?;
         // Wake the reader well before one CPU's ring fills.
         open.maps
@@ -667,56 +781,10 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             .as_deref_mut()
             .expect("the object has read-only settings")
             .wakeup_bytes = config.wakeup_bytes.min(ring_bytes as u64 / 8);
-        for mut prog in open.open_object_mut().progs_mut() {
-            let name = prog.name().to_string_lossy().into_owned();
-            prog.set_autoload(wanted(&chosen, &name));
-        }
-        let (loaded, log) = load_log::capture(|| open.load());
-        let e = match loaded {
-            Ok(skel) => break skel,
-            Err(e) => e,
-        };
-        let failed = load_log::failed_program(&log);
-        let reason = load_log::verifier_reason(&log);
-        let next = failed.as_deref().and_then(|prog| {
-            chosen.iter().position(|c| {
-                c.hook()
-                    .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == prog))
-            })
-        });
-        let Some(i) = next else {
-            let progs: Vec<String> = chosen
-                .iter()
-                .filter_map(|c| c.hook())
-                .map(probes::hook_name)
-                .collect();
-            bail!(
-                "loading the BPF programs failed on Linux {}: {e}{}{}\n\
-                 hooks chosen for this kernel: {}; `magnet record --check` lists them; \
-                 run with LIBBPF_DEBUG=1 to see the verifier log",
-                kernel.features.release,
-                failed.map(|p| format!(" (program {p})")).unwrap_or_default(),
-                reason.map(|r| format!(": {r}")).unwrap_or_default(),
-                progs.join(", ")
-            );
-        };
-        // Try the probe's next hook that this kernel has.
-        let c = chosen.remove(i);
-        let from = c.hook.as_ref().map(|&h| h + 1).unwrap_or(0);
-        let why_this = format!(
-            "{}: the verifier refused {}: {}",
-            probes::hook_name(c.hook().expect("chosen")),
-            failed.as_deref().unwrap_or("?"),
-            reason.as_deref().unwrap_or("see LIBBPF_DEBUG=1")
-        );
-        match (from..c.probe.hooks.len()).find(|&h| kernel.hook_missing(&c.probe.hooks[h]).is_none()) {
-            Some(h) => chosen.push(Choice {
-                probe: c.probe,
-                hook: Ok(h),
-            }),
-            None => left_out(config, &mut sources, c.probe, &why_this)?,
-        }
-    };
+            Ok(())
+        },
+        &wanted,
+    )?;
     let wanted = |name: &str| wanted(&chosen, name);
 
     let mut hooks_by_kind: BTreeMap<&str, String> = BTreeMap::new();
@@ -726,8 +794,11 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let mut header = host_header(config, &opts.target);
 
     // ---- one ring per CPU ------------------------------------------------------
-    let mut rings = Vec::with_capacity(cpus as usize);
-    for cpu in 0..cpus {
+    let mut rings = Vec::with_capacity(cpus as usize + 1);
+    for cpu in 0..=cpus {
+        // The identity ring (index `cpus`) holds one 72-byte SOCK record per
+        // socket: a fixed 256 KiB.
+        let ring_bytes = if cpu == cpus { 256 * 1024 } else { ring_bytes };
         let opts = libbpf_sys::bpf_map_create_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as libbpf_sys::size_t,
             ..Default::default()
@@ -807,6 +878,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         probes::PKT_FREE,
         probes::PKT_CONSUME,
         probes::FLOWS_AT_BIND,
+        probes::TCP_RX_SEG,
     ] {
         if !wanted(name) {
             continue;

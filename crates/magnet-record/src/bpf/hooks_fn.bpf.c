@@ -103,11 +103,10 @@ static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *
 					bool rx)
 {
 	struct pkt_info pi = {};
-	__u16 nh = BPF_CORE_READ(skb, network_header);
-	unsigned char *head = BPF_CORE_READ(skb, head);
-	if (nh == (__u16)~0U || !head)
+	__u16 nh = skb->network_header;
+	if (nh == (__u16)~0U)
 		return;
-	parse_l3(head + nh, &pi);
+	parse_l3(skb->head + nh, &pi);
 	if (!pi.ok)
 		return;
 	__u64 sk;
@@ -125,7 +124,7 @@ static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *
 				: kind == MG_IP_LOCAL_IN     ? PKT_END
 							     : PKT_FOLLOW);
 	r->ifindex = dev ? BPF_CORE_READ(dev, ifindex) : 0;
-	r->tot_len = pi.tot_len;
+	r->tot_len = ip_len(skb, nh, &pi);
 	r->ip_id = pi.ip_id;
 	r->frag_off = pi.frag_off;
 	r->version = pi.version;
@@ -136,9 +135,9 @@ static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *
 	r->dport = pi.dport;
 	r->tcp_flags = pi.tcp_flags;
 	r->_pad0 = 0;
+	r->_pad1 = 0;
 	r->seq = pi.seq;
 	r->ack = pi.ack;
-	r->_pad1 = 0;
 	__builtin_memcpy(r->saddr, pi.saddr, 16);
 	__builtin_memcpy(r->daddr, pi.daddr, 16);
 	submit(r);
