@@ -55,8 +55,13 @@ fn us(ns: i64) -> String {
 
 /// Writes `k` as pcapng to `w`.
 pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
-    let host = k.header.as_ref().map_or("", |h| h.host.as_str()).to_string();
-    let mut shb: Vec<(u16, &[u8])> = vec![(4, b"magnet pcap (headers synthesised from a magnet trace)")];
+    let host = k
+        .header
+        .as_ref()
+        .map_or("", |h| h.host.as_str())
+        .to_string();
+    let mut shb: Vec<(u16, &[u8])> =
+        vec![(4, b"magnet pcap (headers synthesised from a magnet trace)")];
     if !host.is_empty() {
         shb.push((2, host.as_bytes()));
     }
@@ -106,7 +111,8 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
                         format!("{host}: IP layer of ifindex {i} (the trace has no device events for these packets)"),
                     ),
                 };
-                let id = out.add_interface(&InterfaceDesc::new(lt).name(&name).description(&desc))?;
+                let id =
+                    out.add_interface(&InterfaceDesc::new(lt).name(&name).description(&desc))?;
                 debug_assert_eq!(id as usize, n);
                 v.insert((id, name, 0))
             }
@@ -129,12 +135,9 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
         }
         comment.clear();
         let cookie = if outbound {
-            p.sender_cookie()
+            k.sender_of(p, hi as usize)
         } else {
-            match p.receiver_cookie() {
-                0 => h.cookie,
-                c => c,
-            }
+            k.receiver_of(p)
         };
         if let Some(o) = k.owners.get(&cookie) {
             let _ = write!(comment, "pid={} comm={} ", o.pid, o.comm);
@@ -222,7 +225,7 @@ fn synthesise(p: &KPacket, link: bool, d: &mut Vec<u8>) -> &'static str {
     match (ip.saddr, ip.daddr) {
         (IpAddr::V6(s), IpAddr::V6(t)) => {
             push32(d, 0x6000_0000 | (ip.tos as u32) << 20);
-            push16(d, ip.tot_len.saturating_sub(40));
+            push16(d, u16::try_from(ip.tot_len.saturating_sub(40)).unwrap_or(0));
             d.push(ip.protocol);
             d.push(ip.ttl);
             d.extend_from_slice(&s.octets());
@@ -235,7 +238,8 @@ fn synthesise(p: &KPacket, link: bool, d: &mut Vec<u8>) -> &'static str {
             };
             let at = d.len();
             d.extend_from_slice(&[0x45, ip.tos]);
-            push16(d, ip.tot_len);
+            // Past 64 KiB (BIG TCP) the field is 0, as on the wire.
+            push16(d, u16::try_from(ip.tot_len).unwrap_or(0));
             push16(d, ip.ip_id);
             push16(d, ip.frag_off);
             d.extend_from_slice(&[ip.ttl, ip.protocol, 0, 0]);
@@ -252,7 +256,7 @@ fn synthesise(p: &KPacket, link: bool, d: &mut Vec<u8>) -> &'static str {
     what
 }
 
-fn transport(ip: &IpFields, hdr_len: u16, l4: usize, d: &mut Vec<u8>) {
+fn transport(ip: &IpFields, hdr_len: u32, l4: usize, d: &mut Vec<u8>) {
     match l4 {
         20 => {
             push16(d, ip.sport);
@@ -264,7 +268,10 @@ fn transport(ip: &IpFields, hdr_len: u16, l4: usize, d: &mut Vec<u8>) {
         8 => {
             push16(d, ip.sport);
             push16(d, ip.dport);
-            push16(d, ip.tot_len.saturating_sub(hdr_len));
+            push16(
+                d,
+                u16::try_from(ip.tot_len.saturating_sub(hdr_len)).unwrap_or(0),
+            );
             push16(d, 0);
         }
         _ => {}

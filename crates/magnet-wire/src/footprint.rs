@@ -78,7 +78,11 @@ fn link(linktype: u32, d: &[u8]) -> Option<(u16, &[u8])> {
         lt::NULL | lt::LOOP => {
             let fam = u32::from_le_bytes(d.get(0..4)?.try_into().ok()?);
             let fam_be = u32::from_be_bytes(d.get(0..4)?.try_into().ok()?);
-            let et = if fam == 2 || fam_be == 2 { 0x0800 } else { 0x86dd };
+            let et = if fam == 2 || fam_be == 2 {
+                0x0800
+            } else {
+                0x86dd
+            };
             Some((et, d.get(4..)?))
         }
         _ => None,
@@ -145,7 +149,11 @@ fn ipv4(d: &[u8]) -> Option<Frame> {
     };
     // Only a first fragment carries the transport header.
     let first = frag & 0x1fff == 0;
-    let flags = if first { transport(proto, d.get(ihl..), &mut fp) } else { 0 };
+    let flags = if first {
+        transport(proto, d.get(ihl..), &mut fp)
+    } else {
+        0
+    };
     Some(Frame::Ip {
         fp,
         tcp_flags: flags,
@@ -196,7 +204,13 @@ fn ipv6(d: &[u8]) -> Option<Frame> {
 /// TCP flags as tcpdump shows them (`S`, `S.`, `P.`, `F.`, `R`, `.`).
 pub fn tcp_flags_str(f: u8) -> String {
     let mut s = String::new();
-    for (bit, c) in [(0x02, 'S'), (0x01, 'F'), (0x04, 'R'), (0x08, 'P'), (0x10, '.')] {
+    for (bit, c) in [
+        (0x02, 'S'),
+        (0x01, 'F'),
+        (0x04, 'R'),
+        (0x08, 'P'),
+        (0x10, '.'),
+    ] {
         if f & bit != 0 {
             s.push(c);
         }

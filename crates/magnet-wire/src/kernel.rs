@@ -36,7 +36,8 @@ pub struct IpFields {
     pub tos: u8,
     pub ttl: u8,
     pub protocol: u8,
-    pub tot_len: u16,
+    /// IP total length (32-bit: GSO packets pass 64 KiB).
+    pub tot_len: u32,
     pub ip_id: u16,
     pub frag_off: u16,
     pub saddr: IpAddr,
@@ -67,7 +68,10 @@ impl KPacket {
     }
     /// The cookie of the socket that sent it (first hop with a socket).
     pub fn sender_cookie(&self) -> u64 {
-        self.hops.iter().find(|h| h.cookie != 0).map_or(0, |h| h.cookie)
+        self.hops
+            .iter()
+            .find(|h| h.cookie != 0)
+            .map_or(0, |h| h.cookie)
     }
     /// The cookie of the socket that received it: the TCP receive or LOCAL_IN hop's.
     pub fn receiver_cookie(&self) -> u64 {
@@ -116,6 +120,11 @@ pub struct Kernel {
     pub lost: Vec<LostRegion>,
     /// Kind names by id, from the trace's own catalog.
     pub kind_names: HashMap<u16, String>,
+    /// The socket that sent, and the one that received, each flow direction
+    /// (source, source port, destination, destination port), learnt from the hops
+    /// that name a socket: who sent or received a packet whose own hops do not say.
+    pub senders: HashMap<(IpAddr, u16, IpAddr, u16), u64>,
+    pub receivers: HashMap<(IpAddr, u16, IpAddr, u16), u64>,
     /// Damage the reader stepped over, one line each.
     pub warnings: Vec<String>,
     pub header: Option<Header>,
@@ -137,8 +146,20 @@ struct Fields {
 }
 
 const IP_FIELDS: [&str; 14] = [
-    "version", "tos", "ttl", "protocol", "tot_len", "ip_id", "frag_off", "saddr", "daddr",
-    "sport", "dport", "tcp_flags", "seq", "ack",
+    "version",
+    "tos",
+    "ttl",
+    "protocol",
+    "tot_len",
+    "ip_id",
+    "frag_off",
+    "saddr",
+    "daddr",
+    "sport",
+    "dport",
+    "tcp_flags",
+    "seq",
+    "ack",
 ];
 
 fn num(bytes: &[u8], f: &Option<FieldDesc>) -> Option<u64> {
@@ -176,7 +197,11 @@ impl Kernel {
                 });
             }
         }
-        let drop_names = header.enums.get("skb_drop_reason").cloned().unwrap_or_default();
+        let drop_names = header
+            .enums
+            .get("skb_drop_reason")
+            .cloned()
+            .unwrap_or_default();
         let mut by_id: HashMap<u64, usize> = HashMap::new();
         let mut last_ts_by_cpu: HashMap<u16, i64> = HashMap::new();
         while let Some(r) = rd.next_record() {
@@ -211,13 +236,22 @@ impl Kernel {
                 }
                 kind::APP_SEND | kind::APP_RECV => {
                     if cookie != 0 {
-                        if let Some(Value::Str(comm)) = f.comm.as_ref().and_then(|d| decode_field(b, d)) {
-                            k.owners.entry(cookie).or_insert(Owner { pid: r.pid(), comm });
+                        if let Some(Value::Str(comm)) =
+                            f.comm.as_ref().and_then(|d| decode_field(b, d))
+                        {
+                            k.owners
+                                .entry(cookie)
+                                .or_insert(Owner { pid: r.pid(), comm });
                         }
                         k.calls.entry(cookie).or_default().push(AppCall {
                             ts_ns: ts,
                             send: kd == kind::APP_SEND,
-                            ret: f.ret.as_ref().and_then(|d| decode_field(b, d)).and_then(|v| v.as_i64()).unwrap_or(0),
+                            ret: f
+                                .ret
+                                .as_ref()
+                                .and_then(|d| decode_field(b, d))
+                                .and_then(|v| v.as_i64())
+                                .unwrap_or(0),
                             pid: r.pid(),
                             tid: r.tid(),
                         });
@@ -265,6 +299,23 @@ impl Kernel {
         }
         for p in &mut k.packets {
             p.hops.sort_by_key(|h| h.ts_ns);
+            if let Some(ip) = p.ip {
+                let key = (ip.saddr, ip.sport, ip.daddr, ip.dport);
+                if let Some(c) = p
+                    .hops
+                    .iter()
+                    .find(|h| is_send_side(h.kind) && h.cookie != 0)
+                {
+                    k.senders.entry(key).or_insert(c.cookie);
+                }
+                if let Some(c) =
+                    p.hops.iter().rev().find(|h| {
+                        matches!(h.kind, kind::TCP_RCV | kind::IP_LOCAL_IN) && h.cookie != 0
+                    })
+                {
+                    k.receivers.entry(key).or_insert(c.cookie);
+                }
+            }
         }
         k.packets.sort_by_key(|p| p.first_ts());
         for c in k.calls.values_mut() {
@@ -272,6 +323,39 @@ impl Kernel {
         }
         k.header = Some(header);
         Ok(k)
+    }
+
+    /// The socket that sent `p` (as of its hop `upto`): the first send-side hop
+    /// naming one, else the flow's sender.
+    pub fn sender_of(&self, p: &KPacket, upto: usize) -> u64 {
+        if let Some(h) = p.hops[..=upto.min(p.hops.len().saturating_sub(1))]
+            .iter()
+            .find(|h| is_send_side(h.kind) && h.cookie != 0)
+        {
+            return h.cookie;
+        }
+        p.ip.and_then(|ip| {
+            self.senders
+                .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
+                .copied()
+        })
+        .unwrap_or(0)
+    }
+
+    /// The socket that received `p`: its TCP receive or LOCAL_IN hop's, else the
+    /// flow's receiver.
+    pub fn receiver_of(&self, p: &KPacket) -> u64 {
+        match p.receiver_cookie() {
+            0 => {
+                p.ip.and_then(|ip| {
+                    self.receivers
+                        .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
+                        .copied()
+                })
+                .unwrap_or(0)
+            }
+            c => c,
+        }
     }
 
     pub fn kind_name(&self, id: u16) -> &str {
@@ -297,6 +381,22 @@ impl Kernel {
     }
 }
 
+/// Hooks on the sending side of the stack (their cookie is the sender's).
+fn is_send_side(k: u16) -> bool {
+    matches!(
+        k,
+        kind::TCP_SENDMSG
+            | kind::TCP_RETRANS
+            | kind::TCP_RST_SENT
+            | kind::IP_LOCAL_OUT
+            | kind::IP_POST_ROUTING
+            | kind::QDISC_ENQ
+            | kind::QDISC_DEQ
+            | kind::DEV_QUEUE
+            | kind::DEV_START_XMIT
+    )
+}
+
 fn ip_fields(b: &[u8], f: &[Option<FieldDesc>]) -> Option<IpFields> {
     let n = |i: usize| num(b, &f[i]);
     let a = |i: usize| match f[i].as_ref().and_then(|d| decode_field(b, d)) {
@@ -308,7 +408,7 @@ fn ip_fields(b: &[u8], f: &[Option<FieldDesc>]) -> Option<IpFields> {
         tos: n(1)? as u8,
         ttl: n(2)? as u8,
         protocol: n(3)? as u8,
-        tot_len: n(4)? as u16,
+        tot_len: n(4)? as u32,
         ip_id: n(5)? as u16,
         frag_off: n(6)? as u16,
         saddr: a(7)?,

@@ -158,8 +158,13 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
     let offset = median(&mut d1).unwrap_or(first);
     // Drift only when the samples span a second or more: over less, the jitter
     // between hops and capture (microseconds) would swamp it.
-    let span = samples.iter().map(|s| s.0).max().unwrap_or(0) - samples.iter().map(|s| s.0).min().unwrap_or(0);
-    let drift = if span >= 1_000_000_000 { slope(&samples) } else { 0.0 };
+    let span = samples.iter().map(|s| s.0).max().unwrap_or(0)
+        - samples.iter().map(|s| s.0).min().unwrap_or(0);
+    let drift = if span >= 1_000_000_000 {
+        slope(&samples)
+    } else {
+        0.0
+    };
     let t_mid = samples.get(samples.len() / 2).map_or(0, |s| s.0);
     let corr = |ts: i64| -> i64 {
         // Trace time of a capture time.
@@ -198,7 +203,9 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
                 let c = index.get(&fp).map(Vec::as_slice).unwrap_or(&[]);
                 let best = c
                     .iter()
-                    .filter_map(|&i| Some((used[i], (nearest_hop(&k.packets[i], t)?.1 - t).abs(), i)))
+                    .filter_map(|&i| {
+                        Some((used[i], (nearest_hop(&k.packets[i], t)?.1 - t).abs(), i))
+                    })
                     .min();
                 match best {
                     Some((_, _, i)) => Some(i),
@@ -221,7 +228,9 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
                     .iter()
                     .take_while(|&&i| k.packets[i].first_ts() <= t + ARP_WINDOW_NS)
                     .filter(|&&i| !used[i])
-                    .min_by_key(|&&i| nearest_hop(&k.packets[i], t).map_or(i64::MAX, |h| (h.1 - t).abs()));
+                    .min_by_key(|&&i| {
+                        nearest_hop(&k.packets[i], t).map_or(i64::MAX, |h| (h.1 - t).abs())
+                    });
                 if best.is_none() {
                     m.reason = Some("ARP: no kernel ARP packet within 1 ms (ARP has no socket: traced only with --all)".into());
                 }

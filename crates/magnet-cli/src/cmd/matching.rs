@@ -46,14 +46,20 @@ fn read_capture(path: &PathBuf) -> Result<(Vec<(u64, i64, Frame)>, Option<String
     let rd: Box<dyn std::io::Read> = if path.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {
-        Box::new(std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?)
+        Box::new(
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
+        )
     };
     let mut r = CaptureReader::new(rd, path)?;
     let mut v = Vec::new();
     let mut cut = None;
     while let Some(p) = r.next_packet() {
         match p {
-            Ok(p) => v.push((p.number, p.ts_ns, magnet_wire::footprint::parse_frame(p.linktype, p.data))),
+            Ok(p) => v.push((
+                p.number,
+                p.ts_ns,
+                magnet_wire::footprint::parse_frame(p.linktype, p.data),
+            )),
             Err(e) => {
                 cut = Some(e.to_string());
                 break;
@@ -68,10 +74,23 @@ fn what(f: &Frame) -> String {
         Frame::Ip { fp, tcp_flags, len } => match fp.protocol {
             6 => format!(
                 "{}:{} > {}:{} TCP [{}] seq {} ack {} id {} len {len}",
-                fp.src, fp.sport, fp.dst, fp.dport, tcp_flags_str(*tcp_flags), fp.seq, fp.ack, fp.ip_id
+                fp.src,
+                fp.sport,
+                fp.dst,
+                fp.dport,
+                tcp_flags_str(*tcp_flags),
+                fp.seq,
+                fp.ack,
+                fp.ip_id
             ),
-            17 => format!("{}:{} > {}:{} UDP id {} len {len}", fp.src, fp.sport, fp.dst, fp.dport, fp.ip_id),
-            p => format!("{} > {} proto {p} id {} len {len}", fp.src, fp.dst, fp.ip_id),
+            17 => format!(
+                "{}:{} > {}:{} UDP id {} len {len}",
+                fp.src, fp.sport, fp.dst, fp.dport, fp.ip_id
+            ),
+            p => format!(
+                "{} > {} proto {p} id {} len {len}",
+                fp.src, fp.dst, fp.ip_id
+            ),
         },
         Frame::Arp => "ARP".into(),
         Frame::Other(et) => format!("ethertype {et:#06x}"),
@@ -120,7 +139,7 @@ fn json(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Res
             if let Some(i) = m.packet {
                 let t = m.ts_ns - s.offset_ns;
                 v["path"] = path_json(k, i, t);
-                if let Some(o) = k.owners.get(&k.packets[i].sender_cookie()) {
+                if let Some(o) = k.owners.get(&k.sender_of(&k.packets[i], usize::MAX)) {
                     v["sender"] = serde_json::json!({"pid": o.pid, "comm": o.comm});
                 }
             }
@@ -160,9 +179,23 @@ fn text(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Res
                     let path: Vec<String> = p
                         .hops
                         .iter()
-                        .map(|h| format!("{}[{}] {:+.1}us", k.kind_name(h.kind), h.ifindex, (h.ts_ns - t) as f64 / 1000.0))
+                        .map(|h| {
+                            format!(
+                                "{}[{}] {:+.1}us",
+                                k.kind_name(h.kind),
+                                h.ifindex,
+                                (h.ts_ns - t) as f64 / 1000.0
+                            )
+                        })
                         .collect();
-                    writeln!(out, "{} {secs:.6} {} => {:#x}  {}", m.frame, what(&m.kind), p.id, path.join(" > "))?;
+                    writeln!(
+                        out,
+                        "{} {secs:.6} {} => {:#x}  {}",
+                        m.frame,
+                        what(&m.kind),
+                        p.id,
+                        path.join(" > ")
+                    )?;
                 }
                 None => writeln!(
                     out,
@@ -175,7 +208,12 @@ fn text(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Res
         }
         for (i, why) in &asc.kernel_unmatched {
             let p = &k.packets[*i];
-            writeln!(out, "kernel {:#x} at {:.6} unmatched: {why}", p.id, p.first_ts() as f64 / 1e9)?;
+            writeln!(
+                out,
+                "kernel {:#x} at {:.6} unmatched: {why}",
+                p.id,
+                p.first_ts() as f64 / 1e9
+            )?;
         }
     }
     writeln!(

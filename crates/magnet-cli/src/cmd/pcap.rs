@@ -45,11 +45,16 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
     for w in &k.warnings {
         eprintln!("magnet: warning: {}: {w}", a.trace.display());
     }
-    let f = File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let f =
+        File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
     let st = magnet_wire::export::write_pcapng(&k, BufWriter::with_capacity(1 << 20, f))
         .with_context(|| format!("writing {}", a.output.display()))?;
     if !a.quiet {
-        let ifs: Vec<String> = st.interfaces.iter().map(|(n, c)| format!("{n} {c}")).collect();
+        let ifs: Vec<String> = st
+            .interfaces
+            .iter()
+            .map(|(n, c)| format!("{n} {c}"))
+            .collect();
         eprintln!(
             "magnet: {} frames to {} ({}); {} with IP/transport headers synthesised from the trace's fields, {} link header only; {} name their process",
             st.frames,
