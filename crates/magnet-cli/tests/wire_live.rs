@@ -258,3 +258,77 @@ fn match_and_pcap_between_namespaces() {
     assert_eq!(one.lines().count(), by_port.lines().count());
     assert!(one.lines().count() > 20);
 }
+
+/// iperf3 with MTU-sized packets (offloads off) for 3 s: at least 99.9 % of the
+/// capture's IPv4 frames matched, and whatever is not matched is explained.
+#[test]
+fn match_iperf3_mtu_sized() {
+    if !live_or_skip(
+        "match_iperf3_mtu_sized",
+        &[Need::Btf, Need::Tool("tcpdump"), Need::Tool("iperf3")],
+    ) {
+        return;
+    }
+    let ns = Netns::new().unwrap();
+    let link = Veth::pair(Side::Root, Side::Ns(&ns)).unwrap();
+    let (a, b) = (link.a(), link.b());
+    a.offloads_off().unwrap();
+    b.offloads_off().unwrap();
+    let mut server = ns
+        .command("iperf3")
+        .args(["-s", "-1", "-p", "7421"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let cap = Capture::start(b.netns(), b.name(), &["-s", "96", "tcp", "port", "7421"]).unwrap();
+    let trace = tmp("iperf.mgt");
+    let addr = b.addr().to_string();
+    let out = magnet(&[
+        "record",
+        "-q",
+        "-o",
+        trace.to_str().unwrap(),
+        "--buffer",
+        "128MiB",
+        "--",
+        "iperf3",
+        "-c",
+        &addr,
+        "-p",
+        "7421",
+        "-t",
+        "3",
+    ]);
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pcap = cap.stop().unwrap();
+    let m = json_lines(&magnet(&[
+        "match",
+        trace.to_str().unwrap(),
+        pcap.path().to_str().unwrap(),
+        "--json",
+        "-q",
+    ]));
+    let s = summary(&m);
+    let frames = s["ipv4_frames"].as_u64().unwrap();
+    let matched = s["ipv4_matched"].as_u64().unwrap();
+    eprintln!("iperf3: {matched} of {frames} IPv4 frames matched; {s}");
+    assert!(frames > 10_000, "{frames} frames");
+    assert!(matched * 1000 >= frames * 999, "{s}");
+    let unexplained: u64 = s["unmatched"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        unexplained,
+        frames - matched + (s["frames"].as_u64().unwrap() - frames),
+        "every unmatched frame has a reason"
+    );
+}

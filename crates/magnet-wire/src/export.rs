@@ -69,6 +69,9 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
     // (ts, packet, hop) of every frame, then in time order.
     let mut frames: Vec<(i64, u32, u16, IfKey)> = Vec::new();
     for (pi, p) in k.packets.iter().enumerate() {
+        if p.gso_segments > 0 {
+            continue; // on the wire as its segments
+        }
         let mut any_dev = false;
         for (hi, h) in p.hops.iter().enumerate() {
             if matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX) {
@@ -174,6 +177,9 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
         }
         if let Some(d) = &p.drop {
             let _ = write!(comment, " drop={d}");
+        }
+        if let Some(parent) = p.gso_parent {
+            let _ = write!(comment, " gso_parent={parent:#x}");
         }
         let _ = write!(comment, " synthesized={made}");
         let op = OutPacket::new(entry.0, ts.max(0), &data)

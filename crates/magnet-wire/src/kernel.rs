@@ -60,6 +60,12 @@ pub struct KPacket {
     pub ethertype: u16,
     /// Drop reason name when the packet was dropped.
     pub drop: Option<String>,
+    /// For a GSO packet segmented before the driver: how many segments (each a packet
+    /// of its own, whose `ip` fields were derived from this one). 0 otherwise.
+    pub gso_segments: u32,
+    /// For a segment of a GSO packet: the parent's id (its `ip` fields were derived:
+    /// identification and sequence number advanced per segment).
+    pub gso_parent: Option<u64>,
 }
 
 impl KPacket {
@@ -263,6 +269,35 @@ impl Kernel {
             let Some(id) = num(b, &f.pkt_id).filter(|&id| id != 0) else {
                 continue;
             };
+            // An id whose skb was reused without the recorder noticing. A packet is
+            // born at LOCAL_OUT; after a driver took it (transmit) the next device
+            // event is a receive (the veth peer), and after a receive the next is a
+            // transmit (forwarded) or LOCAL_IN. Anything else starts a new packet.
+            let reused = by_id.get(&id).is_some_and(|&i| {
+                let h = &k.packets[i].hops;
+                let last_dev = h
+                    .iter()
+                    .rev()
+                    .find(|h| matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX))
+                    .map(|h| h.kind);
+                match kd {
+                    kind::IP_LOCAL_OUT => h.iter().any(|h| {
+                        matches!(
+                            h.kind,
+                            kind::IP_LOCAL_OUT
+                                | kind::IP_LOCAL_IN
+                                | kind::DEV_START_XMIT
+                                | kind::DEV_RX
+                        )
+                    }),
+                    kind::IP_LOCAL_IN => last_dev == Some(kind::DEV_START_XMIT),
+                    kind::DEV_RX => last_dev == Some(kind::DEV_RX),
+                    _ => false,
+                }
+            });
+            if reused {
+                by_id.remove(&id);
+            }
             let i = *by_id.entry(id).or_insert_with(|| {
                 k.packets.push(KPacket {
                     id,
@@ -270,6 +305,8 @@ impl Kernel {
                     ip: None,
                     ethertype: 0,
                     drop: None,
+                    gso_segments: 0,
+                    gso_parent: None,
                 });
                 k.packets.len() - 1
             });
@@ -299,6 +336,10 @@ impl Kernel {
         }
         for p in &mut k.packets {
             p.hops.sort_by_key(|h| h.ts_ns);
+        }
+        k.packets.sort_by_key(|p| p.first_ts());
+        k.assign_gso_segments();
+        for p in &mut k.packets {
             if let Some(ip) = p.ip {
                 let key = (ip.saddr, ip.sport, ip.daddr, ip.dport);
                 if let Some(c) = p
@@ -317,12 +358,144 @@ impl Kernel {
                 }
             }
         }
-        k.packets.sort_by_key(|p| p.first_ts());
         for c in k.calls.values_mut() {
             c.sort_by_key(|c| c.ts_ns);
         }
         k.header = Some(header);
         Ok(k)
+    }
+
+    /// GSO: TCP packets larger than the device's MTU leave LOCAL_OUT whole and are cut
+    /// into segments just before the driver; each segment is a new skb, so the device
+    /// layer sees packet ids the IP layer never saw. Each such segment (a packet whose
+    /// first sighting is a transmit with a socket and no IP fields) is given to the
+    /// oldest unfinished GSO packet of its socket, in order: identification + k,
+    /// sequence number + the payload of the segments before it, the parent's hops
+    /// before its own. The TCP header length (not recorded) is the smallest header-only
+    /// packet of the connection in either direction.
+    fn assign_gso_segments(&mut self) {
+        use std::collections::VecDeque;
+        // Header length per connection (either direction), from header-only packets.
+        let mut thl: HashMap<(IpAddr, u16, IpAddr, u16), u32> = HashMap::new();
+        for p in &self.packets {
+            if let Some(ip) =
+                p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x02 == 0)
+            {
+                let ihl = if ip.version == 6 { 40 } else { 20 };
+                let h = ip.tot_len.saturating_sub(ihl);
+                for key in [
+                    (ip.saddr, ip.sport, ip.daddr, ip.dport),
+                    (ip.daddr, ip.dport, ip.saddr, ip.sport),
+                ] {
+                    let e = thl.entry(key).or_insert(h);
+                    *e = (*e).min(h);
+                }
+            }
+        }
+        // Parents: TCP packets through LOCAL_OUT never handed to a driver whole.
+        struct Parent {
+            idx: usize,
+            /// The id the next segment should have.
+            expect: u64,
+            remaining: i64,
+            next_seq: u32,
+            k: u32,
+        }
+        let mut open: HashMap<u64, VecDeque<Parent>> = HashMap::new();
+        let n = self.packets.len();
+        for i in 0..n {
+            let p = &self.packets[i];
+            if let Some(ip) = p.ip {
+                let out = p.hops.iter().any(|h| h.kind == kind::IP_LOCAL_OUT);
+                let xmit = p.hops.iter().any(|h| h.kind == kind::DEV_START_XMIT);
+                let cookie = p.sender_cookie();
+                if ip.protocol == 6 && out && !xmit && cookie != 0 {
+                    let ihl = if ip.version == 6 { 40 } else { 20 };
+                    let h = thl
+                        .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
+                        .copied()
+                        .unwrap_or(20);
+                    let payload = ip.tot_len as i64 - ihl - h as i64;
+                    if payload > 0 {
+                        open.entry(cookie).or_default().push_back(Parent {
+                            idx: i,
+                            expect: p.id.wrapping_add(1),
+                            remaining: payload,
+                            next_seq: ip.seq,
+                            k: 0,
+                        });
+                    }
+                }
+                continue;
+            }
+            let Some(first) = p.hops.first() else {
+                continue;
+            };
+            if !matches!(
+                first.kind,
+                kind::DEV_QUEUE | kind::DEV_START_XMIT | kind::QDISC_ENQ
+            ) || first.cookie == 0
+                || !matches!(p.ethertype, 0x0800 | 0x86dd)
+            {
+                continue;
+            }
+            let Some(q) = open.get_mut(&first.cookie) else {
+                continue;
+            };
+            // Segments get the ids right after their parent's (or the previous
+            // segment's): follow that chain first, and drop parents left behind it
+            // (a segment the trace lost, or whose id was reused); else take the oldest.
+            if let Some(pos) = q.iter().position(|par| par.expect == p.id) {
+                q.drain(..pos);
+            }
+            let Some(par) = q.front_mut() else { continue };
+            let parent = &self.packets[par.idx];
+            let Some(pip) = parent.ip else { continue };
+            if parent.first_ts() > first.ts_ns {
+                continue;
+            }
+            let ihl: u32 = if pip.version == 6 { 40 } else { 20 };
+            let h = thl
+                .get(&(pip.saddr, pip.sport, pip.daddr, pip.dport))
+                .copied()
+                .unwrap_or(20);
+            // The device's length includes the 14-byte Ethernet header.
+            let seg_tot = p
+                .hops
+                .iter()
+                .find(|h| h.len > 0)
+                .map_or(0, |h| h.len.saturating_sub(14));
+            let payload = seg_tot as i64 - ihl as i64 - h as i64;
+            if payload <= 0 {
+                continue;
+            }
+            let last = par.remaining - payload <= 0;
+            let ip = IpFields {
+                tot_len: seg_tot,
+                ip_id: pip.ip_id.wrapping_add(par.k as u16),
+                seq: par.next_seq,
+                tcp_flags: if last {
+                    pip.tcp_flags
+                } else {
+                    pip.tcp_flags & !0x09
+                },
+                ..pip
+            };
+            par.k += 1;
+            par.expect = p.id.wrapping_add(1);
+            par.next_seq = par.next_seq.wrapping_add(payload as u32);
+            par.remaining -= payload;
+            let (pidx, pid, k) = (par.idx, parent.id, par.k);
+            let parent_hops: Vec<Hop> = parent.hops.clone();
+            if last {
+                q.pop_front();
+            }
+            self.packets[pidx].gso_segments = k;
+            let seg = &mut self.packets[i];
+            seg.ip = Some(ip);
+            seg.gso_parent = Some(pid);
+            seg.hops.splice(0..0, parent_hops);
+        }
     }
 
     /// The socket that sent `p` (as of its hop `upto`): the first send-side hop

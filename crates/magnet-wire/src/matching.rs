@@ -19,6 +19,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 
 use crate::footprint::{parse_frame, Footprint, Frame};
+use magnet_trace::catalog::kind;
+
 use crate::kernel::{KPacket, Kernel};
 
 /// How far (ns, after the offset) an ARP frame may be from the kernel's ARP packet.
@@ -122,6 +124,8 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
     let mut arp: Vec<usize> = Vec::new();
     for (i, p) in k.packets.iter().enumerate() {
         match p.ip {
+            // A GSO packet is on the wire as its segments, which carry its fields.
+            Some(_) if p.gso_segments > 0 => {}
             Some(ip) => {
                 let fp = Footprint::from_kernel(&ip);
                 index.entry(fp).or_default().push(i);
@@ -274,11 +278,9 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
     ifs.sort_unstable();
     let mut kernel_unmatched = Vec::new();
     for (i, p) in k.packets.iter().enumerate() {
-        let Some(h) = p
-            .hops
-            .iter()
-            .find(|h| ifs.contains(&h.ifindex) && matches!(h.kind, 51 | 53))
-        else {
+        let Some(h) = p.hops.iter().find(|h| {
+            ifs.contains(&h.ifindex) && matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX)
+        }) else {
             continue;
         };
         s.kernel_packets += 1;
