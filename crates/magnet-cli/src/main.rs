@@ -36,6 +36,10 @@ enum Command {
     Rpc(cmd::rpc::RpcArgs),
     /// Reconstruct NFS file sessions and statistics from a capture (nfstrace).
     Nfs(cmd::nfs::NfsArgs),
+    /// Write a trace as pcapng: a frame per packet per device, each with a filterable comment.
+    Pcap(cmd::pcap::PcapArgs),
+    /// Match each frame of any capture to the kernel's packet; clock offset and drift.
+    Match(cmd::matching::MatchArgs),
     /// Generate traffic with exact, known counts (the workload tests and the demo trace).
     Loadgen(cmd::loadgen::LoadgenArgs),
     /// Sample an interface at 100 us / 1 ms / 10 ms: bytes, ECN, retransmits, connections (Millisampler).
@@ -53,6 +57,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(args) => cmd::export::run(args),
         Command::Rpc(args) => cmd::rpc::run(args),
         Command::Nfs(args) => cmd::nfs::run(args),
+        Command::Pcap(args) => cmd::pcap::run(args),
+        Command::Match(args) => cmd::matching::run(args),
         Command::Loadgen(args) => cmd::loadgen::run(args),
         Command::Sample(args) => cmd::sample::run(args),
     }
