@@ -2,6 +2,8 @@
 pub mod analyze;
 pub mod demo;
 pub mod export;
+pub mod funcs;
+mod funcs_source;
 pub mod info;
 pub mod loadgen;
 pub mod matching;
