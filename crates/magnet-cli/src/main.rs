@@ -40,6 +40,8 @@ enum Command {
     Loadgen(cmd::loadgen::LoadgenArgs),
     /// Sample an interface at 100 us / 1 ms / 10 ms: bytes, ECN, retransmits, connections (Millisampler).
     Sample(cmd::sample::SampleArgs),
+    /// Run magnetd: always-on per-connection summaries, Unix-socket API, OpenMetrics /metrics.
+    Daemon(cmd::daemon::DaemonArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -55,6 +57,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Nfs(args) => cmd::nfs::run(args),
         Command::Loadgen(args) => cmd::loadgen::run(args),
         Command::Sample(args) => cmd::sample::run(args),
+        Command::Daemon(args) => cmd::daemon::run(args),
     }
 }
 

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 pub mod analyze;
+pub mod daemon;
 pub mod demo;
 pub mod export;
 pub mod info;
