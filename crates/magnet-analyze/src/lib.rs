@@ -816,12 +816,19 @@ impl Analyzer {
             kind::DEV_RX => {
                 let Some(pkt) = v.u(F::PktId) else { return };
                 let len = v.u(F::Len).unwrap_or(0);
+                // The recorder names the socket when it knows the packet's
+                // flow (any namespace): counted now, and claimed so that the
+                // packet's later IP or TCP events do not count it again.
+                let cookie = v.u(F::Cookie).filter(|&c| c != 0);
+                if let Some(c) = cookie {
+                    self.conn(c, ts).layers[DEV][IN].unit(ts, len);
+                }
                 if let Some(old) = self.dev_rx.insert(
                     pkt,
                     PendingRx {
                         ts,
                         len,
-                        claimed: false,
+                        claimed: cookie.is_some(),
                     },
                 ) {
                     if !old.claimed {
