@@ -558,3 +558,36 @@ fn sighup_rereads_the_config() {
     assert!(body.contains(&series));
     assert!(d.stop().success());
 }
+
+#[test]
+fn systemd_unit_verifies() {
+    if !live_or_skip("systemd_unit_verifies", &[Need::Tool("systemd-analyze")]) {
+        return;
+    }
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../systemd/magnetd.service"
+    ))
+    .unwrap();
+    assert!(unit.contains("ExecStart=/usr/local/bin/magnet daemon"));
+    // verify checks that ExecStart's binary exists: point it at this build.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("magnetd.service");
+    std::fs::write(
+        &path,
+        unit.replace("/usr/local/bin/magnet", env!("CARGO_BIN_EXE_magnet")),
+    )
+    .unwrap();
+    let out = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(said.trim().is_empty(), "systemd-analyze verify: {said}");
+}
