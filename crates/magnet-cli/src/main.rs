@@ -42,6 +42,8 @@ enum Command {
     Sample(cmd::sample::SampleArgs),
     /// Run magnetd: always-on per-connection summaries, Unix-socket API, OpenMetrics /metrics.
     Daemon(cmd::daemon::DaemonArgs),
+    /// Write magnetd's flight recorder (the last seconds of full events) as trace files.
+    Dump(cmd::dump::DumpArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -58,6 +60,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Loadgen(args) => cmd::loadgen::run(args),
         Command::Sample(args) => cmd::sample::run(args),
         Command::Daemon(args) => cmd::daemon::run(args),
+        Command::Dump(args) => cmd::dump::run(args),
     }
 }
 

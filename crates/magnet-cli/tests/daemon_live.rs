@@ -591,3 +591,118 @@ fn systemd_unit_verifies() {
     assert!(out.status.success(), "{said}");
     assert!(said.trim().is_empty(), "systemd-analyze verify: {said}");
 }
+
+/// app_send events of `cookie` in the trace files, as (ret) values.
+fn sends_in(files: &[String], cookie: u64) -> Vec<i64> {
+    let mut rets = Vec::new();
+    for f in files {
+        let out = Command::new(env!("CARGO_BIN_EXE_magnet"))
+            .args(["parse", "--json", "--kind", "app_send", "--sock"])
+            .arg(cookie.to_string())
+            .arg(f)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "parse {f}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for l in String::from_utf8_lossy(&out.stdout).lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["kind"] == "app_send" {
+                rets.push(v["ret"].as_i64().unwrap_or_else(|| panic!("{l}")));
+            }
+        }
+    }
+    rets
+}
+
+#[test]
+fn flight_recorder_dumps_the_last_seconds_on_request_and_on_a_drop() {
+    if !live("flight_recorder_dumps_the_last_seconds_on_request_and_on_a_drop") {
+        return;
+    }
+    let probe = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&format!(
+        "[recorder]\nseconds = \"4s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_drop_reasons = [\"NO_SOCKET\"]\n",
+        probe.path().display()
+    ));
+    // 1. On request: 5 sends of 1234 bytes, then `magnet dump`.
+    let (c, _s, _) = transfer(TcpListener::bind("127.0.0.1:0").unwrap(), 5, 1234);
+    let cookie = socket_cookie(c.as_raw_fd()).unwrap();
+    let out_dir = probe.path().join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_magnet"))
+        .args(["dump", "-o"])
+        .arg(&out_dir)
+        .arg("--socket")
+        .arg(d.socket())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        d.log()
+    );
+    let files: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert!(!files.is_empty() && files.len() <= 2, "{files:?}");
+    assert_eq!(sends_in(&files, cookie), vec![1234; 5], "{files:?}");
+
+    // 2. On a trigger: three datagrams to a closed port drop as NO_SOCKET.
+    // (Once the next segment records: between segments there is a gap.)
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !d.client().host().unwrap().health.recorder_running && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let closed = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let dead = closed.local_addr().unwrap();
+    drop(closed);
+    for _ in 0..3 {
+        u.send_to(b"x", dead).unwrap();
+    }
+    let dumps = probe.path().join("dumps");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut trig = Vec::new();
+    while Instant::now() < deadline && trig.is_empty() {
+        std::thread::sleep(Duration::from_millis(200));
+        trig = std::fs::read_dir(&dumps)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+    }
+    assert_eq!(trig.len(), 1, "no trigger dump:\n{}", d.log());
+    let name = trig[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.ends_with("-drop-NO_SOCKET"), "{name}");
+    let files: Vec<String> = std::fs::read_dir(&trig[0])
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().display().to_string())
+        .collect();
+    let ucookie = socket_cookie(u.as_raw_fd()).unwrap();
+    let dbg: Vec<String> = files
+        .iter()
+        .map(|f| {
+            let o = Command::new(env!("CARGO_BIN_EXE_magnet"))
+                .args(["parse", f])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| l.contains("app_send") || l.contains("drop") || l.contains("sock"))
+                .take(40)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect();
+    assert_eq!(
+        sends_in(&files, ucookie),
+        vec![1; 3],
+        "cookie {ucookie}: {files:?}\n{}",
+        dbg.join("\n---\n")
+    );
+    assert!(d.log().contains("trigger drop-NO_SOCKET"), "{}", d.log());
+    assert!(d.stop().success());
+}

@@ -68,8 +68,9 @@ pub enum Request {
     },
     /// Host totals per layer and magnetd's own health.
     Host,
-    /// Write the flight recorder's last seconds to a trace file (root only).
-    Dump { path: String },
+    /// Write the flight recorder's last seconds as trace files into a
+    /// directory (root only; needs `[recorder]` in magnetd's config).
+    Dump { dir: String },
 }
 
 /// Bytes and calls at the application layer (send/recv system calls).
@@ -175,6 +176,9 @@ pub struct Health {
     pub map_full: u64,
     pub map_entries: u64,
     pub map_capacity: u64,
+    /// The flight recorder is on and recording now (false between segments).
+    #[serde(default)]
+    pub recorder_running: bool,
 }
 
 /// One answer line.
@@ -189,9 +193,9 @@ pub struct Response {
     pub connections: Option<Vec<Connection>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<Host>,
-    /// What a dump wrote.
+    /// The trace files a dump wrote, oldest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dumped: Option<String>,
+    pub dumped: Option<Vec<String>>,
 }
 
 impl Response {
@@ -289,6 +293,16 @@ impl Client {
         Ok(self
             .call(&Request::Connections { container: None })?
             .connections
+            .unwrap_or_default())
+    }
+
+    /// Has the flight recorder write what it holds into `dir` (root only).
+    pub fn dump(&mut self, dir: &Path) -> Result<Vec<String>, Error> {
+        Ok(self
+            .call(&Request::Dump {
+                dir: dir.display().to_string(),
+            })?
+            .dumped
             .unwrap_or_default())
     }
 

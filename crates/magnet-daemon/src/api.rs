@@ -41,7 +41,10 @@ pub fn answer(shared: &Shared, uid: u32, req: &Request) -> Response {
                 .filter(|r| uid == 0 || r.conn.uid == uid)
                 .map(|r| shared.label(r.conn))
                 .filter(|c| match container {
-                    Some(want) => c.container.as_deref().is_some_and(|id| id.starts_with(want.as_str())),
+                    Some(want) => c
+                        .container
+                        .as_deref()
+                        .is_some_and(|id| id.starts_with(want.as_str())),
                     None => true,
                 })
                 .collect();
@@ -53,12 +56,30 @@ pub fn answer(shared: &Shared, uid: u32, req: &Request) -> Response {
         }
         Request::Host => Response {
             ok: true,
-            host: Some(shared.reader.host()),
+            host: Some(shared.host()),
             ..Response::default()
         },
-        Request::Dump { .. } => Response::error(
-            "the flight recorder is not part of this magnetd build; record on request with `magnet record`",
-        ),
+        Request::Dump { dir } => {
+            if uid != 0 {
+                return Response::error("dump: only root may dump the flight recorder");
+            }
+            let Some(f) = &shared.flight else {
+                return Response::error(
+                    "dump: the flight recorder is off (add a [recorder] section to magnetd's config)",
+                );
+            };
+            match f.dump(std::path::Path::new(dir)) {
+                Ok(files) if files.is_empty() => {
+                    Response::error("dump: the flight recorder holds nothing yet")
+                }
+                Ok(files) => Response {
+                    ok: true,
+                    dumped: Some(files.iter().map(|p| p.display().to_string()).collect()),
+                    ..Response::default()
+                },
+                Err(e) => Response::error(format!("dump: {dir}: {e}")),
+            }
+        }
     }
 }
 

@@ -14,6 +14,14 @@
 //! connection_containers = ["3f2a…"]    # … and for connections of these containers
 //! max_connection_series = 100          # at most this many connections get series
 //!
+//! [recorder]                            # the flight recorder (off without this section)
+//! seconds = "10s"                      # a dump reaches back at least this far
+//! max_bytes = 268435456                # what the segments hold together, at most
+//! dir = "/run/magnet/flight"           # tmpfs: memory
+//! dump_dir = "/var/lib/magnet/dumps"   # where triggered dumps go
+//! trigger_retransmits_per_s = 100      # dump on a retransmit burst
+//! trigger_drop_reasons = ["TCP_OVERWINDOW"]  # dump when one of these drops happens
+//!
 //! [sample]                              # the sampler under the daemon
 //! interface = "eth0"
 //! schedule = "10ms,1ms,100us every 1m"
@@ -47,6 +55,7 @@ pub struct Config {
     pub max_clients: usize,
     pub metrics: MetricsConfig,
     pub sample: Option<SampleSettings>,
+    pub recorder: Option<crate::flight::FlightConfig>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -80,6 +89,7 @@ impl Default for Config {
                 max_connection_series: 100,
             },
             sample: None,
+            recorder: None,
         }
     }
 }
@@ -97,6 +107,19 @@ struct RawConfig {
     #[serde(default)]
     metrics: RawMetrics,
     sample: Option<RawSample>,
+    recorder: Option<RawRecorder>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRecorder {
+    seconds: Option<String>,
+    max_bytes: Option<u64>,
+    dir: Option<String>,
+    dump_dir: Option<String>,
+    trigger_retransmits_per_s: Option<u64>,
+    #[serde(default)]
+    trigger_drop_reasons: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -193,6 +216,27 @@ impl Config {
                 store: PathBuf::from(s.store),
                 retain: s.retain.map(|r| dur("sample.retain", &r)).transpose()?,
             });
+        }
+        if let Some(r) = raw.recorder {
+            let mut f = crate::flight::FlightConfig::default();
+            if let Some(v) = r.seconds {
+                f.seconds = dur("recorder.seconds", &v)?;
+            }
+            if let Some(n) = r.max_bytes {
+                if n < 1 << 20 {
+                    return Err(bad(format!("recorder.max_bytes = {n}: at least 1048576")));
+                }
+                f.max_bytes = n;
+            }
+            if let Some(d) = r.dir {
+                f.dir = PathBuf::from(d);
+            }
+            if let Some(d) = r.dump_dir {
+                f.dump_dir = PathBuf::from(d);
+            }
+            f.trigger_retransmits_per_s = r.trigger_retransmits_per_s;
+            f.trigger_drop_reasons = r.trigger_drop_reasons;
+            c.recorder = Some(f);
         }
         Ok(c)
     }

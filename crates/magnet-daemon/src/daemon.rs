@@ -12,6 +12,7 @@ use magnet_sample::store::Store;
 
 use crate::config::{Config, SampleSettings};
 use crate::container::Resolver;
+use crate::flight::Flight;
 use crate::summaries::{self, Reader};
 use crate::Error;
 
@@ -28,7 +29,8 @@ pub struct Control {
 pub struct Shared {
     pub reader: Reader,
     pub config: RwLock<Config>,
-    pub stop: AtomicBool,
+    pub stop: Arc<AtomicBool>,
+    pub flight: Option<Arc<Flight>>,
     pub clients: AtomicUsize,
     pub sampler: Mutex<SamplerState>,
     containers: Mutex<Resolver>,
@@ -63,6 +65,16 @@ impl Shared {
             c.container = r.container_of(c.cgroup_id).map(|c| c.id);
         }
         c
+    }
+
+    /// Host totals with the flight recorder's losses.
+    pub fn host(&self) -> magnet_client::Host {
+        let mut h = self.reader.host();
+        if let Some(f) = &self.flight {
+            h.health.lost = f.lost.load(Ordering::Relaxed);
+            h.health.recorder_running = f.running();
+        }
+        h
     }
 
     /// The sampler's run store, if one is configured.
@@ -165,6 +177,72 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings) {
     }
 }
 
+/// Watches host totals once a second and dumps the flight recorder when a
+/// trigger fires (at most once per recorder window).
+struct Triggers {
+    retransmits: u64,
+    drops: std::collections::BTreeMap<String, u64>,
+    last_dump: Option<Instant>,
+}
+
+impl Triggers {
+    fn new(shared: &Shared) -> Triggers {
+        let h = shared.reader.host();
+        Triggers {
+            retransmits: h.retransmits,
+            drops: h.drop_reasons,
+            last_dump: None,
+        }
+    }
+
+    fn check(&mut self, shared: &Shared) {
+        let Some(f) = &shared.flight else {
+            return;
+        };
+        let h = shared.reader.host();
+        let mut why = None;
+        let burst = h.retransmits.saturating_sub(self.retransmits);
+        if f.config
+            .trigger_retransmits_per_s
+            .is_some_and(|n| burst > n)
+        {
+            why = Some(format!("retransmits-{burst}"));
+        }
+        for r in &f.config.trigger_drop_reasons {
+            let now = h.drop_reasons.get(r).copied().unwrap_or(0);
+            let before = self.drops.get(r).copied().unwrap_or(0);
+            if now > before {
+                why = Some(format!("drop-{r}"));
+            }
+        }
+        self.retransmits = h.retransmits;
+        self.drops = h.drop_reasons;
+        let Some(why) = why else {
+            return;
+        };
+        if self
+            .last_dump
+            .is_some_and(|t| t.elapsed() < f.config.seconds)
+        {
+            return;
+        }
+        self.last_dump = Some(Instant::now());
+        let secs = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let dir = f.config.dump_dir.join(format!("trigger-{secs}-{why}"));
+        match f.dump(&dir) {
+            Ok(files) => shared.log(&format!(
+                "trigger {why}: dumped {} trace files into {}",
+                files.len(),
+                dir.display()
+            )),
+            Err(e) => shared.log(&format!("trigger {why}: dump into {}: {e}", dir.display())),
+        }
+    }
+}
+
 /// Runs magnetd until `control.stop`. `config_path` is re-read on SIGHUP.
 /// `ready` is called once everything is attached and listening.
 pub fn run(
@@ -197,7 +275,8 @@ pub fn run(
         reader,
         containers: Mutex::new(Resolver::new(&attached.cgroup_root)),
         config: RwLock::new(config.clone()),
-        stop: AtomicBool::new(false),
+        stop: Arc::new(AtomicBool::new(false)),
+        flight: config.recorder.clone().map(Flight::new),
         clients: AtomicUsize::new(0),
         sampler: Mutex::new(SamplerState::default()),
         log,
@@ -230,7 +309,26 @@ pub fn run(
     if let Some(s) = &config.sample {
         sampler = Some(start_sampler(s));
     }
+    if let Some(f) = shared.flight.clone() {
+        let (sh, f2) = (shared.clone(), f.clone());
+        shared.log(&format!(
+            "flight recorder: last {} s in {} (at most {} MiB)",
+            f.config.seconds.as_secs(),
+            f.config.dir.display(),
+            f.config.max_bytes >> 20
+        ));
+        threads.push(std::thread::spawn(move || {
+            let log = |m: &str| sh.log(m);
+            f2.run(sh.stop.clone(), &log)
+        }));
+        // Ready once the first segment records, so a dump has something.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !f.running() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
     ready();
+    let mut trig = Triggers::new(&shared);
 
     let mut last_reap = Instant::now();
     while !control.stop.load(Ordering::Relaxed) {
@@ -262,11 +360,17 @@ pub fn run(
                             }
                         }
                         if let Ok(mut c) = shared.config.write() {
-                            let (http, socket, max) = (c.http, c.socket.clone(), c.max_connections);
+                            let (http, socket, max, rec) = (
+                                c.http,
+                                c.socket.clone(),
+                                c.max_connections,
+                                c.recorder.clone(),
+                            );
                             *c = new;
                             c.http = http;
                             c.socket = socket;
                             c.max_connections = max;
+                            c.recorder = rec;
                         }
                         if let Ok(mut r) = shared.containers.lock() {
                             r.clear();
@@ -284,6 +388,7 @@ pub fn run(
                 .map(|c| (c.retain_closed, c.idle))
                 .unwrap_or((Duration::from_secs(60), Duration::from_secs(600)));
             shared.reader.reap(closed, idle);
+            trig.check(&shared);
         }
     }
     shared.log("stopping: detaching every hook");

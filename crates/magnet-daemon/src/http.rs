@@ -50,7 +50,7 @@ fn route(shared: &Shared, method: &str, path: &str) -> Reply {
         "/health" | "/host" => Reply {
             status: "200 OK",
             ctype: "application/json",
-            body: serde_json::to_vec(&shared.reader.host()).unwrap_or_default(),
+            body: serde_json::to_vec(&shared.host()).unwrap_or_default(),
         },
         "/runs" => match shared.store() {
             None => text(

@@ -9,6 +9,7 @@
 //!   sampler runs (`/runs`, `/runs/NAME.json`, `/runs/NAME.svg`);
 //! - [`metrics`]: the OpenMetrics text;
 //! - [`container`]: cgroup path → container id;
+//! - [`flight`]: the flight recorder (last seconds of full events, dumped on request or trigger);
 //! - [`daemon`]: the run loop tying them together.
 //!
 //! The library never prints or exits; it logs through a caller-given function.
@@ -17,6 +18,7 @@ pub mod api;
 pub mod config;
 pub mod container;
 pub mod daemon;
+pub mod flight;
 pub mod http;
 pub mod metrics;
 pub mod summaries;

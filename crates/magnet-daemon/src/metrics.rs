@@ -62,7 +62,7 @@ impl Out {
 
 /// The whole exposition, `# EOF` included.
 pub fn render(shared: &Shared) -> String {
-    let host = shared.reader.host();
+    let host = shared.host();
     let mut o = Out(String::new());
 
     o.family("magnet_app_bytes", "counter", Some("bytes"), "Bytes applications sent and received through IPv4/IPv6 sockets (sock_send_length/sock_recv_length).");
@@ -174,8 +174,8 @@ pub fn render(shared: &Shared) -> String {
         "Hook invocations that updated a summary (magnetd's own work).",
     );
     o.sample("magnet_events_total", &[], host.health.events);
-    o.family("magnet_lost_events", "counter", None, "Events not kept: always-on mode keeps no event stream, so this counts connection records not created (map full).");
-    o.sample("magnet_lost_events_total", &[], host.health.map_full);
+    o.family("magnet_lost_events", "counter", None, "Full events the flight recorder could not keep (ring full); the summaries themselves keep no event stream.");
+    o.sample("magnet_lost_events_total", &[], host.health.lost);
     o.family(
         "magnet_connections_created",
         "counter",

@@ -2,6 +2,7 @@
 pub mod analyze;
 pub mod daemon;
 pub mod demo;
+pub mod dump;
 pub mod export;
 pub mod info;
 pub mod loadgen;
