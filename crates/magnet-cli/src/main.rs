@@ -46,6 +46,10 @@ enum Command {
     Funcs(cmd::funcs::FuncsArgs),
     /// Sample an interface at 100 us / 1 ms / 10 ms: bytes, ECN, retransmits, connections (Millisampler).
     Sample(cmd::sample::SampleArgs),
+    /// Run magnetd: always-on per-connection summaries, Unix-socket API, OpenMetrics /metrics.
+    Daemon(cmd::daemon::DaemonArgs),
+    /// Write magnetd's flight recorder (the last seconds of full events) as trace files.
+    Dump(cmd::dump::DumpArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -64,6 +68,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Loadgen(args) => cmd::loadgen::run(args),
         Command::Sample(args) => cmd::sample::run(args),
         Command::Funcs(args) => cmd::funcs::run(args),
+        Command::Daemon(args) => cmd::daemon::run(args),
+        Command::Dump(args) => cmd::dump::run(args),
     }
 }
 

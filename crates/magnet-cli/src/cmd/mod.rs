@@ -1,6 +1,8 @@
 //! One module per subcommand.
 pub mod analyze;
+pub mod daemon;
 pub mod demo;
+pub mod dump;
 pub mod export;
 pub mod funcs;
 mod funcs_source;
