@@ -34,6 +34,9 @@ pub struct FuncsArgs {
     /// Read this BTF (raw .BTF or an ELF vmlinux) instead of the running kernel's.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
+    /// With --btf: a module's BTF on top of it (a .ko, or raw split BTF); repeatable.
+    #[arg(long, value_name = "FILE", requires = "btf")]
+    btf_module: Vec<PathBuf>,
     /// Only vmlinux: leave out the modules under /sys/kernel/btf.
     #[arg(long)]
     no_modules: bool,
@@ -75,7 +78,21 @@ pub fn run(args: FuncsArgs) -> Result<ExitCode> {
         pointer_depth: args.pointer_depth,
     };
     let (btf, what, warnings) = match &args.btf {
-        Some(p) => (Btf::from_file(p)?, p.display().to_string(), Vec::new()),
+        Some(p) => {
+            let mut b = Btf::from_file(p)?;
+            for m in &args.btf_module {
+                b.add_split_file(m)?;
+            }
+            let what = match args.btf_module.len() {
+                0 => p.display().to_string(),
+                n => format!(
+                    "{} + {n} module{}",
+                    p.display(),
+                    if n == 1 { "" } else { "s" }
+                ),
+            };
+            (b, what, Vec::new())
+        }
         None => {
             let (b, w) = Btf::running(!args.no_modules)?;
             let n = b.units.len() - 1;
