@@ -242,28 +242,25 @@ impl Kernel {
                     });
                     continue;
                 }
-                kind::APP_SEND | kind::APP_RECV => {
-                    if cookie != 0 {
-                        if let Some(Value::Str(comm)) =
-                            f.comm.as_ref().and_then(|d| decode_field(b, d))
-                        {
-                            k.owners
-                                .entry(cookie)
-                                .or_insert(Owner { pid: r.pid(), comm });
-                        }
-                        k.calls.entry(cookie).or_default().push(AppCall {
-                            ts_ns: ts,
-                            send: kd == kind::APP_SEND,
-                            ret: f
-                                .ret
-                                .as_ref()
-                                .and_then(|d| decode_field(b, d))
-                                .and_then(|v| v.as_i64())
-                                .unwrap_or(0),
-                            pid: r.pid(),
-                            tid: r.tid(),
-                        });
+                kind::APP_SEND | kind::APP_RECV if cookie != 0 => {
+                    if let Some(Value::Str(comm)) = f.comm.as_ref().and_then(|d| decode_field(b, d))
+                    {
+                        k.owners
+                            .entry(cookie)
+                            .or_insert(Owner { pid: r.pid(), comm });
                     }
+                    k.calls.entry(cookie).or_default().push(AppCall {
+                        ts_ns: ts,
+                        send: kd == kind::APP_SEND,
+                        ret: f
+                            .ret
+                            .as_ref()
+                            .and_then(|d| decode_field(b, d))
+                            .and_then(|v| v.as_i64())
+                            .unwrap_or(0),
+                        pid: r.pid(),
+                        tid: r.tid(),
+                    });
                 }
                 _ => {}
             }
