@@ -42,8 +42,14 @@ enum Command {
     Match(cmd::matching::MatchArgs),
     /// Generate traffic with exact, known counts (the workload tests and the demo trace).
     Loadgen(cmd::loadgen::LoadgenArgs),
+    /// The kernel functions that handle packets (by type, from BTF or source) and which can be probed.
+    Funcs(cmd::funcs::FuncsArgs),
     /// Sample an interface at 100 us / 1 ms / 10 ms: bytes, ECN, retransmits, connections (Millisampler).
     Sample(cmd::sample::SampleArgs),
+    /// Run magnetd: always-on per-connection summaries, Unix-socket API, OpenMetrics /metrics.
+    Daemon(cmd::daemon::DaemonArgs),
+    /// Write magnetd's flight recorder (the last seconds of full events) as trace files.
+    Dump(cmd::dump::DumpArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -61,6 +67,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Match(args) => cmd::matching::run(args),
         Command::Loadgen(args) => cmd::loadgen::run(args),
         Command::Sample(args) => cmd::sample::run(args),
+        Command::Funcs(args) => cmd::funcs::run(args),
+        Command::Daemon(args) => cmd::daemon::run(args),
+        Command::Dump(args) => cmd::dump::run(args),
     }
 }
 

@@ -62,7 +62,9 @@ fn sample_loopback_transfer(ns: &Netns, attach: AttachMode, bytes: usize) -> Run
         }
         got
     });
-    let mut c = run_in_netns(ns, || TcpStream::connect(addr)).unwrap().unwrap();
+    let mut c = run_in_netns(ns, || TcpStream::connect(addr))
+        .unwrap()
+        .unwrap();
     c.write_all(&vec![1u8; bytes]).unwrap();
     drop(c);
     assert_eq!(server.join().unwrap(), bytes);
@@ -86,8 +88,16 @@ fn loopback_segments_are_not_retransmissions() {
     // On lo each data segment leaves and comes back: both hooks see it.
     // (Ingress also sees pure ACKs that egress does not show on this
     // kernel, so packet counts differ by those; data bytes do not.)
-    assert!(t(Metric::InBytes) > 4 << 20, "in bytes {}", t(Metric::InBytes));
-    assert!(t(Metric::OutBytes) > 4 << 20, "out bytes {}", t(Metric::OutBytes));
+    assert!(
+        t(Metric::InBytes) > 4 << 20,
+        "in bytes {}",
+        t(Metric::InBytes)
+    );
+    assert!(
+        t(Metric::OutBytes) > 4 << 20,
+        "out bytes {}",
+        t(Metric::OutBytes)
+    );
     // Retransmissions only where the kernel retransmitted (normally never on
     // lo): before the fix in rxmit bytes were ~99.8 % of in bytes.
     let kernel = t(Metric::TcpRxmitEvents);

@@ -1,7 +1,11 @@
 //! One module per subcommand.
 pub mod analyze;
+pub mod daemon;
 pub mod demo;
+pub mod dump;
 pub mod export;
+pub mod funcs;
+mod funcs_source;
 pub mod info;
 pub mod loadgen;
 pub mod matching;
