@@ -20,6 +20,7 @@ import json
 import sys
 
 DEFAULT_LAYERS = ["app", "tcp", "ip", "dev"]
+named_missing = {}
 MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
 
 
@@ -141,6 +142,20 @@ def judge(path, ref_udp=None):
                 f"--layers {layer}: exit {rc} without a line naming the layer, hook and what is missing: {err!r}",
             )
 
+    nm = s.get("named-missing", [])
+    rc = next((l[3:] for l in nm if l.startswith("rc ")), "?")
+    err = next((l[7:] for l in nm if l.startswith("stderr ")), "")
+    lines = next((l[6:] for l in nm if l.startswith("lines ")), "?")
+    if rc != "0":
+        need(
+            lines.strip() == "1"
+            and "layer ip cannot be recorded" in err
+            and "netfilter/LOCAL_OUT: " in err
+            and "fexit/__ip_local_out" in err,
+            f"--layers ip without function probes: exit {rc}, {lines} lines, want one naming the hooks: {err!r}",
+        )
+    named_missing[kernel] = err if rc != "0" else "recorded (netfilter links)"
+
     if "leftovers" in s:
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)
         need(lo.get("rc") == "0", f"recording every layer and kind exited {lo.get('rc')}")
@@ -166,6 +181,8 @@ def main():
             v = t.get(key)
             cells.append(f"{v[0]} / {v[1]}" if v else "-")
         print(f"  {' '.join(key):<16} " + " | ".join(cells))
+    for k, line in named_missing.items():
+        print(f"--layers ip, fentry denied, on {k}: {line}")
     bad = 0
     for k, f, _ in results:
         if f:
