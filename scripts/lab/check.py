@@ -67,6 +67,21 @@ def judge(path, ref_udp=None):
             fails.append(msg)
         return cond
 
+    # What each kernel offers (NOTES-kernels.md, measured by hand) against
+    # what magnet-kernel detects.
+    chk = first_json(s.get("check", [])) or {}
+    feats = {k: v.get("support") for k, v in (chk.get("kernel") or {}).items() if isinstance(v, dict)}
+    expect = None
+    if kernel.startswith("6.1.0-"):
+        expect = {"fentry": "yes", "kprobe": "yes", "kprobe_multi": "no", "netfilter_link": "no", "tcx": "no"}
+    elif kernel.startswith("6.12."):
+        expect = {"fentry": "yes", "kprobe": "yes", "kprobe_multi": "yes", "netfilter_link": "yes", "tcx": "yes"}
+    if expect:
+        need(feats == expect, f"detected {feats}, this kernel has {expect}")
+    for k in chk.get("kinds", []):
+        if k.get("default_on") and k["layer"] in DEFAULT_LAYERS:
+            need(bool(k.get("hook")), f"record --check: no hook for {k['kind']}: {k.get('missing')}")
+
     rec = s.get("record", [])
     need("rc 0" in rec, f"record exited {[l for l in rec if l.startswith('rc ')]}, want rc 0")
     lg = first_json(s.get("loadgen", [])) or {}

@@ -636,7 +636,21 @@ fn load_with_fallback(
                 probe: c.probe,
                 hook: Ok(h),
             }),
-            None => refused(c.probe, &why)?,
+            None => {
+                // Name every later candidate too, with what it lacks.
+                let rest: Vec<String> = c.probe.hooks[from..]
+                    .iter()
+                    .filter_map(|h| {
+                        let m = kernel.hook_missing(h)?;
+                        Some(format!("{}: {m}", probes::hook_name(h)))
+                    })
+                    .collect();
+                let why = std::iter::once(why)
+                    .chain(rest)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                refused(c.probe, &why)?
+            }
         }
     }
 }
