@@ -20,6 +20,7 @@ import json
 import sys
 
 DEFAULT_LAYERS = ["app", "tcp", "ip", "dev"]
+named_missing = {}
 MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
 
 
@@ -65,6 +66,21 @@ def judge(path, ref_udp=None):
         if not cond:
             fails.append(msg)
         return cond
+
+    # What each kernel offers (NOTES-kernels.md, measured by hand) against
+    # what magnet-kernel detects.
+    chk = first_json(s.get("check", [])) or {}
+    feats = {k: v.get("support") for k, v in (chk.get("kernel") or {}).items() if isinstance(v, dict)}
+    expect = None
+    if kernel.startswith("6.1.0-"):
+        expect = {"fentry": "yes", "kprobe": "yes", "kprobe_multi": "no", "netfilter_link": "no", "tcx": "no"}
+    elif kernel.startswith("6.12."):
+        expect = {"fentry": "yes", "kprobe": "yes", "kprobe_multi": "yes", "netfilter_link": "yes", "tcx": "yes"}
+    if expect:
+        need(feats == expect, f"detected {feats}, this kernel has {expect}")
+    for k in chk.get("kinds", []):
+        if k.get("default_on") and k["layer"] in DEFAULT_LAYERS:
+            need(bool(k.get("hook")), f"record --check: no hook for {k['kind']}: {k.get('missing')}")
 
     rec = s.get("record", [])
     need("rc 0" in rec, f"record exited {[l for l in rec if l.startswith('rc ')]}, want rc 0")
@@ -141,6 +157,20 @@ def judge(path, ref_udp=None):
                 f"--layers {layer}: exit {rc} without a line naming the layer, hook and what is missing: {err!r}",
             )
 
+    nm = s.get("named-missing", [])
+    rc = next((l[3:] for l in nm if l.startswith("rc ")), "?")
+    err = next((l[7:] for l in nm if l.startswith("stderr ")), "")
+    lines = next((l[6:] for l in nm if l.startswith("lines ")), "?")
+    if rc != "0":
+        need(
+            lines.strip() == "1"
+            and "layer ip cannot be recorded" in err
+            and "netfilter/LOCAL_OUT: " in err
+            and "fexit/__ip_local_out" in err,
+            f"--layers ip without function probes: exit {rc}, {lines} lines, want one naming the hooks: {err!r}",
+        )
+    named_missing[kernel] = err if rc != "0" else "recorded (netfilter links)"
+
     if "leftovers" in s:
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)
         need(lo.get("rc") == "0", f"recording every layer and kind exited {lo.get('rc')}")
@@ -166,6 +196,8 @@ def main():
             v = t.get(key)
             cells.append(f"{v[0]} / {v[1]}" if v else "-")
         print(f"  {' '.join(key):<16} " + " | ".join(cells))
+    for k, line in named_missing.items():
+        print(f"--layers ip, fentry denied, on {k}: {line}")
     bad = 0
     for k, f, _ in results:
         if f:

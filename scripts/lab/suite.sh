@@ -29,6 +29,14 @@ for layer in app tcp ip qdisc dev drop sched; do
     [ -s "$dir/$layer.mgt" ] && "$m" info --json "$dir/$layer.mgt" | tr -d '\n'
     echo
 done
+echo "== named-missing"
+# The ip layer named, its function probes denied: recorded through netfilter
+# links where the kernel has them (and its verifier takes them), else one line.
+MAGNET_HOOKS_DENY=fentry,fexit "$m" record -q --layers ip -o "$dir/nm.mgt" -- "$m" loadgen --tcp 2x1k \
+    > /dev/null 2> "$dir/nm.err"
+echo "rc $?"
+echo "lines $(wc -l < "$dir/nm.err")"
+echo "stderr $(tail -n 1 "$dir/nm.err")"
 if [ "$2" = "--leftovers" ]; then
     echo "== leftovers"
     # every layer and kind at once, then count what is left

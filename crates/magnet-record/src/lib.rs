@@ -13,7 +13,8 @@ pub use config::{
     parse_kinds, parse_layers, parse_size, Filters, KindSelection, Layer, RecordConfig,
 };
 pub use recorder::{
-    check, preflight, record, CheckLine, Progress, ProgressFn, ReadyFn, RunOptions, Summary, Target};
+    check, preflight, record, CheckLine, Progress, ProgressFn, ReadyFn, RunOptions, Summary, Target,
+};
 
 #[allow(
     clippy::all,

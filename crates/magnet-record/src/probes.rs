@@ -17,7 +17,10 @@ pub enum Attach {
     /// tp_btf: libbpf attaches by the section name; needs BTF, not tracefs.
     /// `args`: the program reads this many tracepoint arguments, so the
     /// kernel's tracepoint must have exactly that many.
-    TpBtf { tp: &'static str, args: Option<usize> },
+    TpBtf {
+        tp: &'static str,
+        args: Option<usize>,
+    },
     /// A netfilter BPF link at this hook, for IPv4 and IPv6, in the recorder's
     /// network namespace (Linux 6.4+).
     Netfilter(i32),
@@ -107,61 +110,129 @@ pub const PROBES: &[Probe] = &[
         kind: None,
         default_on: true,
     },
-    probe!(App, "app_send", [
-        hook!("app_send" => t("sock_send_length")),
-        hook!("app_send_fexit4" => Fexit("inet_sendmsg"),
+    probe!(
+        App,
+        "app_send",
+        [
+            hook!("app_send" => t("sock_send_length")),
+            hook!("app_send_fexit4" => Fexit("inet_sendmsg"),
               "app_send_fexit6" => Fexit("inet6_sendmsg")),
-    ]),
-    probe!(App, "app_recv", [
-        hook!("app_recv" => t("sock_recv_length")),
-        hook!("app_recv_fexit4" => Fexit("inet_recvmsg"),
+        ]
+    ),
+    probe!(
+        App,
+        "app_recv",
+        [
+            hook!("app_recv" => t("sock_recv_length")),
+            hook!("app_recv_fexit4" => Fexit("inet_recvmsg"),
               "app_recv_fexit6" => Fexit("inet6_recvmsg")),
-    ]),
-    probe!(Tcp, "tcp_state", [hook!("tcp_state_change" => t("inet_sock_set_state"))]),
+        ]
+    ),
+    probe!(
+        Tcp,
+        "tcp_state",
+        [hook!("tcp_state_change" => t("inet_sock_set_state"))]
+    ),
     probe!(Tcp, "tcp_rcv", [hook!("tcp_rcv" => t("tcp_probe"))]),
-    probe!(Tcp, "tcp_sendmsg", [
-        hook!("tcp_sendmsg" => t("tcp_sendmsg_locked")),
-        hook!("tcp_sendmsg_fentry" => Fentry("tcp_sendmsg_locked")),
-    ]),
-    probe!(Tcp, "tcp_retrans", [
-        hook!("tcp_retrans" => tpa("tcp_retransmit_skb", 3)),
-        hook!("tcp_retrans_2arg" => tpa("tcp_retransmit_skb", 2)),
-    ]),
-    probe!(Tcp, "tcp_rst_sent", [
-        hook!("tcp_rst_sent" => tpa("tcp_send_reset", 3)),
-        hook!("tcp_rst_sent_2arg" => tpa("tcp_send_reset", 2)),
-    ]),
-    probe!(Tcp, "tcp_rst_rcvd", [hook!("tcp_rst_rcvd" => t("tcp_receive_reset"))]),
-    probe!(Ip, "ip_local_out", [
-        hook!("ip_local_out" => nf(NF_INET_LOCAL_OUT)),
-        hook!("ip_local_out_fexit4" => Fexit("__ip_local_out"),
+    probe!(
+        Tcp,
+        "tcp_sendmsg",
+        [
+            hook!("tcp_sendmsg" => t("tcp_sendmsg_locked")),
+            hook!("tcp_sendmsg_fentry" => Fentry("tcp_sendmsg_locked")),
+        ]
+    ),
+    probe!(
+        Tcp,
+        "tcp_retrans",
+        [
+            hook!("tcp_retrans" => tpa("tcp_retransmit_skb", 3)),
+            hook!("tcp_retrans_2arg" => tpa("tcp_retransmit_skb", 2)),
+        ]
+    ),
+    probe!(
+        Tcp,
+        "tcp_rst_sent",
+        [
+            hook!("tcp_rst_sent" => tpa("tcp_send_reset", 3)),
+            hook!("tcp_rst_sent_2arg" => tpa("tcp_send_reset", 2)),
+        ]
+    ),
+    probe!(
+        Tcp,
+        "tcp_rst_rcvd",
+        [hook!("tcp_rst_rcvd" => t("tcp_receive_reset"))]
+    ),
+    probe!(
+        Ip,
+        "ip_local_out",
+        [
+            hook!("ip_local_out" => nf(NF_INET_LOCAL_OUT)),
+            hook!("ip_local_out_fexit4" => Fexit("__ip_local_out"),
               "ip_local_out_fexit6" => Fexit("__ip6_local_out")),
-    ]),
-    detail!(Ip, "ip_post_routing", [
-        hook!("ip_post_routing" => nf(NF_INET_POST_ROUTING)),
-        hook!("ip_post_routing_fentry4" => Fentry("ip_output"),
+        ]
+    ),
+    detail!(
+        Ip,
+        "ip_post_routing",
+        [
+            hook!("ip_post_routing" => nf(NF_INET_POST_ROUTING)),
+            hook!("ip_post_routing_fentry4" => Fentry("ip_output"),
               "ip_post_routing_fentry6" => Fentry("ip6_output")),
-    ]),
-    detail!(Ip, "ip_pre_routing", [
-        hook!("ip_pre_routing" => nf(NF_INET_PRE_ROUTING)),
-        hook!("ip_pre_routing_fentry4" => Fentry("ip_rcv"),
+        ]
+    ),
+    detail!(
+        Ip,
+        "ip_pre_routing",
+        [
+            hook!("ip_pre_routing" => nf(NF_INET_PRE_ROUTING)),
+            hook!("ip_pre_routing_fentry4" => Fentry("ip_rcv"),
               "ip_pre_routing_fentry6" => Fentry("ipv6_rcv")),
-    ]),
-    probe!(Ip, "ip_local_in", [
-        hook!("ip_local_in" => nf(NF_INET_LOCAL_IN)),
-        hook!("ip_local_in_fentry4" => Fentry("ip_local_deliver"),
+        ]
+    ),
+    probe!(
+        Ip,
+        "ip_local_in",
+        [
+            hook!("ip_local_in" => nf(NF_INET_LOCAL_IN)),
+            hook!("ip_local_in_fentry4" => Fentry("ip_local_deliver"),
               "ip_local_in_fentry6" => Fentry("ip6_input")),
-    ]),
-    probe!(Qdisc, "qdisc_enq", [hook!("qdisc_enq" => t("qdisc_enqueue"))]),
-    probe!(Qdisc, "qdisc_deq", [hook!("qdisc_deq" => t("qdisc_dequeue"))]),
+        ]
+    ),
+    probe!(
+        Qdisc,
+        "qdisc_enq",
+        [hook!("qdisc_enq" => t("qdisc_enqueue"))]
+    ),
+    probe!(
+        Qdisc,
+        "qdisc_deq",
+        [hook!("qdisc_deq" => t("qdisc_dequeue"))]
+    ),
     detail!(Dev, "dev_queue", [hook!("dev_queue" => t("net_dev_queue"))]),
-    probe!(Dev, "dev_start_xmit", [hook!("dev_start_xmit" => t("net_dev_start_xmit"))]),
+    probe!(
+        Dev,
+        "dev_start_xmit",
+        [hook!("dev_start_xmit" => t("net_dev_start_xmit"))]
+    ),
     detail!(Dev, "dev_xmit", [hook!("dev_xmit" => t("net_dev_xmit"))]),
     probe!(Dev, "dev_rx", [hook!("dev_rx" => t("netif_receive_skb"))]),
     probe!(Drop, "drop", [hook!("drop_kfree_skb" => t("kfree_skb"))]),
-    probe!(Sched, "sched_switch", [hook!("sched_switch" => t("sched_switch"))]),
-    probe!(Sched, "sched_wakeup", [hook!("sched_wakeup" => t("sched_wakeup"))]),
-    probe!(Sched, "sched_exit", [hook!("sched_exit" => t("sched_process_exit"))]),
+    probe!(
+        Sched,
+        "sched_switch",
+        [hook!("sched_switch" => t("sched_switch"))]
+    ),
+    probe!(
+        Sched,
+        "sched_wakeup",
+        [hook!("sched_wakeup" => t("sched_wakeup"))]
+    ),
+    probe!(
+        Sched,
+        "sched_exit",
+        [hook!("sched_exit" => t("sched_process_exit"))]
+    ),
 ];
 
 /// Support programs, loaded when needed (see `Recorder::open`).
@@ -178,7 +249,13 @@ pub fn all_programs() -> impl Iterator<Item = &'static str> {
         .iter()
         .flat_map(|p| p.hooks.iter())
         .flat_map(|h| h.progs.iter().map(|(p, _)| *p))
-        .chain([FOLLOW_FORKS, PKT_FREE, PKT_CONSUME, FLOWS_AT_BIND, TCP_RX_SEG])
+        .chain([
+            FOLLOW_FORKS,
+            PKT_FREE,
+            PKT_CONSUME,
+            FLOWS_AT_BIND,
+            TCP_RX_SEG,
+        ])
 }
 
 /// One attach point as magnet names it (`tp_btf/tcp_probe`, `fexit/sock_sendmsg`,
@@ -232,7 +309,22 @@ impl Kernel {
     }
 
     /// Why this attach point cannot be used here (None: it can).
+    ///
+    /// `MAGNET_HOOKS_DENY` (comma-separated prefixes of hook names such as
+    /// `netfilter`, `fentry`, `fexit/inet_sendmsg`, `tp_btf/sock_send_length`)
+    /// makes magnet act as if the kernel lacked those hooks: for tests and for
+    /// trying another hook by hand.
     pub fn missing(&self, a: Attach) -> Option<String> {
+        if let Ok(deny) = std::env::var("MAGNET_HOOKS_DENY") {
+            let name = attach_name(a);
+            if deny
+                .split(',')
+                .map(str::trim)
+                .any(|d| !d.is_empty() && name.starts_with(d))
+            {
+                return Some(format!("{name} denied by MAGNET_HOOKS_DENY={deny}"));
+            }
+        }
         match a {
             TpBtf { tp, args } => {
                 let Some(info) = self.btf.tracepoint(tp) else {
@@ -254,7 +346,9 @@ impl Kernel {
                 } else if !self.btf.has_func(f) {
                     Some(format!("no function {f} in this kernel's BTF"))
                 } else if self.traceable.as_ref().is_some_and(|t| !t.contains(f)) {
-                    Some(format!("{f} cannot be traced (not in available_filter_functions)"))
+                    Some(format!(
+                        "{f} cannot be traced (not in available_filter_functions)"
+                    ))
                 } else {
                     None
                 }
@@ -317,13 +411,87 @@ mod tests {
         let names: Vec<&str> = all_programs().collect();
         let set: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(names.len(), set.len(), "a program is listed twice");
-        let skel = include_str!("bpf/record.bpf.c").to_string() + include_str!("bpf/hooks_fn.bpf.c");
+        let skel =
+            include_str!("bpf/record.bpf.c").to_string() + include_str!("bpf/hooks_fn.bpf.c");
         for n in names {
             assert!(
                 skel.contains(&format!("({n},")) || skel.contains(&format!("int {n}(")),
                 "program {n} is not in record.bpf.c / hooks_fn.bpf.c"
             );
         }
+    }
+
+    fn kernel_without(fentry: bool, netfilter: bool) -> Option<Kernel> {
+        use magnet_kernel::Support;
+        let btf = KernelBtf::load().ok()?;
+        let s = |b: bool, what: &str| {
+            if b {
+                Support::Yes
+            } else {
+                Support::No(format!("no {what} (test)"))
+            }
+        };
+        Some(Kernel {
+            btf,
+            features: Features {
+                release: "test".into(),
+                kprobe: s(false, "kprobes"),
+                kprobe_multi: s(false, "kprobe-multi"),
+                fentry: s(fentry, "fentry/fexit"),
+                netfilter_link: s(netfilter, "netfilter BPF links"),
+                tcx: s(false, "tcx"),
+            },
+            traceable: None,
+        })
+    }
+
+    #[test]
+    fn the_first_hook_the_kernel_has_is_chosen_and_misses_are_named() {
+        // Tracepoints come from this machine's BTF; attach types are made up.
+        let Some(k) = kernel_without(false, false) else {
+            eprintln!("skipped: no BTF");
+            return;
+        };
+        let p = plan(&k);
+        let get = |kind: &str| p.iter().find(|c| c.probe.kind == Some(kind)).unwrap();
+        // No netfilter links and no fentry: ip cannot be fed, and the line says
+        // which hooks were tried and what each lacks.
+        let why = get("ip_local_out").hook.clone().unwrap_err();
+        assert!(
+            why.starts_with("netfilter/LOCAL_OUT: no netfilter BPF links (test)"),
+            "{why}"
+        );
+        assert!(
+            why.contains("; fexit/__ip_local_out+fexit/__ip6_local_out: no fentry/fexit (test)"),
+            "{why}"
+        );
+        // The tracepoint exists (6.18): first candidate.
+        assert_eq!(get("app_send").hook.as_ref().ok(), Some(&0));
+        // With fentry, ip moves to its second candidate.
+        let k = kernel_without(true, false).unwrap();
+        let p = plan(&k);
+        let c = p
+            .iter()
+            .find(|c| c.probe.kind == Some("ip_local_in"))
+            .unwrap();
+        assert_eq!(
+            c.hook().map(hook_name).as_deref(),
+            Some("fentry/ip_local_deliver+fentry/ip6_input")
+        );
+        // Argument counts decide between tracepoint variants.
+        let n = k.btf.tracepoint("tcp_retransmit_skb").unwrap().params.len();
+        let c = p
+            .iter()
+            .find(|c| c.probe.kind == Some("tcp_retrans"))
+            .unwrap();
+        let chosen = c.hook().unwrap().progs[0].1;
+        assert_eq!(
+            chosen,
+            TpBtf {
+                tp: "tcp_retransmit_skb",
+                args: Some(n)
+            }
+        );
     }
 
     #[test]

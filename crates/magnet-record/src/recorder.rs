@@ -439,7 +439,10 @@ mod load_log {
         let prev = libbpf_rs::set_print(Some((PrintLevel::Debug, keep)));
         let out = f();
         libbpf_rs::set_print(prev);
-        let log = LOG.lock().map(|mut l| std::mem::take(&mut *l)).unwrap_or_default();
+        let log = LOG
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
         (out, log)
     }
 
@@ -611,7 +614,9 @@ fn load_with_fallback(
                  hooks chosen for this kernel: {}; `magnet record --check` lists them; \
                  run with LIBBPF_DEBUG=1 to see the verifier log",
                 kernel.features.release,
-                failed.map(|p| format!(" (program {p})")).unwrap_or_default(),
+                failed
+                    .map(|p| format!(" (program {p})"))
+                    .unwrap_or_default(),
                 reason.map(|r| format!(": {r}")).unwrap_or_default(),
                 progs.join(", ")
             );
@@ -624,12 +629,28 @@ fn load_with_fallback(
             failed.as_deref().unwrap_or("?"),
             reason.as_deref().unwrap_or("see LIBBPF_DEBUG=1")
         );
-        match (from..c.probe.hooks.len()).find(|&h| kernel.hook_missing(&c.probe.hooks[h]).is_none()) {
+        match (from..c.probe.hooks.len())
+            .find(|&h| kernel.hook_missing(&c.probe.hooks[h]).is_none())
+        {
             Some(h) => chosen.push(Choice {
                 probe: c.probe,
                 hook: Ok(h),
             }),
-            None => refused(c.probe, &why)?,
+            None => {
+                // Name every later candidate too, with what it lacks.
+                let rest: Vec<String> = c.probe.hooks[from..]
+                    .iter()
+                    .filter_map(|h| {
+                        let m = kernel.hook_missing(h)?;
+                        Some(format!("{}: {m}", probes::hook_name(h)))
+                    })
+                    .collect();
+                let why = std::iter::once(why)
+                    .chain(rest)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                refused(c.probe, &why)?
+            }
         }
     }
 }
@@ -737,50 +758,50 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         &mut chosen,
         |probe, why| left_out(config, &mut sources, probe, why),
         |open| {
-        {
-            let ro = open
-                .maps
+            {
+                let ro = open
+                    .maps
+                    .rodata_data
+                    .as_deref_mut()
+                    .expect("the object has read-only settings");
+                ro.filter_tasks = filter_tasks;
+                ro.filter_pid = filter_pids;
+                if let Some(comm) = &config.filters.comm {
+                    if comm.len() > 15 {
+                        bail!("--comm '{comm}': task names are at most 15 bytes (the kernel truncates longer ones)");
+                    }
+                    ro.filter_comm = true;
+                    for (i, b) in comm.bytes().enumerate() {
+                        ro.comm_filter[i] = b as i8;
+                    }
+                }
+                ro.cgroup_filter = cgroup.unwrap_or(0);
+                ro.port_filter = config.filters.port.unwrap_or(0);
+                if let Some(h) = config.filters.host {
+                    ro.filter_host = true;
+                    ro.host_filter = addr16(h);
+                }
+                ro.tcp_state = config.tcp_state;
+                // Received packets are attributed by flow: keep every announced
+                // socket's flow when a layer sees packets.
+                ro.track_all_flows = config.layers.iter().any(|l| l.follows_packets());
+                ro.tcp_rx_other = tcp_rcv_on(config);
+                ro.wakeup_bytes = config.wakeup_bytes;
+                ro.record_fork = config.layers.contains(&Layer::Sched);
+                ro.id_ring_index = cpus;
+                ro.has_id_ring = true;
+            }
+            // One more ring after the CPUs' for identity (SOCK) records only.
+            open.maps
+                .rings
+                .set_max_entries(cpus + 1)
+                .context("sizing the ring array")?;
+            // Wake the reader well before one CPU's ring fills.
+            open.maps
                 .rodata_data
                 .as_deref_mut()
-                .expect("the object has read-only settings");
-            ro.filter_tasks = filter_tasks;
-            ro.filter_pid = filter_pids;
-            if let Some(comm) = &config.filters.comm {
-                if comm.len() > 15 {
-                    bail!("--comm '{comm}': task names are at most 15 bytes (the kernel truncates longer ones)");
-                }
-                ro.filter_comm = true;
-                for (i, b) in comm.bytes().enumerate() {
-                    ro.comm_filter[i] = b as i8;
-                }
-            }
-            ro.cgroup_filter = cgroup.unwrap_or(0);
-            ro.port_filter = config.filters.port.unwrap_or(0);
-            if let Some(h) = config.filters.host {
-                ro.filter_host = true;
-                ro.host_filter = addr16(h);
-            }
-            ro.tcp_state = config.tcp_state;
-            // Received packets are attributed by flow: keep every announced
-            // socket's flow when a layer sees packets.
-            ro.track_all_flows = config.layers.iter().any(|l| l.follows_packets());
-            ro.tcp_rx_other = tcp_rcv_on(config);
-            ro.wakeup_bytes = config.wakeup_bytes;
-            ro.record_fork = config.layers.contains(&Layer::Sched);
-            ro.id_ring_index = cpus;
-            ro.has_id_ring = true;
-        }
-        // One more ring after the CPUs' for identity (SOCK) records only.
-        open.maps
-            .rings
-            .set_max_entries(cpus + 1)
-            .context("sizing the ring array")?;
-        // Wake the reader well before one CPU's ring fills.
-        open.maps
-            .rodata_data
-            .as_deref_mut()
-            .expect("the object has read-only settings")
-            .wakeup_bytes = config.wakeup_bytes.min(ring_bytes as u64 / 8);
+                .expect("the object has read-only settings")
+                .wakeup_bytes = config.wakeup_bytes.min(ring_bytes as u64 / 8);
             Ok(())
         },
         &wanted,
@@ -858,7 +879,9 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
                 }
             }
         }
-        let src = sources.get_mut(&probe.layer).expect("source per selected layer");
+        let src = sources
+            .get_mut(&probe.layer)
+            .expect("source per selected layer");
         match failed {
             None => {
                 links.extend(hook_links);

@@ -154,7 +154,8 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
             p.id
         );
         let anchor = if outbound { p.first_ts() } else { ts };
-        if let Some(c) = k.call_for(cookie, anchor, outbound) {
+        let tid = p.hops.first().map_or(0, |h| h.tid);
+        if let Some(c) = k.call_for(cookie, anchor, outbound, tid) {
             let _ = write!(
                 comment,
                 " app={} ret={} tid={} at={}",

@@ -27,6 +27,8 @@ pub struct Hop {
     /// Bytes the hook saw (`len`, or the IP total length), 0 when not recorded.
     pub len: u32,
     pub cookie: u64,
+    /// Thread the hook ran in (in softirq: whichever was interrupted).
+    pub tid: u32,
 }
 
 /// The IP and transport header fields the IP layer recorded.
@@ -240,28 +242,25 @@ impl Kernel {
                     });
                     continue;
                 }
-                kind::APP_SEND | kind::APP_RECV => {
-                    if cookie != 0 {
-                        if let Some(Value::Str(comm)) =
-                            f.comm.as_ref().and_then(|d| decode_field(b, d))
-                        {
-                            k.owners
-                                .entry(cookie)
-                                .or_insert(Owner { pid: r.pid(), comm });
-                        }
-                        k.calls.entry(cookie).or_default().push(AppCall {
-                            ts_ns: ts,
-                            send: kd == kind::APP_SEND,
-                            ret: f
-                                .ret
-                                .as_ref()
-                                .and_then(|d| decode_field(b, d))
-                                .and_then(|v| v.as_i64())
-                                .unwrap_or(0),
-                            pid: r.pid(),
-                            tid: r.tid(),
-                        });
+                kind::APP_SEND | kind::APP_RECV if cookie != 0 => {
+                    if let Some(Value::Str(comm)) = f.comm.as_ref().and_then(|d| decode_field(b, d))
+                    {
+                        k.owners
+                            .entry(cookie)
+                            .or_insert(Owner { pid: r.pid(), comm });
                     }
+                    k.calls.entry(cookie).or_default().push(AppCall {
+                        ts_ns: ts,
+                        send: kd == kind::APP_SEND,
+                        ret: f
+                            .ret
+                            .as_ref()
+                            .and_then(|d| decode_field(b, d))
+                            .and_then(|v| v.as_i64())
+                            .unwrap_or(0),
+                        pid: r.pid(),
+                        tid: r.tid(),
+                    });
                 }
                 _ => {}
             }
@@ -317,6 +316,7 @@ impl Kernel {
                 ifindex: num(b, &f.ifindex).unwrap_or(0) as u32,
                 len: num(b, &f.len).unwrap_or(0) as u32,
                 cookie,
+                tid: r.tid(),
             });
             if let Some(et) = num(b, &f.ethertype).filter(|&e| e != 0) {
                 p.ethertype = et as u16;
@@ -535,12 +535,25 @@ impl Kernel {
         self.kind_names.get(&id).map_or("?", String::as_str)
     }
 
-    /// The application call a packet's bytes came from (the socket's last send at or
-    /// before `ts`) or went to (its first receive at or after `ts`).
-    pub fn call_for(&self, cookie: u64, ts: i64, send: bool) -> Option<&AppCall> {
+    /// The application call a packet's bytes came from or went to. A send is
+    /// recorded when the call returns: a packet first seen at `ts` in thread `tid`
+    /// belongs to that thread's next send on the socket (it was sent during the call);
+    /// one first seen elsewhere (softirq, another thread: sent later, when the window
+    /// opened) to the socket's last send before it. A receive: the socket's first
+    /// receive at or after `ts`.
+    pub fn call_for(&self, cookie: u64, ts: i64, send: bool, tid: u32) -> Option<&AppCall> {
         let calls = self.calls.get(&cookie)?;
         if send {
-            let i = calls.partition_point(|c| c.ts_ns <= ts);
+            let i = calls.partition_point(|c| c.ts_ns < ts);
+            if let Some(c) = calls[i..].iter().find(|c| c.send && c.tid == tid) {
+                if calls[i..]
+                    .iter()
+                    .find(|c| c.send)
+                    .is_some_and(|n| n.tid == tid)
+                {
+                    return Some(c);
+                }
+            }
             calls[..i].iter().rev().find(|c| c.send)
         } else {
             let i = calls.partition_point(|c| c.ts_ns < ts);

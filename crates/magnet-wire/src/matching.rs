@@ -146,25 +146,67 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
             _ => None,
         })
         .collect();
-    let mut d0: Vec<i64> = unique
-        .iter()
-        .filter_map(|&(ts, i)| Some(ts - k.packets[i].hops.first()?.ts_ns))
-        .collect();
-    let first = median(&mut d0).unwrap_or(0);
-    let samples: Vec<(i64, i64)> = unique
-        .iter()
-        .filter_map(|&(ts, i)| {
-            let (_, h) = nearest_hop(&k.packets[i], ts - first)?;
-            Some((h, ts - h))
-        })
-        .collect();
+    // Where the capture sits: the interface whose device hops keep the steadiest
+    // distance to the frames (smallest mean absolute deviation among interfaces
+    // that a quarter of the unique matches crossed). Its median is the offset.
+    let mut per_if: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
+    for &(ts, i) in &unique {
+        let p = &k.packets[i];
+        let mut seen = HashSet::new();
+        for h in &p.hops {
+            if matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX) && seen.insert(h.ifindex) {
+                per_if
+                    .entry(h.ifindex)
+                    .or_default()
+                    .push((h.ts_ns, ts - h.ts_ns));
+            }
+        }
+    }
+    let mut best: Option<(i64, usize, u32)> = None; // (deviation, MAX - count, ifindex)
+    for (&ifx, v) in &per_if {
+        if v.len() * 4 < unique.len() {
+            continue;
+        }
+        let mut d: Vec<i64> = v.iter().map(|s| s.1).collect();
+        let med = median(&mut d).unwrap_or(0);
+        // Mean absolute deviation from the median: robust enough, and it still
+        // tells apart two interfaces a few hundred nanoseconds apart.
+        let mad = v
+            .iter()
+            .map(|s| (s.1 - med).unsigned_abs() as u128)
+            .sum::<u128>()
+            / v.len() as u128;
+        let key = (mad as i64, usize::MAX - v.len(), ifx);
+        if best.is_none_or(|b| key < b) {
+            best = Some(key);
+        }
+    }
+    let capture_if = best.map(|b| b.2);
+    let samples: Vec<(i64, i64)> = match capture_if {
+        Some(ifx) => per_if.remove(&ifx).unwrap_or_default(),
+        // No device hops: each packet's hop nearest to a first estimate.
+        None => {
+            let mut d0: Vec<i64> = unique
+                .iter()
+                .filter_map(|&(ts, i)| Some(ts - k.packets[i].hops.first()?.ts_ns))
+                .collect();
+            let first = median(&mut d0).unwrap_or(0);
+            unique
+                .iter()
+                .filter_map(|&(ts, i)| {
+                    let (_, h) = nearest_hop(&k.packets[i], ts - first)?;
+                    Some((h, ts - h))
+                })
+                .collect()
+        }
+    };
     let mut d1: Vec<i64> = samples.iter().map(|s| s.1).collect();
-    let offset = median(&mut d1).unwrap_or(first);
+    let offset = median(&mut d1).unwrap_or(0);
     // Drift only when the samples span a second or more: over less, the jitter
     // between hops and capture (microseconds) would swamp it.
-    let span = samples.iter().map(|s| s.0).max().unwrap_or(0)
-        - samples.iter().map(|s| s.0).min().unwrap_or(0);
-    let drift = if span >= 1_000_000_000 {
+    let lo = samples.iter().map(|s| s.0).min().unwrap_or(0);
+    let hi = samples.iter().map(|s| s.0).max().unwrap_or(0);
+    let drift = if hi - lo >= 1_000_000_000 {
         slope(&samples)
     } else {
         0.0
@@ -174,6 +216,20 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
         // Trace time of a capture time.
         let o = offset as f64 + drift * (ts - offset - t_mid) as f64;
         ts - o.round() as i64
+    };
+    // The hop a frame is compared with: the packet's on the capture's interface,
+    // else its nearest.
+    let ref_hop = |p: &KPacket, t: i64| -> Option<(usize, i64)> {
+        p.hops
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| {
+                Some(h.ifindex) == capture_if
+                    && matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX)
+            })
+            .map(|(i, h)| (i, h.ts_ns))
+            .min_by_key(|&(_, ts)| (ts - t).abs())
+            .or_else(|| nearest_hop(p, t))
     };
 
     let mut used = vec![false; k.packets.len()];
@@ -207,9 +263,7 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
                 let c = index.get(&fp).map(Vec::as_slice).unwrap_or(&[]);
                 let best = c
                     .iter()
-                    .filter_map(|&i| {
-                        Some((used[i], (nearest_hop(&k.packets[i], t)?.1 - t).abs(), i))
-                    })
+                    .filter_map(|&i| Some((used[i], (ref_hop(&k.packets[i], t)?.1 - t).abs(), i)))
                     .min();
                 match best {
                     Some((_, _, i)) => Some(i),
@@ -250,7 +304,7 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
             let p = &k.packets[i];
             m.packet = Some(i);
             m.pkt_id = Some(p.id);
-            if let Some((hi, h)) = nearest_hop(p, t) {
+            if let Some((hi, h)) = ref_hop(p, t) {
                 m.residual_ns = Some(t - h);
                 *at_if.entry(p.hops[hi].ifindex).or_default() += 1;
             }

@@ -42,7 +42,10 @@ pub struct MatchArgs {
     pub quiet: bool,
 }
 
-fn read_capture(path: &PathBuf) -> Result<(Vec<(u64, i64, Frame)>, Option<String>)> {
+/// Frames as (number, capture time, what it is).
+type Frames = Vec<(u64, i64, Frame)>;
+
+fn read_capture(path: &PathBuf) -> Result<(Frames, Option<String>)> {
     let rd: Box<dyn std::io::Read> = if path.as_os_str() == "-" {
         Box::new(std::io::stdin())
     } else {

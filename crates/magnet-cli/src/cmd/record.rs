@@ -42,7 +42,7 @@ receive: by the socket's flow). --port and --host narrow any of them further.
 
 When the ring buffer is full the kernel counts what it could not record and writes a
 LOST record with the count as soon as there is room: nothing is lost silently.
-Needs root and a kernel with BTF (Linux 6.4+ for every layer). Ctrl-C or SIGTERM ends
+Needs root and a kernel with BTF (Linux 6.1 or later; --check shows the hook per kind). Ctrl-C or SIGTERM ends
 a recording cleanly; the trace stays readable up to its last block even if killed.";
 
 #[derive(Args, Debug)]

@@ -113,6 +113,12 @@ static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *
 	__u64 cookie = skb_cookie(skb, &sk);
 	if (!pkt_traced(cookie, sk, &pi, rx))
 		return;
+	/* A socket's cookie is assigned at its first bpf_get_socket_cookie():
+	 * on the way out, assign it now, so that this packet and its events in
+	 * the layers below carry it even before the socket's first app event
+	 * (a UDP socket's first datagram). */
+	if (!cookie && !rx && skb->sk)
+		cookie = sk_cookie(skb->sk);
 
 	struct mg_ip *r;
 	if (!RESERVE(r, sizeof(*r), kind))

@@ -1433,7 +1433,9 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
 {
 	if (!fv->sk || !fv->cookie)
 		return;
-	const struct sock *sk = bpf_core_cast((void *)fv->sk, struct sock);
+	/* Read only with BPF_CORE_READ (probe reads): no bpf_rdonly_cast, which
+	 * 6.1 lacks. */
+	const struct sock *sk = (const struct sock *)fv->sk;
 	/* The socket may have been freed since: its cookie tells. */
 	if (BPF_CORE_READ(sk, __sk_common.skc_cookie.counter) != fv->cookie)
 		return;
