@@ -13,7 +13,8 @@ Checks, for every file:
   - `magnet info` names a hook for every kind recorded and for every default layer;
   - every layer alone: exit 0 with its hooks named in the trace (and events, for the layers
     the workload must show), or a one-line error naming the layer, the hook and what is missing;
-  - (guests) nothing left behind: no BPF link, kprobe event, pinned object or clsact qdisc.
+  - (guests) nothing left behind by a recording of every layer and kind and a 200 ms
+    `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc.
 Prints a table of the rows per kernel; exits 1 on the first file with failures (after all).
 """
 import json
@@ -174,6 +175,7 @@ def judge(path, ref_udp=None):
     if "leftovers" in s:
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)
         need(lo.get("rc") == "0", f"recording every layer and kind exited {lo.get('rc')}")
+        need((lo.get("sample_rc") or "?").split(" ")[0] == "0", f"magnet sample -i lo: {lo.get('sample_rc')}")
         for k in ["link_fds", "kprobe_events", "pinned", "clsact"]:
             need(lo.get(k) == "0", f"left behind after detach: {k} = {lo.get(k)}")
     need("end" in s, "the suite did not finish")
