@@ -247,6 +247,7 @@ struct mg_dev _mg_dev = {};
 struct mg_drop _mg_drop = {};
 struct mg_sched_switch _mg_sched_switch = {};
 struct mg_task _mg_task = {};
+struct mg_func _mg_func = {};
 
 /* ---- record plumbing ------------------------------------------------------ */
 
@@ -1682,3 +1683,4 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 /* ---- the same records from other hooks (older kernels) -------------------- */
 
 #include "hooks_fn.bpf.c"
+#include "funcs.bpf.c"
