@@ -74,6 +74,11 @@ impl Plan {
             ));
             return (src, links);
         }
+        if !self.multi {
+            // One kprobe is one perf event, one file descriptor each.
+            let n: usize = self.by_pos.iter().map(Vec::len).sum();
+            raise_nofile(n as u64 + 4096);
+        }
         let started = Instant::now();
         let mut attached = Vec::new();
         let mut failed = Vec::new();
@@ -110,6 +115,29 @@ impl Plan {
         header.enums.insert(FUNC_TABLE.into(), names);
         header.enums.insert(FUNC_END_TABLE.into(), ends);
         (src, links)
+    }
+}
+
+/// Raises the open-file limit to at least `want` (up to what root may set).
+fn raise_nofile(want: u64) {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 || r.rlim_cur >= want {
+            return;
+        }
+        let mut n = libc::rlimit {
+            rlim_cur: want,
+            rlim_max: r.rlim_max.max(want),
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &n) != 0 {
+            n.rlim_cur = r.rlim_max;
+            n.rlim_max = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &n);
+        }
     }
 }
 
