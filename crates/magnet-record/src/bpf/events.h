@@ -192,10 +192,10 @@ struct mg_qdisc {
 
 struct mg_dev {
 	struct mg_hdr hdr;
-	__u64 cookie;
+	__u64 cookie;  /* dev_rx: the socket of the packet's flow, 0 if none known */
 	__u64 pkt_id;
 	__u32 ifindex;
-	__u32 len;
+	__u32 len;     /* the frame, link header included (dev_rx too) */
 	__s32 rc;
 	__u16 ethertype;
 	__u16 _pad0;

@@ -1227,6 +1227,13 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	__u64 cookie = skb_cookie(skb, &sk);
 	if (!pkt_traced(cookie, sk, &pi, rx))
 		return NF_ACCEPT;
+	/* Received packets have no socket yet, and some sent ones none with a
+	 * cookie: name the socket of the flow. */
+	if ((rx || !cookie) && track_all_flows && !(pi.frag_off & IP_OFFSET)) {
+		bool exact;
+		struct flow_val *fv = flow_of(&pi, rx, &exact);
+		cookie = fv ? fv->cookie : 0;
+	}
 
 	struct mg_ip *r;
 	if (!RESERVE(r, sizeof(*r), kind))
@@ -1361,6 +1368,16 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	__u64 cookie = 0;
 	if (read_skb && !skb_wanted(skb, rx, &cookie))
 		return;
+	/* A packet sent without a socket cookie (an IPv6 SYN-ACK from its
+	 * request socket, a reset): the socket of its flow, as on receive. */
+	if (read_skb && !rx && !cookie && track_all_flows) {
+		struct pkt_info pi = {};
+		parse_skb_tx(skb, &pi);
+		bool exact;
+		struct flow_val *fv = pi.ok ? flow_of(&pi, false, &exact) : NULL;
+		if (fv)
+			cookie = fv->cookie;
+	}
 	__u64 id = pkt_id(skb, (kind == MG_DEV_QUEUE || kind == MG_DEV_START_XMIT) ? PKT_TX : PKT_FOLLOW);
 	if (kind == MG_DEV_START_XMIT && track_all_flows)
 		track_connecting(skb);
@@ -1496,7 +1513,14 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 			r->cookie = cookie;
 			r->pkt_id = id;
 			r->ifindex = skb->dev->ifindex;
-			r->len = skb->len;
+			/* The driver's frame, as on the transmit side and in a
+			 * capture: the link header is already pulled here. */
+			__u32 len = skb->len;
+			__u16 mh = skb->mac_header;
+			__u64 data_off = (__u64)skb->data - (__u64)skb->head;
+			if (mh != (__u16)~0U && data_off > mh && data_off - mh <= 64)
+				len += data_off - mh;
+			r->len = len;
 			r->rc = 0;
 			r->ethertype = bpf_ntohs(skb->protocol);
 			r->_pad0 = 0;
