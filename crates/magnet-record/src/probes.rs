@@ -147,13 +147,22 @@ pub const PKT_CONSUME: &str = "pkt_consume";
 pub const FLOWS_AT_BIND: &str = "flow_sys_exit";
 /// tcp_rcv outside ESTABLISHED when dev_rx (which does it too) is not loaded.
 pub const TCP_RX_SEG: &str = "tcp_rx_seg";
+/// cgroup/sock_create on the cgroup v2 root: cookies from a socket's creation.
+pub const COOKIE_AT_CREATE: &str = "sock_cookie_at_create";
 
 /// Every program name in the object, for autoload decisions.
 pub fn all_programs() -> impl Iterator<Item = &'static str> {
     PROBES
         .iter()
         .map(|p| p.prog)
-        .chain([FOLLOW_FORKS, PKT_FREE, PKT_CONSUME, FLOWS_AT_BIND, TCP_RX_SEG])
+        .chain([
+            FOLLOW_FORKS,
+            PKT_FREE,
+            PKT_CONSUME,
+            FLOWS_AT_BIND,
+            TCP_RX_SEG,
+            COOKIE_AT_CREATE,
+        ])
 }
 
 pub fn hook_name(a: Attach) -> String {

@@ -811,12 +811,14 @@ static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool 
 	return bpf_map_lookup_elem(&traced_flows, &k);
 }
 
-static __always_inline void frag_key_of(const struct pkt_info *pi, struct frag_key *k)
+/* `rx`: receive and transmit sides keep apart (over veth one datagram is
+ * seen leaving one namespace and arriving in the other). */
+static __always_inline void frag_key_of(const struct pkt_info *pi, struct frag_key *k, bool rx)
 {
 	__builtin_memcpy(k->saddr, pi->saddr, 16);
 	__builtin_memcpy(k->daddr, pi->daddr, 16);
 	k->id = pi->ip_id;
-	k->protocol = pi->protocol;
+	k->protocol = pi->protocol | (rx ? 0x100 : 0);
 }
 
 /*
@@ -828,12 +830,14 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 {
 	if (!filter_tasks && !tuple_filtered())
 		return true;
+	/* A socket chosen by the filters chooses its packets (later IP
+	 * fragments carry no ports to judge them by). */
+	if (cookie) {
+		__u8 *seen = bpf_map_lookup_elem(&socks, &cookie);
+		if (seen)
+			return *seen & SOCK_TRACED;
+	}
 	if (filter_tasks) {
-		if (cookie) {
-			__u8 *seen = bpf_map_lookup_elem(&socks, &cookie);
-			if (seen)
-				return *seen & SOCK_TRACED;
-		}
 		/* A socket's first packets leave before its first app event has
 		 * marked it (e.g. the first sendto() of an unbound UDP socket): they
 		 * belong to the traced thread whose send syscall is on that socket.
@@ -1305,7 +1309,19 @@ static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64
 		parse_skb_rx(skb, &pi);
 	else
 		parse_skb_tx(skb, &pi);
-	return pkt_traced(*cookie, sk, &pi, rx);
+	if (!pi.ok || !(pi.frag_off & (IP_MF | IP_OFFSET)))
+		return pkt_traced(*cookie, sk, &pi, rx);
+	/* IP fragments: the first one is judged by its ports and vouches for
+	 * the rest of its datagram, which carry none. */
+	struct frag_key fk = {};
+	frag_key_of(&pi, &fk, rx);
+	if (pi.frag_off & IP_OFFSET)
+		return bpf_map_lookup_elem(&frag_socks, &fk) != NULL;
+	if (!pkt_traced(*cookie, sk, &pi, rx))
+		return false;
+	__u64 v = *cookie ? *cookie : 1;
+	bpf_map_update_elem(&frag_socks, &fk, &v, BPF_ANY);
+	return true;
 }
 
 static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *skb, __u16 kind)
@@ -1482,7 +1498,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 	bool exact = false, traced;
 	if (pi.ok && (pi.frag_off & IP_OFFSET)) {
 		struct frag_key fk = {};
-		frag_key_of(&pi, &fk);
+		frag_key_of(&pi, &fk, true);
 		__u64 *c = bpf_map_lookup_elem(&frag_socks, &fk);
 		if (c) {
 			cookie = *c;
@@ -1498,7 +1514,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 				cookie = fv->cookie;
 			if (cookie && (pi.frag_off & IP_MF)) {
 				struct frag_key fk = {};
-				frag_key_of(&pi, &fk);
+				frag_key_of(&pi, &fk, true);
 				bpf_map_update_elem(&frag_socks, &fk, &cookie, BPF_ANY);
 			}
 		}
@@ -1692,4 +1708,18 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 	if (record_fork && traced)
 		task_event(child, MG_SCHED_FORK, ptgid);
 	return 0;
+}
+
+/* ---- socket cookies ------------------------------------------------------- */
+
+/* Attached to the cgroup v2 root with packet layers: gives each socket created
+ * while recording its cookie at creation. The kernel assigns cookies lazily and
+ * a tracing program may not assign one from a packet's socket, so without this
+ * a socket's first packets (sent or received before its first announced event,
+ * e.g. a UDP receiver's first datagram) would carry cookie 0. Always allows. */
+SEC("cgroup/sock_create")
+int sock_cookie_at_create(struct bpf_sock *ctx)
+{
+	bpf_get_socket_cookie(ctx);
+	return 1;
 }
