@@ -188,10 +188,20 @@ struct Frame {
     /// IP + TCP header length, for TCP.
     hdr: u64,
     tcp_payload: u64,
+    /// Raw TCP sequence number.
+    seq: u64,
 }
 
 /// Every IP frame of a capture. Later IP fragments take their datagram's ports.
-fn wire(pcap: &Path) -> Vec<Frame> {
+/// A capture that lost frames is no oracle: that fails here, not in a check.
+fn wire(pcap: &magnet_testkit::PcapFile) -> Vec<Frame> {
+    assert_eq!(
+        pcap.dropped_by_kernel.unwrap_or(0),
+        0,
+        "tcpdump dropped frames ({:?} captured)",
+        pcap.captured
+    );
+    let pcap: &Path = pcap.path();
     let rows = tshark_fields_opts(
         pcap,
         &[
@@ -210,6 +220,7 @@ fn wire(pcap: &Path) -> Vec<Frame> {
             "tcp.hdr_len",
             "tcp.len",
             "ip.id",
+            "tcp.seq_raw",
         ],
     );
     let num = |s: &str| -> u64 {
@@ -260,6 +271,7 @@ fn wire(pcap: &Path) -> Vec<Frame> {
             l3,
             hdr: iphdr + num(&r[12]),
             tcp_payload: num(&r[13]),
+            seq: num(&r[15]),
         });
     }
     frames
@@ -295,6 +307,15 @@ fn dir(frames: &[Frame], from: u16, to: u16) -> Vec<Frame> {
         .filter(|f| (from == 0 || f.sport == from) && (to == 0 || f.dport == to))
         .cloned()
         .collect()
+}
+
+/// Bytes of one direction of a TCP stream from the capture's sequence numbers
+/// (each byte once, however often it was sent).
+fn stream_bytes(frames: &[Frame]) -> u64 {
+    let data = frames.iter().filter(|f| f.tcp_payload > 0);
+    let first = data.clone().map(|f| f.seq).min().unwrap_or(0);
+    let end = data.map(|f| f.seq + f.tcp_payload).max().unwrap_or(0);
+    end.saturating_sub(first)
 }
 
 fn count_bytes(frames: &[Frame]) -> (u64, u64) {
@@ -367,7 +388,8 @@ fn client_port(frames: &[Frame], server: u16) -> u16 {
 }
 
 /// A packet id names one packet: within a trace, every dev_start_xmit of one
-/// id has one length, and so has every dev_rx (a reused id names two).
+/// id on one interface has one length, and so has every dev_rx (a reused id
+/// names two different frames).
 fn assert_ids_unique(trace: &Path) {
     let out = magnet(&[
         "parse",
@@ -386,9 +408,13 @@ fn assert_ids_unique(trace: &Path) {
             v["pkt_id"].to_string(),
             v["ifindex"].as_u64().unwrap(),
         );
+        // (One packet may pass two interfaces with one number in two
+        // namespaces, e.g. through a router: the same frame twice.)
         let len = v["len"].as_u64().unwrap();
         if let Some(old) = seen.insert(key.clone(), len) {
-            clashes.push((key, old, len));
+            if old != len {
+                clashes.push((key, old, len));
+            }
         }
     }
     assert!(
@@ -806,10 +832,41 @@ fn oracle_reset() {
     assert_eq!(cli["reset"], true, "the client saw the reset");
     let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
     let j = analyze(&trace);
-    let (c, s, _, _) = check_tcp_dev(&j, "reset", &wa, &wb, 7501);
+    check_tcp_dev(&j, "reset", &wa, &wb, 7501);
+    assert_ids_unique(&trace);
+}
+
+/// The 500 bytes of the reset connection at the tcp layer.
+#[test]
+#[ignore = "finding 3 (fid-analyze): tcp units are sequence-number differences, so a last data segment followed by no other segment (here a reset) gets no unit"]
+fn oracle_reset_tcp_bytes() {
+    if !live("oracle_reset_tcp_bytes") {
+        return;
+    }
+    let _s = serial();
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    let baddr = link.b().addr().to_string();
+    let rec = record(
+        Some(&a),
+        "reset2.mgt",
+        &["--all", "--port", "7503", "--layers", "app,tcp,ip,dev", "--tcp-state"],
+    );
+    let srv = Work::server(Some(&b), &["reset", &baddr, "7503"]);
+    let cli = Work::py(Some(&a), &["reset-client", &baddr, "7503", "500"]).done();
+    srv.done();
+    let trace = rec.stop();
+    assert_eq!(cli["reset"], true);
+    let j = analyze(&trace);
+    let c = j["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| port_of(&c["remote"]) == Some(7503));
+    let s = conn(&j, 7503, port_of(&c.unwrap()["local"]).unwrap());
     assert_eq!(row(c, "tcp", "out").1, 500);
     assert_eq!(row(s, "tcp", "in").1, 500);
-    assert_ids_unique(&trace);
 }
 
 /// Retransmissions through a lossy hop: A -> router -> B, the router's way to
@@ -840,7 +897,17 @@ fn oracle_loss_and_retransmission() {
     assert_eq!(srv.done()["received"], n * size);
     let trace = rec.stop();
     let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
-    assert!(wa.len() > wb.len(), "the router dropped frames ({} sent, {} arrived)", wa.len(), wb.len());
+    // The capture on A shows the retransmissions: data frames that start
+    // below the highest sequence number already sent.
+    let mut top = 0u64;
+    let mut rexmit_wire = 0;
+    for f in dir(&wa, 0, 7502).iter().filter(|f| f.tcp_payload > 0) {
+        if f.seq + f.tcp_payload <= top {
+            rexmit_wire += 1;
+        }
+        top = top.max(f.seq + f.tcp_payload);
+    }
+    assert!(rexmit_wire > 0, "the router's drops made the sender retransmit");
     let j = analyze(&trace);
     let (c, s, _, _) = check_tcp_dev(&j, "loss", &wa, &wb, 7502);
     let rexmit = c.unwrap()["tcp"]["retransmits"].as_u64().unwrap_or(0);
@@ -922,7 +989,7 @@ fn oracle_http_server_and_curl() {
     assert!(c.is_some(), "curl's connection");
     assert_eq!(row(c, "dev", "out"), count_bytes(&dir(&wa, cp, 7601)), "curl dev out");
     assert_eq!(row(c, "dev", "in"), count_bytes(&dir(&wa, 7601, cp)), "curl dev in");
-    let payload_in: u64 = dir(&wa, 7601, cp).iter().map(|f| f.tcp_payload).sum();
+    let payload_in = stream_bytes(&dir(&wa, 7601, cp));
     assert!(payload_in > body);
     assert_eq!(row(c, "app", "in").1, payload_in, "curl read the whole response");
     assert_eq!(row(c, "tcp", "in").1, payload_in, "curl tcp in");

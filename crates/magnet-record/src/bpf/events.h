@@ -56,6 +56,9 @@ enum mg_kind {
 
 /* hdr.flags */
 #define MG_F_TCP_STATE 1 /* a struct mg_tcp_snap follows the body */
+#define MG_F_OTHER_NETNS 2 /* dev_start_xmit: the packet's socket is in another
+                            * network namespace (forwarded through a router
+                            * namespace, the skb still holding it) */
 
 /* 24 bytes at the start of every record. */
 struct mg_hdr {
