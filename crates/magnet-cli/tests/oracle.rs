@@ -108,9 +108,15 @@ fn record(ns: Option<&Netns>, name: &str, args: &[&str]) -> Recording {
 
 impl Recording {
     /// Stops the recorder (SIGTERM ends it cleanly) and returns the trace.
-    fn stop(mut self) -> PathBuf {
+    fn stop(self) -> PathBuf {
         // Let the last events drain before stopping.
-        std::thread::sleep(Duration::from_millis(200));
+        self.stop_after(Duration::from_millis(200))
+    }
+
+    /// Stops the recorder after `settle`: long enough for the stack's last
+    /// frames (a retransmission timer) to be in both the trace and the capture.
+    fn stop_after(mut self, settle: Duration) -> PathBuf {
+        std::thread::sleep(settle);
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(self.child.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
@@ -234,7 +240,13 @@ fn wire(pcap: &magnet_testkit::PcapFile) -> Vec<Frame> {
     let mut ports_of_id: HashMap<(String, u64), (u16, u16)> = HashMap::new();
     let mut frames = Vec::new();
     for r in rows {
-        let pick = |a: &str, b: &str| if a.is_empty() { b.to_string() } else { a.to_string() };
+        let pick = |a: &str, b: &str| {
+            if a.is_empty() {
+                b.to_string()
+            } else {
+                a.to_string()
+            }
+        };
         let src = pick(&r[1], &r[2]);
         let dst = pick(&r[3], &r[4]);
         let (Ok(src), Ok(dst)) = (src.parse::<IpAddr>(), dst.parse::<IpAddr>()) else {
@@ -282,7 +294,13 @@ fn tshark_fields_opts(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
     let mut cmd = Command::new("tshark");
     cmd.arg("-r")
         .arg(pcap)
-        .args(["-n", "-o", "ip.defragment:FALSE", "-o", "ipv6.defragment:FALSE"])
+        .args([
+            "-n",
+            "-o",
+            "ip.defragment:FALSE",
+            "-o",
+            "ipv6.defragment:FALSE",
+        ])
         .args(["-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"]);
     for f in fields {
         cmd.args(["-e", f]);
@@ -472,7 +490,10 @@ fn check_tcp_dev<'a>(
 fn check_ip_out(what: &str, c: Option<&Value>, sent: &[Frame]) {
     let (units, bytes) = row(c, "ip", "out");
     let (frames, l3) = l3_bytes(sent);
-    assert!(units > 0 && units <= frames, "{what}: ip out {units} units, {frames} frames");
+    assert!(
+        units > 0 && units <= frames,
+        "{what}: ip out {units} units, {frames} frames"
+    );
     let hdr = sent
         .iter()
         .filter(|f| f.tcp_payload > 0)
@@ -510,7 +531,11 @@ impl Loopback {
 }
 
 fn loopback_bulk(v6: bool) {
-    let name = if v6 { "oracle_lo_bulk_v6" } else { "oracle_lo_bulk_v4" };
+    let name = if v6 {
+        "oracle_lo_bulk_v6"
+    } else {
+        "oracle_lo_bulk_v4"
+    };
     if !live(name) {
         return;
     }
@@ -524,11 +549,22 @@ fn loopback_bulk(v6: bool) {
     let rec = record(
         ns,
         &format!("{name}.mgt"),
-        &["--all", "--port", "7101", "--layers", "app,tcp,ip,dev", "--tcp-state"],
+        &[
+            "--all",
+            "--port",
+            "7101",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
     );
     let srv = Work::server(ns, &["sink", host, "7101"]);
     let (n, size) = (50u64, 65536u64);
-    let cli = Work::py(ns, &["bulk", host, "7101", &n.to_string(), &size.to_string()]).done();
+    let cli = Work::py(
+        ns,
+        &["bulk", host, "7101", &n.to_string(), &size.to_string()],
+    )
+    .done();
     let got = srv.done();
     let trace = rec.stop();
     let lo_count = iface_counters(ns, "lo").unwrap().since(&before);
@@ -544,24 +580,45 @@ fn loopback_bulk(v6: bool) {
         // tcpdump drops them (its capture holds only the small ones): the
         // oracle is the loopback's own counters, which only this test's
         // traffic moves (a fresh namespace).
-        let out = add(add(row(c, "dev", "out"), row(s, "dev", "out")), row(l, "dev", "out"));
-        let inn = add(add(row(c, "dev", "in"), row(s, "dev", "in")), row(l, "dev", "in"));
+        let out = add(
+            add(row(c, "dev", "out"), row(s, "dev", "out")),
+            row(l, "dev", "out"),
+        );
+        let inn = add(
+            add(row(c, "dev", "in"), row(s, "dev", "in")),
+            row(l, "dev", "in"),
+        );
         // (lo counts a frame without its 14-byte link header.)
-        let tx = (lo_count.tx_packets, lo_count.tx_bytes + 14 * lo_count.tx_packets);
-        let rx = (lo_count.rx_packets, lo_count.rx_bytes + 14 * lo_count.rx_packets);
+        let tx = (
+            lo_count.tx_packets,
+            lo_count.tx_bytes + 14 * lo_count.tx_packets,
+        );
+        let rx = (
+            lo_count.rx_packets,
+            lo_count.rx_bytes + 14 * lo_count.rx_packets,
+        );
         assert_eq!(out, tx, "{name}: dev out = lo tx counters");
         assert_eq!(inn, rx, "{name}: dev in = lo rx counters");
         assert!(
-            lo_count.tx_bytes / lo_count.tx_packets.max(1) > 14 + 40 + 32 && frames.len() < lo_count.tx_packets as usize,
+            lo_count.tx_bytes / lo_count.tx_packets.max(1) > 14 + 40 + 32
+                && frames.len() < lo_count.tx_packets as usize,
             "{name}: jumbo frames were sent (tcpdump saw {} of {} frames)",
             frames.len(),
             lo_count.tx_packets
         );
         // Each IP packet is one frame here: ip = dev minus the link header.
         let (du, db) = row(c, "dev", "out");
-        assert_eq!(row(c, "ip", "out"), (du, db - 14 * du), "{name}: client ip out = its frames' IP bytes");
+        assert_eq!(
+            row(c, "ip", "out"),
+            (du, db - 14 * du),
+            "{name}: client ip out = its frames' IP bytes"
+        );
         let (du, db) = add(row(s, "dev", "in"), row(l, "dev", "in"));
-        assert_eq!(add(row(s, "ip", "in"), row(l, "ip", "in")), (du, db - 14 * du), "{name}: server ip in");
+        assert_eq!(
+            add(row(s, "ip", "in"), row(l, "ip", "in")),
+            (du, db - 14 * du),
+            "{name}: server ip in"
+        );
         assert!(
             row(c, "ip", "out").1 > n * size,
             "{name}: the IP layer carried every byte (no 16-bit wrap)"
@@ -577,7 +634,10 @@ fn loopback_bulk(v6: bool) {
         );
         assert_eq!(
             count_bytes(&frames),
-            (lo_count.tx_packets, lo_count.tx_bytes + 14 * lo_count.tx_packets),
+            (
+                lo_count.tx_packets,
+                lo_count.tx_bytes + 14 * lo_count.tx_packets
+            ),
             "{name}: tcpdump saw every frame (lo counts frames without their link header)"
         );
         check_ip_out(name, c, &dir(&frames, cp, port));
@@ -628,11 +688,22 @@ fn veth_bulk(offloads_off: bool, record_in_receiver: bool) {
     let rec = record(
         Some(at),
         &format!("{name}.mgt"),
-        &["--all", "--port", "7201", "--layers", "app,tcp,ip,dev", "--tcp-state"],
+        &[
+            "--all",
+            "--port",
+            "7201",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
     );
     let srv = Work::server(Some(&b), &["sink", &baddr, "7201"]);
     let (n, size) = (200u64, 16384u64);
-    Work::py(Some(&a), &["bulk", &baddr, "7201", &n.to_string(), &size.to_string()]).done();
+    Work::py(
+        Some(&a),
+        &["bulk", &baddr, "7201", &n.to_string(), &size.to_string()],
+    )
+    .done();
     assert_eq!(srv.done()["received"], n * size);
     let trace = rec.stop();
     let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
@@ -698,7 +769,14 @@ fn oracle_veth_udp() {
             let srv = Work::server(Some(&b), &["udp-recv", &baddr, "7301", &n.to_string()]);
             let sent = Work::py(
                 Some(&a),
-                &["udp-send", &baddr, "7301", &n.to_string(), &size.to_string(), "200"],
+                &[
+                    "udp-send",
+                    &baddr,
+                    "7301",
+                    &n.to_string(),
+                    &size.to_string(),
+                    "200",
+                ],
             )
             .done();
             assert_eq!(sent["sent"], n * size);
@@ -755,7 +833,14 @@ fn oracle_halfclose_and_pingpong() {
     let rec = record(
         Some(&a),
         "halfclose.mgt",
-        &["--all", "--port", "7401", "--layers", "app,tcp,ip,dev", "--tcp-state"],
+        &[
+            "--all",
+            "--port",
+            "7401",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
     );
     let srv = Work::server(Some(&b), &["answer", &baddr, "7401", "16", "65536"]);
     let cli = Work::py(Some(&a), &["halfclose", &baddr, "7401", "100"]).done();
@@ -764,7 +849,14 @@ fn oracle_halfclose_and_pingpong() {
     let rec2 = record(
         Some(&b),
         "pingpong.mgt",
-        &["--all", "--port", "7402", "--layers", "app,tcp,ip,dev", "--tcp-state"],
+        &[
+            "--all",
+            "--port",
+            "7402",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
     );
     let srv = Work::server(Some(&b), &["pong", &baddr, "7402", "200", "1000"]);
     let ping = Work::py(Some(&a), &["ping", &baddr, "7402", "200", "1000"]).done();
@@ -823,7 +915,14 @@ fn oracle_reset() {
     let rec = record(
         Some(&a),
         "reset.mgt",
-        &["--all", "--port", "7501", "--layers", "app,tcp,ip,dev", "--tcp-state"],
+        &[
+            "--all",
+            "--port",
+            "7501",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
     );
     let srv = Work::server(Some(&b), &["reset", &baddr, "7501"]);
     let cli = Work::py(Some(&a), &["reset-client", &baddr, "7501", "500"]).done();
@@ -851,7 +950,14 @@ fn oracle_reset_tcp_bytes() {
     let rec = record(
         Some(&a),
         "reset2.mgt",
-        &["--all", "--port", "7503", "--layers", "app,tcp,ip,dev", "--tcp-state"],
+        &[
+            "--all",
+            "--port",
+            "7503",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
     );
     let srv = Work::server(Some(&b), &["reset", &baddr, "7503"]);
     let cli = Work::py(Some(&a), &["reset-client", &baddr, "7503", "500"]).done();
@@ -889,13 +995,25 @@ fn oracle_loss_and_retransmission() {
     let rec = record(
         Some(a),
         "loss.mgt",
-        &["--all", "--port", "7502", "--layers", "app,tcp,ip,dev", "--tcp-state"],
+        &[
+            "--all",
+            "--port",
+            "7502",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
     );
     let srv = Work::server(Some(b), &["sink", &baddr, "7502"]);
     let (n, size) = (100u64, 16384u64);
-    Work::py(Some(a), &["bulk", &baddr, "7502", &n.to_string(), &size.to_string()]).done();
+    Work::py(
+        Some(a),
+        &["bulk", &baddr, "7502", &n.to_string(), &size.to_string()],
+    )
+    .done();
     assert_eq!(srv.done()["received"], n * size);
-    let trace = rec.stop();
+    // Retransmission timers run at least 200 ms after the workload's end.
+    let trace = rec.stop_after(Duration::from_millis(1000));
     let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
     // The capture on A shows the retransmissions: data frames that start
     // below the highest sequence number already sent.
@@ -907,13 +1025,24 @@ fn oracle_loss_and_retransmission() {
         }
         top = top.max(f.seq + f.tcp_payload);
     }
-    assert!(rexmit_wire > 0, "the router's drops made the sender retransmit");
+    assert!(
+        rexmit_wire > 0,
+        "the router's drops made the sender retransmit"
+    );
     let j = analyze(&trace);
     let (c, s, _, _) = check_tcp_dev(&j, "loss", &wa, &wb, 7502);
     let rexmit = c.unwrap()["tcp"]["retransmits"].as_u64().unwrap_or(0);
     assert!(rexmit > 0, "loss: retransmissions happened");
-    assert_eq!(row(c, "tcp", "out").1, n * size, "loss: tcp out counts each byte once");
-    assert_eq!(row(s, "tcp", "in").1, n * size, "loss: tcp in counts each byte once");
+    assert_eq!(
+        row(c, "tcp", "out").1,
+        n * size,
+        "loss: tcp out counts each byte once"
+    );
+    assert_eq!(
+        row(s, "tcp", "in").1,
+        n * size,
+        "loss: tcp in counts each byte once"
+    );
     assert_ids_unique(&trace);
 }
 
@@ -924,7 +1053,12 @@ fn oracle_loss_and_retransmission() {
 fn oracle_http_server_and_curl() {
     if !live_or_skip(
         "oracle_http_server_and_curl",
-        &[Need::Btf, Need::Tool("tcpdump"), Need::Tool("tshark"), Need::Tool("curl")],
+        &[
+            Need::Btf,
+            Need::Tool("tcpdump"),
+            Need::Tool("tshark"),
+            Need::Tool("curl"),
+        ],
     ) {
         return;
     }
@@ -966,7 +1100,17 @@ fn oracle_http_server_and_curl() {
     let rec = record(
         Some(&a),
         "curl.mgt",
-        &["--layers", "app,tcp,ip,dev", "--tcp-state", "--", "curl", "-s", "-o", "/dev/null", &url],
+        &[
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+            "--",
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            &url,
+        ],
     );
     let trace = rec.wait();
     let wa = wire(&ca.stop().unwrap());
@@ -987,11 +1131,23 @@ fn oracle_http_server_and_curl() {
     let cp = client_port(&wa, 7601);
     let c = conn(&j, cp, 7601);
     assert!(c.is_some(), "curl's connection");
-    assert_eq!(row(c, "dev", "out"), count_bytes(&dir(&wa, cp, 7601)), "curl dev out");
-    assert_eq!(row(c, "dev", "in"), count_bytes(&dir(&wa, 7601, cp)), "curl dev in");
+    assert_eq!(
+        row(c, "dev", "out"),
+        count_bytes(&dir(&wa, cp, 7601)),
+        "curl dev out"
+    );
+    assert_eq!(
+        row(c, "dev", "in"),
+        count_bytes(&dir(&wa, 7601, cp)),
+        "curl dev in"
+    );
     let payload_in = stream_bytes(&dir(&wa, 7601, cp));
     assert!(payload_in > body);
-    assert_eq!(row(c, "app", "in").1, payload_in, "curl read the whole response");
+    assert_eq!(
+        row(c, "app", "in").1,
+        payload_in,
+        "curl read the whole response"
+    );
     assert_eq!(row(c, "tcp", "in").1, payload_in, "curl tcp in");
     check_ip_out("curl", c, &dir(&wa, cp, 7601));
     assert_ids_unique(&trace);
@@ -1012,11 +1168,23 @@ fn oracle_overflow_keeps_identity() {
     let rec = record(
         Some(&b),
         "overflow.mgt",
-        &["--all", "--port", "7701", "--layers", "app,ip,dev", "--buffer", "8KiB"],
+        &[
+            "--all",
+            "--port",
+            "7701",
+            "--layers",
+            "app,ip,dev",
+            "--buffer",
+            "8KiB",
+        ],
     );
     let n = 20000u64;
     let srv = Work::server(Some(&b), &["udp-recv", &baddr, "7701", &n.to_string()]);
-    Work::py(Some(&a), &["udp-send", &baddr, "7701", &n.to_string(), "200"]).done();
+    Work::py(
+        Some(&a),
+        &["udp-send", &baddr, "7701", &n.to_string(), "200"],
+    )
+    .done();
     let got = srv.done();
     let trace = rec.stop();
     let j = analyze(&trace);
