@@ -185,8 +185,6 @@ impl Work {
 #[derive(Debug, Clone)]
 struct Frame {
     len: u64,
-    src: IpAddr,
-    dst: IpAddr,
     sport: u16,
     dport: u16,
     /// IP length (header + payload) of this frame.
@@ -276,8 +274,6 @@ fn wire(pcap: &magnet_testkit::PcapFile) -> Vec<Frame> {
         let iphdr = if r[11].is_empty() { 40 } else { num(&r[11]) };
         frames.push(Frame {
             len: num(&r[0]),
-            src,
-            dst,
             sport,
             dport,
             l3,
