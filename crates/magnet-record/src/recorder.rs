@@ -569,10 +569,15 @@ pub struct CheckLine {
     pub default_on: bool,
     pub hook: Option<String>,
     pub missing: Option<String>,
+    /// A better hook this kernel has but whose program its verifier refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// What `magnet record` would attach on this kernel, for every kind of every
-/// layer, and what the kernel offers. Needs root (it probes attach types).
+/// layer, and what the kernel offers: the chosen programs are loaded once, as
+/// for a recording of a command or pids (`--all` may keep a hook a task filter
+/// costs). Needs root (it probes attach types).
 pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
     preflight()?;
     let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
@@ -594,10 +599,39 @@ pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
             refused.insert(probe.name(), why.to_string());
             Ok(())
         },
-        |_| Ok(()),
+        |open| {
+            // As for `-- COMMAND` and `-p`: the task filters are what some
+            // verifiers refuse (6.12: task storage in netfilter programs).
+            let ro = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("the object has read-only settings");
+            ro.filter_tasks = true;
+            ro.filter_pid = true;
+            Ok(())
+        },
         &wanted,
     )?;
     drop(skel);
+    // Probes that moved on to a later hook: say which one was refused.
+    let moved: BTreeMap<&str, String> = plan
+        .iter()
+        .filter_map(|c| {
+            let first = c.hook.as_ref().ok()?;
+            let now = chosen.iter().find(|d| std::ptr::eq(d.probe, c.probe))?;
+            let later = now.hook.as_ref().ok()?;
+            (later != first).then(|| {
+                (
+                    c.probe.name(),
+                    format!(
+                        "{} refused by this kernel's verifier",
+                        probes::hook_name(&c.probe.hooks[*first])
+                    ),
+                )
+            })
+        })
+        .collect();
     let lines = plan
         .into_iter()
         .map(|c| {
@@ -607,6 +641,7 @@ pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
                 kind: c.probe.name().to_string(),
                 default_on: c.probe.default_on,
                 hook: now.and_then(|d| d.hook()).map(probes::hook_name),
+                refused: moved.get(c.probe.name()).cloned(),
                 missing: match now {
                     Some(_) => None,
                     None => refused.get(c.probe.name()).cloned().or(c.hook.err()),
