@@ -123,8 +123,9 @@ pub struct Kernel {
     /// In order of first sighting.
     pub packets: Vec<KPacket>,
     pub owners: HashMap<u64, Owner>,
-    /// Each socket's calls in time order.
-    pub calls: HashMap<u64, Vec<AppCall>>,
+    /// Each socket's send calls, and its receive calls, in time order.
+    pub sends: HashMap<u64, Vec<AppCall>>,
+    pub recvs: HashMap<u64, Vec<AppCall>>,
     pub lost: Vec<LostRegion>,
     /// Kind names by id, from the trace's own catalog.
     pub kind_names: HashMap<u16, String>,
@@ -249,7 +250,12 @@ impl Kernel {
                             .entry(cookie)
                             .or_insert(Owner { pid: r.pid(), comm });
                     }
-                    k.calls.entry(cookie).or_default().push(AppCall {
+                    let calls = if kd == kind::APP_SEND {
+                        &mut k.sends
+                    } else {
+                        &mut k.recvs
+                    };
+                    calls.entry(cookie).or_default().push(AppCall {
                         ts_ns: ts,
                         send: kd == kind::APP_SEND,
                         ret: f
@@ -358,7 +364,7 @@ impl Kernel {
                 }
             }
         }
-        for c in k.calls.values_mut() {
+        for c in k.sends.values_mut().chain(k.recvs.values_mut()) {
             c.sort_by_key(|c| c.ts_ns);
         }
         k.header = Some(header);
@@ -542,22 +548,14 @@ impl Kernel {
     /// opened) to the socket's last send before it. A receive: the socket's first
     /// receive at or after `ts`.
     pub fn call_for(&self, cookie: u64, ts: i64, send: bool, tid: u32) -> Option<&AppCall> {
-        let calls = self.calls.get(&cookie)?;
-        if send {
-            let i = calls.partition_point(|c| c.ts_ns < ts);
-            if let Some(c) = calls[i..].iter().find(|c| c.send && c.tid == tid) {
-                if calls[i..]
-                    .iter()
-                    .find(|c| c.send)
-                    .is_some_and(|n| n.tid == tid)
-                {
-                    return Some(c);
-                }
-            }
-            calls[..i].iter().rev().find(|c| c.send)
-        } else {
-            let i = calls.partition_point(|c| c.ts_ns < ts);
-            calls[i..].iter().find(|c| !c.send)
+        let calls = if send { &self.sends } else { &self.recvs }.get(&cookie)?;
+        let i = calls.partition_point(|c| c.ts_ns < ts);
+        if !send {
+            return calls.get(i);
+        }
+        match calls.get(i) {
+            Some(next) if next.tid == tid => Some(next),
+            _ => i.checked_sub(1).map(|j| &calls[j]),
         }
     }
 
