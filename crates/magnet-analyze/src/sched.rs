@@ -65,6 +65,21 @@ struct Task {
 /// Waits kept per thread for [`SchedAcc::cpu_wait`].
 const RECENT: usize = 32;
 
+/// The task a context switch took off the CPU.
+pub(crate) struct SwitchedOut {
+    pub tid: u32,
+    pub tgid: u32,
+    /// `prev_state` (0: preempted, still runnable).
+    pub state: i64,
+}
+
+/// The task a context switch put on the CPU.
+pub(crate) struct SwitchedIn {
+    pub tid: u32,
+    pub tgid: u32,
+    pub comm: Option<String>,
+}
+
 pub(crate) struct SchedAcc {
     origin: u64,
     bin_ns: u64,
@@ -90,13 +105,7 @@ impl SchedAcc {
         }
     }
 
-    pub fn switch(
-        &mut self,
-        ts: u64,
-        cpu: u32,
-        prev: (u32, u32, i64),
-        next: (u32, u32, Option<String>),
-    ) {
+    pub fn switch(&mut self, ts: u64, cpu: u32, prev: SwitchedOut, next: SwitchedIn) {
         self.switches += 1;
         let (origin, bin_ns, cap) = (self.origin, self.bin_ns, self.cap);
         let e = self
@@ -105,7 +114,11 @@ impl SchedAcc {
             .or_insert_with(|| (0, Bins::new(bin_ns, cap)));
         e.0 += 1;
         e.1.add(ts.saturating_sub(origin));
-        let (ptid, ptgid, pstate) = prev;
+        let SwitchedOut {
+            tid: ptid,
+            tgid: ptgid,
+            state: pstate,
+        } = prev;
         if ptid != 0 {
             let t = self.tasks.entry(ptid).or_default();
             t.tgid = ptgid;
@@ -114,7 +127,11 @@ impl SchedAcc {
             }
             t.runnable_since = (pstate == TASK_RUNNING).then_some(ts);
         }
-        let (ntid, ntgid, ncomm) = next;
+        let SwitchedIn {
+            tid: ntid,
+            tgid: ntgid,
+            comm: ncomm,
+        } = next;
         if ntid != 0 {
             let t = self.tasks.entry(ntid).or_default();
             t.tgid = ntgid;
@@ -227,6 +244,12 @@ impl SchedAcc {
 
 #[cfg(test)]
 mod tests {
+    fn out(tid: u32, tgid: u32, state: i64) -> SwitchedOut {
+        SwitchedOut { tid, tgid, state }
+    }
+    fn sw_in(tid: u32, tgid: u32, comm: Option<String>) -> SwitchedIn {
+        SwitchedIn { tid, tgid, comm }
+    }
     use super::*;
 
     #[test]
@@ -245,12 +268,12 @@ mod tests {
         // 7 wakes at 100, runs 150..400, sleeps (state 1); preempted at 600 after
         // running again from 500, back on at 650.
         s.wakeup(100, 7, 7);
-        s.switch(150, 0, (0, 0, 0), (7, 7, Some("t".into())));
-        s.switch(400, 0, (7, 7, 1), (0, 0, None));
+        s.switch(150, 0, out(0, 0, 0), sw_in(7, 7, Some("t".into())));
+        s.switch(400, 0, out(7, 7, 1), sw_in(0, 0, None));
         s.wakeup(480, 7, 7);
-        s.switch(500, 0, (0, 0, 0), (7, 7, None));
-        s.switch(600, 0, (7, 7, TASK_RUNNING), (9, 9, None));
-        s.switch(650, 0, (9, 9, 1), (7, 7, None));
+        s.switch(500, 0, out(0, 0, 0), sw_in(7, 7, None));
+        s.switch(600, 0, out(7, 7, TASK_RUNNING), sw_in(9, 9, None));
+        s.switch(650, 0, out(9, 9, 1), sw_in(7, 7, None));
         assert_eq!(s.cpu_wait(7, 400, 700), Some(20 + 50));
         assert_eq!(s.cpu_wait(7, 490, 620), Some(10));
         assert_eq!(s.cpu_wait(8, 0, 700), None);
