@@ -151,6 +151,12 @@ impl RecordBuilder<'_> {
     }
 }
 
+impl AsRef<[u8]> for RecordBuilder<'_> {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 impl From<RecordBuilder<'_>> for Vec<u8> {
     fn from(r: RecordBuilder<'_>) -> Vec<u8> {
         r.bytes
