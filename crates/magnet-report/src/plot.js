@@ -8,7 +8,8 @@
   const NS = "http://www.w3.org/2000/svg";
   const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
   const W = 900, M = { l: 70, r: 12, t: 8, b: 26 };
-  let span = [0, Math.max(A.trace.duration_s, 1e-6)];
+  // Where the chosen connection's traffic is (computed with the analysis).
+  let span = [Number(document.body.dataset.from), Number(document.body.dataset.to)];
   const full = span.slice();
   const timePlots = [];
 
