@@ -296,6 +296,8 @@ impl SendPath {
 struct RxSegment {
     seq: u32,
     arrival: u64,
+    /// Carries a FIN (which takes one sequence number, no data).
+    fin: bool,
 }
 
 /// Where received segments are learnt from.
@@ -343,15 +345,19 @@ impl RecvPath {
         if flags & (TCP_SYN | TCP_RST) != 0 {
             return;
         }
+        let fin = flags & TCP_FIN != 0;
         match self.segs.back_mut() {
-            Some(b) if b.seq == seq => b.arrival = arrival,
+            Some(b) if b.seq == seq => {
+                b.arrival = arrival;
+                b.fin |= fin;
+            }
             Some(b) if (seq.wrapping_sub(b.seq) as i32) < 0 => {}
             _ => {
                 if self.segs.len() >= QUEUE_CAP {
                     self.segs.pop_front();
                     self.unmatched += 1;
                 }
-                self.segs.push_back(RxSegment { seq, arrival });
+                self.segs.push_back(RxSegment { seq, arrival, fin });
             }
         }
     }
@@ -383,12 +389,21 @@ impl RecvPath {
         self.delay_sum = self.delay_sum.saturating_add(delay as u128);
     }
 
-    /// Segments never returned count as unmatched, except a last one at the next
-    /// expected sequence number, which carried nothing the app could read (a
-    /// pure ACK or a FIN).
+    /// Segments never returned by a recv count as unmatched when they carried
+    /// data: the next segment starts beyond them (a FIN's own sequence number
+    /// not counted). The last one carried data only if it lies before the byte
+    /// after the app's last read — beyond it, it is a FIN or a pure ACK (the
+    /// teardown's last ACK, seen at IP) as far as the trace can tell.
     pub fn finish(&mut self) {
         let next = self.base.map(|b| b.wrapping_add(self.received));
-        let tail = self.segs.back().is_some_and(|s| Some(s.seq) == next) as u64;
-        self.unmatched += self.segs.len() as u64 - tail;
+        let segs: Vec<RxSegment> = self.segs.drain(..).collect();
+        for (i, s) in segs.iter().enumerate() {
+            let data = match (segs.get(i + 1), next) {
+                (Some(n), _) => n.seq.wrapping_sub(s.seq) as i32 > s.fin as i32,
+                (None, Some(next)) => (next.wrapping_sub(s.seq) as i32) > 0,
+                (None, None) => !s.fin,
+            };
+            self.unmatched += data as u64;
+        }
     }
 }
