@@ -224,7 +224,7 @@ fn main() {
                 0,
                 false,
                 &[
-                    ("cookie", tx),
+                    ("cookie", rx),
                     ("pkt_id", p),
                     ("len", len - 14),
                     ("ifindex", 4),
@@ -307,7 +307,7 @@ fn main() {
                 cpu,
                 0,
                 false,
-                &[("cookie", rx), ("pkt_id", p), ("len", 52), ("ifindex", 3)],
+                &[("cookie", tx), ("pkt_id", p), ("len", 52), ("ifindex", 3)],
             );
             g.rec(kind::IP_LOCAL_IN, t + 19_050 + k * 100, cpu, 0, false, &ack);
             let mut f = vec![

@@ -4,7 +4,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::net::IpAddr;
 
-use magnet_trace::{kind, Header, KindIndex, Record};
+use magnet_trace::{kind, Footer, Header, KindIndex, Record};
 
 use crate::connections::{Conn, Endpoint, RowNames, DEV, IN, IP, OUT, TCP};
 use crate::fields::{Layouts, View, F};
@@ -477,10 +477,17 @@ impl Analyzer {
     fn dev_rx(&mut self, ts: u64, v: &View) {
         let Some(pkt) = v.u(F::PktId) else { return };
         let len = v.u(F::Len).unwrap_or(0);
+        // The recorder names the socket when it knows the packet's flow (any
+        // namespace): counted now, and claimed so that the packet's later IP or
+        // TCP events do not count it again (they still read its arrival).
+        let cookie = v.u(F::Cookie).filter(|&c| c != 0);
+        if let Some(c) = cookie {
+            self.conn(c, ts).layers[DEV][IN].unit(ts, len);
+        }
         let rx = PendingRx {
             ts,
             len,
-            claimed: false,
+            claimed: cookie.is_some(),
         };
         if let Some(old) = self.dev_rx.insert(pkt, rx) {
             if !old.claimed {
@@ -536,9 +543,14 @@ impl Analyzer {
     }
 
     /// The analysis of everything pushed so far. Its duration is the
-    /// recording's span up to the last record; [`crate::analyze`] replaces it
-    /// with the span up to the END block's stop time.
-    pub fn finish(mut self) -> Analysis {
+    /// recording's span up to the last record.
+    pub fn finish(self) -> Analysis {
+        self.finish_with(None)
+    }
+
+    /// The analysis of a whole trace, whose END block (when it has one) gives
+    /// the recording's stop time: the one duration every command shows.
+    pub fn finish_with(mut self, footer: Option<&Footer>) -> Analysis {
         let end = self.last_ts;
         self.unattributed.ip += self.orphans.len() as u64;
         self.unattributed.dev_rx += self.dev_rx.values().filter(|p| !p.claimed).count() as u64;
@@ -571,8 +583,8 @@ impl Analyzer {
                 .map_or("unknown".to_string(), |d| d.layer.clone());
             *records_by_layer.entry(layer).or_default() += n;
         }
-        let span = if self.records > 0 {
-            magnet_trace::recording_span_ns(&self.header, None, end)
+        let span = if self.records > 0 || footer.is_some() {
+            magnet_trace::recording_span_ns(&self.header, footer, end)
         } else {
             0
         };

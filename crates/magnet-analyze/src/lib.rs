@@ -118,20 +118,14 @@ pub fn analyze<R: Read>(reader: &mut TraceReader<R>, opts: &Options) -> Analysis
     let header = reader.header().clone();
     let mut a = Analyzer::new(&header, opts.clone());
     let mut damage = Vec::new();
-    let mut last = 0;
     for item in order::Batched::new(Records(reader), opts.window) {
         match item {
-            Ok(rec) => {
-                last = last.max(rec.ts_ns());
-                a.push(&rec);
-            }
+            Ok(rec) => a.push(&rec),
             Err(e) => damage.push(e.to_string()),
         }
     }
     let footer = reader.footer();
-    let mut out = a.finish();
-    // The one duration every command shows: the recording's span.
-    out.trace.duration_s = magnet_trace::recording_span_ns(&header, footer, last) as f64 / 1e9;
+    let mut out = a.finish_with(footer);
     out.trace.damage = damage;
     out.trace.complete = footer.is_some();
     out

@@ -283,10 +283,11 @@ fn modulation_of_a_paced_sender() {
 
 #[test]
 fn receive_side_dev_attributed_by_packet_id_and_tuple() {
-    // Receiver (cookie 2, local B:5001). Segment 1: dev_rx then tcp_rcv with the
-    // same packet id (no IP events: another namespace). Segment 2: dev_rx, IP
-    // PRE_ROUTING without a socket (claimed by 5-tuple), LOCAL_IN, tcp_rcv.
-    // A dev_rx nobody claims stays unattributed.
+    // Receiver (cookie 2, local B:5001). Segment 1: dev_rx naming its socket
+    // (the recorder knew the flow), then tcp_rcv with the same packet id (no IP
+    // events: another namespace): counted once. Segment 2: dev_rx without a
+    // socket, IP PRE_ROUTING without a socket (claimed by 5-tuple), LOCAL_IN,
+    // tcp_rcv. A dev_rx nobody claims stays unattributed.
     let snap = |rcv: u64| {
         vec![
             ("copied_seq", ISN),
@@ -299,7 +300,7 @@ fn receive_side_dev_attributed_by_packet_id_and_tuple() {
     let t = T0 + MS;
     let recs = vec![
         sock(T0, 2, PB, PA),
-        dev(kind::DEV_RX, t, 1, 50, 1500),
+        dev(kind::DEV_RX, t, 2, 50, 1500),
         tcp(kind::TCP_RCV, t + 10_000, 9, 2, 50, ISN, 0x18, &snap(ISN)),
         dev(kind::DEV_RX, t + MS, 0, 51, 1000),
         ip(
@@ -761,9 +762,10 @@ fn tcp_in_counts_wire_segments_and_receive_latency_is_per_segment() {
     let a = run(&no_ip);
     let r = a.connections[0].row("tcp", "in").unwrap();
     assert_eq!((r.units, r.bytes), (1, 4344));
+    let probe = &emitter().catalog().get(kind::TCP_RCV).unwrap().hook;
     assert_eq!(
-        (r.unit.as_str(), r.hook.as_str()),
-        ("rcv unit", "tp_btf/tcp_probe (sequence numbers)")
+        (r.unit.as_str(), r.hook.clone()),
+        ("rcv unit", format!("{probe} (sequence numbers)"))
     );
 }
 

@@ -154,3 +154,33 @@ fn help_teaches_and_bad_input_is_reported() {
     assert!(out.lines().count() > 10);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A 12-byte Simple Packet Block (magnet-pcap's fixture, both byte orders) once made
+/// rpc, nfs and nfs --stats panic, from a file or from standard input. Now: the packet
+/// before it is decoded, the bad block is named by its offset, exit status 1.
+#[test]
+fn crafted_simple_packet_block_is_reported_not_a_panic() {
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../magnet-pcap/tests/data");
+    for o in ["le", "be"] {
+        let f = data.join(format!("spb-12-{o}.pcapng"));
+        let fs = f.to_str().unwrap();
+        for cmd in [&["rpc"][..], &["nfs"], &["nfs", "--stats"]] {
+            for stdin in [false, true] {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_magnet"));
+                c.args(cmd);
+                if stdin {
+                    c.args(["-r", "-"]).stdin(std::fs::File::open(&f).unwrap());
+                } else {
+                    c.args(["-r", fs]);
+                }
+                let out = c.output().unwrap();
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(1), "{cmd:?} stdin={stdin}: {err}");
+                assert!(
+                    err.contains("offset 116, packet 1: simple packet block too short"),
+                    "{cmd:?} stdin={stdin}: {err}"
+                );
+            }
+        }
+    }
+}

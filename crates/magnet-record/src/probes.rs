@@ -145,13 +145,18 @@ pub const FOLLOW_FORKS: &str = "sched_fork";
 pub const PKT_FREE: &str = "pkt_free";
 pub const PKT_CONSUME: &str = "pkt_consume";
 pub const FLOWS_AT_BIND: &str = "flow_sys_exit";
+/// tcp_rcv outside ESTABLISHED when dev_rx (which does it too) is not loaded.
+pub const TCP_RX_SEG: &str = "tcp_rx_seg";
 
 /// Every program name in the object, for autoload decisions.
 pub fn all_programs() -> impl Iterator<Item = &'static str> {
-    PROBES
-        .iter()
-        .map(|p| p.prog)
-        .chain([FOLLOW_FORKS, PKT_FREE, PKT_CONSUME, FLOWS_AT_BIND])
+    PROBES.iter().map(|p| p.prog).chain([
+        FOLLOW_FORKS,
+        PKT_FREE,
+        PKT_CONSUME,
+        FLOWS_AT_BIND,
+        TCP_RX_SEG,
+    ])
 }
 
 pub fn hook_name(a: Attach) -> String {

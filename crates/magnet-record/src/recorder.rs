@@ -418,6 +418,14 @@ fn probe_on(config: &RecordConfig, probe: &probes::Probe) -> bool {
             .is_none_or(|k| config.kinds.enabled(k, probe.default_on))
 }
 
+/// Whether tcp_rcv events are recorded (the tcp layer with its tcp_rcv kind).
+fn tcp_rcv_on(config: &RecordConfig) -> bool {
+    PROBES
+        .iter()
+        .find(|p| p.kind == Some("tcp_rcv"))
+        .is_some_and(|p| probe_on(config, p))
+}
+
 /// Records until the target ends, the duration passes, or `stop` is set.
 pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     preflight()?;
@@ -482,6 +490,10 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             ro.host_filter = addr16(h);
         }
         ro.tcp_state = config.tcp_state;
+        // Received packets are attributed by flow: keep every announced
+        // socket's flow when a layer sees packets.
+        ro.track_all_flows = config.layers.iter().any(|l| l.follows_packets());
+        ro.tcp_rx_other = tcp_rcv_on(config);
         ro.wakeup_bytes = config.wakeup_bytes;
         ro.record_fork = config.layers.contains(&Layer::Sched);
     }
@@ -496,10 +508,20 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     // record.bpf.c); each ring is a power of two of at least one page.
     let cpus = libbpf_rs::num_possible_cpus().context("counting CPUs")? as u32;
     let ring_bytes = (buffer / cpus.max(1)).max(4096).next_power_of_two();
+    // One more ring after the CPUs' for identity (SOCK) records only.
     open.maps
         .rings
-        .set_max_entries(cpus)
+        .set_max_entries(cpus + 1)
         .context("sizing the ring array")?;
+    {
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("the object has read-only settings");
+        ro.id_ring_index = cpus;
+        ro.has_id_ring = true;
+    }
     // Wake the reader well before one CPU's ring fills.
     open.maps
         .rodata_data
@@ -516,7 +538,8 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             probes::FOLLOW_FORKS => filter_pids || config.layers.contains(&Layer::Sched),
             probes::PKT_FREE => packets && !config.layers.contains(&Layer::Drop),
             probes::PKT_CONSUME => packets,
-            probes::FLOWS_AT_BIND => packets && filter_tasks,
+            probes::FLOWS_AT_BIND => packets,
+            probes::TCP_RX_SEG => tcp_rcv_on(config) && !config.layers.contains(&Layer::Dev),
             _ => false,
         }
     };
@@ -537,8 +560,11 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let mut header = host_header(config, &opts.target);
 
     // ---- one ring per CPU ------------------------------------------------------
-    let mut rings = Vec::with_capacity(cpus as usize);
-    for cpu in 0..cpus {
+    let mut rings = Vec::with_capacity(cpus as usize + 1);
+    for cpu in 0..=cpus {
+        // The identity ring (index `cpus`) holds one 72-byte SOCK record per
+        // socket: a fixed 256 KiB.
+        let ring_bytes = if cpu == cpus { 256 * 1024 } else { ring_bytes };
         let opts = libbpf_sys::bpf_map_create_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as libbpf_sys::size_t,
             ..Default::default()
@@ -623,6 +649,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         probes::PKT_FREE,
         probes::PKT_CONSUME,
         probes::FLOWS_AT_BIND,
+        probes::TCP_RX_SEG,
     ] {
         if !wanted(name) {
             continue;

@@ -1,6 +1,7 @@
 //! From frames to transactions: flows, RPC messages, and call/reply pairing.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
 use crate::net::{FragLimits, NetDecoder};
@@ -37,7 +38,7 @@ impl Default for Limits {
     }
 }
 
-#[derive(Hash, PartialEq, Eq, Clone, Copy, Debug)]
+#[derive(Hash, PartialEq, Eq, PartialOrd, Ord, Clone, Copy, Debug)]
 struct FlowKey {
     src: IpAddr,
     sport: u16,
@@ -70,6 +71,11 @@ pub struct Decoder {
     lim: Limits,
     net: NetDecoder,
     streams: HashMap<FlowKey, Stream>,
+    /// Streams by the time they were last queued, oldest first: eviction pops the
+    /// oldest entry and, when the stream was used since, queues it again at its
+    /// current time (each use costs at most one re-queue, so eviction is O(log n)
+    /// amortised instead of a scan of the whole table).
+    idle: BinaryHeap<Reverse<(i64, FlowKey)>>,
     pending: HashMap<CallKey, Pending>,
     order: VecDeque<(i64, CallKey)>,
     counters: Counters,
@@ -83,6 +89,7 @@ impl Decoder {
             lim,
             net: NetDecoder::new(lim.frag),
             streams: HashMap::new(),
+            idle: BinaryHeap::new(),
             pending: HashMap::new(),
             order: VecDeque::new(),
             counters: Counters::default(),
@@ -135,8 +142,11 @@ impl Decoder {
                     dst: dg.dst,
                     dport: dg.dport,
                 };
-                if !self.streams.contains_key(&key) && self.streams.len() >= self.lim.max_streams {
-                    self.evict_stream();
+                if !self.streams.contains_key(&key) {
+                    if self.streams.len() >= self.lim.max_streams {
+                        self.evict_stream();
+                    }
+                    self.queue_new(ts_ns, key);
                 }
                 let src = SocketAddr::new(dg.src, dg.sport);
                 let dst = SocketAddr::new(dg.dst, dg.dport);
@@ -148,7 +158,7 @@ impl Decoder {
                     streams,
                     ..
                 } = self;
-                let st = streams.entry(key).or_default();
+                let st = streams.entry(key).or_insert_with(|| Stream::new(ts_ns));
                 let mut c2 = Counters::default();
                 let mut pair = Pairing {
                     lim,
@@ -178,15 +188,38 @@ impl Decoder {
         }
     }
 
+    /// Queues a stream about to be created; drops queue entries of forgotten streams
+    /// when they outnumber the live ones.
+    fn queue_new(&mut self, ts: i64, key: FlowKey) {
+        if self.idle.len() > 2 * self.streams.len() + 1024 {
+            let streams = &self.streams;
+            self.idle = self
+                .idle
+                .drain()
+                .filter(|Reverse((t, k))| streams.get(k).is_some_and(|s| s.queued_at == *t))
+                .collect();
+        }
+        self.idle.push(Reverse((ts, key)));
+    }
+
+    /// Drops the stream idle longest.
     fn evict_stream(&mut self) {
-        if let Some(k) = self
-            .streams
-            .iter()
-            .min_by_key(|(_, s)| s.last_ts)
-            .map(|(k, _)| *k)
-        {
+        while let Some(Reverse((t, k))) = self.idle.pop() {
+            let Some(s) = self.streams.get_mut(&k) else {
+                continue; // forgotten already
+            };
+            if s.queued_at != t {
+                continue; // a stale entry: the stream was queued again since
+            }
+            if s.last_ts > t {
+                // Used since it was queued: queue it again at its last use.
+                s.queued_at = s.last_ts;
+                self.idle.push(Reverse((s.last_ts, k)));
+                continue;
+            }
             self.streams.remove(&k);
             self.counters.streams_evicted += 1;
+            return;
         }
     }
 

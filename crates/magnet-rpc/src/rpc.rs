@@ -256,10 +256,13 @@ pub fn looks_like_rpc(b: &[u8]) -> bool {
                 let (Some(vflavor), Some(vlen)) = (w(3), w(4)) else {
                     return false;
                 };
-                if !matches!(vflavor, 0..=6) || vlen > 400 || vlen % 4 != 0 {
+                // A verifier's body is padded to 4 bytes but its length need not be a
+                // multiple of 4: an RPCSEC_GSS krb5 MIC is 37 bytes with DES/RC4
+                // enctypes (tshark pairs those replies too).
+                if !matches!(vflavor, 0..=6) || vlen > 400 {
                     return false;
                 }
-                let at = 5 + vlen as usize / 4;
+                let at = 5 + (vlen as usize).div_ceil(4);
                 matches!(w(at), Some(0..=5))
             }
             Some(1) => matches!(w(3), Some(0..=1)),

@@ -6,6 +6,8 @@
 //! *desynchronised*: it scans forward for the next place that looks like a record mark
 //! followed by an RPC header, and counts the bytes it passed over.
 
+use std::collections::BTreeMap;
+
 use crate::net::{TcpInfo, TCP_SYN};
 use crate::rpc::looks_like_rpc;
 use crate::Counters;
@@ -44,13 +46,20 @@ pub struct Stream {
     /// Fragments of the current record.
     rec: Vec<u8>,
     rec_dropping: bool,
-    ooo: Vec<(u32, Vec<u8>)>,
+    /// Out-of-order segments by stream position (see `pos`): a segment arriving is
+    /// placed in O(log n) and the next in-order one found in O(log n), so reassembly
+    /// stays linear however the segments were shuffled.
+    ooo: BTreeMap<i64, Vec<u8>>,
+    /// Stream position of `next` (bytes since the stream was first seen, unwrapped).
+    pos: i64,
     ooo_bytes: usize,
     ooo_since: i64,
     /// Highest sequence number the peer acknowledged: bytes below it that we never saw
     /// were lost by the capture, not by the network, and will not come again.
     peer_acked: Option<u32>,
     pub last_ts: i64,
+    /// Time of this stream's entry in the decoder's idle queue.
+    pub(crate) queued_at: i64,
 }
 
 fn rel(a: u32, b: u32) -> i64 {
@@ -58,6 +67,15 @@ fn rel(a: u32, b: u32) -> i64 {
 }
 
 impl Stream {
+    /// A stream first seen at `ts`.
+    pub fn new(ts: i64) -> Self {
+        Stream {
+            last_ts: ts,
+            queued_at: ts,
+            ..Default::default()
+        }
+    }
+
     /// Bytes held by this stream.
     pub fn held(&self) -> usize {
         self.buf.capacity() + self.rec.capacity() + self.ooo_bytes
@@ -81,6 +99,7 @@ impl Stream {
                 synced: true,
                 first_record_pending: true,
                 last_ts: ts,
+                queued_at: self.queued_at,
                 ..Default::default()
             };
             *self = fresh;
@@ -111,13 +130,18 @@ impl Stream {
             if self.ooo.is_empty() {
                 self.ooo_since = ts;
             }
-            if !self
-                .ooo
-                .iter()
-                .any(|(s, d)| *s == tcp.seq && d.len() >= data.len())
-            {
-                self.ooo_bytes += data.len();
-                self.ooo.push((tcp.seq, data.to_vec()));
+            let at = self.pos + r;
+            match self.ooo.get_mut(&at) {
+                Some(d) if d.len() >= data.len() => {}
+                Some(d) => {
+                    self.ooo_bytes += data.len() - d.len();
+                    d.clear();
+                    d.extend_from_slice(data);
+                }
+                None => {
+                    self.ooo_bytes += data.len();
+                    self.ooo.insert(at, data.to_vec());
+                }
             }
         }
         let acked_past = match (self.peer_acked, self.next) {
@@ -160,12 +184,14 @@ impl Stream {
 
     fn skip_gap(&mut self, lim: &StreamLimits, c: &mut Counters, out: &mut dyn FnMut(&[u8])) {
         let Some(next) = self.next else { return };
-        let Some(first) = self.ooo.iter().map(|(s, _)| rel(*s, next)).min() else {
+        let Some((&at, _)) = self.ooo.first_key_value() else {
             return;
         };
+        let first = at - self.pos;
         if first > 0 {
             c.tcp_gap_bytes += first as u64;
             self.next = Some(next.wrapping_add(first as u32));
+            self.pos = at;
             self.desync(c);
         }
         self.drain_ooo(lim, c, out);
@@ -184,27 +210,15 @@ impl Stream {
     }
 
     fn drain_ooo(&mut self, lim: &StreamLimits, c: &mut Counters, out: &mut dyn FnMut(&[u8])) {
-        loop {
-            let Some(next) = self.next else { return };
-            let mut progressed = false;
-            let mut i = 0;
-            while i < self.ooo.len() {
-                let r = rel(self.ooo[i].0, next);
-                let len = self.ooo[i].1.len() as i64;
-                if r <= 0 {
-                    let (_, d) = self.ooo.swap_remove(i);
-                    self.ooo_bytes -= d.len();
-                    if r + len > 0 {
-                        self.in_order(&d[(-r) as usize..], lim, c, out);
-                        progressed = true;
-                        break;
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-            if !progressed {
+        while let Some(entry) = self.ooo.first_entry() {
+            let r = *entry.key() - self.pos;
+            if r > 0 {
                 return;
+            }
+            let d = entry.remove();
+            self.ooo_bytes -= d.len();
+            if r + d.len() as i64 > 0 {
+                self.in_order(&d[(-r) as usize..], lim, c, out);
             }
         }
     }
@@ -217,6 +231,7 @@ impl Stream {
         out: &mut dyn FnMut(&[u8]),
     ) {
         self.next = self.next.map(|n| n.wrapping_add(data.len() as u32));
+        self.pos += data.len() as i64;
         if self.buf.is_empty() {
             let used = self.records(data, lim, c, out);
             if !self.not_rpc {
@@ -231,6 +246,7 @@ impl Stream {
                 self.buf = buf;
             }
         }
+        shrink(&mut self.buf);
     }
 
     /// Consumes whole fragments from `d`; returns how many bytes were used.
@@ -305,9 +321,25 @@ impl Stream {
                 if last {
                     out(&self.rec);
                     self.rec.clear();
+                    shrink(&mut self.rec);
                 }
             }
             p += 4 + len;
+        }
+    }
+}
+
+/// Buffers larger than this are given back once mostly empty, so that an idle
+/// connection does not keep the largest record it ever carried (a replicated
+/// kernel-client capture once peaked at 272 MB that way).
+const KEEP: usize = 64 << 10;
+
+fn shrink(v: &mut Vec<u8>) {
+    if v.capacity() > KEEP && v.len() <= v.capacity() / 4 {
+        if v.is_empty() {
+            *v = Vec::new();
+        } else {
+            v.shrink_to(v.len().max(KEEP / 4));
         }
     }
 }

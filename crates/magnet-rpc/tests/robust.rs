@@ -337,3 +337,59 @@ proptest! {
         }
     }
 }
+
+/// if_tsresol = 2^-63 s (tests/data/make-crafted.py): every reply pairs, 1/32 s after
+/// its call; read as microseconds this gave negative times and lost 3 of 10 replies.
+#[test]
+fn tsresol_two_to_the_minus_63_pairs_every_reply() {
+    for o in ["le", "be"] {
+        let (txs, c, err) = support::decode_file(&fixture(&format!("rpc-tsresol-2-63-{o}.pcapng")));
+        assert_eq!(err, None);
+        assert_eq!((c.rpc_calls, c.rpc_replies, c.transactions), (10, 10, 10));
+        for (k, t) in txs.iter().enumerate() {
+            assert_eq!(t.outcome, Outcome::Complete);
+            assert_eq!(t.xid, 0x1000 + k as u32);
+            assert_eq!(
+                t.call_ts_ns,
+                1_700_000_000_000_000_000 + k as i64 * 62_500_000
+            );
+            assert_eq!(t.exec_ns(), Some(31_250_000));
+        }
+    }
+}
+
+/// RPCSEC_GSS replies whose verifier is 37 bytes (padded to 40) pair with their calls,
+/// as tshark pairs them (checked against tshark when it is installed).
+#[test]
+fn gss_verifier_not_a_multiple_of_four() {
+    let f = fixture("gss-verifier-37.pcap");
+    let (txs, c, err) = support::decode_file(&f);
+    assert_eq!(err, None);
+    assert_eq!(
+        (c.rpc_calls, c.rpc_replies, c.rpc_orphan_replies),
+        (5, 5, 0)
+    );
+    let xids: Vec<u32> = txs
+        .iter()
+        .filter(|t| t.outcome == Outcome::Complete)
+        .map(|t| t.xid)
+        .collect();
+    assert_eq!(xids, (0x2000..0x2005).collect::<Vec<u32>>());
+    assert!(txs.iter().all(|t| t.exec_ns() == Some(1_000_000)));
+    if let Ok(o) = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(&f)
+        .args([
+            "-Y",
+            "rpc.msgtyp == 1 && rpc.time",
+            "-T",
+            "fields",
+            "-e",
+            "rpc.xid",
+        ])
+        .output()
+    {
+        let n = String::from_utf8_lossy(&o.stdout).lines().count();
+        assert_eq!(n, 5, "tshark pairs all five");
+    }
+}

@@ -27,7 +27,7 @@ pub mod store;
 pub mod units;
 
 pub use run::{Metric, Run, RunMeta};
-pub use sampler::{sample, SampleConfig, Start, Started};
+pub use sampler::{sample, AttachMode, SampleConfig, Start, Started};
 
 #[allow(
     clippy::all,

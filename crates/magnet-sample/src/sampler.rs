@@ -29,6 +29,17 @@ pub enum Start {
     At(SystemTime),
 }
 
+/// How the tc programs are attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AttachMode {
+    /// TCX links where the kernel has them (6.6+), clsact filters otherwise.
+    #[default]
+    Auto,
+    /// Classic clsact filters even where TCX exists (what Linux < 6.6 gets):
+    /// for tests of that path, and for tools that only see clsact filters.
+    Clsact,
+}
+
 /// What to sample.
 #[derive(Clone, Debug)]
 pub struct SampleConfig {
@@ -44,6 +55,7 @@ pub struct SampleConfig {
     pub sketch_seed: u64,
     /// Host name written into the run (default: the UTS node name).
     pub host: Option<String>,
+    pub attach: AttachMode,
 }
 
 impl SampleConfig {
@@ -57,6 +69,7 @@ impl SampleConfig {
             start: Start::Now,
             sketch_seed: 0,
             host: None,
+            attach: AttachMode::Auto,
         }
     }
 
@@ -152,15 +165,65 @@ fn netns_inode() -> u32 {
 
 enum Attached {
     Tcx(#[allow(dead_code)] Vec<Link>),
-    Clsact(Vec<TcHook>),
+    Clsact {
+        hooks: Vec<TcHook>,
+        /// The clsact qdisc this run created (None: it was there before, and
+        /// stays after the run).
+        qdisc: Option<ClsactQdisc>,
+    },
 }
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        if let Attached::Clsact(hooks) = self {
+        if let Attached::Clsact { hooks, qdisc } = self {
             for h in hooks {
                 let _ = h.detach();
             }
+            if let Some(q) = qdisc.take() {
+                let _ = q.destroy();
+            }
+        }
+    }
+}
+
+/// A clsact qdisc on one interface, as libbpf's tc hook names it.
+#[derive(Debug)]
+pub struct ClsactQdisc {
+    ifindex: u32,
+}
+
+impl ClsactQdisc {
+    fn hook(&self) -> libbpf_sys::bpf_tc_hook {
+        libbpf_sys::bpf_tc_hook {
+            sz: std::mem::size_of::<libbpf_sys::bpf_tc_hook>() as libbpf_sys::size_t,
+            ifindex: self.ifindex as i32,
+            attach_point: libbpf_sys::BPF_TC_INGRESS | libbpf_sys::BPF_TC_EGRESS,
+            ..Default::default()
+        }
+    }
+
+    /// Creates the clsact qdisc on `ifindex`: `Some` if this call created it,
+    /// `None` if one was already there (someone else's, left alone).
+    pub fn create(ifindex: u32) -> Result<Option<ClsactQdisc>, std::io::Error> {
+        let q = ClsactQdisc { ifindex };
+        let mut hook = q.hook();
+        // SAFETY: a fully initialised hook struct of the size libbpf expects.
+        let rc = unsafe { libbpf_sys::bpf_tc_hook_create(&mut hook) };
+        match rc {
+            0 => Ok(Some(q)),
+            rc if -rc == libc::EEXIST => Ok(None),
+            rc => Err(std::io::Error::from_raw_os_error(-rc)),
+        }
+    }
+
+    /// Removes the qdisc (with every filter on it).
+    pub fn destroy(self) -> Result<(), std::io::Error> {
+        let mut hook = self.hook();
+        // SAFETY: as in `create`.
+        let rc = unsafe { libbpf_sys::bpf_tc_hook_destroy(&mut hook) };
+        match rc {
+            0 => Ok(()),
+            rc => Err(std::io::Error::from_raw_os_error(-rc)),
         }
     }
 }
@@ -233,16 +296,30 @@ pub fn sample(
         .sample_tcp_retransmit
         .attach()
         .map_err(|e| Error::bpf("attaching tp_btf/tcp_retransmit_skb", e))?;
-    let attached = match (
-        attach_tcx(&skel.progs.sample_ingress, ifindex),
-        attach_tcx(&skel.progs.sample_egress, ifindex),
-    ) {
-        (Ok(i), Ok(e)) => Attached::Tcx(vec![i, e]),
-        (tcx_in, tcx_out) => {
-            drop((tcx_in, tcx_out));
+    let tcx = match config.attach {
+        AttachMode::Auto => Some((
+            attach_tcx(&skel.progs.sample_ingress, ifindex),
+            attach_tcx(&skel.progs.sample_egress, ifindex),
+        )),
+        AttachMode::Clsact => None,
+    };
+    let attached = match tcx {
+        Some((Ok(i), Ok(e))) => Attached::Tcx(vec![i, e]),
+        tcx => {
+            drop(tcx);
             // No TCX (Linux < 6.6): classic clsact filters, observing at the
             // lowest priority number we can get so others still run after us.
-            let mut hooks = Vec::new();
+            // The qdisc is removed after the run only if this run made it.
+            let qdisc = ClsactQdisc::create(ifindex).map_err(|e| {
+                Error::Host(format!(
+                    "creating the clsact qdisc on {}: {e}",
+                    config.iface
+                ))
+            })?;
+            let mut attached = Attached::Clsact {
+                hooks: Vec::new(),
+                qdisc,
+            };
             for (prog, point) in [
                 (&skel.progs.sample_ingress, TC_INGRESS),
                 (&skel.progs.sample_egress, TC_EGRESS),
@@ -253,19 +330,19 @@ pub fn sample(
                     .handle(0x6d67)
                     .priority(1)
                     .attach_point(point);
-                h.create().map_err(|e| {
-                    Error::bpf(format!("creating the clsact qdisc on {}", config.iface), e)
-                })?;
-                hooks.push(h.attach().map_err(|e| {
+                let h = h.attach().map_err(|e| {
                     Error::bpf(format!("attaching the tc filter on {}", config.iface), e)
-                })?);
+                })?;
+                if let Attached::Clsact { hooks, .. } = &mut attached {
+                    hooks.push(h);
+                }
             }
-            Attached::Clsact(hooks)
+            attached
         }
     };
     let attach_kind = match attached {
         Attached::Tcx(_) => "tcx",
-        Attached::Clsact(_) => "clsact",
+        Attached::Clsact { .. } => "clsact",
     };
 
     // ---- start ------------------------------------------------------------------

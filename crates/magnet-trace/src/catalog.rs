@@ -340,7 +340,9 @@ impl Catalog {
             kind::TCP_RCV,
             "tcp_rcv",
             "tcp",
-            "tp_btf/tcp_probe",
+            // tcp_probe fires only in ESTABLISHED; in the other states the
+            // segment is read from its TCP header at netif_receive_skb.
+            "tp_btf/tcp_probe+netif_receive_skb",
             56,
             tcp(),
         );
@@ -382,7 +384,7 @@ impl Catalog {
                 .f("cookie", U64)
                 .f("pkt_id", Hex64)
                 .f("ifindex", U32)
-                .f("tot_len", U16)
+                .f("tot_len", U32)
                 .f("ip_id", U16)
                 .f("frag_off", U16)
                 .f("version", U8)
@@ -392,10 +394,9 @@ impl Catalog {
                 .f("sport", U16)
                 .f("dport", U16)
                 .f("tcp_flags", U8)
-                .pad(1)
+                .pad(3)
                 .f("seq", U32)
                 .f("ack", U32)
-                .pad(4)
                 .f("saddr", Addr)
                 .f("daddr", Addr)
         };

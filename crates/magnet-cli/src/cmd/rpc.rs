@@ -126,14 +126,13 @@ pub fn drive(
     } else {
         let path = input.read.clone().unwrap_or_default();
         let mut rd: CaptureReader<Box<dyn std::io::Read>> = if path.as_os_str() == "-" {
-            let rd: Box<dyn std::io::Read> =
-                Box::new(std::io::BufReader::with_capacity(1 << 20, std::io::stdin()));
+            // The reader keeps its own 1 MiB buffer: no BufReader in between.
+            let rd: Box<dyn std::io::Read> = Box::new(std::io::stdin());
             CaptureReader::new(rd, &path)?
         } else {
             let f = std::fs::File::open(&path)
                 .with_context(|| format!("cannot open {}", path.display()))?;
-            let rd: Box<dyn std::io::Read> =
-                Box::new(std::io::BufReader::with_capacity(1 << 20, f));
+            let rd: Box<dyn std::io::Read> = Box::new(f);
             CaptureReader::new(rd, &path)?
         };
         let mut filters: HashMap<u32, Filter> = HashMap::new();

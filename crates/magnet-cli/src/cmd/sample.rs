@@ -109,6 +109,10 @@ struct RunArgs {
     /// Print the run as JSON (Meta's schema) instead of a table.
     #[arg(long)]
     json: bool,
+    /// Attach with classic clsact filters even where TCX exists (what kernels
+    /// before 6.6 get); a clsact qdisc the run creates is removed after it.
+    #[arg(long)]
+    clsact: bool,
 }
 
 #[derive(Args, Debug)]
@@ -169,6 +173,9 @@ fn config(a: &RunArgs, iface: &str, interval: Duration) -> SampleConfig {
     let mut c = SampleConfig::new(iface, interval, a.samples);
     c.rtt_threshold = a.rtt_threshold;
     c.rtt_split = !a.no_rtt_split;
+    if a.clsact {
+        c.attach = magnet_sample::AttachMode::Clsact;
+    }
     c.sketch_seed = a.sketch_seed;
     c.host = a.host.clone();
     c

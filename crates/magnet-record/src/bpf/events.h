@@ -23,7 +23,9 @@ enum mg_kind {
 	MG_APP_RECV = 11,     /* sock:sock_recv_length */
 
 	MG_TCP_STATE = 20,    /* sock:inet_sock_set_state (TCP) */
-	MG_TCP_RCV = 21,      /* tcp:tcp_probe: segment received in ESTABLISHED */
+	MG_TCP_RCV = 21,      /* tcp:tcp_probe: segment received in ESTABLISHED; in other
+	                       * states (SYN_SENT, FIN_WAIT*, CLOSE_WAIT, ...) read at
+	                       * net:netif_receive_skb from the TCP header */
 	MG_TCP_SENDMSG = 22,  /* tcp:tcp_sendmsg_locked: app data queued into an skb */
 	MG_TCP_RETRANS = 23,  /* tcp:tcp_retransmit_skb */
 	MG_TCP_RST_SENT = 24, /* tcp:tcp_send_reset */
@@ -40,7 +42,7 @@ enum mg_kind {
 	MG_DEV_QUEUE = 50,    /* net:net_dev_queue */
 	MG_DEV_START_XMIT = 51, /* net:net_dev_start_xmit */
 	MG_DEV_XMIT = 52,     /* net:net_dev_xmit */
-	MG_DEV_RX = 53,       /* net:netif_receive_skb */
+	MG_DEV_RX = 53,       /* net:netif_receive_skb; cookie from the packet's flow */
 
 	MG_DROP = 60,         /* skb:kfree_skb */
 
@@ -155,20 +157,25 @@ struct mg_ip {
 	__u64 cookie;
 	__u64 pkt_id;
 	__u32 ifindex;
-	__u16 tot_len;
-	__u16 ip_id;
-	__u16 frag_off;
+	/* The packet's IP length (header + payload) as the stack holds it: the
+	 * header's own length field when it has one, else the skb's length from
+	 * the network header on (BIG TCP / GSO packets over 64 KiB carry 0 in
+	 * IPv4 tot_len, IPv6 jumbo payloads 0 in payload_len). 32 bits: an IPv6
+	 * packet of 40 + 65,496 bytes is 65,536. */
+	__u32 tot_len;
+	__u16 ip_id;    /* IPv4 identification; IPv6: low 16 bits of a fragment header's */
+	__u16 frag_off; /* IPv4 flags + offset; IPv6 fragment header in the same encoding */
 	__u8 version;
 	__u8 tos;
 	__u8 ttl;
-	__u8 protocol;
+	__u8 protocol;  /* transport protocol, after any IPv6 extension headers */
 	__u16 sport;
 	__u16 dport;
 	__u8 tcp_flags;
 	__u8 _pad0;
+	__u16 _pad1;
 	__u32 seq;
 	__u32 ack;
-	__u32 _pad1;
 	__u8 saddr[16];
 	__u8 daddr[16];
 };

@@ -26,6 +26,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define IPPROTO_TCP 6
 #define IPPROTO_UDP 17
 #define NF_ACCEPT 1
+#define IPPROTO_HOPOPTS 0
+#define IPPROTO_ROUTING 43
+#define IPPROTO_FRAGMENT 44
+#define IPPROTO_DSTOPTS 60
 
 /* ---- settings, fixed before load ---------------------------------------- */
 
@@ -39,6 +43,17 @@ const volatile bool filter_host = false;
 const volatile __u8 host_filter[16] = {};  /* either address of the flow */
 const volatile bool tcp_state = false;     /* append struct mg_tcp_snap */
 const volatile __u64 wakeup_bytes = 256 * 1024;
+/* Packet layers on: keep every announced socket's flow, so that received
+ * packets, which carry no socket before demux, are attributed to their
+ * socket at the device in any network namespace. */
+const volatile bool track_all_flows = false;
+/* Tcp layer on: record segments received outside ESTABLISHED (tcp_probe
+ * fires only there) from their TCP header at netif_receive_skb. */
+const volatile bool tcp_rx_other = false;
+/* Index in `rings` of the ring that holds only identity (SOCK) records, so
+ * that a full event ring never costs a socket its 5-tuple. */
+const volatile __u32 id_ring_index = 0;
+const volatile bool has_id_ring = false;
 
 /* ---- maps ----------------------------------------------------------------- */
 
@@ -110,12 +125,35 @@ struct flow_key {
 	__u8 _pad[3];
 };
 
+/* The socket of a flow: its cookie, and its address for reading its state
+ * (checked against the cookie, as the socket may be gone). */
+struct flow_val {
+	__u64 cookie;
+	__u64 sk;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct flow_key);
-	__type(value, __u64);
+	__type(value, struct flow_val);
 } traced_flows SEC(".maps");
+
+/* IP fragments after the first carry no ports: the datagram's first fragment
+ * leaves its socket here, keyed by addresses, protocol and IP id. */
+struct frag_key {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u32 id;
+	__u32 protocol;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct frag_key);
+	__type(value, __u64);
+} frag_socks SEC(".maps");
 
 /* Packet identity: skb address -> id, from first sighting until the skb is
  * freed. The address alone is reused too quickly to be an identity.
@@ -131,6 +169,7 @@ struct {
 #define PKT_SLOTS (1U << 18)
 #define PKT_IN_DRIVER 1 /* recorded at net_dev_start_xmit, net_dev_xmit due */
 #define PKT_DELIVERED 2 /* reached LOCAL_IN or TCP: its journey has ended */
+#define PKT_RECEIVED 4  /* seen at netif_receive_skb */
 
 /* Where a packet is seen, for its identity: at LOCAL_OUT a locally generated
  * packet is born; on the transmit path after a delivery the sk_buff must be a
@@ -142,6 +181,7 @@ enum pkt_point {
 	PKT_BIRTH,
 	PKT_TX,
 	PKT_END,
+	PKT_RECV, /* netif_receive_skb: follows, and remembers the reception */
 };
 
 struct pkt_slot {
@@ -342,6 +382,16 @@ static __always_inline bool tuple_matches(const __u8 *a, const __u8 *b, __u16 pa
 
 /* ---- sockets -------------------------------------------------------------- */
 
+/* A kernel pointer as a plain number: the verifier forbids arithmetic on
+ * pointers, so copy the value out of the stack slot that holds it. */
+static __always_inline __u64 addr_of(const void *p)
+{
+	__u64 a = 0;
+	const void *slot = p;
+	bpf_probe_read_kernel(&a, sizeof(a), &slot);
+	return a;
+}
+
 static __always_inline void v4_mapped(__u8 *dst, __u32 addr_be)
 {
 	__builtin_memset(dst, 0, 10);
@@ -385,8 +435,12 @@ static __always_inline __u64 sk_cookie(const struct sock *sk)
 	return c;
 }
 
-static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie)
+static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie, __u64 sk)
 {
+	/* Without a local port there is no flow yet (a TCP client before its
+	 * port is chosen). */
+	if (!t->sport)
+		return;
 	struct flow_key k = {};
 	__builtin_memcpy(k.local, t->saddr, 16);
 	/* Unconnected and listening sockets are wildcards: an all-zero remote
@@ -396,14 +450,41 @@ static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie)
 	k.lport = t->sport;
 	k.rport = t->dport;
 	k.protocol = t->protocol;
-	bpf_map_update_elem(&traced_flows, &k, &cookie, BPF_ANY);
+	struct flow_val v = { .cookie = cookie, .sk = sk };
+	bpf_map_update_elem(&traced_flows, &k, &v, BPF_ANY);
 }
 
-static __always_inline void announce(const struct sock *sk, __u64 cookie, struct sk_tuple *t)
+/* Write the socket's SOCK record. It goes to the identity ring, which holds
+ * nothing else and so has room when the event rings are full; only if that
+ * fails too (or there is none) does it take this CPU's ring. False: not
+ * written (counted as lost); the caller announces again at the next event. */
+static __always_inline bool announce(const struct sock *sk, __u64 cookie, struct sk_tuple *t)
 {
-	struct mg_sock *r;
-	if (!RESERVE(r, sizeof(*r), MG_SOCK))
-		return;
+	struct mg_cpu_stats *st = stats();
+	if (!st)
+		return false;
+	__sync_fetch_and_add(&st->generated[MG_SOCK], 1);
+	struct mg_sock *r = NULL;
+	bool own = false;
+	if (has_id_ring) {
+		__u32 i = id_ring_index;
+		void *idr = bpf_map_lookup_elem(&rings, &i);
+		if (idr)
+			r = bpf_ringbuf_reserve(idr, sizeof(*r), 0);
+	}
+	if (!r) {
+		void *ring = my_ring();
+		if (ring) {
+			flush_lost(st, ring);
+			r = bpf_ringbuf_reserve(ring, sizeof(*r), 0);
+			own = true;
+		}
+	}
+	if (!r) {
+		__sync_fetch_and_add(&st->lost, 1);
+		__sync_fetch_and_add(&st->lost_total, 1);
+		return false;
+	}
 	fill_hdr(&r->hdr, MG_SOCK, 0);
 	r->cookie = cookie;
 	r->family = t->family;
@@ -415,7 +496,11 @@ static __always_inline void announce(const struct sock *sk, __u64 cookie, struct
 	r->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 	__builtin_memcpy(r->saddr, t->saddr, 16);
 	__builtin_memcpy(r->daddr, t->daddr, 16);
-	submit(r);
+	if (own)
+		submit(r);
+	else
+		bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP); /* the reader polls */
+	return true;
 }
 
 /*
@@ -427,22 +512,31 @@ static __always_inline void announce(const struct sock *sk, __u64 cookie, struct
 /* Remember that a socket is traced: in the socket itself (read by every app
  * and tcp event: a pointer, not a hash lookup) and, when filtering, by cookie
  * for packet events, which may only have the cookie. */
-static __always_inline void mark_traced(const struct sock *sk, __u64 cookie)
+static __always_inline __u8 *mark_traced(const struct sock *sk, __u64 cookie)
 {
 	__u8 *fl = bpf_sk_storage_get(&sock_flags, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (fl)
-		*fl = SOCK_ANNOUNCED | SOCK_TRACED;
+		*fl |= SOCK_TRACED;
 	if (filter_tasks || tuple_filtered()) {
 		__u8 v = SOCK_ANNOUNCED | SOCK_TRACED;
 		bpf_map_update_elem(&socks, &cookie, &v, BPF_ANY);
 	}
+	return fl;
 }
 
 static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, bool task_ctx)
 {
 	__u8 *fl = bpf_sk_storage_get(&sock_flags, (void *)sk, 0, 0);
-	if (fl && (*fl & SOCK_TRACED))
+	if (fl && (*fl & SOCK_TRACED)) {
+		/* Its SOCK record was lost to a full ring: announce it again. */
+		if (!(*fl & SOCK_ANNOUNCED)) {
+			struct sk_tuple t = {};
+			read_sk_tuple(sk, &t);
+			if (announce(sk, cookie, &t))
+				*fl |= SOCK_ANNOUNCED;
+		}
 		return true;
+	}
 	if (!task_ctx && filter_tasks)
 		return false;
 	if (!task_traced())
@@ -462,16 +556,16 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
 		if (!fl || !(*fl & SOCK_ANNOUNCED)) {
 			fl = bpf_sk_storage_get(&sock_flags, (void *)sk, 0,
 						BPF_SK_STORAGE_GET_F_CREATE);
-			if (fl)
+			if (announce(sk, cookie, &t) && fl)
 				*fl |= SOCK_ANNOUNCED;
-			announce(sk, cookie, &t);
 		}
 		return true;
 	}
-	mark_traced(sk, cookie);
-	announce(sk, cookie, &t);
-	if (filter_tasks)
-		track_flow(&t, cookie);
+	fl = mark_traced(sk, cookie);
+	if (announce(sk, cookie, &t) && fl)
+		*fl |= SOCK_ANNOUNCED;
+	if (filter_tasks || track_all_flows)
+		track_flow(&t, cookie, addr_of(sk));
 	return true;
 }
 
@@ -482,7 +576,7 @@ struct pkt_info {
 	__u8 daddr[16];
 	__u16 sport;
 	__u16 dport;
-	__u16 tot_len;
+	__u32 tot_len;  /* from the header; 0 when it does not say (see ip_len()) */
 	__u16 ip_id;
 	__u16 frag_off;
 	__u8 version;
@@ -490,10 +584,15 @@ struct pkt_info {
 	__u8 ttl;
 	__u8 protocol;
 	__u8 tcp_flags;
+	__u8 doff;      /* TCP header length in bytes */
+	__u16 l4_off;   /* bytes from the IP header to the transport header */
 	__u32 seq;
 	__u32 ack;
 	bool ok;
 };
+
+#define IP_MF 0x2000
+#define IP_OFFSET 0x1fff
 
 /* Bytes read at L3 in one go: an IPv6 header or an IPv4 header with up to 24
  * bytes of options, plus the first 16 bytes of TCP/UDP. One probe read
@@ -510,6 +609,7 @@ static __always_inline void parse_l4(const __u8 *l4, struct pkt_info *pi)
 		pi->seq = bpf_ntohl(th->seq);
 		pi->ack = bpf_ntohl(th->ack_seq);
 		pi->tcp_flags = l4[13];
+		pi->doff = (l4[12] >> 4) * 4;
 	} else if (pi->protocol == IPPROTO_UDP) {
 		const struct udphdr *uh = (const struct udphdr *)l4;
 		pi->sport = bpf_ntohs(uh->source);
@@ -538,9 +638,10 @@ static __always_inline void parse_l3(const void *l3, struct pkt_info *pi)
 		v4_mapped(pi->saddr, ip->saddr);
 		v4_mapped(pi->daddr, ip->daddr);
 		pi->ok = true;
-		if (pi->frag_off & 0x1fff) /* not the first fragment: no ports */
-			return;
 		__u32 ihl = (buf[0] & 0xf) * 4;
+		pi->l4_off = ihl;
+		if (pi->frag_off & IP_OFFSET) /* not the first fragment: no ports */
+			return;
 		if (ihl == 20)
 			parse_l4(buf + 20, pi);
 		else if (ihl >= 24 && ihl <= L3_PEEK - 20)
@@ -551,12 +652,62 @@ static __always_inline void parse_l3(const void *l3, struct pkt_info *pi)
 		pi->tos = (ip6->priority << 4) | (ip6->flow_lbl[0] >> 4);
 		pi->ttl = ip6->hop_limit;
 		pi->protocol = ip6->nexthdr;
-		pi->tot_len = bpf_ntohs(ip6->payload_len) + 40;
+		__u16 plen = bpf_ntohs(ip6->payload_len);
+		/* 0 for a jumbo payload (its length is in a hop-by-hop option) */
+		pi->tot_len = plen ? (__u32)plen + 40 : 0;
 		__builtin_memcpy(pi->saddr, &ip6->saddr, 16);
 		__builtin_memcpy(pi->daddr, &ip6->daddr, 16);
 		pi->ok = true;
-		parse_l4(buf + 40, pi);
+		pi->l4_off = 40;
+		if (pi->protocol == IPPROTO_TCP || pi->protocol == IPPROTO_UDP) {
+			parse_l4(buf + 40, pi);
+			return;
+		}
+		/* Walk extension headers (hop-by-hop, routing, destination options,
+		 * fragment) to the transport header. */
+		__u8 nh = pi->protocol;
+		__u32 off = 40;
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			__u8 eh[8];
+			if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING && nh != IPPROTO_DSTOPTS &&
+			    nh != IPPROTO_FRAGMENT)
+				break;
+			if (bpf_probe_read_kernel(eh, sizeof(eh), l3 + off))
+				return;
+			if (nh == IPPROTO_FRAGMENT) {
+				/* Kept in IPv4's encoding: offset in 8-byte units, MF. */
+				__u16 fo = ((__u16)eh[2] << 8) | eh[3];
+				pi->frag_off = (fo >> 3) | ((fo & 1) ? IP_MF : 0);
+				pi->ip_id = ((__u16)eh[6] << 8) | eh[7];
+				off += 8;
+			} else {
+				off += ((__u32)eh[1] + 1) * 8;
+			}
+			nh = eh[0];
+		}
+		pi->protocol = nh;
+		pi->l4_off = off;
+		if (pi->frag_off & IP_OFFSET)
+			return;
+		if (nh == IPPROTO_TCP || nh == IPPROTO_UDP) {
+			__u8 l4[16];
+			if (off < 512 && !bpf_probe_read_kernel(l4, sizeof(l4), l3 + off))
+				parse_l4(l4, pi);
+		}
 	}
+}
+
+/* The IP length of a packet whose network header is at `nh` in its skb: the
+ * header's own length when it has one, else what the skb holds from there on
+ * (GSO packets over 64 KiB: IPv4 tot_len 0, IPv6 jumbo payload_len 0). */
+static __always_inline __u32 ip_len(const struct sk_buff *skb, __u16 nh, const struct pkt_info *pi)
+{
+	if (pi->tot_len)
+		return pi->tot_len;
+	__u64 data_off = (__u64)skb->data - (__u64)skb->head;
+	__s64 l = (__s64)skb->len + (__s64)data_off - (__s64)nh;
+	return l > 0 ? (__u32)l : 0;
 }
 
 /* IP header of an skb on the transmit path (network_header is set). */
@@ -577,15 +728,6 @@ static __always_inline void parse_skb_rx(const struct sk_buff *skb, struct pkt_i
 	parse_l3(skb->data, pi);
 }
 
-/* A kernel pointer as a plain number: the verifier forbids arithmetic on
- * pointers, so copy the value out of the stack slot that holds it. */
-static __always_inline __u64 addr_of(const void *p)
-{
-	__u64 a = 0;
-	const void *slot = p;
-	bpf_probe_read_kernel(&a, sizeof(a), &slot);
-	return a;
-}
 
 static __always_inline struct pkt_slot *pkt_slot(__u64 a)
 {
@@ -602,10 +744,18 @@ static __always_inline __u64 pkt_id(const struct sk_buff *skb, enum pkt_point at
 		return 0;
 	/* A char pointer loaded from a BTF struct is a plain number already. */
 	__u64 head = (__u64)skb->head;
+	/* On the transmit path, a packet whose journey ended, or that was
+	 * received and now belongs to a local socket, is a new packet in a
+	 * reused sk_buff and buffer: TCP frees received segments (coalesced ones
+	 * too) without a tracepoint, and its next ACK often gets the same memory
+	 * back. (A forwarded packet has no socket and keeps its id.) */
 	if (slot->skb == a && slot->head == head && at != PKT_BIRTH &&
-	    !(at == PKT_TX && (slot->flags & PKT_DELIVERED))) {
+	    !(at == PKT_TX && ((slot->flags & PKT_DELIVERED) ||
+			       ((slot->flags & PKT_RECEIVED) && skb->sk)))) {
 		if (at == PKT_END)
 			slot->flags |= PKT_DELIVERED;
+		if (at == PKT_RECV)
+			slot->flags |= PKT_RECEIVED;
 		return slot->id;
 	}
 	__u32 zero = 0;
@@ -617,7 +767,7 @@ static __always_inline __u64 pkt_id(const struct sk_buff *skb, enum pkt_point at
 	slot->skb = a;
 	slot->head = head;
 	slot->id = v;
-	slot->flags = at == PKT_END ? PKT_DELIVERED : 0;
+	slot->flags = at == PKT_END ? PKT_DELIVERED : at == PKT_RECV ? PKT_RECEIVED : 0;
 	return v;
 }
 
@@ -632,6 +782,41 @@ static __always_inline __u64 skb_cookie(const struct sk_buff *skb, __u64 *sk_out
 	/* The socket's address is only compared when filtering. */
 	*sk_out = (filter_tasks || port_filter || filter_host) ? addr_of(sk) : 1;
 	return sk->__sk_common.skc_cookie.counter;
+}
+
+/* The socket of a packet's flow (`rx`: the packet's destination is the local
+ * end): the connected socket's exact flow, else a socket bound to the local
+ * address and port (listening or unconnected; `exact` says which). */
+static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool rx, bool *exact)
+{
+	struct flow_key k = {};
+	if (rx) {
+		__builtin_memcpy(k.local, pi->daddr, 16);
+		__builtin_memcpy(k.remote, pi->saddr, 16);
+		k.lport = pi->dport;
+		k.rport = pi->sport;
+	} else {
+		__builtin_memcpy(k.local, pi->saddr, 16);
+		__builtin_memcpy(k.remote, pi->daddr, 16);
+		k.lport = pi->sport;
+		k.rport = pi->dport;
+	}
+	k.protocol = pi->protocol;
+	struct flow_val *v = bpf_map_lookup_elem(&traced_flows, &k);
+	*exact = v != NULL;
+	if (v)
+		return v;
+	__builtin_memset(k.remote, 0, 16);
+	k.rport = 0;
+	return bpf_map_lookup_elem(&traced_flows, &k);
+}
+
+static __always_inline void frag_key_of(const struct pkt_info *pi, struct frag_key *k)
+{
+	__builtin_memcpy(k->saddr, pi->saddr, 16);
+	__builtin_memcpy(k->daddr, pi->daddr, 16);
+	k->id = pi->ip_id;
+	k->protocol = pi->protocol;
 }
 
 /*
@@ -662,24 +847,8 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 		}
 		if (!pi->ok)
 			return false;
-		struct flow_key k = {};
-		if (rx) {
-			__builtin_memcpy(k.local, pi->daddr, 16);
-			__builtin_memcpy(k.remote, pi->saddr, 16);
-			k.lport = pi->dport;
-			k.rport = pi->sport;
-		} else {
-			__builtin_memcpy(k.local, pi->saddr, 16);
-			__builtin_memcpy(k.remote, pi->daddr, 16);
-			k.lport = pi->sport;
-			k.rport = pi->dport;
-		}
-		k.protocol = pi->protocol;
-		if (bpf_map_lookup_elem(&traced_flows, &k))
-			return true;
-		__builtin_memset(k.remote, 0, 16);
-		k.rport = 0;
-		return bpf_map_lookup_elem(&traced_flows, &k) != NULL;
+		bool exact;
+		return flow_of(pi, rx, &exact) != NULL;
 	}
 	return pi->ok && tuple_matches(pi->saddr, pi->daddr, pi->sport, pi->dport);
 }
@@ -766,7 +935,7 @@ int BPF_PROG(flow_sys_exit, struct pt_regs *regs, long ret)
 	struct sk_tuple t = {};
 	read_sk_tuple((const struct sock *)sk, &t);
 	if (t.sport && (t.protocol == IPPROTO_UDP || t.protocol == IPPROTO_TCP))
-		track_flow(&t, 0);
+		track_flow(&t, BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_cookie.counter), sk);
 	return 0;
 }
 
@@ -811,7 +980,7 @@ int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 		struct sk_tuple t = {};
 		read_sk_tuple((const struct sock *)sk, &t);
 		if (t.sport)
-			track_flow(&t, 0);
+			track_flow(&t, 0, sk);
 	}
 	struct syscall_in_flight *f = current_in_flight(true);
 	if (f) {
@@ -993,9 +1162,13 @@ int BPF_PROG(tcp_state_change, const struct sock *sk, const int oldstate, const 
 	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
 	__u64 cookie = sk_cookie(sk);
-	/* connect() and listen() run in the task's context; handshakes completing
-	 * in softirq inherit tracing from the listener's flow. */
-	bool traced = sock_traced(sk, cookie, true);
+	/* Only connect() and listen() are known to run in the socket user's
+	 * context. Other changes may run in a softirq on whatever task is current
+	 * (over veth and loopback, often the traced peer sending to this socket):
+	 * they must not make the current task's filters choose the socket.
+	 * Handshakes completing in softirq inherit tracing from the listener's flow. */
+	bool task_ctx = oldstate == TCP_CLOSE && (newstate == TCP_SYN_SENT || newstate == TCP_LISTEN);
+	bool traced = sock_traced(sk, cookie, task_ctx);
 	struct sk_tuple t = {};
 	read_sk_tuple(sk, &t);
 	if (!traced && filter_tasks) {
@@ -1006,14 +1179,14 @@ int BPF_PROG(tcp_state_change, const struct sock *sk, const int oldstate, const 
 		if (!bpf_map_lookup_elem(&traced_flows, &k))
 			return 0;
 		mark_traced(sk, cookie);
-		track_flow(&t, cookie);
+		track_flow(&t, cookie, addr_of(sk));
 		traced = true;
 	}
 	if (!traced)
 		return 0;
-	/* The tuple is complete from SYN_SENT/ESTABLISHED on: keep its flow. */
-	if (filter_tasks && t.dport)
-		track_flow(&t, cookie);
+	/* The tuple is complete from ESTABLISHED on: keep its flow. */
+	if ((filter_tasks || track_all_flows) && t.dport)
+		track_flow(&t, cookie, addr_of(sk));
 
 	struct mg_tcp_state *r;
 	if (tcp_state) {
@@ -1046,7 +1219,8 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 {
 	struct sk_buff *skb = ctx->skb;
 	struct pkt_info pi = {};
-	parse_l3(skb->head + skb->network_header, &pi);
+	__u16 nh = skb->network_header;
+	parse_l3(skb->head + nh, &pi);
 	if (!pi.ok)
 		return NF_ACCEPT;
 	__u64 sk;
@@ -1066,7 +1240,7 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	const struct nf_hook_state *st = ctx->state;
 	struct net_device *dev = rx ? st->in : st->out;
 	r->ifindex = dev ? dev->ifindex : 0;
-	r->tot_len = pi.tot_len;
+	r->tot_len = ip_len(skb, nh, &pi);
 	r->ip_id = pi.ip_id;
 	r->frag_off = pi.frag_off;
 	r->version = pi.version;
@@ -1077,9 +1251,9 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	r->dport = pi.dport;
 	r->tcp_flags = pi.tcp_flags;
 	r->_pad0 = 0;
+	r->_pad1 = 0;
 	r->seq = pi.seq;
 	r->ack = pi.ack;
-	r->_pad1 = 0;
 	__builtin_memcpy(r->saddr, pi.saddr, 16);
 	__builtin_memcpy(r->daddr, pi.daddr, 16);
 	submit(r);
@@ -1160,6 +1334,27 @@ int BPF_PROG(qdisc_deq, struct Qdisc *q, const struct netdev_queue *txq, int pac
 	return 0;
 }
 
+/* A TCP client's flow is complete only once connect() has chosen its port,
+ * after the SYN_SENT state change: take it from its SYN, so that the SYN-ACK
+ * is attributed when it arrives. */
+static __always_inline void track_connecting(const struct sk_buff *skb)
+{
+	struct sock *s = skb->sk;
+	if (!s || s->__sk_common.skc_state != TCP_SYN_SENT)
+		return;
+	__u64 cookie = s->__sk_common.skc_cookie.counter;
+	if (!cookie)
+		return;
+	if (filter_tasks || tuple_filtered()) {
+		__u8 *seen = bpf_map_lookup_elem(&socks, &cookie);
+		if (!seen || !(*seen & SOCK_TRACED))
+			return;
+	}
+	struct sk_tuple t = {};
+	read_sk_tuple(s, &t);
+	track_flow(&t, cookie, addr_of(s));
+}
+
 static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u32 ifindex,
 				      __u32 len, int rc, bool rx, bool read_skb)
 {
@@ -1167,6 +1362,8 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	if (read_skb && !skb_wanted(skb, rx, &cookie))
 		return;
 	__u64 id = pkt_id(skb, (kind == MG_DEV_QUEUE || kind == MG_DEV_START_XMIT) ? PKT_TX : PKT_FOLLOW);
+	if (kind == MG_DEV_START_XMIT && track_all_flows)
+		track_connecting(skb);
 	if (kind == MG_DEV_START_XMIT) {
 		__u64 a = addr_of(skb);
 		struct pkt_slot *slot = pkt_slot(a);
@@ -1221,11 +1418,112 @@ int BPF_PROG(dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev, unsi
 	return 0;
 }
 
+/* A TCP segment received by a socket that is not in ESTABLISHED (where
+ * tcp_probe does not fire): recorded as tcp_rcv from its TCP header, with the
+ * same fields tcp_probe gives (len: TCP header + payload). */
+static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const struct flow_val *fv,
+					       const struct pkt_info *pi, __u32 l3len, __u64 id)
+{
+	if (!fv->sk || !fv->cookie)
+		return;
+	const struct sock *sk = bpf_core_cast((void *)fv->sk, struct sock);
+	/* The socket may have been freed since: its cookie tells. */
+	if (BPF_CORE_READ(sk, __sk_common.skc_cookie.counter) != fv->cookie)
+		return;
+	__u8 st = BPF_CORE_READ(sk, __sk_common.skc_state);
+	if (st == TCP_ESTABLISHED || st == TCP_LISTEN || st == TCP_NEW_SYN_RECV || st == TCP_CLOSE ||
+	    st == TCP_TIME_WAIT)
+		return;
+	struct mg_tcp *r = tcp_reserve(MG_TCP_RCV);
+	if (!r)
+		return;
+	r->cookie = fv->cookie;
+	r->pkt_id = id;
+	r->len = l3len > pi->l4_off ? l3len - pi->l4_off : 0;
+	r->seq = pi->seq;
+	r->ack = pi->ack;
+	r->arg = pi->tcp_flags;
+	if (tcp_state)
+		fill_snap(sk, &r->snap);
+	submit(r);
+}
+
+/*
+ * A packet received from a driver. Its socket is found by its flow (the skb
+ * has none yet, or still the sender's over veth and loopback), so that it is
+ * attributed wherever the socket's network namespace is; later IP fragments,
+ * which carry no ports, by their datagram's first fragment.
+ */
+static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec_tcp)
+{
+	__u64 sk;
+	__u64 skb_ck = skb_cookie(skb, &sk);
+	__u64 cookie = 0;
+	struct pkt_info pi = {};
+	parse_skb_rx(skb, &pi);
+	struct flow_val *fv = NULL;
+	bool exact = false, traced;
+	if (pi.ok && (pi.frag_off & IP_OFFSET)) {
+		struct frag_key fk = {};
+		frag_key_of(&pi, &fk);
+		__u64 *c = bpf_map_lookup_elem(&frag_socks, &fk);
+		if (c) {
+			cookie = *c;
+			traced = true;
+		} else {
+			traced = !need_parse();
+		}
+	} else {
+		traced = !need_parse() || pkt_traced(skb_ck, sk, &pi, true);
+		if (traced && pi.ok) {
+			fv = flow_of(&pi, true, &exact);
+			if (fv)
+				cookie = fv->cookie;
+			if (cookie && (pi.frag_off & IP_MF)) {
+				struct frag_key fk = {};
+				frag_key_of(&pi, &fk);
+				bpf_map_update_elem(&frag_socks, &fk, &cookie, BPF_ANY);
+			}
+		}
+	}
+	if (!traced)
+		return;
+	__u64 id = pkt_id(skb, PKT_RECV);
+	if (rec_dev) {
+		struct mg_dev *r;
+		if (RESERVE(r, sizeof(*r), MG_DEV_RX)) {
+			fill_hdr(&r->hdr, MG_DEV_RX, 0);
+			r->cookie = cookie;
+			r->pkt_id = id;
+			r->ifindex = skb->dev->ifindex;
+			r->len = skb->len;
+			r->rc = 0;
+			r->ethertype = bpf_ntohs(skb->protocol);
+			r->_pad0 = 0;
+			submit(r);
+		}
+	}
+	if (rec_tcp && fv && exact && pi.protocol == IPPROTO_TCP) {
+		__u32 l3len = pi.tot_len ? pi.tot_len : skb->len;
+		tcp_rx_other_state(skb, fv, &pi, l3len, id);
+	}
+}
+
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(dev_rx, struct sk_buff *skb)
 {
-	dev_event(skb, MG_DEV_RX, skb->dev->ifindex, skb->len, 0,
-		  true, true);
+	rx_event(skb, true, tcp_rx_other);
+	return 0;
+}
+
+/* Loaded with the tcp layer when the dev layer is off: the same look at
+ * received TCP segments, recording only those tcp_probe misses. */
+SEC("tp_btf/netif_receive_skb")
+int BPF_PROG(tcp_rx_seg, struct sk_buff *skb)
+{
+	if (skb->protocol != bpf_htons(ETH_P_IP) && skb->protocol != bpf_htons(ETH_P_IPV6))
+		return 0;
+	rx_event(skb, false, true);
 	return 0;
 }
 

@@ -199,10 +199,13 @@ decided:;
 }
 
 /* Retransmission: a TCP segment with data that starts below the highest
- * sequence number already seen in its direction of its flow. */
-static __always_inline int is_retransmit(const struct pkt *p)
+ * sequence number already seen in its direction of its flow, at the same
+ * hook (egress and ingress keep separate tables: a looped-back segment is
+ * seen once by each). */
+static __always_inline int is_retransmit(const struct pkt *p, int ingress)
 {
 	struct mg_flow_key k = {};
+	k.ingress = ingress;
 	__builtin_memcpy(k.saddr, p->saddr, 16);
 	__builtin_memcpy(k.daddr, p->daddr, 16);
 	k.sport = p->sport;
@@ -286,7 +289,7 @@ static __always_inline int account(struct __sk_buff *skb, int ingress)
 	}
 	if (p.proto != IPPROTO_TCP || !p.has_ports)
 		return TC_ACT_UNSPEC;
-	if (p.payload && is_retransmit(&p)) {
+	if (p.payload && is_retransmit(&p, ingress)) {
 		if (ingress) {
 			b->in_rxmit_bytes += len;
 			b->in_rxmit_packets++;
