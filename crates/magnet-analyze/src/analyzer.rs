@@ -4,7 +4,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::net::IpAddr;
 
-use magnet_trace::{kind, Footer, Header, KindIndex, Record};
+use magnet_trace::{kind, Footer, Header, KindIndex, Record, RecordRef};
 
 use crate::connections::{Conn, Endpoint, RowNames, DEV, IN, IP, OUT, TCP};
 use crate::fields::{Layouts, View, F};
@@ -126,6 +126,11 @@ impl Analyzer {
 
     /// Adds one record. Records should come in time order.
     pub fn push(&mut self, rec: &Record) {
+        self.push_ref(rec.view())
+    }
+
+    /// [`Analyzer::push`] for a borrowed record.
+    pub fn push_ref(&mut self, rec: RecordRef) {
         let ts = rec.ts_ns();
         let k = rec.kind();
         self.records += 1;
@@ -137,7 +142,7 @@ impl Analyzer {
             self.next_sweep = ts.saturating_add(PKT_TTL_NS / 4);
         }
         let layouts = self.layouts.take().expect("put back after every record");
-        let v = layouts.view(k, &rec.bytes);
+        let v = layouts.view(k, rec.bytes);
         self.dispatch(k, ts, cpu, rec, &v);
         self.layouts = Some(layouts);
         let c = cpu as usize;
@@ -147,7 +152,7 @@ impl Analyzer {
         self.cpu_last[c] = Some(ts);
     }
 
-    fn dispatch(&mut self, k: u16, ts: u64, cpu: u32, rec: &Record, v: &View) {
+    fn dispatch(&mut self, k: u16, ts: u64, cpu: u32, rec: RecordRef, v: &View) {
         match k {
             kind::LOST => self.lost(ts, cpu, v),
             kind::SOCK => self.sock(ts, v),
@@ -245,7 +250,7 @@ impl Analyzer {
         }
     }
 
-    fn app(&mut self, k: u16, ts: u64, rec: &Record, v: &View) {
+    fn app(&mut self, k: u16, ts: u64, rec: RecordRef, v: &View) {
         let Some(cookie) = v.u(F::Cookie) else { return };
         let ret = v.i(F::Ret).unwrap_or(-1) as i32 as i64;
         let proto = v.u(F::Protocol);
@@ -284,7 +289,7 @@ impl Analyzer {
         }
     }
 
-    fn tcp(&mut self, k: u16, ts: u64, rec: &Record, v: &View) {
+    fn tcp(&mut self, k: u16, ts: u64, rec: RecordRef, v: &View) {
         let Some(cookie) = v.u(F::Cookie) else { return };
         let series = self.series();
         let t_s = secs(ts, self.origin);

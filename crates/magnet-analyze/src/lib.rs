@@ -48,7 +48,7 @@ mod tcp;
 use std::collections::HashMap;
 use std::io::Read;
 
-use magnet_trace::{Records, TraceReader};
+use magnet_trace::TraceReader;
 
 pub use analyzer::Analyzer;
 pub use dist::{Dist, Stats};
@@ -118,12 +118,14 @@ pub fn analyze<R: Read>(reader: &mut TraceReader<R>, opts: &Options) -> Analysis
     let header = reader.header().clone();
     let mut a = Analyzer::new(&header, opts.clone());
     let mut damage = Vec::new();
-    for item in order::Batched::new(Records(reader), opts.window) {
+    let mut batched = order::Batched::new(|out| reader.append_record(out), opts.window);
+    while let Some(item) = batched.pull() {
         match item {
-            Ok(rec) => a.push(&rec),
+            Ok(rec) => a.push_ref(rec),
             Err(e) => damage.push(e.to_string()),
         }
     }
+    drop(batched);
     let footer = reader.footer();
     let mut out = a.finish_with(footer);
     out.trace.damage = damage;

@@ -34,7 +34,7 @@ pub use error::TraceError;
 pub use event::{Event, KindIndex, Value};
 pub use header::{ClockMap, Footer, Header, LayerSource};
 pub use order::TimeOrdered;
-pub use reader::{Record, TraceReader};
+pub use reader::{Record, RecordRef, TraceReader};
 pub use summary::{recording_span_ns, summarize, KindCount, TraceInfo};
 pub use writer::TraceWriter;
 
