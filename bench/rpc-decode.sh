@@ -14,7 +14,7 @@
 #
 # Needs root and the packages in scripts/packages-rpc.txt, and a release build:
 #   cargo build --release -p magnet-cli
-# Usage: bench/rpc-decode.sh [MAGNET_BIN] [TARGET_BYTES] [RUNS]
+# Usage: [KEEP=big.pcap] bench/rpc-decode.sh [MAGNET_BIN] [TARGET_BYTES] [RUNS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -78,6 +78,8 @@ $C nfs-cat "nfs://10.213.0.1$work/export/big.bin" | cmp - "$work/big.bin"
 sleep 1; kill -INT $td; wait $td || true
 python3 "$here/rpc-replicate.py" "$work/base.pcap" "$work/big.pcap" "$target" 10.213.0.2
 size=$(stat -c %s "$work/big.pcap")
+# KEEP=PATH keeps the replicated capture (e.g. for bench/rpc-speed.sh).
+[ -n "${KEEP:-}" ] && cp "$work/big.pcap" "$KEEP"
 pkts=$(tcpdump -r "$work/big.pcap" -nn 2>/dev/null | wc -l)
 echo "capture: $size bytes, $pkts packets (base $(stat -c %s "$work/base.pcap") bytes)"
 echo "magnet: $magnet rpc -q -r big.pcap > /dev/null"

@@ -28,6 +28,15 @@ for f in scripts/packages-*.txt; do
     done < "$f"
 done
 
+# The kernel lab (scripts/lab) boots Debian's 6.12 from bookworm-backports.
+if [ -e scripts/packages-lab.txt ] && grep -qs bookworm /etc/os-release \
+    && ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "setup: adding the bookworm-backports apt source (the lab's 6.12 kernel)" >&2
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+        | $SUDO tee /etc/apt/sources.list.d/magnet-backports.sources >/dev/null
+    $SUDO apt-get update -qq
+fi
+
 missing=()
 for p in "${core[@]}" "${extra[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,3 +16,5 @@ echo "test: cargo clippy" >&2
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "test: cargo test" >&2
 cargo test --workspace --no-fail-fast
+echo "test: kernel matrix (Debian 6.1 and 6.12 in QEMU, scripts/lab)" >&2
+scripts/lab/matrix

@@ -36,10 +36,22 @@ enum Command {
     Rpc(cmd::rpc::RpcArgs),
     /// Reconstruct NFS file sessions and statistics from a capture (nfstrace).
     Nfs(cmd::nfs::NfsArgs),
+    /// Write a trace as pcapng: a frame per packet per device, each with a filterable comment.
+    Pcap(cmd::pcap::PcapArgs),
+    /// Match each frame of any capture to the kernel's packet; clock offset and drift.
+    Match(cmd::matching::MatchArgs),
     /// Generate traffic with exact, known counts (the workload tests and the demo trace).
     Loadgen(cmd::loadgen::LoadgenArgs),
+    /// The kernel functions that handle packets (by type, from BTF or source) and which can be probed.
+    Funcs(cmd::funcs::FuncsArgs),
+    /// Each packet's path through layers and functions, with times; TCP handshake table.
+    Packets(cmd::packets::PacketsArgs),
     /// Sample an interface at 100 us / 1 ms / 10 ms: bytes, ECN, retransmits, connections (Millisampler).
     Sample(cmd::sample::SampleArgs),
+    /// Run magnetd: always-on per-connection summaries, Unix-socket API, OpenMetrics /metrics.
+    Daemon(cmd::daemon::DaemonArgs),
+    /// Write magnetd's flight recorder (the last seconds of full events) as trace files.
+    Dump(cmd::dump::DumpArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -53,8 +65,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(args) => cmd::export::run(args),
         Command::Rpc(args) => cmd::rpc::run(args),
         Command::Nfs(args) => cmd::nfs::run(args),
+        Command::Pcap(args) => cmd::pcap::run(args),
+        Command::Match(args) => cmd::matching::run(args),
         Command::Loadgen(args) => cmd::loadgen::run(args),
         Command::Sample(args) => cmd::sample::run(args),
+        Command::Funcs(args) => cmd::funcs::run(args),
+        Command::Packets(args) => cmd::packets::run(args),
+        Command::Daemon(args) => cmd::daemon::run(args),
+        Command::Dump(args) => cmd::dump::run(args),
     }
 }
 

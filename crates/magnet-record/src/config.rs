@@ -171,6 +171,10 @@ pub fn parse_kinds(s: &str) -> Result<KindSelection, String> {
 #[derive(Clone, Debug, Serialize)]
 pub struct RecordConfig {
     pub layers: BTreeSet<Layer>,
+    /// The layers were named by the user (`--layers`): one that cannot be
+    /// recorded on this kernel is an error, not a note.
+    #[serde(default)]
+    pub layers_named: bool,
     /// Which kinds of those layers (defaults leave a few per-packet ones out).
     pub kinds: KindSelection,
     /// Append MAGNeT's TCP snapshot to every tcp event.
@@ -200,6 +204,7 @@ impl RecordConfig {
     pub fn new(output: PathBuf) -> Self {
         RecordConfig {
             layers: Layer::DEFAULT.into_iter().collect(),
+            layers_named: false,
             kinds: KindSelection::default(),
             tcp_state: false,
             filters: Filters::default(),

@@ -12,7 +12,9 @@ mod recorder;
 pub use config::{
     parse_kinds, parse_layers, parse_size, Filters, KindSelection, Layer, RecordConfig,
 };
-pub use recorder::{preflight, record, Progress, ProgressFn, ReadyFn, RunOptions, Summary, Target};
+pub use recorder::{
+    check, preflight, record, CheckLine, Progress, ProgressFn, ReadyFn, RunOptions, Summary, Target,
+};
 
 #[allow(
     clippy::all,

@@ -1,42 +1,77 @@
-//! The list of BPF programs: which layer each belongs to and how it attaches.
-//! One table, so that `magnet info` can say which hook fed each layer and an
-//! unselected layer's programs are never loaded.
+//! The table of probes: for every record kind, its layer and the hooks that
+//! can feed it, best first (tp_btf → fentry/fexit → netfilter link where that
+//! is the only stable hook). One table drives loading: [`plan`] picks, for the
+//! running kernel, the first hook whose needs it meets, `magnet record --check`
+//! prints the choice, and `magnet info` names the hook that fed each layer.
+//! Records are the same whatever hook fed them.
+
+use std::collections::HashSet;
+
+use magnet_kernel::{Features, KernelBtf};
 
 use crate::config::Layer;
 
+/// Where one program attaches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Attach {
     /// tp_btf: libbpf attaches by the section name; needs BTF, not tracefs.
-    TpBtf(&'static str),
+    /// `args`: the program reads this many tracepoint arguments, so the
+    /// kernel's tracepoint must have exactly that many.
+    TpBtf {
+        tp: &'static str,
+        args: Option<usize>,
+    },
     /// A netfilter BPF link at this hook, for IPv4 and IPv6, in the recorder's
-    /// network namespace.
+    /// network namespace (Linux 6.4+).
     Netfilter(i32),
+    /// fentry on the named function (target fixed in the program's section).
+    Fentry(&'static str),
+    /// fexit on the named function.
+    Fexit(&'static str),
+}
+
+/// One way to feed a kind: one or more programs (e.g. the IPv4 and IPv6
+/// functions) that all attach, or the hook is not used.
+#[derive(Clone, Copy, Debug)]
+pub struct Hook {
+    pub progs: &'static [(&'static str, Attach)],
 }
 
 #[derive(Clone, Copy, Debug)]
 pub struct Probe {
-    /// Program name in record.bpf.c.
-    pub prog: &'static str,
-    /// The layer it records, or `None` for support programs that record nothing.
-    pub layer: Option<Layer>,
-    pub attach: Attach,
-    /// When attaching fails, the layer still works without it (with less detail).
+    /// The layer it records.
+    pub layer: Layer,
+    /// Candidate hooks, best first.
+    pub hooks: &'static [Hook],
+    /// When no hook works, the layer still works without it (with less detail).
     pub optional: bool,
-    /// The record kind it writes (None: it only helps another probe).
+    /// The record kind it writes (None: it only helps its layer's other probes).
     pub kind: Option<&'static str>,
     /// Recorded when its layer is selected, unless `--kinds` says otherwise.
     pub default_on: bool,
 }
 
-const fn p(prog: &'static str, layer: Layer, attach: Attach, kind: &'static str) -> Probe {
-    Probe {
-        prog,
-        layer: Some(layer),
-        attach,
-        optional: false,
-        kind: Some(kind),
-        default_on: true,
+impl Probe {
+    /// The kind's name, or the first program's for helpers.
+    pub fn name(&self) -> &'static str {
+        self.kind.unwrap_or(self.hooks[0].progs[0].0)
     }
+}
+
+use libbpf_rs::{NF_INET_LOCAL_IN, NF_INET_LOCAL_OUT, NF_INET_POST_ROUTING, NF_INET_PRE_ROUTING};
+use Attach::*;
+use Layer::*;
+
+macro_rules! hook {
+    ($( $prog:literal => $attach:expr ),+ $(,)?) => {
+        Hook { progs: &[ $( ($prog, $attach) ),+ ] }
+    };
+}
+
+macro_rules! probe {
+    ($layer:expr, $kind:expr, [$($h:expr),+ $(,)?]) => {
+        Probe { layer: $layer, hooks: &[$($h),+], optional: false, kind: Some($kind), default_on: true }
+    };
 }
 
 /// Off by default: each is one more event per packet with little news for a
@@ -45,98 +80,158 @@ const fn p(prog: &'static str, layer: Layer, attach: Attach, kind: &'static str)
 /// loopback; POST_ROUTING/PRE_ROUTING repeat LOCAL_OUT/LOCAL_IN unless packets
 /// are forwarded or NATed). Events per packet are what a recording costs, so
 /// they are opt-in: `--kinds +dev_xmit,+ip_pre_routing` or `--kinds all`.
-const fn detail(prog: &'static str, layer: Layer, attach: Attach, kind: &'static str) -> Probe {
-    Probe {
-        default_on: false,
-        ..p(prog, layer, attach, kind)
+macro_rules! detail {
+    ($layer:expr, $kind:expr, [$($h:expr),+ $(,)?]) => {
+        Probe { layer: $layer, hooks: &[$($h),+], optional: false, kind: Some($kind), default_on: false }
+    };
+}
+
+const fn nf(h: i32) -> Attach {
+    Netfilter(h)
+}
+
+const fn tpa(tp: &'static str, args: usize) -> Attach {
+    TpBtf {
+        tp,
+        args: Some(args),
     }
 }
 
-use libbpf_rs::{NF_INET_LOCAL_IN, NF_INET_LOCAL_OUT, NF_INET_POST_ROUTING, NF_INET_PRE_ROUTING};
-use Attach::*;
-use Layer::*;
+const fn t(tp: &'static str) -> Attach {
+    TpBtf { tp, args: None }
+}
 
 pub const PROBES: &[Probe] = &[
     // Bytes *asked* come from the syscall; without it app events say asked=-1.
     Probe {
-        prog: "app_sys_enter",
-        layer: Some(App),
-        attach: TpBtf("sys_enter"),
+        layer: App,
+        hooks: &[hook!("app_sys_enter" => t("sys_enter"))],
         optional: true,
         kind: None,
         default_on: true,
     },
-    p("app_send", App, TpBtf("sock_send_length"), "app_send"),
-    p("app_recv", App, TpBtf("sock_recv_length"), "app_recv"),
-    p(
-        "tcp_state_change",
+    probe!(
+        App,
+        "app_send",
+        [
+            hook!("app_send" => t("sock_send_length")),
+            hook!("app_send_fexit4" => Fexit("inet_sendmsg"),
+              "app_send_fexit6" => Fexit("inet6_sendmsg")),
+        ]
+    ),
+    probe!(
+        App,
+        "app_recv",
+        [
+            hook!("app_recv" => t("sock_recv_length")),
+            hook!("app_recv_fexit4" => Fexit("inet_recvmsg"),
+              "app_recv_fexit6" => Fexit("inet6_recvmsg")),
+        ]
+    ),
+    probe!(
         Tcp,
-        TpBtf("inet_sock_set_state"),
         "tcp_state",
+        [hook!("tcp_state_change" => t("inet_sock_set_state"))]
     ),
-    p("tcp_rcv", Tcp, TpBtf("tcp_probe"), "tcp_rcv"),
-    p(
+    probe!(Tcp, "tcp_rcv", [hook!("tcp_rcv" => t("tcp_probe"))]),
+    probe!(
+        Tcp,
         "tcp_sendmsg",
-        Tcp,
-        TpBtf("tcp_sendmsg_locked"),
-        "tcp_sendmsg",
+        [
+            hook!("tcp_sendmsg" => t("tcp_sendmsg_locked")),
+            hook!("tcp_sendmsg_fentry" => Fentry("tcp_sendmsg_locked")),
+        ]
     ),
-    p(
+    probe!(
+        Tcp,
         "tcp_retrans",
+        [
+            hook!("tcp_retrans" => tpa("tcp_retransmit_skb", 3)),
+            hook!("tcp_retrans_2arg" => tpa("tcp_retransmit_skb", 2)),
+        ]
+    ),
+    probe!(
         Tcp,
-        TpBtf("tcp_retransmit_skb"),
-        "tcp_retrans",
+        "tcp_rst_sent",
+        [
+            hook!("tcp_rst_sent" => tpa("tcp_send_reset", 3)),
+            hook!("tcp_rst_sent_2arg" => tpa("tcp_send_reset", 2)),
+        ]
     ),
-    p("tcp_rst_sent", Tcp, TpBtf("tcp_send_reset"), "tcp_rst_sent"),
-    p(
-        "tcp_rst_rcvd",
+    probe!(
         Tcp,
-        TpBtf("tcp_receive_reset"),
         "tcp_rst_rcvd",
+        [hook!("tcp_rst_rcvd" => t("tcp_receive_reset"))]
     ),
-    p(
+    probe!(
+        Ip,
         "ip_local_out",
-        Ip,
-        Netfilter(NF_INET_LOCAL_OUT),
-        "ip_local_out",
+        [
+            hook!("ip_local_out" => nf(NF_INET_LOCAL_OUT)),
+            hook!("ip_local_out_fexit4" => Fexit("__ip_local_out"),
+              "ip_local_out_fexit6" => Fexit("__ip6_local_out")),
+        ]
     ),
-    detail(
+    detail!(
+        Ip,
         "ip_post_routing",
-        Ip,
-        Netfilter(NF_INET_POST_ROUTING),
-        "ip_post_routing",
+        [
+            hook!("ip_post_routing" => nf(NF_INET_POST_ROUTING)),
+            hook!("ip_post_routing_fentry4" => Fentry("ip_output"),
+              "ip_post_routing_fentry6" => Fentry("ip6_output")),
+        ]
     ),
-    detail(
+    detail!(
+        Ip,
         "ip_pre_routing",
-        Ip,
-        Netfilter(NF_INET_PRE_ROUTING),
-        "ip_pre_routing",
+        [
+            hook!("ip_pre_routing" => nf(NF_INET_PRE_ROUTING)),
+            hook!("ip_pre_routing_fentry4" => Fentry("ip_rcv"),
+              "ip_pre_routing_fentry6" => Fentry("ipv6_rcv")),
+        ]
     ),
-    p(
-        "ip_local_in",
+    probe!(
         Ip,
-        Netfilter(NF_INET_LOCAL_IN),
         "ip_local_in",
+        [
+            hook!("ip_local_in" => nf(NF_INET_LOCAL_IN)),
+            hook!("ip_local_in_fentry4" => Fentry("ip_local_deliver"),
+              "ip_local_in_fentry6" => Fentry("ip6_input")),
+        ]
     ),
-    p("qdisc_enq", Qdisc, TpBtf("qdisc_enqueue"), "qdisc_enq"),
-    p("qdisc_deq", Qdisc, TpBtf("qdisc_dequeue"), "qdisc_deq"),
-    detail("dev_queue", Dev, TpBtf("net_dev_queue"), "dev_queue"),
-    p(
-        "dev_start_xmit",
+    probe!(
+        Qdisc,
+        "qdisc_enq",
+        [hook!("qdisc_enq" => t("qdisc_enqueue"))]
+    ),
+    probe!(
+        Qdisc,
+        "qdisc_deq",
+        [hook!("qdisc_deq" => t("qdisc_dequeue"))]
+    ),
+    detail!(Dev, "dev_queue", [hook!("dev_queue" => t("net_dev_queue"))]),
+    probe!(
         Dev,
-        TpBtf("net_dev_start_xmit"),
         "dev_start_xmit",
+        [hook!("dev_start_xmit" => t("net_dev_start_xmit"))]
     ),
-    detail("dev_xmit", Dev, TpBtf("net_dev_xmit"), "dev_xmit"),
-    p("dev_rx", Dev, TpBtf("netif_receive_skb"), "dev_rx"),
-    p("drop_kfree_skb", Drop, TpBtf("kfree_skb"), "drop"),
-    p("sched_switch", Sched, TpBtf("sched_switch"), "sched_switch"),
-    p("sched_wakeup", Sched, TpBtf("sched_wakeup"), "sched_wakeup"),
-    p(
-        "sched_exit",
+    detail!(Dev, "dev_xmit", [hook!("dev_xmit" => t("net_dev_xmit"))]),
+    probe!(Dev, "dev_rx", [hook!("dev_rx" => t("netif_receive_skb"))]),
+    probe!(Drop, "drop", [hook!("drop_kfree_skb" => t("kfree_skb"))]),
+    probe!(
         Sched,
-        TpBtf("sched_process_exit"),
+        "sched_switch",
+        [hook!("sched_switch" => t("sched_switch"))]
+    ),
+    probe!(
+        Sched,
+        "sched_wakeup",
+        [hook!("sched_wakeup" => t("sched_wakeup"))]
+    ),
+    probe!(
+        Sched,
         "sched_exit",
+        [hook!("sched_exit" => t("sched_process_exit"))]
     ),
 ];
 
@@ -150,18 +245,26 @@ pub const TCP_RX_SEG: &str = "tcp_rx_seg";
 
 /// Every program name in the object, for autoload decisions.
 pub fn all_programs() -> impl Iterator<Item = &'static str> {
-    PROBES.iter().map(|p| p.prog).chain([
-        FOLLOW_FORKS,
-        PKT_FREE,
-        PKT_CONSUME,
-        FLOWS_AT_BIND,
-        TCP_RX_SEG,
-    ])
+    PROBES
+        .iter()
+        .flat_map(|p| p.hooks.iter())
+        .flat_map(|h| h.progs.iter().map(|(p, _)| *p))
+        .chain([
+            FOLLOW_FORKS,
+            PKT_FREE,
+            PKT_CONSUME,
+            FLOWS_AT_BIND,
+            TCP_RX_SEG,
+        ])
 }
 
-pub fn hook_name(a: Attach) -> String {
+/// One attach point as magnet names it (`tp_btf/tcp_probe`, `fexit/sock_sendmsg`,
+/// `netfilter/LOCAL_OUT`).
+pub fn attach_name(a: Attach) -> String {
     match a {
-        TpBtf(tp) => format!("tp_btf/{tp}"),
+        TpBtf { tp, .. } => format!("tp_btf/{tp}"),
+        Fentry(f) => format!("fentry/{f}"),
+        Fexit(f) => format!("fexit/{f}"),
         Netfilter(h) => format!(
             "netfilter/{}",
             match h {
@@ -172,5 +275,250 @@ pub fn hook_name(a: Attach) -> String {
                 _ => "?",
             }
         ),
+    }
+}
+
+/// A hook's name: its attach points joined with `+`.
+pub fn hook_name(h: &Hook) -> String {
+    h.progs
+        .iter()
+        .map(|(_, a)| attach_name(*a))
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+/// What the running kernel offers, as far as the table needs to know.
+pub struct Kernel {
+    pub btf: KernelBtf,
+    pub features: Features,
+    /// `available_filter_functions`, when tracefs is readable.
+    pub traceable: Option<HashSet<String>>,
+}
+
+impl Kernel {
+    /// Reads BTF and probes the attach types (needs root).
+    pub fn detect() -> anyhow::Result<Kernel> {
+        let btf = KernelBtf::load()?;
+        let features = Features::detect(&btf);
+        let traceable = magnet_kernel::attach::traceable_functions().ok();
+        Ok(Kernel {
+            btf,
+            features,
+            traceable,
+        })
+    }
+
+    /// Why this attach point cannot be used here (None: it can).
+    ///
+    /// `MAGNET_HOOKS_DENY` (comma-separated prefixes of hook names such as
+    /// `netfilter`, `fentry`, `fexit/inet_sendmsg`, `tp_btf/sock_send_length`)
+    /// makes magnet act as if the kernel lacked those hooks: for tests and for
+    /// trying another hook by hand.
+    pub fn missing(&self, a: Attach) -> Option<String> {
+        if let Ok(deny) = std::env::var("MAGNET_HOOKS_DENY") {
+            let name = attach_name(a);
+            if deny
+                .split(',')
+                .map(str::trim)
+                .any(|d| !d.is_empty() && name.starts_with(d))
+            {
+                return Some(format!("{name} denied by MAGNET_HOOKS_DENY={deny}"));
+            }
+        }
+        match a {
+            TpBtf { tp, args } => {
+                let Some(info) = self.btf.tracepoint(tp) else {
+                    return Some(format!("this kernel has no tracepoint {tp}"));
+                };
+                match args {
+                    Some(n) if info.params.len() != n => Some(format!(
+                        "tracepoint {tp} has {} arguments here, this program reads {n}",
+                        info.params.len()
+                    )),
+                    _ => None,
+                }
+            }
+            Netfilter(_) => (!self.features.netfilter_link.is_yes())
+                .then(|| self.features.netfilter_link.reason().to_string()),
+            Fentry(f) | Fexit(f) => {
+                if !self.features.fentry.is_yes() {
+                    Some(self.features.fentry.reason().to_string())
+                } else if !self.btf.has_func(f) {
+                    Some(format!("no function {f} in this kernel's BTF"))
+                } else if self.traceable.as_ref().is_some_and(|t| !t.contains(f)) {
+                    Some(format!(
+                        "{f} cannot be traced (not in available_filter_functions)"
+                    ))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// Why this hook cannot be used here (None: every program of it can attach).
+    pub fn hook_missing(&self, h: &Hook) -> Option<String> {
+        h.progs.iter().find_map(|(_, a)| self.missing(*a))
+    }
+}
+
+/// The hook chosen for one probe on this kernel, or why none works.
+#[derive(Clone, Debug)]
+pub struct Choice {
+    pub probe: &'static Probe,
+    /// Index into `probe.hooks`.
+    pub hook: Result<usize, String>,
+}
+
+impl Choice {
+    pub fn hook(&self) -> Option<&'static Hook> {
+        self.hook.as_ref().ok().map(|&i| &self.probe.hooks[i])
+    }
+}
+
+/// For every probe in the table: the first hook this kernel can feed it from,
+/// or one line naming each candidate hook and what it lacks.
+pub fn plan(k: &Kernel) -> Vec<Choice> {
+    PROBES
+        .iter()
+        .map(|p| {
+            let mut why = Vec::new();
+            for (i, h) in p.hooks.iter().enumerate() {
+                match k.hook_missing(h) {
+                    None => {
+                        return Choice {
+                            probe: p,
+                            hook: Ok(i),
+                        }
+                    }
+                    Some(m) => why.push(format!("{}: {m}", hook_name(h))),
+                }
+            }
+            Choice {
+                probe: p,
+                hook: Err(why.join("; ")),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_program_is_in_the_object_once() {
+        let names: Vec<&str> = all_programs().collect();
+        let set: HashSet<&str> = names.iter().copied().collect();
+        assert_eq!(names.len(), set.len(), "a program is listed twice");
+        let skel =
+            include_str!("bpf/record.bpf.c").to_string() + include_str!("bpf/hooks_fn.bpf.c");
+        for n in names {
+            assert!(
+                skel.contains(&format!("({n},")) || skel.contains(&format!("int {n}(")),
+                "program {n} is not in record.bpf.c / hooks_fn.bpf.c"
+            );
+        }
+    }
+
+    fn kernel_without(fentry: bool, netfilter: bool) -> Option<Kernel> {
+        use magnet_kernel::Support;
+        let btf = KernelBtf::load().ok()?;
+        let s = |b: bool, what: &str| {
+            if b {
+                Support::Yes
+            } else {
+                Support::No(format!("no {what} (test)"))
+            }
+        };
+        Some(Kernel {
+            btf,
+            features: Features {
+                release: "test".into(),
+                kprobe: s(false, "kprobes"),
+                kprobe_multi: s(false, "kprobe-multi"),
+                fentry: s(fentry, "fentry/fexit"),
+                netfilter_link: s(netfilter, "netfilter BPF links"),
+                tcx: s(false, "tcx"),
+            },
+            traceable: None,
+        })
+    }
+
+    #[test]
+    fn the_first_hook_the_kernel_has_is_chosen_and_misses_are_named() {
+        // Tracepoints come from this machine's BTF; attach types are made up.
+        let Some(k) = kernel_without(false, false) else {
+            eprintln!("skipped: no BTF");
+            return;
+        };
+        let p = plan(&k);
+        let get = |kind: &str| p.iter().find(|c| c.probe.kind == Some(kind)).unwrap();
+        // No netfilter links and no fentry: ip cannot be fed, and the line says
+        // which hooks were tried and what each lacks.
+        let why = get("ip_local_out").hook.clone().unwrap_err();
+        assert!(
+            why.starts_with("netfilter/LOCAL_OUT: no netfilter BPF links (test)"),
+            "{why}"
+        );
+        assert!(
+            why.contains("; fexit/__ip_local_out+fexit/__ip6_local_out: no fentry/fexit (test)"),
+            "{why}"
+        );
+        // The tracepoint exists (6.18): first candidate.
+        assert_eq!(get("app_send").hook.as_ref().ok(), Some(&0));
+        // With fentry, ip moves to its second candidate.
+        let k = kernel_without(true, false).unwrap();
+        let p = plan(&k);
+        let c = p
+            .iter()
+            .find(|c| c.probe.kind == Some("ip_local_in"))
+            .unwrap();
+        assert_eq!(
+            c.hook().map(hook_name).as_deref(),
+            Some("fentry/ip_local_deliver+fentry/ip6_input")
+        );
+        // Argument counts decide between tracepoint variants.
+        let n = k.btf.tracepoint("tcp_retransmit_skb").unwrap().params.len();
+        let c = p
+            .iter()
+            .find(|c| c.probe.kind == Some("tcp_retrans"))
+            .unwrap();
+        let chosen = c.hook().unwrap().progs[0].1;
+        assert_eq!(
+            chosen,
+            TpBtf {
+                tp: "tcp_retransmit_skb",
+                args: Some(n)
+            }
+        );
+    }
+
+    #[test]
+    fn every_kind_has_a_hook_on_this_kernel() {
+        let Ok(btf) = KernelBtf::load() else {
+            eprintln!("skipped: no BTF");
+            return;
+        };
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: feature probes need root");
+            return;
+        }
+        let k = Kernel {
+            features: Features::detect(&btf),
+            btf,
+            traceable: magnet_kernel::attach::traceable_functions().ok(),
+        };
+        for c in plan(&k) {
+            if let Err(why) = &c.hook {
+                // Only the table's tracepoints decide on 6.18; a kernel with
+                // fewer has function probes instead (checked in the QEMU lab).
+                assert!(
+                    k.features.has_func_probes(),
+                    "{}: no hook: {why}",
+                    c.probe.name()
+                );
+            }
+        }
     }
 }

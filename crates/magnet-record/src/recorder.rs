@@ -27,8 +27,8 @@ use magnet_trace::catalog::{kind, HEADER_LEN};
 use magnet_trace::{Catalog, ClockMap, Footer, Header, KindIndex, LayerSource, TraceWriter};
 
 use crate::config::{Layer, RecordConfig};
-use crate::probes::{self, Attach, PROBES};
-use crate::skel::RecordSkelBuilder;
+use crate::probes::{self, Attach, Choice, PROBES};
+use crate::skel::{OpenRecordSkel, RecordSkel, RecordSkelBuilder};
 
 /// What to trace.
 #[derive(Clone, Debug)]
@@ -409,13 +409,155 @@ fn is_busy(e: &libbpf_rs::Error) -> bool {
     format!("{e:#}").contains(&format!("(os error {})", libc::EBUSY))
 }
 
-/// Whether a probe is loaded: its layer is selected and its kind enabled.
+/// Whether a probe is wanted: its layer is selected and its kind enabled.
 fn probe_on(config: &RecordConfig, probe: &probes::Probe) -> bool {
-    let layer = probe.layer.expect("probes in PROBES record a layer");
+    let layer = probe.layer;
     config.layers.contains(&layer)
         && probe
             .kind
             .is_none_or(|k| config.kinds.enabled(k, probe.default_on))
+}
+
+/// libbpf's messages while loading, kept to name the program the kernel refused.
+mod load_log {
+    use std::sync::Mutex;
+
+    use libbpf_rs::PrintLevel;
+
+    static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    fn keep(_level: PrintLevel, msg: String) {
+        if std::env::var_os("LIBBPF_DEBUG").is_some() {
+            eprint!("{msg}");
+        }
+        if let Ok(mut l) = LOG.lock() {
+            l.push(msg);
+        }
+    }
+
+    /// Runs `f` with libbpf's messages captured (not printed unless
+    /// LIBBPF_DEBUG is set), then restores the previous printer.
+    pub fn capture<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
+        let prev = libbpf_rs::set_print(Some((PrintLevel::Debug, keep)));
+        let out = f();
+        libbpf_rs::set_print(prev);
+        let log = LOG
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
+        (out, log)
+    }
+
+    /// `libbpf: prog 'NAME': failed to load: …` → NAME.
+    pub fn failed_program(log: &[String]) -> Option<String> {
+        log.iter().rev().find_map(|l| {
+            let rest = l.split("prog '").nth(1)?;
+            let (name, tail) = rest.split_once('\'')?;
+            tail.contains("failed to load").then(|| name.to_string())
+        })
+    }
+
+    /// The verifier's last word before its statistics line.
+    pub fn verifier_reason(log: &[String]) -> Option<String> {
+        let lines: Vec<&str> = log.iter().flat_map(|m| m.lines()).collect();
+        let end = lines.iter().rposition(|l| l.starts_with("processed "))?;
+        lines[..end]
+            .iter()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.trim().to_string())
+    }
+}
+
+/// A probe that cannot attach on this kernel. Optional ones (and those of
+/// default layers) are left out with one line in the trace's layer notes (the
+/// CLI prints them); a layer the user asked for by name fails with that line.
+fn left_out(
+    config: &RecordConfig,
+    sources: &mut BTreeMap<Layer, LayerSource>,
+    probe: &probes::Probe,
+    why: &str,
+) -> Result<()> {
+    let layer = probe.layer;
+    let what = match probe.kind {
+        Some(k) => format!("{k} not recorded"),
+        None => format!("{} left out", probe.name()),
+    };
+    if !probe.optional && config.layers_named {
+        bail!(
+            "layer {layer} cannot be recorded on this kernel ({}): {}: {why} \
+             (leave the layer out of --layers, or see `magnet record --check`)",
+            kernel_release(),
+            probe.name()
+        );
+    }
+    if let Some(src) = sources.get_mut(&layer) {
+        src.missing.push(format!("{what}: {why}"));
+    }
+    Ok(())
+}
+
+fn kernel_release() -> String {
+    nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// One line of `magnet record --check`: the hook that will feed a kind on
+/// this kernel, or why none can.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CheckLine {
+    pub layer: String,
+    pub kind: String,
+    pub default_on: bool,
+    pub hook: Option<String>,
+    pub missing: Option<String>,
+}
+
+/// What `magnet record` would attach on this kernel, for every kind of every
+/// layer, and what the kernel offers. Needs root (it probes attach types).
+pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
+    preflight()?;
+    let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
+    let plan = probes::plan(&kernel);
+    // Load every chosen program once (nothing is attached): what the verifier
+    // refuses moves on to its next hook, as it would when recording.
+    let mut chosen: Vec<Choice> = plan.iter().filter(|c| c.hook.is_ok()).cloned().collect();
+    let mut refused: BTreeMap<&str, String> = BTreeMap::new();
+    let wanted = |chosen: &[Choice], name: &str| {
+        chosen.iter().any(|c| {
+            c.hook()
+                .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == name))
+        })
+    };
+    let skel = load_with_fallback(
+        &kernel,
+        &mut chosen,
+        |probe, why| {
+            refused.insert(probe.name(), why.to_string());
+            Ok(())
+        },
+        |_| Ok(()),
+        &wanted,
+    )?;
+    drop(skel);
+    let lines = plan
+        .into_iter()
+        .map(|c| {
+            let now = chosen.iter().find(|d| std::ptr::eq(d.probe, c.probe));
+            CheckLine {
+                layer: c.probe.layer.name().to_string(),
+                kind: c.probe.name().to_string(),
+                default_on: c.probe.default_on,
+                hook: now.and_then(|d| d.hook()).map(probes::hook_name),
+                missing: match now {
+                    Some(_) => None,
+                    None => refused.get(c.probe.name()).cloned().or(c.hook.err()),
+                },
+            }
+        })
+        .collect();
+    Ok((kernel.features, lines))
 }
 
 /// Whether tcp_rcv events are recorded (the tcp layer with its tcp_rcv kind).
@@ -426,6 +568,95 @@ fn tcp_rcv_on(config: &RecordConfig) -> bool {
         .is_some_and(|p| probe_on(config, p))
 }
 
+/// The loaded object holding the programs of the `chosen` hooks (and the
+/// support programs `wanted` names). A hook the table allows can still be
+/// refused by this kernel's verifier (6.12 lets netfilter programs call fewer
+/// helpers than 6.18): the program that failed is named in libbpf's log; its
+/// probe moves on to its next hook the kernel has (or, with none left, goes to
+/// `refused`) and the object is loaded again.
+fn load_with_fallback(
+    kernel: &probes::Kernel,
+    chosen: &mut Vec<Choice>,
+    mut refused: impl FnMut(&'static probes::Probe, &str) -> Result<()>,
+    mut configure: impl FnMut(&mut OpenRecordSkel<'static>) -> Result<()>,
+    wanted: &dyn Fn(&[Choice], &str) -> bool,
+) -> Result<RecordSkel<'static>> {
+    loop {
+        // One small allocation per attempt, kept for the recording's life.
+        let storage = Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = RecordSkelBuilder::default()
+            .open(storage)
+            .context("opening the BPF object failed")?;
+        configure(&mut open)?;
+        for mut prog in open.open_object_mut().progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            prog.set_autoload(wanted(chosen, &name));
+        }
+        let (loaded, log) = load_log::capture(|| open.load());
+        let e = match loaded {
+            Ok(skel) => return Ok(skel),
+            Err(e) => e,
+        };
+        let failed = load_log::failed_program(&log);
+        let reason = load_log::verifier_reason(&log);
+        let next = failed.as_deref().and_then(|prog| {
+            chosen.iter().position(|c| {
+                c.hook()
+                    .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == prog))
+            })
+        });
+        let Some(i) = next else {
+            let progs: Vec<String> = chosen
+                .iter()
+                .filter_map(|c| c.hook())
+                .map(probes::hook_name)
+                .collect();
+            bail!(
+                "loading the BPF programs failed on Linux {}: {e}{}{}\n\
+                 hooks chosen for this kernel: {}; `magnet record --check` lists them; \
+                 run with LIBBPF_DEBUG=1 to see the verifier log",
+                kernel.features.release,
+                failed
+                    .map(|p| format!(" (program {p})"))
+                    .unwrap_or_default(),
+                reason.map(|r| format!(": {r}")).unwrap_or_default(),
+                progs.join(", ")
+            );
+        };
+        let c = chosen.remove(i);
+        let from = c.hook.as_ref().map(|&h| h + 1).unwrap_or(0);
+        let why = format!(
+            "{}: the verifier refused {}: {}",
+            probes::hook_name(c.hook().expect("chosen")),
+            failed.as_deref().unwrap_or("?"),
+            reason.as_deref().unwrap_or("see LIBBPF_DEBUG=1")
+        );
+        match (from..c.probe.hooks.len())
+            .find(|&h| kernel.hook_missing(&c.probe.hooks[h]).is_none())
+        {
+            Some(h) => chosen.push(Choice {
+                probe: c.probe,
+                hook: Ok(h),
+            }),
+            None => {
+                // Name every later candidate too, with what it lacks.
+                let rest: Vec<String> = c.probe.hooks[from..]
+                    .iter()
+                    .filter_map(|h| {
+                        let m = kernel.hook_missing(h)?;
+                        Some(format!("{}: {m}", probes::hook_name(h)))
+                    })
+                    .collect();
+                let why = std::iter::once(why)
+                    .chain(rest)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                refused(c.probe, &why)?
+            }
+        }
+    }
+}
+
 /// Records until the target ends, the duration passes, or `stop` is set.
 pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     preflight()?;
@@ -434,13 +665,37 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             .iter()
             .find(|p| p.kind == Some(k.as_str()))
             .expect("parse_kinds checked the name");
-        let layer = p.layer.expect("probes in PROBES record a layer");
+        let layer = p.layer;
         if !config.layers.contains(&layer) {
             bail!("--kinds {k}: that kind is in layer {layer}, which is not selected (add it to --layers)");
         }
     }
     let catalog = Catalog::builtin();
     let index = KindIndex::new(&catalog);
+
+    // ---- which hook feeds each probe on this kernel --------------------------
+    let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
+    let mut sources: BTreeMap<Layer, LayerSource> = BTreeMap::new();
+    for layer in &config.layers {
+        sources.insert(
+            *layer,
+            LayerSource {
+                layer: layer.name().into(),
+                hooks: vec![],
+                missing: vec![],
+            },
+        );
+    }
+    let mut chosen: Vec<Choice> = Vec::new();
+    for c in probes::plan(&kernel) {
+        if !probe_on(config, c.probe) {
+            continue;
+        }
+        match &c.hook {
+            Ok(_) => chosen.push(c),
+            Err(why) => left_out(config, &mut sources, c.probe, why)?,
+        }
+    }
 
     let filter_pids = matches!(opts.target, Target::Command(_)) || !config.filters.pids.is_empty();
     if let Target::Pids = opts.target {
@@ -462,41 +717,6 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let filter_tasks = filter_pids || config.filters.comm.is_some() || cgroup.is_some();
 
     // ---- open, configure, load -------------------------------------------
-    let mut storage = MaybeUninit::uninit();
-    let mut open = RecordSkelBuilder::default()
-        .open(&mut storage)
-        .context("opening the BPF object failed")?;
-    {
-        let ro = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .expect("the object has read-only settings");
-        ro.filter_tasks = filter_tasks;
-        ro.filter_pid = filter_pids;
-        if let Some(comm) = &config.filters.comm {
-            if comm.len() > 15 {
-                bail!("--comm '{comm}': task names are at most 15 bytes (the kernel truncates longer ones)");
-            }
-            ro.filter_comm = true;
-            for (i, b) in comm.bytes().enumerate() {
-                ro.comm_filter[i] = b as i8;
-            }
-        }
-        ro.cgroup_filter = cgroup.unwrap_or(0);
-        ro.port_filter = config.filters.port.unwrap_or(0);
-        if let Some(h) = config.filters.host {
-            ro.filter_host = true;
-            ro.host_filter = addr16(h);
-        }
-        ro.tcp_state = config.tcp_state;
-        // Received packets are attributed by flow: keep every announced
-        // socket's flow when a layer sees packets.
-        ro.track_all_flows = config.layers.iter().any(|l| l.follows_packets());
-        ro.tcp_rx_other = tcp_rcv_on(config);
-        ro.wakeup_bytes = config.wakeup_bytes;
-        ro.record_fork = config.layers.contains(&Layer::Sched);
-    }
     let buffer = u32::try_from(config.buffer_bytes).map_err(|_| {
         anyhow!(
             "--buffer: {} MiB (sizes round up to a power of two) is more than a BPF ring \
@@ -508,31 +728,19 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     // record.bpf.c); each ring is a power of two of at least one page.
     let cpus = libbpf_rs::num_possible_cpus().context("counting CPUs")? as u32;
     let ring_bytes = (buffer / cpus.max(1)).max(4096).next_power_of_two();
-    // One more ring after the CPUs' for identity (SOCK) records only.
-    open.maps
-        .rings
-        .set_max_entries(cpus + 1)
-        .context("sizing the ring array")?;
-    {
-        let ro = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .expect("the object has read-only settings");
-        ro.id_ring_index = cpus;
-        ro.has_id_ring = true;
-    }
-    // Wake the reader well before one CPU's ring fills.
-    open.maps
-        .rodata_data
-        .as_deref_mut()
-        .expect("the object has read-only settings")
-        .wakeup_bytes = config.wakeup_bytes.min(ring_bytes as u64 / 8);
-
     let packets = config.layers.iter().any(|l| l.follows_packets());
-    let wanted = |name: &str| -> bool {
-        if let Some(p) = PROBES.iter().find(|p| p.prog == name) {
-            return probe_on(config, p);
+    let in_hooks = |name: &str| {
+        PROBES
+            .iter()
+            .flat_map(|p| p.hooks.iter())
+            .any(|h| h.progs.iter().any(|(p, _)| *p == name))
+    };
+    let wanted = |chosen: &[Choice], name: &str| -> bool {
+        if in_hooks(name) {
+            return chosen.iter().any(|c| {
+                c.hook()
+                    .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == name))
+            });
         }
         match name {
             probes::FOLLOW_FORKS => filter_pids || config.layers.contains(&Layer::Sched),
@@ -543,17 +751,66 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             _ => false,
         }
     };
-    for mut prog in open.open_object_mut().progs_mut() {
-        let name = prog.name().to_string_lossy().into_owned();
-        prog.set_autoload(wanted(&name));
-    }
-    let skel = open.load().map_err(|e| {
-        anyhow!(
-            "loading the BPF programs failed: {e}\n\
-             magnet needs Linux 6.4 or later with BTF (tp_btf and netfilter BPF links); \
-             run with LIBBPF_DEBUG=1 to see the verifier log"
-        )
-    })?;
+    // A hook the table allows can still be refused by this kernel's verifier
+    // (e.g. 6.12 lets netfilter programs call fewer helpers than 6.18): the
+    // program that failed is named in libbpf's log; its probe moves on to its
+    // next hook and the object is loaded again.
+    let skel = load_with_fallback(
+        &kernel,
+        &mut chosen,
+        |probe, why| left_out(config, &mut sources, probe, why),
+        |open| {
+            {
+                let ro = open
+                    .maps
+                    .rodata_data
+                    .as_deref_mut()
+                    .expect("the object has read-only settings");
+                ro.filter_tasks = filter_tasks;
+                ro.filter_pid = filter_pids;
+                if let Some(comm) = &config.filters.comm {
+                    if comm.len() > 15 {
+                        bail!("--comm '{comm}': task names are at most 15 bytes (the kernel truncates longer ones)");
+                    }
+                    ro.filter_comm = true;
+                    for (i, b) in comm.bytes().enumerate() {
+                        ro.comm_filter[i] = b as i8;
+                    }
+                }
+                ro.cgroup_filter = cgroup.unwrap_or(0);
+                ro.port_filter = config.filters.port.unwrap_or(0);
+                if let Some(h) = config.filters.host {
+                    ro.filter_host = true;
+                    ro.host_filter = addr16(h);
+                }
+                ro.tcp_state = config.tcp_state;
+                // Received packets are attributed by flow: keep every announced
+                // socket's flow when a layer sees packets.
+                ro.track_all_flows = config.layers.iter().any(|l| l.follows_packets());
+                ro.tcp_rx_other = tcp_rcv_on(config);
+                ro.wakeup_bytes = config.wakeup_bytes;
+                ro.record_fork = config.layers.contains(&Layer::Sched);
+                ro.id_ring_index = cpus;
+                ro.has_id_ring = true;
+            }
+            // One more ring after the CPUs' for identity (SOCK) records only.
+            open.maps
+                .rings
+                .set_max_entries(cpus + 1)
+                .context("sizing the ring array")?;
+            // Wake the reader well before one CPU's ring fills.
+            open.maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("the object has read-only settings")
+                .wakeup_bytes = config.wakeup_bytes.min(ring_bytes as u64 / 8);
+            Ok(())
+        },
+        &wanted,
+    )?;
+    let wanted = |name: &str| wanted(&chosen, name);
+
+    let mut hooks_by_kind: BTreeMap<&str, String> = BTreeMap::new();
 
     // Time zero of the trace: taken before the first program is attached, so
     // that no event precedes it.
@@ -588,60 +845,57 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
 
     // ---- attach ---------------------------------------------------------------
     let mut links: Vec<Link> = Vec::new();
-    let mut sources: BTreeMap<Layer, LayerSource> = BTreeMap::new();
-    for layer in &config.layers {
-        sources.insert(
-            *layer,
-            LayerSource {
-                layer: layer.name().into(),
-                hooks: vec![],
-                missing: vec![],
-            },
-        );
-    }
     let object = skel.object();
-    for probe in PROBES {
-        let layer = probe.layer.expect("probes in PROBES record a layer");
-        if !probe_on(config, probe) {
-            continue;
+    let mut netfilter_used = false;
+    for c in &chosen {
+        let probe = c.probe;
+        let hook = c.hook().expect("only chosen probes");
+        let mut hook_links = Vec::new();
+        let mut failed = None;
+        for (name, attach) in hook.progs {
+            let prog = object
+                .progs_mut()
+                .find(|p| p.name() == *name)
+                .ok_or_else(|| anyhow!("program {name} missing from the BPF object"))?;
+            let attached: Result<Vec<Link>> = match attach {
+                Attach::TpBtf { .. } | Attach::Fentry(_) | Attach::Fexit(_) => {
+                    prog.attach().map(|l| vec![l]).map_err(Into::into)
+                }
+                Attach::Netfilter(hooknum) => {
+                    // Observe last on the way out (final headers), first on the way in.
+                    let out = *hooknum == libbpf_rs::NF_INET_LOCAL_OUT
+                        || *hooknum == libbpf_rs::NF_INET_POST_ROUTING;
+                    let priority = if out { i32::MAX - 1 } else { i32::MIN + 1 };
+                    netfilter_used = true;
+                    [NFPROTO_IPV4, NFPROTO_IPV6]
+                        .into_iter()
+                        .map(|pf| attach_netfilter(&prog, pf, *hooknum, priority))
+                        .collect()
+                }
+            };
+            match attached {
+                Ok(ls) => hook_links.extend(ls),
+                Err(e) => {
+                    failed = Some(format!("{}: {e:#}", probes::attach_name(*attach)));
+                    break;
+                }
+            }
         }
-        let prog = object
-            .progs_mut()
-            .find(|p| p.name() == probe.prog)
-            .ok_or_else(|| anyhow!("program {} missing from the BPF object", probe.prog))?;
-        let hook = probes::hook_name(probe.attach);
-        let attached: Result<Vec<Link>> = match probe.attach {
-            Attach::TpBtf(_) => prog.attach().map(|l| vec![l]).map_err(Into::into),
-            Attach::Netfilter(hooknum) => {
-                // Observe last on the way out (final headers), first on the way in.
-                let priority = if hook.ends_with("OUT") || hook.ends_with("POST_ROUTING") {
-                    i32::MAX - 1
-                } else {
-                    i32::MIN + 1
-                };
-                [NFPROTO_IPV4, NFPROTO_IPV6]
-                    .into_iter()
-                    .map(|pf| attach_netfilter(&prog, pf, hooknum, priority))
-                    .collect()
+        let src = sources
+            .get_mut(&probe.layer)
+            .expect("source per selected layer");
+        match failed {
+            None => {
+                links.extend(hook_links);
+                let name = probes::hook_name(hook);
+                if let Some(k) = probe.kind {
+                    hooks_by_kind.insert(k, name.clone());
+                }
+                if !src.hooks.contains(&name) {
+                    src.hooks.push(name);
+                }
             }
-        };
-        let src = sources.get_mut(&layer).expect("source per selected layer");
-        match attached {
-            Ok(ls) => {
-                links.extend(ls);
-                src.hooks.push(hook);
-            }
-            Err(e) if probe.optional => src.missing.push(format!("{hook}: {e}")),
-            Err(e) => {
-                let hint = match probe.attach {
-                    Attach::Netfilter(_) => "netfilter BPF links need Linux 6.4 or later",
-                    Attach::TpBtf("sock_send_length" | "sock_recv_length") => {
-                        "the sock_send_length/sock_recv_length tracepoints need Linux 6.3 or later"
-                    }
-                    Attach::TpBtf(_) => "this kernel may lack the tracepoint",
-                };
-                bail!("cannot attach {hook} for layer {layer}: {e:#} ({hint}; leave the layer out with --layers)");
-            }
+            Some(why) => left_out(config, &mut sources, probe, &why)?,
         }
     }
     for name in [
@@ -668,11 +922,19 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             s.hooks.push("tp_btf/sched_process_fork".into());
         }
     }
-    if let Some(s) = sources.get_mut(&Layer::Ip) {
-        s.missing
-            .push("netfilter hooks see only the recorder's network namespace".into());
+    if netfilter_used {
+        if let Some(s) = sources.get_mut(&Layer::Ip) {
+            s.missing
+                .push("netfilter hooks see only the recorder's network namespace".into());
+        }
     }
 
+    // The catalog names the hook that fed each kind on this kernel.
+    for k in header.catalog.kinds.iter_mut() {
+        if let Some(h) = hooks_by_kind.get(k.name.as_str()) {
+            k.hook = h.clone();
+        }
+    }
     header.layers = sources.values().cloned().collect();
     let (tx, writer) = spawn_writer(&config.output, &header)?;
 

@@ -1,11 +1,18 @@
 //! One module per subcommand.
 pub mod analyze;
+pub mod daemon;
 pub mod demo;
+pub mod dump;
 pub mod export;
+pub mod funcs;
+mod funcs_source;
 pub mod info;
 pub mod loadgen;
+pub mod matching;
 pub mod nfs;
+pub mod packets;
 pub mod parse;
+pub mod pcap;
 pub mod record;
 pub mod report;
 pub mod rpc;

@@ -42,7 +42,7 @@ receive: by the socket's flow). --port and --host narrow any of them further.
 
 When the ring buffer is full the kernel counts what it could not record and writes a
 LOST record with the count as soon as there is room: nothing is lost silently.
-Needs root and a kernel with BTF (Linux 6.4+ for every layer). Ctrl-C or SIGTERM ends
+Needs root and a kernel with BTF (Linux 6.1 or later; --check shows the hook per kind). Ctrl-C or SIGTERM ends
 a recording cleanly; the trace stays readable up to its last block even if killed.";
 
 #[derive(Args, Debug)]
@@ -86,9 +86,16 @@ pub struct RecordArgs {
     #[arg(long, value_name = "ADDR")]
     host: Option<IpAddr>,
 
-    /// Layers to record, comma-separated, or `all`.
-    #[arg(long, value_name = "LIST", default_value = "app,tcp,ip,dev", value_parser = parse_layers)]
-    layers: std::collections::BTreeSet<Layer>,
+    /// Layers to record, comma-separated, or `all` [default: app,tcp,ip,dev].
+    /// A default layer this kernel cannot record is left out with a note; a
+    /// layer named here fails instead.
+    #[arg(long, value_name = "LIST", value_parser = parse_layers)]
+    layers: Option<std::collections::BTreeSet<Layer>>,
+
+    /// Print, for this kernel, which hook will feed each kind of each layer and
+    /// which cannot be recorded and why; record nothing.
+    #[arg(long)]
+    check: bool,
 
     /// Adjust the kinds recorded in those layers: +KIND adds one that is off by
     /// default (dev_queue, dev_xmit, ip_post_routing, ip_pre_routing), -KIND leaves
@@ -123,6 +130,9 @@ pub struct RecordArgs {
 }
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
+    if args.check {
+        return check(&args);
+    }
     let target = if !args.command.is_empty() {
         Target::Command(args.command.clone())
     } else if !args.pid.is_empty() {
@@ -133,7 +143,10 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         bail!("say what to trace: `-- COMMAND [ARGS]`, `-p PID`, `--comm NAME`, `--cgroup PATH` or `--all`");
     };
     let mut config = RecordConfig::new(args.output.clone());
-    config.layers = args.layers.clone();
+    if let Some(l) = &args.layers {
+        config.layers = l.clone();
+        config.layers_named = true;
+    }
     config.kinds = args.kinds.clone().unwrap_or_default();
     config.tcp_state = args.tcp_state;
     config.set_buffer(args.buffer);
@@ -198,6 +211,53 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
         None => ExitCode::SUCCESS,
     })
+}
+
+/// `magnet record --check`: the hook per kind on this kernel.
+fn check(args: &RecordArgs) -> Result<ExitCode> {
+    let (features, lines) = magnet_record::check()?;
+    let selected = args
+        .layers
+        .clone()
+        .unwrap_or_else(|| Layer::DEFAULT.into_iter().collect());
+    let lines: Vec<_> = lines
+        .into_iter()
+        .filter(|l| selected.iter().any(|s| s.name() == l.layer))
+        .collect();
+    if args.json {
+        use std::io::Write;
+        let v = serde_json::json!({ "kernel": features, "kinds": lines });
+        writeln!(std::io::stdout(), "{v}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let yn = |s: &magnet_kernel::Support| match s {
+        magnet_kernel::Support::Yes => "yes".to_string(),
+        magnet_kernel::Support::No(_) => "no".to_string(),
+    };
+    println!(
+        "kernel {}: fentry/fexit {}, kprobe {}, kprobe-multi {}, netfilter links {}, tcx {}",
+        features.release,
+        yn(&features.fentry),
+        yn(&features.kprobe),
+        yn(&features.kprobe_multi),
+        yn(&features.netfilter_link),
+        yn(&features.tcx)
+    );
+    println!("{:<6} {:<20} hook", "layer", "kind");
+    for l in &lines {
+        let kind = if l.default_on {
+            l.kind.clone()
+        } else {
+            format!("{} (+)", l.kind)
+        };
+        match (&l.hook, &l.missing) {
+            (Some(h), _) => println!("{:<6} {:<20} {h}", l.layer, kind),
+            (None, Some(m)) => println!("{:<6} {:<20} cannot be recorded: {m}", l.layer, kind),
+            (None, None) => {}
+        }
+    }
+    println!("(+): off by default (--kinds +KIND)");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The line that says recording has begun (every hook attached): scripts can

@@ -884,6 +884,13 @@ static __always_inline __u64 fd_socket(__u64 fd)
 	struct file *fp = NULL;
 	if (bpf_probe_read_kernel(&fp, sizeof(fp), &fdt->fd[fd]) || !fp)
 		return 0;
+	/* bpf_rdonly_cast is a 6.2 kfunc: without it, probe reads. */
+	if (!bpf_ksym_exists(bpf_rdonly_cast)) {
+		if ((BPF_CORE_READ(fp, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+			return 0;
+		struct socket *so = BPF_CORE_READ(fp, private_data);
+		return so ? (__u64)BPF_CORE_READ(so, sk) : 0;
+	}
 	struct file *f = bpf_core_cast(fp, struct file);
 	if ((f->f_inode->i_mode & S_IFMT) != S_IFSOCK)
 		return 0;
@@ -1426,7 +1433,9 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
 {
 	if (!fv->sk || !fv->cookie)
 		return;
-	const struct sock *sk = bpf_core_cast((void *)fv->sk, struct sock);
+	/* Read only with BPF_CORE_READ (probe reads): no bpf_rdonly_cast, which
+	 * 6.1 lacks. */
+	const struct sock *sk = (const struct sock *)fv->sk;
 	/* The socket may have been freed since: its cookie tells. */
 	if (BPF_CORE_READ(sk, __sk_common.skc_cookie.counter) != fv->cookie)
 		return;
@@ -1669,3 +1678,7 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 		task_event(child, MG_SCHED_FORK, ptgid);
 	return 0;
 }
+
+/* ---- the same records from other hooks (older kernels) -------------------- */
+
+#include "hooks_fn.bpf.c"

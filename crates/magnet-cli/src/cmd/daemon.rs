@@ -1,0 +1,77 @@
+//! `magnet daemon` (magnetd): always-on per-connection summaries, served on a
+//! Unix socket (JSON lines) and HTTP on localhost (OpenMetrics `/metrics`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+
+use anyhow::Context;
+use clap::Args;
+use magnet_daemon::{Config, Control};
+
+const EXAMPLES: &str = "\
+Examples:
+  magnet daemon                                   HTTP on 127.0.0.1:9595, socket /run/magnet/magnetd.sock
+  magnet daemon --config /etc/magnet/magnetd.toml
+  magnet daemon --http 127.0.0.1:9100 --socket /tmp/magnetd.sock
+  curl -s 127.0.0.1:9595/metrics
+  kill -HUP $(pidof magnet)                        re-read the config file
+
+Needs root. Keeps one summary per connection in the kernel (no event stream);
+SIGINT/SIGTERM detach every hook and exit 0. See docs/daemon.md.";
+
+/// Run magnetd: per-connection summaries in the kernel, served over a Unix socket and HTTP.
+#[derive(Args, Debug)]
+#[command(after_help = EXAMPLES)]
+pub struct DaemonArgs {
+    /// TOML config file (default: /etc/magnet/magnetd.toml if it exists).
+    #[arg(short = 'c', long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Listen for HTTP here (overrides the config; "" turns it off).
+    #[arg(long, value_name = "ADDR:PORT")]
+    http: Option<String>,
+    /// Unix socket for the query API (overrides the config; "" turns it off).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+}
+
+const DEFAULT_CONFIG: &str = "/etc/magnet/magnetd.toml";
+
+pub fn run(a: DaemonArgs) -> anyhow::Result<ExitCode> {
+    let path = a.config.clone().or_else(|| {
+        let p = PathBuf::from(DEFAULT_CONFIG);
+        p.exists().then_some(p)
+    });
+    let mut config = match &path {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    if let Some(h) = &a.http {
+        config.http = if h.is_empty() {
+            None
+        } else {
+            Some(
+                h.parse()
+                    .with_context(|| format!("--http {h}: not an address:port"))?,
+            )
+        };
+    }
+    if let Some(s) = &a.socket {
+        config.socket = (!s.as_os_str().is_empty()).then(|| s.clone());
+    }
+    let control = Control::default();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, control.stop.clone())?;
+    }
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, control.reload.clone())?;
+    magnet_daemon::run(
+        config,
+        path,
+        &control,
+        Box::new(|m| eprintln!("magnetd: {m}")),
+        &mut || eprintln!("magnetd: ready"),
+    )?;
+    let _ = control.stop.load(Ordering::Relaxed);
+    eprintln!("magnetd: stopped");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,240 @@
+//! `magnet funcs`: the kernel functions that handle packets, found by type in
+//! the kernel's BTF (or in a source tree with `--source`), and which of them
+//! can be probed.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use magnet_funcs::{ftrace, select, Btf, Category, Rules};
+
+const AFTER_HELP: &str = "\
+A function handles packets when a parameter (any position) or its return value is
+  direct    a struct sk_buff * (const or not, or a pointer to one)
+  typedef   the same through a typedef chain
+  nested    a pointer to a struct that holds an skb, by value nesting, any depth
+            (struct sock holds sk_buff_head, which points to sk_buff)
+  pointing  a pointer to a struct that points to such a struct (--pointer-depth hops)
+Each function is counted under its most direct category. 'attachable' is the part
+listed in tracefs' available_filter_functions (what kprobes and fentry can use).
+'pwru rule' counts a plain struct sk_buff * among parameters 1-5, as pwru does.
+
+Examples:
+  magnet funcs                          # the running kernel (vmlinux + modules)
+  magnet funcs --btf 6.1.btf --list     # a saved BTF (raw, or a vmlinux ELF)
+  magnet funcs --why tcp_sendmsg
+  magnet funcs --source /usr/src/linux-source-6.1   # adds indirect use; Table 6-1";
+
+#[derive(Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct FuncsArgs {
+    /// Read this BTF (raw .BTF or an ELF vmlinux) instead of the running kernel's.
+    #[arg(long, value_name = "FILE")]
+    btf: Option<PathBuf>,
+    /// Only vmlinux: leave out the modules under /sys/kernel/btf.
+    #[arg(long)]
+    no_modules: bool,
+    /// A saved available_filter_functions listing (default: the running kernel's,
+    /// unless --btf is given).
+    #[arg(long, value_name = "FILE")]
+    available: Option<PathBuf>,
+    /// Pointer hops allowed from a parameter's struct to one that nests an skb.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pointer_depth: u32,
+    /// Explain why a function is (or is not) selected.
+    #[arg(long, value_name = "FUNC")]
+    why: Option<String>,
+    /// Print the selected functions, one per line, with their category.
+    #[arg(long)]
+    list: bool,
+    /// Only these categories in --list (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "CAT")]
+    category: Vec<String>,
+    /// Also list functions that cannot be attached.
+    #[arg(long)]
+    all: bool,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// With --source: follow indirect use at most this many calls away.
+    #[arg(long, default_value_t = 3, value_name = "N", requires = "source")]
+    levels: u32,
+    /// Scan a kernel source tree with a C parser instead (adds indirect use).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["btf", "available", "why"])]
+    source: Option<PathBuf>,
+}
+
+pub fn run(args: FuncsArgs) -> Result<ExitCode> {
+    if let Some(dir) = &args.source {
+        return super::funcs_source::run(dir, args.levels, args.json, args.list);
+    }
+    let rules = Rules {
+        pointer_depth: args.pointer_depth,
+    };
+    let (btf, what, warnings) = match &args.btf {
+        Some(p) => (Btf::from_file(p)?, p.display().to_string(), Vec::new()),
+        None => {
+            let (b, w) = Btf::running(!args.no_modules)?;
+            let n = b.units.len() - 1;
+            (b, format!("/sys/kernel/btf (vmlinux + {n} modules)"), w)
+        }
+    };
+    for w in &warnings {
+        eprintln!("magnet: warning: {w}");
+    }
+    let available: Option<(String, HashSet<String>)> = match (&args.available, &args.btf) {
+        (Some(p), _) => Some((p.display().to_string(), ftrace::read_available(p)?)),
+        (None, Some(_)) => None,
+        (None, None) => match ftrace::running_available() {
+            Ok((p, s)) => Some((p.display().to_string(), s)),
+            Err(e) => {
+                eprintln!("magnet: note: attachable functions unknown: {e}");
+                None
+            }
+        },
+    };
+    let sel = select(&btf, rules);
+    let avail = available.as_ref().map(|(_, s)| s);
+
+    if let Some(name) = &args.why {
+        return why(&sel, name, avail);
+    }
+
+    let cats: Vec<Category> = if args.category.is_empty() {
+        Category::ALL.to_vec()
+    } else {
+        args.category
+            .iter()
+            .map(|c| {
+                Category::ALL
+                    .into_iter()
+                    .find(|k| k.name() == c)
+                    .with_context(|| {
+                        format!("unknown category {c:?} (direct, typedef, nested, pointing)")
+                    })
+            })
+            .collect::<Result<_>>()?
+    };
+    let listed: Vec<&magnet_funcs::Selected> = sel
+        .funcs
+        .values()
+        .filter(|f| cats.contains(&f.category))
+        .filter(|f| args.all || avail.is_none_or(|a| a.contains(&f.name)))
+        .collect();
+    let summary = sel.summary(rules, avail);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.json {
+        let v = serde_json::json!({
+            "btf": what,
+            "available": available.as_ref().map(|(p, s)| serde_json::json!({"path": p, "functions": s.len()})),
+            "summary": summary,
+            "functions": if args.list { Some(&listed) } else { None },
+        });
+        serde_json::to_writer_pretty(&mut out, &v)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.list {
+        for f in &listed {
+            writeln!(out, "{}\t{}\t{}", f.name, f.category.name(), f.unit)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(out, "BTF: {what}")?;
+    match &available {
+        Some((p, s)) => writeln!(out, "attachable: {p} ({} functions)", s.len())?,
+        None => writeln!(out, "attachable: unknown (no available_filter_functions)")?,
+    }
+    writeln!(out, "functions in BTF: {}", summary.total_functions)?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<10} {:>9} {:>11}",
+        "category", "selected", "attachable"
+    )?;
+    for c in Category::ALL {
+        let a = summary
+            .attachable
+            .as_ref()
+            .map(|m| m[&c].to_string())
+            .unwrap_or_else(|| "-".into());
+        writeln!(
+            out,
+            "{:<10} {:>9} {:>11}",
+            c.name(),
+            summary.selected[&c],
+            a
+        )?;
+    }
+    let at = |v: Option<usize>| v.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+    writeln!(
+        out,
+        "{:<10} {:>9} {:>11}",
+        "total",
+        summary.selected_total,
+        at(summary.attachable_total)
+    )?;
+    writeln!(
+        out,
+        "{:<10} {:>9} {:>11}   (struct sk_buff * among parameters 1-5)",
+        "pwru rule",
+        summary.pwru_rule,
+        at(summary.pwru_rule_attachable)
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "polymorphism: {} typedefs of sk_buff, {} structs nesting it, {} pointing to one ({} hop{})",
+        summary.typedef_aliases,
+        summary.nested_structs,
+        summary.pointing_structs,
+        summary.pointer_depth,
+        if summary.pointer_depth == 1 { "" } else { "s" }
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn why(
+    sel: &magnet_funcs::Selection,
+    name: &str,
+    avail: Option<&HashSet<String>>,
+) -> Result<ExitCode> {
+    let attach = match avail {
+        Some(a) if a.contains(name) => "attachable (in available_filter_functions)",
+        Some(_) => "NOT attachable (not in available_filter_functions)",
+        None => "attachability unknown",
+    };
+    let Some(f) = sel.funcs.get(name) else {
+        if sel.total == 0 {
+            bail!("the BTF has no functions");
+        }
+        println!("{name}: not selected: no parameter or return value holds an skb under these rules ({attach})");
+        return Ok(ExitCode::from(1));
+    };
+    println!(
+        "{name} [{}]: {} ({attach}){}",
+        f.unit,
+        f.category.name(),
+        if f.pwru {
+            "; pwru's rule selects it too"
+        } else {
+            ""
+        }
+    );
+    for r in &f.reasons {
+        let slot = if r.position == 0 {
+            "return value".to_string()
+        } else {
+            format!("parameter {} `{}`", r.position, r.name)
+        };
+        println!("  {slot}: {} -> {}", r.ty, r.category.name());
+        for step in &r.chain {
+            println!("    {step}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

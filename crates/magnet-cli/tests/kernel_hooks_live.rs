@@ -1,0 +1,116 @@
+//! Hooks chosen per kernel, on this machine: `record --check` agrees with what
+//! a recording attaches, a default layer whose hooks are missing is left out
+//! with one line naming them, and a layer named in --layers fails with it.
+//! Missing hooks are simulated with MAGNET_HOOKS_DENY (this kernel has every
+//! tracepoint and no fentry); the real kernels are in the QEMU lab
+//! (scripts/lab/matrix). About 2 s.
+
+mod common;
+
+use std::process::Command;
+
+use common::{tmp, MAGNET};
+use magnet_testkit::live_or_skip;
+
+fn record(deny: &str, layers: Option<&str>, out: &std::path::Path) -> std::process::Output {
+    let mut c = Command::new(MAGNET);
+    c.env("MAGNET_HOOKS_DENY", deny)
+        .args(["record", "-q", "--json", "-o"])
+        .arg(out);
+    if let Some(l) = layers {
+        c.args(["--layers", l]);
+    }
+    c.args(["--", MAGNET, "loadgen", "--udp", "20x100"]);
+    c.output().expect("runs magnet")
+}
+
+#[test]
+fn missing_hooks_leave_a_default_layer_out_and_fail_a_named_one() {
+    if !live_or_skip(
+        "missing_hooks_leave_a_default_layer_out_and_fail_a_named_one",
+        &[],
+    ) {
+        return;
+    }
+    // The check names the hook of every default kind.
+    let out = Command::new(MAGNET)
+        .args(["record", "--check", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kinds = v["kinds"].as_array().unwrap();
+    assert!(kinds.len() >= 12, "{kinds:?}");
+    for k in kinds {
+        assert!(
+            k["hook"].is_string() || k["missing"].is_string(),
+            "{k}: neither a hook nor a reason"
+        );
+    }
+    let fentry = v["kernel"]["fentry"]["support"] == "yes";
+
+    // Default layers, netfilter denied: on a kernel without fentry the ip kinds
+    // are left out with a line; the recording still succeeds with 20 sends.
+    let path = tmp("hooks-default.mgt");
+    let out = record("netfilter", None, &path);
+    // stdout: loadgen's line, then the recorder's summary.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert!(out.status.success(), "{summary}");
+    assert_eq!(summary["by_kind"]["app_send"], 20, "{summary}");
+    let ip = summary["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layer"] == "ip")
+        .cloned()
+        .unwrap();
+    if fentry {
+        assert_eq!(ip["hooks"][0], "fexit/__ip_local_out+fexit/__ip6_local_out");
+    } else {
+        assert!(ip["hooks"].as_array().unwrap().is_empty(), "{ip}");
+        let missing: Vec<&str> = ip["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m.as_str().unwrap())
+            .collect();
+        assert!(
+            missing.iter().any(|m| m.starts_with(
+                "ip_local_out not recorded: netfilter/LOCAL_OUT: netfilter/LOCAL_OUT denied by MAGNET_HOOKS_DENY"
+            ) && m.contains("fexit/__ip_local_out+fexit/__ip6_local_out: no fentry/fexit")),
+            "{missing:?}"
+        );
+        assert!(
+            summary["by_kind"].get("ip_local_out").is_none(),
+            "{summary}"
+        );
+    }
+    let _ = std::fs::remove_file(&path);
+
+    // The ip layer named, netfilter and fentry denied: fails with one line
+    // naming the layer, the hooks and what each lacks; no trace is left.
+    let path = tmp("hooks-named.mgt");
+    let out = record("netfilter,fexit,fentry", Some("ip"), &path);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("layer ip cannot be recorded on this kernel")
+            && lines[0].contains("netfilter/LOCAL_OUT: netfilter/LOCAL_OUT denied")
+            && lines[0].contains(
+                "fexit/__ip_local_out+fexit/__ip6_local_out: fexit/__ip_local_out denied"
+            ),
+        "{err}"
+    );
+    assert!(!path.exists(), "a failed recording left {}", path.display());
+}

@@ -1,0 +1,339 @@
+//! A client for magnetd, magnet's always-on daemon.
+//!
+//! An application links this crate to ask how its own connections are doing:
+//! bytes and calls at the application layer and on the wire each way,
+//! segments, retransmits, smoothed RTT, congestion window, send-buffer
+//! occupancy, drops, and app→wire / wire→app latency histograms — numbers the
+//! kernel keeps for every connection anyway, read on request (MAGNeT §IV-C:
+//! "a daemon … which provides a summary of the data for specific connections
+//! at the request of network-aware applications").
+//!
+//! ```no_run
+//! use std::net::TcpStream;
+//! use std::io::Write;
+//! let mut s = TcpStream::connect("127.0.0.1:8080")?;
+//! s.write_all(b"hello")?;
+//! let mut client = magnet_client::Client::connect_default()?;
+//! let summary = client.connection_of(&s)?;
+//! println!("{} bytes sent in {} calls", summary.app.tx_bytes, summary.app.tx_calls);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The protocol is one JSON object per line each way over the Unix socket
+//! (default [`DEFAULT_SOCKET`]); docs/daemon.md lists the requests. magnetd
+//! reads the caller's uid from the socket (SO_PEERCRED): a caller other than
+//! root sees only connections whose socket belongs to its uid, and a cookie
+//! of someone else's connection gets the same answer as one that does not
+//! exist.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Where magnetd listens unless told otherwise.
+pub const DEFAULT_SOCKET: &str = "/run/magnet/magnetd.sock";
+
+/// Everything that can go wrong talking to magnetd.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("connecting to magnetd at {path}: {source} (is `magnet daemon` running? see docs/daemon.md)")]
+    Connect {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("talking to magnetd: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("magnetd's answer is not what this client understands: {0}")]
+    Protocol(String),
+    /// magnetd answered with an error (e.g. no such connection).
+    #[error("magnetd: {0}")]
+    Daemon(String),
+}
+
+/// A request, one JSON object per line.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// One connection by socket cookie.
+    Connection { cookie: u64 },
+    /// Every connection the caller may see (bounded by the daemon's map size).
+    Connections {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        container: Option<String>,
+    },
+    /// Host totals per layer and magnetd's own health.
+    Host,
+    /// Write the flight recorder's last seconds as trace files into a
+    /// directory (root only; needs `[recorder]` in magnetd's config).
+    Dump { dir: String },
+}
+
+/// Bytes and calls at the application layer (send/recv system calls).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct AppCounters {
+    pub tx_bytes: u64,
+    pub tx_calls: u64,
+    pub rx_bytes: u64,
+    pub rx_calls: u64,
+}
+
+/// The socket's packets at the IP layer, as the root cgroup's hooks see them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct WireCounters {
+    /// IP bytes handed down (headers included, before GSO splits them).
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
+    /// Wire segments those packets become (GSO segments).
+    pub tx_segs: u64,
+    pub rx_bytes: u64,
+    /// Wire segments received (a GRO packet counts its segments).
+    pub rx_segs: u64,
+}
+
+/// TCP state at the last packet or call.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct TcpState {
+    pub srtt_us: u32,
+    pub cwnd: u32,
+    /// sk_sndbuf: the send buffer's size.
+    pub sndbuf: u32,
+    /// sk_wmem_queued: bytes in the send buffer (occupancy).
+    pub wmem_queued: u32,
+}
+
+/// Latency histograms, log2 microseconds: `counts[i]` counts samples in
+/// [2^i, 2^(i+1)) µs, `counts[0]` those below 2 µs. Trailing empty slots are
+/// left out.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Latency {
+    /// From the return of a send call to its last byte leaving through IP
+    /// (sampled: one send in flight at a time; data that left during the
+    /// call counts in slot 0).
+    pub app_to_wire: Vec<u64>,
+    /// From the arrival of unread data to the recv call that returned it
+    /// (sampled: the first unread arrival).
+    pub wire_to_app: Vec<u64>,
+}
+
+/// What magnetd knows about one connection.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Connection {
+    /// The socket cookie (SO_COOKIE): the connection's identity.
+    pub cookie: u64,
+    /// The socket's owner.
+    pub uid: u32,
+    /// Process and command of the last send/recv call.
+    pub pid: u32,
+    pub comm: String,
+    /// cgroup v2 id of the last caller, and the container it names, if any.
+    pub cgroup_id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    pub netns: u32,
+    /// "tcp", "udp", or the protocol number.
+    pub protocol: String,
+    /// "ip:port" (IPv6 in brackets).
+    pub local: String,
+    pub remote: String,
+    /// False once TCP has closed it.
+    pub open: bool,
+    /// Seconds since the first call magnetd saw.
+    pub age_s: f64,
+    pub app: AppCounters,
+    pub wire: WireCounters,
+    pub retransmits: u64,
+    pub drops: u64,
+    pub tcp: TcpState,
+    pub latency: Latency,
+}
+
+/// Host totals per layer and magnetd's health.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Host {
+    pub app: AppCounters,
+    pub wire: WireCounters,
+    pub retransmits: u64,
+    pub drops: u64,
+    /// Drops by the kernel's reason name (non-zero ones).
+    pub drop_reasons: std::collections::BTreeMap<String, u64>,
+    pub health: Health,
+}
+
+/// magnetd's own counters.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Health {
+    /// Hook invocations that did work.
+    pub events: u64,
+    /// Full events the flight recorder could not keep (ring full).
+    pub lost: u64,
+    pub connections_created: u64,
+    /// Connections not tracked because the map was full.
+    pub map_full: u64,
+    pub map_entries: u64,
+    pub map_capacity: u64,
+    /// The flight recorder is on and recording now (false between segments).
+    #[serde(default)]
+    pub recorder_running: bool,
+}
+
+/// One answer line.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Response {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<Connection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<Vec<Connection>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Host>,
+    /// The trace files a dump wrote, oldest first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dumped: Option<Vec<String>>,
+}
+
+impl Response {
+    pub fn error(msg: impl Into<String>) -> Response {
+        Response {
+            ok: false,
+            error: Some(msg.into()),
+            ..Response::default()
+        }
+    }
+}
+
+/// The socket cookie of an open socket (getsockopt SO_COOKIE, Linux 4.12+).
+pub fn socket_cookie(fd: RawFd) -> std::io::Result<u64> {
+    let mut cookie: u64 = 0;
+    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cookie`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_COOKIE,
+            (&mut cookie as *mut u64).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(cookie)
+}
+
+/// A connection to magnetd's Unix socket.
+pub struct Client {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Client {
+    /// Connects to [`DEFAULT_SOCKET`] (or `$MAGNETD_SOCKET` when set).
+    pub fn connect_default() -> Result<Client, Error> {
+        let path = std::env::var_os("MAGNETD_SOCKET")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET));
+        Client::connect(&path)
+    }
+
+    pub fn connect(path: &Path) -> Result<Client, Error> {
+        let s = UnixStream::connect(path).map_err(|source| Error::Connect {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let writer = s.try_clone()?;
+        Ok(Client {
+            reader: BufReader::new(s),
+            writer,
+        })
+    }
+
+    /// Sends one request and reads its answer; an error answer is an `Err`.
+    pub fn call(&mut self, req: &Request) -> Result<Response, Error> {
+        let mut line = serde_json::to_string(req).map_err(|e| Error::Protocol(e.to_string()))?;
+        line.push('\n');
+        self.writer.write_all(line.as_bytes())?;
+        let mut answer = String::new();
+        if self.reader.read_line(&mut answer)? == 0 {
+            return Err(Error::Protocol("magnetd closed the connection".into()));
+        }
+        let resp: Response = serde_json::from_str(&answer)
+            .map_err(|e| Error::Protocol(format!("{e}: {}", answer.trim_end())))?;
+        if !resp.ok {
+            return Err(Error::Daemon(
+                resp.error.unwrap_or_else(|| "unspecified error".into()),
+            ));
+        }
+        Ok(resp)
+    }
+
+    /// The summary of one connection by cookie.
+    pub fn connection(&mut self, cookie: u64) -> Result<Connection, Error> {
+        self.call(&Request::Connection { cookie })?
+            .connection
+            .ok_or_else(|| Error::Protocol("answer without a connection".into()))
+    }
+
+    /// The summary of an open socket of this process.
+    pub fn connection_of(&mut self, sock: &impl AsRawFd) -> Result<Connection, Error> {
+        let cookie = socket_cookie(sock.as_raw_fd())?;
+        self.connection(cookie)
+    }
+
+    /// Every connection this caller may see.
+    pub fn connections(&mut self) -> Result<Vec<Connection>, Error> {
+        Ok(self
+            .call(&Request::Connections { container: None })?
+            .connections
+            .unwrap_or_default())
+    }
+
+    /// Has the flight recorder write what it holds into `dir` (root only).
+    pub fn dump(&mut self, dir: &Path) -> Result<Vec<String>, Error> {
+        Ok(self
+            .call(&Request::Dump {
+                dir: dir.display().to_string(),
+            })?
+            .dumped
+            .unwrap_or_default())
+    }
+
+    /// Host totals and health.
+    pub fn host(&mut self) -> Result<Host, Error> {
+        self.call(&Request::Host)?
+            .host
+            .ok_or_else(|| Error::Protocol("answer without host totals".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_one_json_object_with_an_op() {
+        let r = serde_json::to_string(&Request::Connection { cookie: 42 }).unwrap();
+        assert_eq!(r, r#"{"op":"connection","cookie":42}"#);
+        let back: Request = serde_json::from_str(r#"{"op":"connections"}"#).unwrap();
+        assert_eq!(back, Request::Connections { container: None });
+        assert!(serde_json::from_str::<Request>(r#"{"op":"nope"}"#).is_err());
+    }
+
+    #[test]
+    fn cookie_of_a_real_socket_is_stable_and_nonzero() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = socket_cookie(l.as_raw_fd()).unwrap();
+        assert_ne!(a, 0);
+        assert_eq!(a, socket_cookie(l.as_raw_fd()).unwrap());
+        let l2 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        assert_ne!(a, socket_cookie(l2.as_raw_fd()).unwrap());
+    }
+}

@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * magnetd's always-on mode: per-connection summaries kept in the kernel.
+ *
+ * Nothing here writes an event stream. Each hook adds into one record per
+ * connection (keyed by socket cookie, in `conns`) and into host totals per
+ * layer (`host`, per CPU); user space reads the maps when asked.
+ *
+ * hooks                              kernel   what it adds
+ *   tp_btf/sock_send_length           6.3+    app tx bytes and calls; creates the record
+ *   tp_btf/sock_recv_length           6.3+    app rx bytes and calls; creates the record
+ *   cgroup_skb/egress (root cgroup)   4.10+   wire tx bytes, packets, GSO segments, srtt, cwnd
+ *   cgroup_skb/ingress (root cgroup)  4.10+   wire rx bytes and segments
+ *   tp_btf/tcp_retransmit_skb         5.5+    retransmits
+ *   tp_btf/kfree_skb (with reason)    5.17+   drops by reason, host and per connection
+ *   tp_btf/inet_sock_set_state        5.5+    creates TCP records at the handshake;
+ *                                             close time (records of closed
+ *                                             connections are reaped by user space)
+ * Kernels before 6.3 lack the two sock_*_length tracepoints: there the app
+ * layer needs syscall tracepoints instead (not done here; magnetd says so).
+ *
+ * A TCP connection is tracked from its handshake (inet_sock_set_state to
+ * SYN_SENT or ESTABLISHED), any other socket from its first send or recv
+ * call. The owner is the socket's (sk_uid); process, command and cgroup are
+ * those of the last send/recv caller. Packets of sockets without a record
+ * still count in the host totals.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "summary.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define IPPROTO_TCP 6
+#define TCP_ESTABLISHED 1
+#define TCP_SYN_SENT 2
+#define TCP_CLOSE 7
+
+/* Keeps the record types in the object's BTF for the skeleton's types. */
+struct mg_conn mg_conn_layout SEC(".data.layout");
+struct mg_host mg_host_layout SEC(".data.layout");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384); /* set from the config before load */
+	__type(key, __u64);
+	__type(value, struct mg_conn);
+} conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mg_host);
+} host SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MG_DROP_REASONS);
+	__type(key, __u32);
+	__type(value, __u64);
+} drop_reasons SEC(".maps");
+
+/* A zeroed record to fill before insertion (too big for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mg_conn);
+} scratch SEC(".maps");
+
+static __always_inline struct mg_host *host_totals(void)
+{
+	__u32 k = 0;
+	return bpf_map_lookup_elem(&host, &k);
+}
+
+static __always_inline __u64 sk_cookie(const struct sock *sk)
+{
+	__u64 c = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	if (!c)
+		c = bpf_get_socket_cookie((void *)sk);
+	return c;
+}
+
+static __always_inline void v4_mapped(__u8 *dst, __u32 addr)
+{
+	__builtin_memset(dst, 0, 10);
+	dst[10] = 0xff;
+	dst[11] = 0xff;
+	__builtin_memcpy(dst + 12, &addr, 4);
+}
+
+static __always_inline __u32 hist_slot(__u64 ns)
+{
+	__u64 us = ns / 1000;
+	__u32 slot = 0;
+	/* floor(log2(us)); slot 0 holds < 2 us */
+	for (int i = 0; i < MG_HIST_SLOTS - 1; i++) {
+		if (us < 2)
+			break;
+		us >>= 1;
+		slot++;
+	}
+	return slot;
+}
+
+/* The record of `sk`, created on first sight (process context only). */
+static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __u64 now,
+					       struct mg_host *h)
+{
+	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	if (c)
+		return c;
+	__u32 zero = 0;
+	struct mg_conn *n = bpf_map_lookup_elem(&scratch, &zero);
+	if (!n)
+		return NULL;
+	__builtin_memset(n, 0, sizeof(*n));
+	n->first_ns = now;
+	n->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	n->protocol = BPF_CORE_READ(sk, sk_protocol);
+	n->uid = BPF_CORE_READ(sk, sk_uid.val);
+	n->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	n->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	n->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (n->family == AF_INET6) {
+		BPF_CORE_READ_INTO(&n->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&n->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	} else {
+		v4_mapped(n->saddr, BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr));
+		v4_mapped(n->daddr, BPF_CORE_READ(sk, __sk_common.skc_daddr));
+	}
+	if (bpf_map_update_elem(&conns, &cookie, n, BPF_NOEXIST) == 0) {
+		if (h)
+			h->conns_new++;
+	} else if (h && !bpf_map_lookup_elem(&conns, &cookie)) {
+		h->conns_map_full++;
+	}
+	return bpf_map_lookup_elem(&conns, &cookie);
+}
+
+static __always_inline int app_call(struct sock *sk, int ret, int tx)
+{
+	if (!sk)
+		return 0;
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	struct mg_host *h = host_totals();
+	__u64 now = bpf_ktime_get_ns();
+	__u64 bytes = ret > 0 ? ret : 0;
+	if (h) {
+		h->events++;
+		if (tx) {
+			h->app_tx_calls++;
+			h->app_tx_bytes += bytes;
+		} else {
+			h->app_rx_calls++;
+			h->app_rx_bytes += bytes;
+		}
+	}
+	__u64 cookie = sk_cookie(sk);
+	struct mg_conn *c = conn_of(sk, cookie, now, h);
+	if (!c)
+		return 0;
+	c->last_ns = now;
+	c->pid = bpf_get_current_pid_tgid() >> 32;
+	c->cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(c->comm, sizeof(c->comm));
+	/* TCP connects after the record may exist (a recv before connect is
+	 * rare; a send after connect is the rule): refresh the ends. */
+	if (!c->dport || !c->sport) {
+		c->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+		c->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+		if (c->family == AF_INET) {
+			v4_mapped(c->saddr, BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr));
+			v4_mapped(c->daddr, BPF_CORE_READ(sk, __sk_common.skc_daddr));
+		} else {
+			BPF_CORE_READ_INTO(&c->saddr, sk,
+					   __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+			BPF_CORE_READ_INTO(&c->daddr, sk,
+					   __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		}
+	}
+	c->sndbuf = BPF_CORE_READ(sk, sk_sndbuf);
+	c->wmem_queued = BPF_CORE_READ(sk, sk_wmem_queued);
+	if (tx) {
+		__sync_fetch_and_add(&c->app_tx_calls, 1);
+		__sync_fetch_and_add(&c->app_tx_bytes, bytes);
+		if (c->protocol == IPPROTO_TCP && bytes) {
+			struct tcp_sock *tp = (struct tcp_sock *)sk;
+			__u32 write_seq = BPF_CORE_READ(tp, write_seq);
+			__u32 snd_nxt = BPF_CORE_READ(tp, snd_nxt);
+			if ((__s32)(snd_nxt - write_seq) >= 0) {
+				/* everything already left during the call */
+				__sync_fetch_and_add(&c->app_to_wire_hist[0], 1);
+			} else if (!c->tx_mark_ns) {
+				c->tx_mark_seq = write_seq;
+				c->tx_mark_ns = now;
+			}
+		}
+	} else {
+		__sync_fetch_and_add(&c->app_rx_calls, 1);
+		__sync_fetch_and_add(&c->app_rx_bytes, bytes);
+		__u64 mark = c->rx_mark_ns;
+		if (bytes && mark && now > mark) {
+			__u32 s = hist_slot(now - mark);
+			if (s < MG_HIST_SLOTS)
+				__sync_fetch_and_add(&c->wire_to_app_hist[s], 1);
+			c->rx_mark_ns = 0;
+		}
+	}
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(app_send, struct sock *sk, int ret, int flags)
+{
+	return app_call(sk, ret, 1);
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
+{
+	return app_call(sk, ret, 0);
+}
+
+/* TCP sequence number and payload length of an IP packet, 0 if not TCP data. */
+static __always_inline __u32 tcp_payload(struct __sk_buff *skb, __u32 *seq)
+{
+	__u32 l4, ip_payload;
+	__u8 proto;
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)))
+			return 0;
+		__u32 hl = ip.ihl * 4;
+		__u32 tot = bpf_ntohs(ip.tot_len);
+		if (tot == 0)
+			tot = skb->len;
+		proto = ip.protocol;
+		ip_payload = tot > hl ? tot - hl : 0;
+		l4 = hl;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)))
+			return 0;
+		proto = ip6.nexthdr;
+		ip_payload = bpf_ntohs(ip6.payload_len);
+		if (!ip_payload)
+			ip_payload = skb->len > 40 ? skb->len - 40 : 0;
+		l4 = 40;
+	} else {
+		return 0;
+	}
+	if (proto != IPPROTO_TCP)
+		return 0;
+	struct tcphdr th;
+	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
+		return 0;
+	__u32 doff = th.doff * 4;
+	*seq = bpf_ntohl(th.seq);
+	return ip_payload > doff ? ip_payload - doff : 0;
+}
+
+static __always_inline void wire(struct __sk_buff *skb, int tx)
+{
+	struct mg_host *h = host_totals();
+	__u64 len = skb->len;
+	__u64 segs = skb->gso_segs ? skb->gso_segs : 1;
+	if (h) {
+		h->events++;
+		if (tx) {
+			h->wire_tx_bytes += len;
+			h->wire_tx_packets++;
+			h->wire_tx_segs += segs;
+		} else {
+			h->wire_rx_bytes += len;
+			h->wire_rx_packets += segs;
+		}
+	}
+	__u64 cookie = bpf_get_socket_cookie(skb);
+	if (!cookie)
+		return;
+	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	if (!c)
+		return;
+	if (tx) {
+		__sync_fetch_and_add(&c->wire_tx_bytes, len);
+		__sync_fetch_and_add(&c->wire_tx_packets, 1);
+		__sync_fetch_and_add(&c->wire_tx_segs, segs);
+	} else {
+		__sync_fetch_and_add(&c->wire_rx_bytes, len);
+		__sync_fetch_and_add(&c->wire_rx_packets, segs);
+	}
+	if (c->protocol != IPPROTO_TCP)
+		return;
+	struct bpf_sock *sk = skb->sk;
+	if (sk) {
+		sk = bpf_sk_fullsock(sk);
+		if (sk) {
+			struct bpf_tcp_sock *tp = bpf_tcp_sock(sk);
+			if (tp) {
+				c->srtt_us = tp->srtt_us >> 3;
+				c->snd_cwnd = tp->snd_cwnd;
+			}
+		}
+	}
+	__u32 seq = 0;
+	__u32 payload = tcp_payload(skb, &seq);
+	if (!payload)
+		return;
+	__u64 now = bpf_ktime_get_ns();
+	if (tx) {
+		__u64 mark = c->tx_mark_ns;
+		if (mark && (__s32)(seq + payload - c->tx_mark_seq) >= 0) {
+			__u32 s = hist_slot(now > mark ? now - mark : 0);
+			if (s < MG_HIST_SLOTS)
+				__sync_fetch_and_add(&c->app_to_wire_hist[s], 1);
+			c->tx_mark_ns = 0;
+		}
+	} else if (!c->rx_mark_ns) {
+		c->rx_mark_ns = now;
+	}
+}
+
+SEC("cgroup_skb/egress")
+int wire_egress(struct __sk_buff *skb)
+{
+	wire(skb, 1);
+	return 1;
+}
+
+SEC("cgroup_skb/ingress")
+int wire_ingress(struct __sk_buff *skb)
+{
+	wire(skb, 0);
+	return 1;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(tcp_retrans, const struct sock *sk, const struct sk_buff *skb)
+{
+	struct mg_host *h = host_totals();
+	if (h) {
+		h->events++;
+		h->retransmits++;
+	}
+	if (!sk)
+		return 0;
+	__u64 cookie = sk_cookie(sk);
+	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	if (c)
+		__sync_fetch_and_add(&c->retransmits, 1);
+	return 0;
+}
+
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(drop, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
+{
+	struct mg_host *h = host_totals();
+	if (h) {
+		h->events++;
+		h->drops++;
+	}
+	__u32 r = reason;
+	if (r >= MG_DROP_REASONS)
+		r = MG_DROP_REASONS - 1;
+	__u64 *n = bpf_map_lookup_elem(&drop_reasons, &r);
+	if (n)
+		(*n)++;
+	struct sock *sk = BPF_CORE_READ(skb, sk);
+	if (!sk)
+		return 0;
+	__u64 cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	if (!cookie)
+		return 0;
+	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	if (c)
+		__sync_fetch_and_add(&c->drops, 1);
+	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(tcp_state, struct sock *sk, const int oldstate, const int newstate)
+{
+	if (newstate == TCP_SYN_SENT || newstate == TCP_ESTABLISHED) {
+		/* Track TCP from the handshake on, so the wire counts include the
+		 * packets before the first call (the caller is filled in by it). */
+		__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+		if (family != AF_INET && family != AF_INET6)
+			return 0;
+		struct mg_host *h = host_totals();
+		struct mg_conn *c = conn_of(sk, sk_cookie(sk), bpf_ktime_get_ns(), h);
+		if (c) {
+			/* ends are known now (connect or accept) */
+			c->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
+			c->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+		}
+		return 0;
+	}
+	if (newstate != TCP_CLOSE)
+		return 0;
+	__u64 cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	if (!cookie)
+		return 0;
+	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	if (c)
+		c->closed_ns = bpf_ktime_get_ns();
+	return 0;
+}

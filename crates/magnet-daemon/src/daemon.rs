@@ -1,0 +1,407 @@
+//! The run loop: attach, serve, reap, reload on SIGHUP, detach on stop.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use magnet_client::Connection;
+use magnet_sample::store::Store;
+
+use crate::config::{Config, SampleSettings};
+use crate::container::Resolver;
+use crate::flight::Flight;
+use crate::summaries::{self, Reader};
+use crate::Error;
+
+/// Set by the caller's signal handlers.
+#[derive(Clone, Default)]
+pub struct Control {
+    /// SIGINT/SIGTERM: detach everything and return.
+    pub stop: Arc<AtomicBool>,
+    /// SIGHUP: re-read the config file.
+    pub reload: Arc<AtomicBool>,
+}
+
+/// What every server thread shares.
+pub struct Shared {
+    pub reader: Reader,
+    pub config: RwLock<Config>,
+    pub stop: Arc<AtomicBool>,
+    pub flight: Option<Arc<Flight>>,
+    pub clients: AtomicUsize,
+    pub sampler: Mutex<SamplerState>,
+    containers: Mutex<Resolver>,
+    log: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+/// The sampler under the daemon, as /metrics shows it.
+#[derive(Default)]
+pub struct SamplerState {
+    pub iface: Option<String>,
+    pub runs: u64,
+    pub last: Option<LastRun>,
+}
+
+pub struct LastRun {
+    pub interval: String,
+    pub in_bytes: u64,
+    pub out_bytes: u64,
+    pub in_peak: u64,
+    pub out_peak: u64,
+    pub in_busy: u64,
+}
+
+impl Shared {
+    pub fn log(&self, msg: &str) {
+        (self.log)(msg)
+    }
+
+    /// Adds the container id named by the connection's cgroup.
+    pub fn label(&self, mut c: Connection) -> Connection {
+        if let Ok(mut r) = self.containers.lock() {
+            c.container = r.container_of(c.cgroup_id).map(|c| c.id);
+        }
+        c
+    }
+
+    /// Host totals with the flight recorder's losses.
+    pub fn host(&self) -> magnet_client::Host {
+        let mut h = self.reader.host();
+        if let Some(f) = &self.flight {
+            h.health.lost = f.lost.load(Ordering::Relaxed);
+            h.health.recorder_running = f.running();
+        }
+        h
+    }
+
+    /// The sampler's run store, if one is configured.
+    pub fn store(&self) -> Option<Store> {
+        let dir = self.config.read().ok()?.sample.as_ref()?.store.clone();
+        Store::open(&dir).ok()
+    }
+}
+
+/// Binds the Unix socket, removing one a dead magnetd left behind (a live
+/// one answering there is an error).
+fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, Error> {
+    let io = |source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        if !dir.exists() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755));
+        }
+    }
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(Error::Host(format!(
+                "{}: another magnetd is answering there; stop it first or set `socket` elsewhere",
+                path.display()
+            )));
+        }
+        std::fs::remove_file(path).map_err(io)?;
+    }
+    let l = UnixListener::bind(path).map_err(io)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io)?;
+    Ok(l)
+}
+
+fn sampler_loop(shared: Arc<Shared>, s: SampleSettings) {
+    use magnet_sample::schedule::Schedule;
+    use magnet_sample::units::{format_duration, now_ns};
+    use magnet_sample::{sample, Metric, SampleConfig, Start};
+    let samples = 2000;
+    let Ok(sched) = Schedule::parse(&s.schedule) else {
+        return;
+    };
+    let store = match Store::open(&s.store) {
+        Ok(st) => st,
+        Err(e) => {
+            shared.log(&format!("sampler: {e}"));
+            return;
+        }
+    };
+    if let Ok(mut st) = shared.sampler.lock() {
+        st.iface = Some(s.interface.clone());
+    }
+    shared.log(&format!(
+        "sampler: {} every {} into {}",
+        s.interface,
+        format_duration(sched.every),
+        s.store.display()
+    ));
+    while !shared.stop.load(Ordering::Relaxed) {
+        for planned in sched.next_cycle(now_ns(), samples) {
+            if shared.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let mut cfg = SampleConfig::new(&s.interface, planned.interval, samples);
+            cfg.start = Start::At(UNIX_EPOCH + Duration::from_nanos(planned.start_ns));
+            match sample(&cfg, &shared.stop, &mut |_| {}) {
+                Ok(run) => {
+                    if let Err(e) = store.save(&run) {
+                        shared.log(&format!("sampler: {e}"));
+                        continue;
+                    }
+                    if let Some(r) = s.retain {
+                        let _ = store.retain(r, now_ns());
+                    }
+                    let g = |m: Metric| run.get(m);
+                    if let Ok(mut st) = shared.sampler.lock() {
+                        st.runs += 1;
+                        st.last = Some(LastRun {
+                            interval: format_duration(planned.interval),
+                            in_bytes: run.total(Metric::InBytes),
+                            out_bytes: run.total(Metric::OutBytes),
+                            in_peak: g(Metric::InBytes).iter().copied().max().unwrap_or(0),
+                            out_peak: g(Metric::OutBytes).iter().copied().max().unwrap_or(0),
+                            in_busy: g(Metric::InBytes).iter().filter(|&&b| b > 0).count() as u64,
+                        });
+                    }
+                }
+                Err(magnet_sample::Error::Config(msg)) if msg.contains("in the past") => {}
+                Err(e) => {
+                    shared.log(&format!(
+                        "sampler: {}: {e}; retrying next cycle",
+                        s.interface
+                    ));
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+}
+
+/// Watches host totals once a second and dumps the flight recorder when a
+/// trigger fires (at most once per recorder window).
+struct Triggers {
+    retransmits: u64,
+    drops: std::collections::BTreeMap<String, u64>,
+    last_dump: Option<Instant>,
+}
+
+impl Triggers {
+    fn new(shared: &Shared) -> Triggers {
+        let h = shared.reader.host();
+        Triggers {
+            retransmits: h.retransmits,
+            drops: h.drop_reasons,
+            last_dump: None,
+        }
+    }
+
+    fn check(&mut self, shared: &Shared) {
+        let Some(f) = &shared.flight else {
+            return;
+        };
+        let h = shared.reader.host();
+        let mut why = None;
+        let burst = h.retransmits.saturating_sub(self.retransmits);
+        if f.config
+            .trigger_retransmits_per_s
+            .is_some_and(|n| burst > n)
+        {
+            why = Some(format!("retransmits-{burst}"));
+        }
+        for r in &f.config.trigger_drop_reasons {
+            let now = h.drop_reasons.get(r).copied().unwrap_or(0);
+            let before = self.drops.get(r).copied().unwrap_or(0);
+            if now > before {
+                why = Some(format!("drop-{r}"));
+            }
+        }
+        self.retransmits = h.retransmits;
+        self.drops = h.drop_reasons;
+        let Some(why) = why else {
+            return;
+        };
+        if self
+            .last_dump
+            .is_some_and(|t| t.elapsed() < f.config.seconds)
+        {
+            return;
+        }
+        self.last_dump = Some(Instant::now());
+        let secs = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let dir = f.config.dump_dir.join(format!("trigger-{secs}-{why}"));
+        match f.dump(&dir) {
+            Ok(files) => shared.log(&format!(
+                "trigger {why}: dumped {} trace files into {}",
+                files.len(),
+                dir.display()
+            )),
+            Err(e) => shared.log(&format!("trigger {why}: dump into {}: {e}", dir.display())),
+        }
+    }
+}
+
+/// Runs magnetd until `control.stop`. `config_path` is re-read on SIGHUP.
+/// `ready` is called once everything is attached and listening.
+pub fn run(
+    config: Config,
+    config_path: Option<PathBuf>,
+    control: &Control,
+    log: Box<dyn Fn(&str) + Send + Sync>,
+    ready: &mut dyn FnMut(),
+) -> Result<(), Error> {
+    let (attached, reader) = summaries::attach(config.max_connections)?;
+    log(&format!(
+        "attached {} hooks (tp_btf + cgroup_skb on {}); connection map holds {}",
+        attached.link_count(),
+        attached.cgroup_root.display(),
+        config.max_connections
+    ));
+    let unix = match &config.socket {
+        Some(p) => Some(bind_unix(p, config.socket_mode)?),
+        None => None,
+    };
+    let http = match config.http {
+        Some(a) => Some(std::net::TcpListener::bind(a).map_err(|source| Error::Io {
+            path: format!("http {a}"),
+            source,
+        })?),
+        None => None,
+    };
+    let socket_path = config.socket.clone();
+    let shared = Arc::new(Shared {
+        reader,
+        containers: Mutex::new(Resolver::new(&attached.cgroup_root)),
+        config: RwLock::new(config.clone()),
+        stop: Arc::new(AtomicBool::new(false)),
+        flight: config.recorder.clone().map(Flight::new),
+        clients: AtomicUsize::new(0),
+        sampler: Mutex::new(SamplerState::default()),
+        log,
+    });
+    let mut threads = Vec::new();
+    if let Some(l) = unix {
+        let sh = shared.clone();
+        threads.push(std::thread::spawn(move || crate::api::serve(l, sh)));
+        shared.log(&format!(
+            "answering on {}",
+            socket_path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(l) = http {
+        if let Ok(a) = l.local_addr() {
+            shared.log(&format!("serving http://{a}/metrics"));
+        }
+        let sh = shared.clone();
+        threads.push(std::thread::spawn(move || crate::http::serve(l, sh)));
+    }
+    let mut sampler: Option<(SampleSettings, std::thread::JoinHandle<()>)> = None;
+    let start_sampler = |s: &SampleSettings| {
+        let sh = shared.clone();
+        let s2 = s.clone();
+        (s.clone(), std::thread::spawn(move || sampler_loop(sh, s2)))
+    };
+    if let Some(s) = &config.sample {
+        sampler = Some(start_sampler(s));
+    }
+    if let Some(f) = shared.flight.clone() {
+        let (sh, f2) = (shared.clone(), f.clone());
+        shared.log(&format!(
+            "flight recorder: last {} s in {} (at most {} MiB)",
+            f.config.seconds.as_secs(),
+            f.config.dir.display(),
+            f.config.max_bytes >> 20
+        ));
+        threads.push(std::thread::spawn(move || {
+            let log = |m: &str| sh.log(m);
+            f2.run(sh.stop.clone(), &log)
+        }));
+        // Ready once the first segment records, so a dump has something.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !f.running() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    ready();
+    let mut trig = Triggers::new(&shared);
+
+    let mut last_reap = Instant::now();
+    while !control.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+        if control.reload.swap(false, Ordering::SeqCst) {
+            match &config_path {
+                None => shared.log("SIGHUP: no config file to re-read"),
+                Some(p) => match Config::load(p) {
+                    Err(e) => shared.log(&format!("reload failed, keeping the old config: {e}")),
+                    Ok(new) => {
+                        let old = shared.config.read().map(|c| c.clone()).unwrap_or_default();
+                        if new.http != old.http
+                            || new.socket != old.socket
+                            || new.max_connections != old.max_connections
+                        {
+                            shared.log(
+                                "reload: http, socket and max_connections change only on restart",
+                            );
+                        }
+                        if new.sample != old.sample {
+                            shared.log("reload: the sampler's settings change after its current cycle is stopped");
+                            if let Some((_, h)) = sampler.take() {
+                                shared.stop.store(true, Ordering::SeqCst);
+                                let _ = h.join();
+                                shared.stop.store(false, Ordering::SeqCst);
+                            }
+                            if let Some(s) = &new.sample {
+                                sampler = Some(start_sampler(s));
+                            }
+                        }
+                        if let Ok(mut c) = shared.config.write() {
+                            let (http, socket, max, rec) = (
+                                c.http,
+                                c.socket.clone(),
+                                c.max_connections,
+                                c.recorder.clone(),
+                            );
+                            *c = new;
+                            c.http = http;
+                            c.socket = socket;
+                            c.max_connections = max;
+                            c.recorder = rec;
+                        }
+                        if let Ok(mut r) = shared.containers.lock() {
+                            r.clear();
+                        }
+                        shared.log(&format!("reloaded {}", p.display()));
+                    }
+                },
+            }
+        }
+        if last_reap.elapsed() >= Duration::from_secs(1) {
+            last_reap = Instant::now();
+            let (closed, idle) = shared
+                .config
+                .read()
+                .map(|c| (c.retain_closed, c.idle))
+                .unwrap_or((Duration::from_secs(60), Duration::from_secs(600)));
+            shared.reader.reap(closed, idle);
+            trig.check(&shared);
+        }
+    }
+    shared.log("stopping: detaching every hook");
+    shared.stop.store(true, Ordering::SeqCst);
+    for t in threads {
+        let _ = t.join();
+    }
+    if let Some((_, h)) = sampler {
+        let _ = h.join();
+    }
+    drop(attached);
+    if let Some(p) = socket_path {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}

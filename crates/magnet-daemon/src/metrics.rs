@@ -1,0 +1,427 @@
+//! The OpenMetrics text served at `/metrics`.
+//!
+//! Names follow Prometheus conventions: `magnet_` prefix, base units
+//! (bytes, seconds), `_total` on counters, direction as a label.
+//!
+//! | family | labels | what |
+//! |---|---|---|
+//! | `magnet_app_bytes_total`, `magnet_app_calls_total` | direction | send/recv calls of all sockets (IPv4/IPv6) |
+//! | `magnet_wire_bytes_total`, `magnet_wire_packets_total`, `magnet_wire_segments_total` | direction | IP packets of all sockets |
+//! | `magnet_tcp_retransmits_total` | — | tcp_retransmit_skb |
+//! | `magnet_drops_total` | reason | kfree_skb by reason (at most 256 reasons) |
+//! | `magnet_connections` | state | tracked connections (open / closed, not yet reaped) |
+//! | `magnet_events_total`, `magnet_lost_events_total`, `magnet_connection_map_full_total`, `magnet_connection_map_entries`, `magnet_connection_map_capacity`, `magnet_connections_created_total` | — | magnetd's health |
+//! | `magnet_connection_*` | cookie, protocol, local, remote, comm, uid, container | per connection, **only** for connections selected by `[metrics]` (ports, containers), at most `max_connection_series` connections |
+//! | `magnet_sample_runs_total`, `magnet_sample_last_*` | interface, interval | the sampler under the daemon: runs stored, last run's totals and peaks |
+//!
+//! Cardinality: host families have at most 2 series each (direction), drops
+//! at most 256; per-connection families at most `max_connection_series` × 2.
+
+use std::fmt::Write;
+
+use crate::daemon::Shared;
+
+fn esc(v: &str) -> String {
+    let mut o = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '"' => o.push_str("\\\""),
+            '\n' => o.push_str("\\n"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn labels(pairs: &[(&str, &str)]) -> String {
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let inner: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", esc(v)))
+        .collect();
+    format!("{{{}}}", inner.join(","))
+}
+
+struct Out(String);
+
+impl Out {
+    fn family(&mut self, name: &str, kind: &str, unit: Option<&str>, help: &str) {
+        let _ = writeln!(self.0, "# TYPE {name} {kind}");
+        if let Some(u) = unit {
+            let _ = writeln!(self.0, "# UNIT {name} {u}");
+        }
+        let _ = writeln!(self.0, "# HELP {name} {help}");
+    }
+    fn sample(&mut self, name: &str, l: &[(&str, &str)], v: impl std::fmt::Display) {
+        let _ = writeln!(self.0, "{name}{} {v}", labels(l));
+    }
+}
+
+/// The whole exposition, `# EOF` included.
+pub fn render(shared: &Shared) -> String {
+    let host = shared.host();
+    let mut o = Out(String::new());
+
+    o.family("magnet_app_bytes", "counter", Some("bytes"), "Bytes applications sent and received through IPv4/IPv6 sockets (sock_send_length/sock_recv_length).");
+    o.sample(
+        "magnet_app_bytes_total",
+        &[("direction", "tx")],
+        host.app.tx_bytes,
+    );
+    o.sample(
+        "magnet_app_bytes_total",
+        &[("direction", "rx")],
+        host.app.rx_bytes,
+    );
+    o.family(
+        "magnet_app_calls",
+        "counter",
+        None,
+        "Send and receive calls on IPv4/IPv6 sockets.",
+    );
+    o.sample(
+        "magnet_app_calls_total",
+        &[("direction", "tx")],
+        host.app.tx_calls,
+    );
+    o.sample(
+        "magnet_app_calls_total",
+        &[("direction", "rx")],
+        host.app.rx_calls,
+    );
+    o.family(
+        "magnet_wire_bytes",
+        "counter",
+        Some("bytes"),
+        "IP bytes of the host's packets (cgroup_skb hooks at the cgroup v2 root).",
+    );
+    o.sample(
+        "magnet_wire_bytes_total",
+        &[("direction", "tx")],
+        host.wire.tx_bytes,
+    );
+    o.sample(
+        "magnet_wire_bytes_total",
+        &[("direction", "rx")],
+        host.wire.rx_bytes,
+    );
+    o.family(
+        "magnet_wire_packets",
+        "counter",
+        None,
+        "IP packets handed down by sockets (tx, before GSO) and segments received (rx).",
+    );
+    o.sample(
+        "magnet_wire_packets_total",
+        &[("direction", "tx")],
+        host.wire.tx_packets,
+    );
+    o.sample(
+        "magnet_wire_packets_total",
+        &[("direction", "rx")],
+        host.wire.rx_segs,
+    );
+    o.family(
+        "magnet_wire_segments",
+        "counter",
+        None,
+        "Wire segments sent (GSO segments of the packets handed down).",
+    );
+    o.sample(
+        "magnet_wire_segments_total",
+        &[("direction", "tx")],
+        host.wire.tx_segs,
+    );
+    o.family(
+        "magnet_tcp_retransmits",
+        "counter",
+        None,
+        "TCP retransmissions (tcp_retransmit_skb).",
+    );
+    o.sample("magnet_tcp_retransmits_total", &[], host.retransmits);
+    o.family(
+        "magnet_drops",
+        "counter",
+        None,
+        "Packets the kernel dropped, by drop reason (kfree_skb).",
+    );
+    for (reason, n) in &host.drop_reasons {
+        o.sample("magnet_drops_total", &[("reason", reason)], n);
+    }
+
+    let records = shared.reader.all();
+    let open = records.iter().filter(|r| r.conn.open).count();
+    o.family(
+        "magnet_connections",
+        "gauge",
+        None,
+        "Connections magnetd holds a summary of.",
+    );
+    o.sample("magnet_connections", &[("state", "open")], open);
+    o.sample(
+        "magnet_connections",
+        &[("state", "closed")],
+        records.len() - open,
+    );
+
+    o.family(
+        "magnet_events",
+        "counter",
+        None,
+        "Hook invocations that updated a summary (magnetd's own work).",
+    );
+    o.sample("magnet_events_total", &[], host.health.events);
+    o.family("magnet_lost_events", "counter", None, "Full events the flight recorder could not keep (ring full); the summaries themselves keep no event stream.");
+    o.sample("magnet_lost_events_total", &[], host.health.lost);
+    o.family(
+        "magnet_connections_created",
+        "counter",
+        None,
+        "Connection records created.",
+    );
+    o.sample(
+        "magnet_connections_created_total",
+        &[],
+        host.health.connections_created,
+    );
+    o.family(
+        "magnet_connection_map_full",
+        "counter",
+        None,
+        "Connections not tracked because the connection map was full (raise max_connections).",
+    );
+    o.sample(
+        "magnet_connection_map_full_total",
+        &[],
+        host.health.map_full,
+    );
+    o.family(
+        "magnet_connection_map_entries",
+        "gauge",
+        None,
+        "Entries in the connection map.",
+    );
+    o.sample(
+        "magnet_connection_map_entries",
+        &[],
+        host.health.map_entries,
+    );
+    o.family(
+        "magnet_connection_map_capacity",
+        "gauge",
+        None,
+        "Size of the connection map (max_connections).",
+    );
+    o.sample(
+        "magnet_connection_map_capacity",
+        &[],
+        host.health.map_capacity,
+    );
+
+    // ---- per connection, only where asked ----------------------------------
+    let (ports, containers, max) = shared
+        .config
+        .read()
+        .map(|c| {
+            (
+                c.metrics.connection_ports.clone(),
+                c.metrics.connection_containers.clone(),
+                c.metrics.max_connection_series,
+            )
+        })
+        .unwrap_or_default();
+    let port_of = |ep: &str| ep.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
+    let mut selected = Vec::new();
+    if !ports.is_empty() || !containers.is_empty() {
+        for r in records {
+            if selected.len() >= max {
+                break;
+            }
+            let by_port = port_of(&r.conn.local).is_some_and(|p| ports.contains(&p))
+                || port_of(&r.conn.remote).is_some_and(|p| ports.contains(&p));
+            let c = shared.label(r.conn);
+            let by_container = c
+                .container
+                .as_deref()
+                .is_some_and(|id| containers.iter().any(|w| id.starts_with(w.as_str())));
+            if by_port || by_container {
+                selected.push(c);
+            }
+        }
+    }
+    let fams: [(&str, &str, Option<&str>, &str); 5] = [
+        (
+            "magnet_connection_app_bytes",
+            "counter",
+            Some("bytes"),
+            "Bytes this connection's application sent/received.",
+        ),
+        (
+            "magnet_connection_app_calls",
+            "counter",
+            None,
+            "Send/receive calls on this connection.",
+        ),
+        (
+            "magnet_connection_wire_bytes",
+            "counter",
+            Some("bytes"),
+            "IP bytes of this connection's packets.",
+        ),
+        (
+            "magnet_connection_retransmits",
+            "counter",
+            None,
+            "TCP retransmissions of this connection.",
+        ),
+        (
+            "magnet_connection_srtt_seconds",
+            "gauge",
+            Some("seconds"),
+            "Smoothed RTT at the last packet.",
+        ),
+    ];
+    for (name, kind, unit, help) in fams {
+        o.family(name, kind, unit, help);
+        for c in &selected {
+            let cookie = c.cookie.to_string();
+            let uid = c.uid.to_string();
+            let base = [
+                ("cookie", cookie.as_str()),
+                ("protocol", c.protocol.as_str()),
+                ("local", c.local.as_str()),
+                ("remote", c.remote.as_str()),
+                ("comm", c.comm.as_str()),
+                ("uid", uid.as_str()),
+                ("container", c.container.as_deref().unwrap_or("")),
+            ];
+            let with = |d: &'static str| {
+                let mut l = base.to_vec();
+                l.push(("direction", d));
+                l
+            };
+            match name {
+                "magnet_connection_app_bytes" => {
+                    o.sample(
+                        "magnet_connection_app_bytes_total",
+                        &with("tx"),
+                        c.app.tx_bytes,
+                    );
+                    o.sample(
+                        "magnet_connection_app_bytes_total",
+                        &with("rx"),
+                        c.app.rx_bytes,
+                    );
+                }
+                "magnet_connection_app_calls" => {
+                    o.sample(
+                        "magnet_connection_app_calls_total",
+                        &with("tx"),
+                        c.app.tx_calls,
+                    );
+                    o.sample(
+                        "magnet_connection_app_calls_total",
+                        &with("rx"),
+                        c.app.rx_calls,
+                    );
+                }
+                "magnet_connection_wire_bytes" => {
+                    o.sample(
+                        "magnet_connection_wire_bytes_total",
+                        &with("tx"),
+                        c.wire.tx_bytes,
+                    );
+                    o.sample(
+                        "magnet_connection_wire_bytes_total",
+                        &with("rx"),
+                        c.wire.rx_bytes,
+                    );
+                }
+                "magnet_connection_retransmits" => {
+                    o.sample("magnet_connection_retransmits_total", &base, c.retransmits);
+                }
+                _ => {
+                    o.sample(
+                        "magnet_connection_srtt_seconds",
+                        &base,
+                        f64::from(c.tcp.srtt_us) / 1e6,
+                    );
+                }
+            }
+        }
+    }
+
+    // ---- the sampler ------------------------------------------------------------
+    if let Ok(s) = shared.sampler.lock() {
+        if let Some(iface) = &s.iface {
+            o.family(
+                "magnet_sample_runs",
+                "counter",
+                None,
+                "Sampler runs stored by the daemon.",
+            );
+            o.sample("magnet_sample_runs_total", &[("interface", iface)], s.runs);
+            if let Some(last) = &s.last {
+                let l = [
+                    ("interface", iface.as_str()),
+                    ("interval", last.interval.as_str()),
+                ];
+                o.family(
+                    "magnet_sample_last_bytes",
+                    "gauge",
+                    Some("bytes"),
+                    "Bytes in the last stored run, by direction.",
+                );
+                o.sample(
+                    "magnet_sample_last_bytes",
+                    &[l[0], l[1], ("direction", "in")],
+                    last.in_bytes,
+                );
+                o.sample(
+                    "magnet_sample_last_bytes",
+                    &[l[0], l[1], ("direction", "out")],
+                    last.out_bytes,
+                );
+                o.family(
+                    "magnet_sample_last_peak_bytes",
+                    "gauge",
+                    Some("bytes"),
+                    "Largest one-bucket byte count in the last stored run (burst size).",
+                );
+                o.sample(
+                    "magnet_sample_last_peak_bytes",
+                    &[l[0], l[1], ("direction", "in")],
+                    last.in_peak,
+                );
+                o.sample(
+                    "magnet_sample_last_peak_bytes",
+                    &[l[0], l[1], ("direction", "out")],
+                    last.out_peak,
+                );
+                o.family(
+                    "magnet_sample_last_busy_buckets",
+                    "gauge",
+                    None,
+                    "Buckets of the last stored run with any ingress traffic.",
+                );
+                o.sample("magnet_sample_last_busy_buckets", &l, last.in_busy);
+            }
+        }
+    }
+    o.0.push_str("# EOF\n");
+    o.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(labels(&[("a", "x\"y\\z\n")]), "{a=\"x\\\"y\\\\z\\n\"}");
+        assert_eq!(labels(&[]), "");
+    }
+}

@@ -1,0 +1,351 @@
+//! The kernel side of always-on mode: loads `bpf/summary.bpf.c`, attaches
+//! every hook (tp_btf programs, and cgroup_skb programs on the root of the
+//! cgroup v2 hierarchy), and reads the maps.
+//!
+//! Every attachment is a BPF link owned by this process, never pinned: when
+//! magnetd exits — cleanly or by SIGKILL — the kernel detaches them all.
+
+use std::collections::BTreeMap;
+use std::mem::MaybeUninit;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
+use magnet_client::{AppCounters, Connection, Host, Latency, TcpState, WireCounters};
+
+use crate::skel::{types, SummarySkel, SummarySkelBuilder};
+use crate::Error;
+
+/// Hooks and what they feed, for logs and docs.
+pub const HOOKS: &[(&str, &str)] = &[
+    ("tp_btf/sock_send_length", "app tx (Linux 6.3+)"),
+    ("tp_btf/sock_recv_length", "app rx (Linux 6.3+)"),
+    ("cgroup_skb/egress", "wire tx, srtt, cwnd"),
+    ("cgroup_skb/ingress", "wire rx"),
+    ("tp_btf/tcp_retransmit_skb", "retransmits"),
+    ("tp_btf/kfree_skb", "drops by reason"),
+    ("tp_btf/inet_sock_set_state", "TCP close"),
+];
+
+/// The cgroup v2 mount point (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified`
+/// on hybrid hosts), from /proc/self/mountinfo.
+pub fn cgroup2_root() -> Option<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        if right.split_whitespace().next()? != "cgroup2" {
+            return None;
+        }
+        left.split_whitespace().nth(4).map(PathBuf::from)
+    })
+}
+
+/// The loaded and attached programs. Dropping it detaches everything.
+pub struct Attached {
+    // Declared before the skeleton so they are dropped first.
+    links: Vec<Link>,
+    _skel: Box<SummarySkel<'static>>,
+    pub cgroup_root: PathBuf,
+}
+
+impl Attached {
+    /// Ids of this instance's links (for tests and logs).
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+}
+
+/// Loads and attaches everything; `max_connections` sizes the connection map.
+pub fn attach(max_connections: u32) -> Result<(Attached, Reader), Error> {
+    magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
+    let cgroup_root = cgroup2_root().ok_or_else(|| {
+        Error::Host(
+            "no cgroup v2 hierarchy is mounted (magnetd attaches its wire hooks to its root); \
+             mount one: mount -t cgroup2 none /sys/fs/cgroup"
+                .into(),
+        )
+    })?;
+    // The skeleton borrows its object storage for its whole life; magnetd
+    // loads it once per process, so the storage lives as long as the process.
+    let storage: &'static mut MaybeUninit<libbpf_rs::OpenObject> =
+        Box::leak(Box::new(MaybeUninit::uninit()));
+    let mut open = SummarySkelBuilder::default()
+        .open(storage)
+        .map_err(|e| Error::bpf("opening magnetd's BPF object", e))?;
+    open.maps
+        .conns
+        .set_max_entries(max_connections.max(1))
+        .map_err(|e| Error::bpf("sizing the connection map", e))?;
+    let skel = open.load().map_err(|e| {
+        Error::bpf(
+            "loading magnetd's BPF programs (needs Linux 6.3+ with BTF for the \
+             sock_send_length/sock_recv_length tracepoints; LIBBPF_DEBUG=1 shows the verifier log)",
+            e,
+        )
+    })?;
+    let mut links = Vec::new();
+    let p = &skel.progs;
+    for (name, prog) in [
+        ("sock_send_length", &p.app_send),
+        ("sock_recv_length", &p.app_recv),
+        ("tcp_retransmit_skb", &p.tcp_retrans),
+        ("kfree_skb", &p.drop),
+        ("inet_sock_set_state", &p.tcp_state),
+    ] {
+        links.push(
+            prog.attach()
+                .map_err(|e| Error::bpf(format!("attaching tp_btf/{name}"), e))?,
+        );
+    }
+    let cg = std::fs::File::open(&cgroup_root).map_err(|source| Error::Io {
+        path: cgroup_root.display().to_string(),
+        source,
+    })?;
+    for (name, prog) in [
+        ("cgroup_skb/egress", &p.wire_egress),
+        ("cgroup_skb/ingress", &p.wire_ingress),
+    ] {
+        links.push(prog.attach_cgroup(cg.as_raw_fd()).map_err(|e| {
+            Error::bpf(format!("attaching {name} to {}", cgroup_root.display()), e)
+        })?);
+    }
+    let handle = |m: &libbpf_rs::Map<'_>, what: &str| {
+        MapHandle::try_from(m).map_err(|e| Error::bpf(format!("opening the {what} map"), e))
+    };
+    let reader = Reader {
+        conns: handle(&skel.maps.conns, "connection")?,
+        host: handle(&skel.maps.host, "host totals")?,
+        drops: handle(&skel.maps.drop_reasons, "drop reason")?,
+        capacity: max_connections.max(1),
+        drop_names: drop_reason_names(),
+    };
+    Ok((
+        Attached {
+            links,
+            _skel: Box::new(skel),
+            cgroup_root,
+        },
+        reader,
+    ))
+}
+
+/// Names of the kernel's drop reasons, by value, from this kernel's BTF.
+fn drop_reason_names() -> BTreeMap<u32, String> {
+    use libbpf_rs::btf::{types::Enum, Btf};
+    let mut out = BTreeMap::new();
+    let Ok(btf) = Btf::from_vmlinux() else {
+        return out;
+    };
+    if let Some(e) = btf.type_by_name::<Enum>("skb_drop_reason") {
+        for m in e.iter() {
+            if let Some(name) = m.name {
+                let name = name.to_string_lossy();
+                let short = name.strip_prefix("SKB_DROP_REASON_").unwrap_or(&name);
+                out.insert(m.value as u32, short.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Reads the maps; shared by every server thread.
+pub struct Reader {
+    conns: MapHandle,
+    host: MapHandle,
+    drops: MapHandle,
+    capacity: u32,
+    drop_names: BTreeMap<u32, String>,
+}
+
+/// A connection record as read, with the fields user space needs to decide
+/// who may see it and when to reap it.
+#[derive(Clone, Debug)]
+pub struct Record {
+    pub conn: Connection,
+    pub closed_ns: u64,
+    pub last_ns: u64,
+}
+
+fn monotonic_ns() -> u64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("monotonic clock");
+    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
+fn endpoint(addr: &[u8; 16], port: u16) -> String {
+    let ip = std::net::Ipv6Addr::from(*addr);
+    match ip.to_ipv4_mapped() {
+        Some(v4) => format!("{v4}:{port}"),
+        None => format!("[{ip}]:{port}"),
+    }
+}
+
+fn hist(h: &[u32]) -> Vec<u64> {
+    let n = h.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+    h[..n].iter().map(|&c| u64::from(c)).collect()
+}
+
+fn decode(cookie: u64, raw: &[u8], now: u64) -> Option<Record> {
+    if raw.len() < std::mem::size_of::<types::mg_conn>() {
+        return None;
+    }
+    // SAFETY: length checked; mg_conn is plain old data generated from the
+    // BPF object's BTF, valid for any bit pattern.
+    let c: types::mg_conn = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
+    let comm_len = c.comm.iter().position(|&b| b == 0).unwrap_or(c.comm.len());
+    let comm: Vec<u8> = c.comm[..comm_len].iter().map(|&b| b as u8).collect();
+    let protocol = match c.protocol {
+        6 => "tcp".to_string(),
+        17 => "udp".to_string(),
+        n => n.to_string(),
+    };
+    let conn = Connection {
+        cookie,
+        uid: c.uid,
+        pid: c.pid,
+        comm: String::from_utf8_lossy(&comm).into_owned(),
+        cgroup_id: c.cgroup_id,
+        container: None,
+        netns: c.netns,
+        protocol,
+        local: endpoint(&c.saddr, c.sport),
+        remote: endpoint(&c.daddr, c.dport),
+        open: c.closed_ns == 0,
+        age_s: now.saturating_sub(c.first_ns) as f64 / 1e9,
+        app: AppCounters {
+            tx_bytes: c.app_tx_bytes,
+            tx_calls: c.app_tx_calls,
+            rx_bytes: c.app_rx_bytes,
+            rx_calls: c.app_rx_calls,
+        },
+        wire: WireCounters {
+            tx_bytes: c.wire_tx_bytes,
+            tx_packets: c.wire_tx_packets,
+            tx_segs: c.wire_tx_segs,
+            rx_bytes: c.wire_rx_bytes,
+            rx_segs: c.wire_rx_packets,
+        },
+        retransmits: c.retransmits,
+        drops: c.drops,
+        tcp: TcpState {
+            srtt_us: c.srtt_us,
+            cwnd: c.snd_cwnd,
+            sndbuf: c.sndbuf,
+            wmem_queued: c.wmem_queued,
+        },
+        latency: Latency {
+            app_to_wire: hist(&c.app_to_wire_hist),
+            wire_to_app: hist(&c.wire_to_app_hist),
+        },
+    };
+    Some(Record {
+        conn,
+        closed_ns: c.closed_ns,
+        last_ns: c.last_ns,
+    })
+}
+
+impl Reader {
+    /// One connection by cookie.
+    pub fn get(&self, cookie: u64) -> Option<Record> {
+        let raw = self
+            .conns
+            .lookup(&cookie.to_ne_bytes(), MapFlags::ANY)
+            .ok()??;
+        decode(cookie, &raw, monotonic_ns())
+    }
+
+    /// Every record (at most the map's capacity).
+    pub fn all(&self) -> Vec<Record> {
+        let now = monotonic_ns();
+        let mut out = Vec::new();
+        for key in self.conns.keys() {
+            let Ok(k) = <[u8; 8]>::try_from(key.as_slice()) else {
+                continue;
+            };
+            let cookie = u64::from_ne_bytes(k);
+            if let Ok(Some(raw)) = self.conns.lookup(&key, MapFlags::ANY) {
+                if let Some(r) = decode(cookie, &raw, now) {
+                    out.push(r);
+                }
+            }
+        }
+        out.sort_by_key(|r| r.conn.cookie);
+        out
+    }
+
+    /// Removes records of connections closed longer than `closed_for` ago,
+    /// and of sockets idle (no call) longer than `idle_for`. Returns how many.
+    pub fn reap(&self, closed_for: Duration, idle_for: Duration) -> usize {
+        let now = monotonic_ns();
+        let mut gone = 0;
+        for r in self.all() {
+            let closed =
+                r.closed_ns != 0 && now.saturating_sub(r.closed_ns) > closed_for.as_nanos() as u64;
+            let idle = now.saturating_sub(r.last_ns) > idle_for.as_nanos() as u64;
+            if (closed || idle) && self.conns.delete(&r.conn.cookie.to_ne_bytes()).is_ok() {
+                gone += 1;
+            }
+        }
+        gone
+    }
+
+    /// Host totals, drops by reason and health.
+    pub fn host(&self) -> Host {
+        let mut h = Host::default();
+        if let Ok(Some(per_cpu)) = self.host.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
+            for raw in per_cpu {
+                if raw.len() < std::mem::size_of::<types::mg_host>() {
+                    continue;
+                }
+                // SAFETY: length checked; plain old data.
+                let c: types::mg_host = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
+                h.app.tx_bytes += c.app_tx_bytes;
+                h.app.tx_calls += c.app_tx_calls;
+                h.app.rx_bytes += c.app_rx_bytes;
+                h.app.rx_calls += c.app_rx_calls;
+                h.wire.tx_bytes += c.wire_tx_bytes;
+                h.wire.tx_packets += c.wire_tx_packets;
+                h.wire.tx_segs += c.wire_tx_segs;
+                h.wire.rx_bytes += c.wire_rx_bytes;
+                h.wire.rx_segs += c.wire_rx_packets;
+                h.retransmits += c.retransmits;
+                h.drops += c.drops;
+                h.health.events += c.events;
+                h.health.connections_created += c.conns_new;
+                h.health.map_full += c.conns_map_full;
+            }
+        }
+        for reason in 0..256u32 {
+            if let Ok(Some(per_cpu)) = self
+                .drops
+                .lookup_percpu(&reason.to_ne_bytes(), MapFlags::ANY)
+            {
+                let n: u64 = per_cpu
+                    .iter()
+                    .filter_map(|v| {
+                        v.get(..8)
+                            .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+                    })
+                    .sum();
+                if n > 0 {
+                    let name = self
+                        .drop_names
+                        .get(&reason)
+                        .cloned()
+                        .unwrap_or_else(|| format!("reason_{reason}"));
+                    *h.drop_reasons.entry(name).or_default() += n;
+                }
+            }
+        }
+        h.health.map_entries = self.conns.keys().count() as u64;
+        h.health.map_capacity = u64::from(self.capacity);
+        h
+    }
+}
+
+/// Whether `path` is magnetd's cgroup root (for messages).
+pub fn describe_root(path: &Path) -> String {
+    format!("cgroup v2 root {}", path.display())
+}

@@ -1,0 +1,42 @@
+//! The wire side of a magnet trace.
+//!
+//! - [`kernel`]: the trace seen packet by packet: each packet id with its path through
+//!   the stack (hooks, interfaces, times in wall-clock nanoseconds), its IP and
+//!   transport header fields, the socket and process it belongs to, and the
+//!   application calls around it.
+//! - [`export`]: that model as pcapng (`magnet pcap`): one interface block per device,
+//!   one enhanced packet block per frame the trace saw at the device layer, with a
+//!   comment Wireshark can filter on; headers synthesised from the recorded fields
+//!   (the trace carries no frame bytes).
+//! - [`footprint`]: the footprint of a captured frame or a kernel packet (DESIGN.md,
+//!   "Identity"), the key that ties the two together.
+//! - [`matching`]: packet association (`magnet match`): each frame of any capture to
+//!   the kernel's packet, with the clock offset and drift between the two.
+//!
+//! Nothing here prints or exits.
+
+pub mod export;
+pub mod footprint;
+pub mod kernel;
+pub mod matching;
+
+/// Errors: the trace or capture named, with what went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Trace {
+        path: String,
+        #[source]
+        source: magnet_trace::TraceError,
+    },
+    #[error(transparent)]
+    Capture(#[from] magnet_pcap::Error),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,403 @@
+//! Packet association: each frame of a capture taken anywhere, tied to the kernel's
+//! record of the same packet (the thesis's KBL ↔ PBL association, chapter 5.3).
+//!
+//! 1. Footprints ([`crate::footprint`]) index the trace's packets.
+//! 2. Frames whose footprint names exactly one kernel packet give the clock offset:
+//!    the median of (frame time − the packet's nearest hop), refined once with the hop
+//!    nearest to the first estimate (that hop is where the capture sits); drift is the
+//!    least-squares slope of those differences over time, in parts per million.
+//! 3. Every frame then takes, among the packets with its footprint, the one whose hop
+//!    is nearest to the frame's corrected time (time only breaks ties). ARP frames,
+//!    which have no footprint, take the nearest ARP packet within 1 ms.
+//! 4. What stays unmatched says why: no footprint, inside a LOST region, flow traced
+//!    but not this packet, not traced at all; and on the trace side, for packets that
+//!    crossed the interfaces the capture sits on: dropped (with the kernel's reason),
+//!    lost, or not in the capture.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::footprint::{parse_frame, Footprint, Frame};
+use magnet_trace::catalog::kind;
+
+use crate::kernel::{KPacket, Kernel};
+
+/// How far (ns, after the offset) an ARP frame may be from the kernel's ARP packet.
+pub const ARP_WINDOW_NS: i64 = 1_000_000;
+
+/// One captured frame as matching saw it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FrameMatch {
+    /// 1-based frame number in the capture.
+    pub frame: u64,
+    pub ts_ns: i64,
+    #[serde(skip)]
+    pub kind: Frame,
+    /// Index into `Kernel::packets`.
+    #[serde(skip)]
+    pub packet: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pkt_id: Option<u64>,
+    /// Frame time minus offset minus the matched packet's nearest hop time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub residual_ns: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Totals.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub frames: u64,
+    pub matched: u64,
+    pub matched_pct: f64,
+    pub ipv4_frames: u64,
+    pub ipv4_matched: u64,
+    pub ipv4_matched_pct: f64,
+    pub ipv6_frames: u64,
+    pub ipv6_matched: u64,
+    pub arp_frames: u64,
+    pub arp_matched: u64,
+    pub unmatched: BTreeMap<String, u64>,
+    /// Capture time minus trace time (ns), and its drift.
+    pub offset_ns: i64,
+    pub drift_ppm: f64,
+    /// Frames with a unique footprint the offset was estimated from.
+    pub offset_samples: u64,
+    /// Interfaces (ifindex) the capture appears to sit on.
+    pub capture_ifindexes: Vec<u32>,
+    /// Kernel packets that crossed those interfaces, and how many of them matched.
+    pub kernel_packets: u64,
+    pub kernel_matched: u64,
+    pub kernel_matched_pct: f64,
+    pub kernel_unmatched: BTreeMap<String, u64>,
+}
+
+/// The result of associating a capture with a trace.
+#[derive(Debug, Clone, Default)]
+pub struct Association {
+    pub frames: Vec<FrameMatch>,
+    pub summary: Summary,
+    /// Kernel packets on the capture's interfaces that no frame matched, with why.
+    pub kernel_unmatched: Vec<(usize, String)>,
+}
+
+fn median(v: &mut [i64]) -> Option<i64> {
+    if v.is_empty() {
+        return None;
+    }
+    let m = v.len() / 2;
+    Some(*v.select_nth_unstable(m).1)
+}
+
+/// The hop of `p` nearest to `t`.
+fn nearest_hop(p: &KPacket, t: i64) -> Option<(usize, i64)> {
+    p.hops
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (i, h.ts_ns))
+        .min_by_key(|&(_, ts)| (ts - t).abs())
+}
+
+fn pct(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        (a as f64 * 100_000.0 / b as f64).round() / 1000.0
+    }
+}
+
+/// Associates `frames` (number, capture time in ns, link type, bytes) with `k`.
+pub fn associate(k: &Kernel, captured: Vec<(u64, i64, u32, Vec<u8>)>) -> Association {
+    let frames: Vec<(u64, i64, Frame)> = captured
+        .into_iter()
+        .map(|(n, ts, lt, d)| (n, ts, parse_frame(lt, &d)))
+        .collect();
+    associate_parsed(k, frames)
+}
+
+/// [`associate`] on frames already parsed.
+pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Association {
+    let mut index: HashMap<Footprint, Vec<usize>> = HashMap::new();
+    let mut flows: HashSet<Footprint> = HashSet::new();
+    let mut arp: Vec<usize> = Vec::new();
+    for (i, p) in k.packets.iter().enumerate() {
+        match p.ip {
+            // A GSO packet is on the wire as its segments, which carry its fields.
+            Some(_) if p.gso_segments > 0 => {}
+            Some(ip) => {
+                let fp = Footprint::from_kernel(&ip);
+                index.entry(fp).or_default().push(i);
+                flows.insert(flow(&fp));
+            }
+            None if p.ethertype == 0x0806 => arp.push(i),
+            None => {}
+        }
+    }
+    // Offset from unique footprints.
+    let unique: Vec<(i64, usize)> = frames
+        .iter()
+        .filter_map(|(_, ts, f)| match f {
+            Frame::Ip { fp, .. } => match index.get(fp).map(Vec::as_slice) {
+                Some([one]) => Some((*ts, *one)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    // Where the capture sits: the interface whose device hops keep the steadiest
+    // distance to the frames (smallest mean absolute deviation among interfaces
+    // that a quarter of the unique matches crossed). Its median is the offset.
+    let mut per_if: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
+    for &(ts, i) in &unique {
+        let p = &k.packets[i];
+        let mut seen = HashSet::new();
+        for h in &p.hops {
+            if matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX) && seen.insert(h.ifindex) {
+                per_if
+                    .entry(h.ifindex)
+                    .or_default()
+                    .push((h.ts_ns, ts - h.ts_ns));
+            }
+        }
+    }
+    let mut best: Option<(i64, usize, u32)> = None; // (deviation, MAX - count, ifindex)
+    for (&ifx, v) in &per_if {
+        if v.len() * 4 < unique.len() {
+            continue;
+        }
+        let mut d: Vec<i64> = v.iter().map(|s| s.1).collect();
+        let med = median(&mut d).unwrap_or(0);
+        // Mean absolute deviation from the median: robust enough, and it still
+        // tells apart two interfaces a few hundred nanoseconds apart.
+        let mad = v
+            .iter()
+            .map(|s| (s.1 - med).unsigned_abs() as u128)
+            .sum::<u128>()
+            / v.len() as u128;
+        let key = (mad as i64, usize::MAX - v.len(), ifx);
+        if best.is_none_or(|b| key < b) {
+            best = Some(key);
+        }
+    }
+    let capture_if = best.map(|b| b.2);
+    let samples: Vec<(i64, i64)> = match capture_if {
+        Some(ifx) => per_if.remove(&ifx).unwrap_or_default(),
+        // No device hops: each packet's hop nearest to a first estimate.
+        None => {
+            let mut d0: Vec<i64> = unique
+                .iter()
+                .filter_map(|&(ts, i)| Some(ts - k.packets[i].hops.first()?.ts_ns))
+                .collect();
+            let first = median(&mut d0).unwrap_or(0);
+            unique
+                .iter()
+                .filter_map(|&(ts, i)| {
+                    let (_, h) = nearest_hop(&k.packets[i], ts - first)?;
+                    Some((h, ts - h))
+                })
+                .collect()
+        }
+    };
+    let mut d1: Vec<i64> = samples.iter().map(|s| s.1).collect();
+    let offset = median(&mut d1).unwrap_or(0);
+    // Drift only when the samples span a second or more: over less, the jitter
+    // between hops and capture (microseconds) would swamp it.
+    let lo = samples.iter().map(|s| s.0).min().unwrap_or(0);
+    let hi = samples.iter().map(|s| s.0).max().unwrap_or(0);
+    let drift = if hi - lo >= 1_000_000_000 {
+        slope(&samples)
+    } else {
+        0.0
+    };
+    let t_mid = samples.get(samples.len() / 2).map_or(0, |s| s.0);
+    let corr = |ts: i64| -> i64 {
+        // Trace time of a capture time.
+        let o = offset as f64 + drift * (ts - offset - t_mid) as f64;
+        ts - o.round() as i64
+    };
+    // The hop a frame is compared with: the packet's on the capture's interface,
+    // else its nearest.
+    let ref_hop = |p: &KPacket, t: i64| -> Option<(usize, i64)> {
+        p.hops
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| {
+                Some(h.ifindex) == capture_if
+                    && matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX)
+            })
+            .map(|(i, h)| (i, h.ts_ns))
+            .min_by_key(|&(_, ts)| (ts - t).abs())
+            .or_else(|| nearest_hop(p, t))
+    };
+
+    let mut used = vec![false; k.packets.len()];
+    let mut out = Vec::with_capacity(frames.len());
+    let mut s = Summary {
+        offset_ns: offset,
+        drift_ppm: (drift * 1e6 * 1000.0).round() / 1000.0,
+        offset_samples: samples.len() as u64,
+        ..Default::default()
+    };
+    let mut at_if: HashMap<u32, u64> = HashMap::new();
+    for (n, ts, f) in frames {
+        let t = corr(ts);
+        let mut m = FrameMatch {
+            frame: n,
+            ts_ns: ts,
+            kind: f,
+            packet: None,
+            pkt_id: None,
+            residual_ns: None,
+            reason: None,
+        };
+        s.frames += 1;
+        let cand: Option<usize> = match f {
+            Frame::Ip { fp, .. } => {
+                if fp.src.is_ipv4() {
+                    s.ipv4_frames += 1;
+                } else {
+                    s.ipv6_frames += 1;
+                }
+                let c = index.get(&fp).map(Vec::as_slice).unwrap_or(&[]);
+                let best = c
+                    .iter()
+                    .filter_map(|&i| Some((used[i], (ref_hop(&k.packets[i], t)?.1 - t).abs(), i)))
+                    .min();
+                match best {
+                    Some((_, _, i)) => Some(i),
+                    None => {
+                        m.reason = Some(if let Some(l) = k.lost_at(t) {
+                            format!("lost: inside a LOST region ({} events)", l.count)
+                        } else if flows.contains(&flow(&fp)) {
+                            "flow traced, packet not: no kernel packet has this footprint (segmented by GSO/TSO, or not recorded)".into()
+                        } else {
+                            "not traced: no traced socket has this flow (filters, or another namespace)".into()
+                        });
+                        None
+                    }
+                }
+            }
+            Frame::Arp => {
+                s.arp_frames += 1;
+                let lo = arp.partition_point(|&i| k.packets[i].first_ts() < t - ARP_WINDOW_NS);
+                let best = arp[lo..]
+                    .iter()
+                    .take_while(|&&i| k.packets[i].first_ts() <= t + ARP_WINDOW_NS)
+                    .filter(|&&i| !used[i])
+                    .min_by_key(|&&i| {
+                        nearest_hop(&k.packets[i], t).map_or(i64::MAX, |h| (h.1 - t).abs())
+                    });
+                if best.is_none() {
+                    m.reason = Some("ARP: no kernel ARP packet within 1 ms (ARP has no socket: traced only with --all)".into());
+                }
+                best.copied()
+            }
+            Frame::Other(et) => {
+                m.reason = Some(format!("no footprint (ethertype {et:#06x})"));
+                None
+            }
+        };
+        if let Some(i) = cand {
+            used[i] = true;
+            let p = &k.packets[i];
+            m.packet = Some(i);
+            m.pkt_id = Some(p.id);
+            if let Some((hi, h)) = ref_hop(p, t) {
+                m.residual_ns = Some(t - h);
+                *at_if.entry(p.hops[hi].ifindex).or_default() += 1;
+            }
+            s.matched += 1;
+            match f {
+                Frame::Ip { fp, .. } if fp.src.is_ipv4() => s.ipv4_matched += 1,
+                Frame::Ip { .. } => s.ipv6_matched += 1,
+                Frame::Arp => s.arp_matched += 1,
+                Frame::Other(_) => {}
+            }
+        } else if let Some(r) = &m.reason {
+            *s.unmatched.entry(short(r)).or_default() += 1;
+        }
+        out.push(m);
+    }
+    s.matched_pct = pct(s.matched, s.frames);
+    s.ipv4_matched_pct = pct(s.ipv4_matched, s.ipv4_frames);
+    // The capture sits where most matches had their nearest hop.
+    let total: u64 = at_if.values().sum();
+    let mut ifs: Vec<u32> = at_if
+        .iter()
+        .filter(|&(&i, &c)| i != 0 && c * 10 >= total)
+        .map(|(&i, _)| i)
+        .collect();
+    ifs.sort_unstable();
+    let mut kernel_unmatched = Vec::new();
+    for (i, p) in k.packets.iter().enumerate() {
+        let Some(h) = p.hops.iter().find(|h| {
+            ifs.contains(&h.ifindex) && matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX)
+        }) else {
+            continue;
+        };
+        s.kernel_packets += 1;
+        if used[i] {
+            s.kernel_matched += 1;
+            continue;
+        }
+        let why = if let Some(d) = &p.drop {
+            format!("dropped: {d}")
+        } else if let Some(l) = k.lost_at(h.ts_ns) {
+            format!("lost: inside a LOST region ({} events)", l.count)
+        } else if p.ip.is_none() {
+            format!("no footprint (ethertype {:#06x})", p.ethertype)
+        } else {
+            "not in the capture (capture filter, snap/drop in the capture, or outside its time span)".into()
+        };
+        *s.kernel_unmatched.entry(short(&why)).or_default() += 1;
+        kernel_unmatched.push((i, why));
+    }
+    s.kernel_matched_pct = pct(s.kernel_matched, s.kernel_packets);
+    s.capture_ifindexes = ifs;
+    Association {
+        frames: out,
+        summary: s,
+        kernel_unmatched,
+    }
+}
+
+/// The reason's category (text before the first colon).
+fn short(r: &str) -> String {
+    r.split(':').next().unwrap_or(r).trim().to_string()
+}
+
+fn flow(fp: &Footprint) -> Footprint {
+    Footprint {
+        ip_id: 0,
+        seq: 0,
+        ack: 0,
+        ..*fp
+    }
+}
+
+/// Least-squares slope of y over x (ns per ns); 0 with fewer than two distinct x.
+fn slope(pts: &[(i64, i64)]) -> f64 {
+    if pts.len() < 2 {
+        return 0.0;
+    }
+    let x0 = pts[0].0;
+    let y0 = pts[0].1;
+    let n = pts.len() as f64;
+    let (mut sx, mut sy, mut sxx, mut sxy) = (0f64, 0f64, 0f64, 0f64);
+    for &(x, y) in pts {
+        let x = (x - x0) as f64;
+        let y = (y - y0) as f64;
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+    }
+    let den = n * sxx - sx * sx;
+    if den.abs() < 1e-9 {
+        0.0
+    } else {
+        (n * sxy - sx * sy) / den
+    }
+}

@@ -1,0 +1,472 @@
+//! The model, matching and export on traces written here with the trace crate (no
+//! privileges): a GSO packet cut into three segments across a veth pair, an ACK back,
+//! a packet id reused, and a capture of them shifted by 3.25 s.
+
+use std::net::IpAddr;
+use std::path::Path;
+
+use magnet_pcap::CaptureReader;
+use magnet_trace::catalog::{kind, FieldType};
+use magnet_trace::{Catalog, ClockMap, Footer, Header, TraceReader, TraceWriter};
+use magnet_wire::footprint::{parse_frame, Footprint, Frame};
+use magnet_wire::kernel::Kernel;
+use magnet_wire::matching::associate;
+
+const WALL0: i64 = 1_700_000_000_000_000_000;
+const MONO0: u64 = 1_000;
+
+enum V<'a> {
+    N(u64),
+    A([u8; 4]),
+    S(&'a str),
+}
+
+fn rec(cat: &Catalog, k: u16, ts: u64, pid: u32, fields: &[(&str, V)]) -> Vec<u8> {
+    let d = cat.get(k).unwrap();
+    let mut b = vec![0u8; d.size as usize];
+    b[0..8].copy_from_slice(&ts.to_le_bytes());
+    b[8..10].copy_from_slice(&k.to_le_bytes());
+    b[12..16].copy_from_slice(&pid.to_le_bytes());
+    b[16..20].copy_from_slice(&pid.to_le_bytes());
+    for (name, v) in fields {
+        let f = d
+            .field(name)
+            .unwrap_or_else(|| panic!("{} has no {name}", d.name));
+        let at = f.offset as usize;
+        match (f.ty, v) {
+            (FieldType::Addr, V::A(a)) => {
+                b[at + 10] = 0xff;
+                b[at + 11] = 0xff;
+                b[at + 12..at + 16].copy_from_slice(a);
+            }
+            (FieldType::Comm, V::S(s)) => b[at..at + s.len()].copy_from_slice(s.as_bytes()),
+            (t, V::N(n)) => {
+                let sz = t.size() as usize;
+                b[at..at + sz].copy_from_slice(&n.to_le_bytes()[..sz]);
+            }
+            _ => panic!("bad value for {name}"),
+        }
+    }
+    b
+}
+
+const A: [u8; 4] = [10, 9, 0, 1];
+const B: [u8; 4] = [10, 9, 0, 2];
+
+#[allow(clippy::too_many_arguments)]
+fn ip(
+    cat: &Catalog,
+    k: u16,
+    ts: u64,
+    cookie: u64,
+    pkt: u64,
+    ifx: u64,
+    tot: u64,
+    id: u64,
+    src: [u8; 4],
+    dst: [u8; 4],
+    sp: u64,
+    dp: u64,
+    flags: u64,
+    seq: u64,
+    ack: u64,
+) -> Vec<u8> {
+    rec(
+        cat,
+        k,
+        ts,
+        pid_of(cookie),
+        &[
+            ("cookie", V::N(cookie)),
+            ("pkt_id", V::N(pkt)),
+            ("ifindex", V::N(ifx)),
+            ("tot_len", V::N(tot)),
+            ("ip_id", V::N(id)),
+            ("frag_off", V::N(0x4000)),
+            ("version", V::N(4)),
+            ("ttl", V::N(64)),
+            ("protocol", V::N(6)),
+            ("sport", V::N(sp)),
+            ("dport", V::N(dp)),
+            ("tcp_flags", V::N(flags)),
+            ("seq", V::N(seq)),
+            ("ack", V::N(ack)),
+            ("saddr", V::A(src)),
+            ("daddr", V::A(dst)),
+        ],
+    )
+}
+
+fn dev(cat: &Catalog, k: u16, ts: u64, cookie: u64, pkt: u64, ifx: u64, len: u64) -> Vec<u8> {
+    rec(
+        cat,
+        k,
+        ts,
+        pid_of(cookie),
+        &[
+            ("cookie", V::N(cookie)),
+            ("pkt_id", V::N(pkt)),
+            ("ifindex", V::N(ifx)),
+            ("len", V::N(len)),
+            ("ethertype", V::N(0x0800)),
+        ],
+    )
+}
+
+/// The trace: client (cookie 7, pid 100) sends 3000 bytes as one GSO packet (0x10)
+/// cut into segments 0x11..0x13 on ifindex 3, received on ifindex 4 by the server
+/// (cookie 8, pid 200), which ACKs (0x20). Packet id 0x30 is used twice.
+fn trace() -> Vec<u8> {
+    let mut h = Header::new(
+        "h".into(),
+        "k".into(),
+        1,
+        ClockMap {
+            monotonic_ns: MONO0,
+            realtime_ns: WALL0 as u64,
+        },
+    );
+    h.catalog = Catalog::builtin();
+    let cat = h.catalog.clone();
+    let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
+    let app = |k: u16, ts: u64, cookie: u64, pid: u32, comm: &str| {
+        rec(
+            &cat,
+            k,
+            ts,
+            pid,
+            &[
+                ("cookie", V::N(cookie)),
+                ("ret", V::N(3000)),
+                ("asked", V::N(3000)),
+                ("comm", V::S(comm)),
+            ],
+        )
+    };
+    let mut recs = vec![
+        ip(
+            &cat,
+            kind::IP_LOCAL_OUT,
+            10_000,
+            7,
+            0x10,
+            3,
+            3052,
+            500,
+            A,
+            B,
+            40000,
+            2049,
+            0x18,
+            1000,
+            9,
+        ),
+        dev(&cat, kind::DEV_START_XMIT, 11_000, 7, 0x11, 3, 1514),
+        dev(&cat, kind::DEV_START_XMIT, 11_100, 7, 0x12, 3, 1514),
+        dev(&cat, kind::DEV_START_XMIT, 11_200, 7, 0x13, 3, 170),
+        dev(&cat, kind::DEV_RX, 11_050, 7, 0x11, 4, 1500),
+        dev(&cat, kind::DEV_RX, 11_150, 7, 0x12, 4, 1500),
+        dev(&cat, kind::DEV_RX, 11_250, 7, 0x13, 4, 156),
+        app(kind::APP_SEND, 11_300, 7, 100, "client"),
+        tcp_rcv(&cat, 11_060, 0x11),
+        tcp_rcv(&cat, 11_160, 0x12),
+        tcp_rcv(&cat, 11_260, 0x13),
+        app(kind::APP_RECV, 12_000, 8, 200, "server"),
+        dev(&cat, kind::DEV_START_XMIT, 12_100, 8, 0x20, 4, 66),
+        dev(&cat, kind::DEV_RX, 12_150, 0, 0x20, 3, 52),
+        ip(
+            &cat,
+            kind::IP_LOCAL_IN,
+            12_200,
+            7,
+            0x20,
+            3,
+            52,
+            77,
+            B,
+            A,
+            2049,
+            40000,
+            0x10,
+            9,
+            4000,
+        ),
+        // 0x30: a header-only packet out, then the same id on a packet coming in.
+        ip(
+            &cat,
+            kind::IP_LOCAL_OUT,
+            13_000,
+            7,
+            0x30,
+            3,
+            52,
+            501 + 2,
+            A,
+            B,
+            40000,
+            2049,
+            0x10,
+            4000,
+            9,
+        ),
+        dev(&cat, kind::DEV_START_XMIT, 13_100, 7, 0x30, 3, 66),
+        dev(&cat, kind::DEV_RX, 13_150, 7, 0x30, 4, 52),
+        dev(&cat, kind::DEV_RX, 14_000, 0, 0x30, 3, 52),
+        ip(
+            &cat,
+            kind::IP_LOCAL_IN,
+            14_100,
+            7,
+            0x30,
+            3,
+            52,
+            78,
+            B,
+            A,
+            2049,
+            40000,
+            0x11,
+            9,
+            4001,
+        ),
+    ];
+    recs.sort_by_key(|r| u64::from_le_bytes(r[0..8].try_into().unwrap()));
+    for r in recs {
+        w.push(&r).unwrap();
+    }
+    w.finish(&Footer::default()).unwrap()
+}
+
+fn load() -> Kernel {
+    let t = trace();
+    let mut r = TraceReader::new(&t[..]).unwrap();
+    Kernel::load(&mut r).unwrap()
+}
+
+fn wall(mono: u64) -> i64 {
+    WALL0 + (mono - MONO0) as i64
+}
+
+#[test]
+fn gso_segments_take_their_parents_fields() {
+    let k = load();
+    let p = |id: u64| {
+        k.packets
+            .iter()
+            .find(|p| p.id == id && p.ip.is_some_and(|i| i.ip_id != 78))
+            .unwrap()
+    };
+    assert_eq!(p(0x10).gso_segments, 3);
+    let seg: Vec<(u16, u32, u32, u8)> = [0x11, 0x12, 0x13]
+        .iter()
+        .map(|&i| {
+            let ip = p(i).ip.unwrap();
+            (ip.ip_id, ip.seq, ip.tot_len, ip.tcp_flags)
+        })
+        .collect();
+    // Header length 32 (from the 52-byte ACKs): payloads 1448, 1448, 104.
+    assert_eq!(
+        seg,
+        vec![
+            (500, 1000, 1500, 0x10),
+            (501, 2448, 1500, 0x10),
+            (502, 3896, 156, 0x18)
+        ]
+    );
+    assert!(
+        k.packets
+            .iter()
+            .filter(|p| p.gso_parent == Some(0x10))
+            .count()
+            == 3
+    );
+    // The segment's path starts at its parent's LOCAL_OUT.
+    assert_eq!(
+        p(0x12).hops.iter().map(|h| h.kind).collect::<Vec<_>>(),
+        vec![
+            kind::IP_LOCAL_OUT,
+            kind::DEV_START_XMIT,
+            kind::DEV_RX,
+            kind::TCP_RCV
+        ]
+    );
+    // 0x30 was two packets: out, and the one that came in after a receive.
+    let two: Vec<_> = k.packets.iter().filter(|p| p.id == 0x30).collect();
+    assert_eq!(two.len(), 2);
+    assert_eq!(two[1].ip.unwrap().ip_id, 78);
+    assert_eq!(
+        two[1].hops.iter().map(|h| h.kind).collect::<Vec<_>>(),
+        vec![kind::DEV_RX, kind::IP_LOCAL_IN]
+    );
+}
+
+/// Ethernet/IPv4/TCP bytes for a footprint.
+fn eth(fp: &Footprint, flags: u8, tot: u16) -> Vec<u8> {
+    let mut d = vec![0u8; 12];
+    d.extend_from_slice(&[8, 0, 0x45, 0]);
+    d.extend_from_slice(&tot.to_be_bytes());
+    d.extend_from_slice(&fp.ip_id.to_be_bytes());
+    d.extend_from_slice(&[0x40, 0, 64, 6, 0, 0]);
+    for a in [fp.src, fp.dst] {
+        let IpAddr::V4(a) = a else { panic!() };
+        d.extend_from_slice(&a.octets());
+    }
+    d.extend_from_slice(&fp.sport.to_be_bytes());
+    d.extend_from_slice(&fp.dport.to_be_bytes());
+    d.extend_from_slice(&fp.seq.to_be_bytes());
+    d.extend_from_slice(&fp.ack.to_be_bytes());
+    d.extend_from_slice(&[0x80, flags, 0, 0, 0, 0, 0, 0]);
+    d
+}
+
+#[test]
+fn capture_shifted_by_3_25_s_matches_with_its_offset() {
+    let k = load();
+    let fp = |id: u16, src, dst, sp: u16, dp: u16, seq: u32, ack: u32| Footprint {
+        src: IpAddr::from(src),
+        dst: IpAddr::from(dst),
+        protocol: 6,
+        ip_id: id,
+        sport: sp,
+        dport: dp,
+        seq,
+        ack,
+    };
+    let shift = 3_250_000_000 + 30_000;
+    // Seen on ifindex 4, 30 us after the kernel's receive there (and the ACK's send).
+    let frames = vec![
+        (
+            1,
+            wall(11_050) + shift,
+            1,
+            eth(&fp(500, A, B, 40000, 2049, 1000, 9), 0x10, 1500),
+        ),
+        (
+            2,
+            wall(11_150) + shift,
+            1,
+            eth(&fp(501, A, B, 40000, 2049, 2448, 9), 0x10, 1500),
+        ),
+        (
+            3,
+            wall(11_250) + shift,
+            1,
+            eth(&fp(502, A, B, 40000, 2049, 3896, 9), 0x18, 156),
+        ),
+        (
+            4,
+            wall(12_100) + shift,
+            1,
+            eth(&fp(77, B, A, 2049, 40000, 9, 4000), 0x10, 52),
+        ),
+        (5, wall(12_500) + shift, 1, {
+            let mut d = vec![0xff; 12];
+            d.extend_from_slice(&[8, 6]);
+            d.extend_from_slice(&[0; 28]);
+            d
+        }),
+        (
+            6,
+            wall(12_600) + shift,
+            1,
+            eth(&fp(1, [10, 9, 9, 9], B, 1, 2, 3, 4), 0x10, 52),
+        ),
+    ];
+    let a = associate(&k, frames);
+    let s = &a.summary;
+    assert_eq!(s.offset_ns, shift);
+    assert_eq!(
+        (s.ipv4_frames, s.ipv4_matched, s.arp_frames, s.arp_matched),
+        (5, 4, 1, 0)
+    );
+    let ids: Vec<Option<u64>> = a.frames.iter().map(|f| f.pkt_id).collect();
+    assert_eq!(
+        ids,
+        vec![Some(0x11), Some(0x12), Some(0x13), Some(0x20), None, None]
+    );
+    assert!(a.frames[..4].iter().all(|f| f.residual_ns == Some(0)));
+    assert!(a.frames[4].reason.as_deref().unwrap().starts_with("ARP"));
+    assert!(a.frames[5]
+        .reason
+        .as_deref()
+        .unwrap()
+        .starts_with("not traced"));
+    assert_eq!(s.capture_ifindexes, vec![4]);
+}
+
+#[test]
+fn pcapng_frames_carry_owners_and_headers_that_match_back() {
+    let k = load();
+    let mut out = Vec::new();
+    let st = magnet_wire::export::write_pcapng(&k, &mut out).unwrap();
+    // 3 segments x 2 devices, the ACK x 2, 0x30 out x 2 and in x 1.
+    assert_eq!(st.frames, 11);
+    assert_eq!(
+        st.interfaces,
+        vec![("ifindex3".to_string(), 6), ("ifindex4".to_string(), 5)]
+    );
+    let mut r = CaptureReader::new(&out[..], Path::new("x")).unwrap();
+    let mut frames = Vec::new();
+    let mut comments = Vec::new();
+    while let Some(p) = r.next_packet() {
+        let p = p.unwrap();
+        comments.push(p.comments().next().unwrap().to_string());
+        frames.push((p.number, p.ts_ns, p.linktype, p.data.to_vec()));
+    }
+    // Segment 0x12 out on ifindex 3 (the client's) and in on ifindex 4 (the server's).
+    let c12: Vec<&String> = comments
+        .iter()
+        .filter(|c| c.contains("pkt=0x12 "))
+        .collect();
+    assert_eq!(c12.len(), 2);
+    assert!(
+        c12[0].starts_with("pid=100 comm=client cookie=7 dir=out if=3"),
+        "{}",
+        c12[0]
+    );
+    assert!(c12[0].contains("app=send ret=3000"), "{}", c12[0]);
+    assert!(
+        c12[0].contains(" path=ip_local_out[3]@-1.1us>dev_start_xmit[3]@+0.0us>dev_rx[4]@+0.1us>tcp_rcv@+0.1us "),
+        "{}",
+        c12[0]
+    );
+    assert!(
+        c12[0].ends_with("gso_parent=0x10 synthesized=eth+ipv4+tcp"),
+        "{}",
+        c12[0]
+    );
+    assert!(
+        c12[1].starts_with("pid=200 comm=server cookie=8 dir=in if=4"),
+        "{}",
+        c12[1]
+    );
+    // The synthesised headers carry the kernel's footprints: matching the export
+    // against its own trace pairs every frame at offset 0.
+    for (_, _, lt, d) in &frames {
+        assert!(matches!(parse_frame(*lt, d), Frame::Ip { .. }));
+    }
+    let a = associate(&k, frames);
+    assert_eq!(
+        (a.summary.matched, a.summary.frames, a.summary.offset_ns),
+        (11, 11, 0)
+    );
+}
+
+/// The client's events run in pid 100, the server's in 200.
+fn pid_of(cookie: u64) -> u32 {
+    if cookie == 8 {
+        200
+    } else {
+        100
+    }
+}
+
+fn tcp_rcv(cat: &Catalog, ts: u64, pkt: u64) -> Vec<u8> {
+    rec(
+        cat,
+        kind::TCP_RCV,
+        ts,
+        200,
+        &[("cookie", V::N(8)), ("pkt_id", V::N(pkt))],
+    )
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Judges scripts/lab/suite.sh outputs: one reference (this host) and one per guest kernel.
+
+    check.py REFERENCE.txt GUEST.txt...
+
+Checks, for every file:
+  - `magnet record -- magnet loadgen --tcp 200x16k --udp 100x512` with the default layers
+    exited 0; loadgen says 200 TCP sends of 16384 B and 100 UDP sends of 512 B, none failed;
+    the trace has exactly those app sends (200 x 16384 B on the TCP socket, 100 x 512 B on the UDP one);
+  - the tcp, ip and dev rows of those sockets are present (tcp/ip/dev out on the TCP sender,
+    in on its receiver; ip/dev out on the UDP sender), and the UDP sender's ip and dev rows
+    (one packet per datagram) equal the reference's in units and bytes;
+  - `magnet info` names a hook for every kind recorded and for every default layer;
+  - every layer alone: exit 0 with its hooks named in the trace (and events, for the layers
+    the workload must show), or a one-line error naming the layer, the hook and what is missing;
+  - (guests) nothing left behind: no BPF link, kprobe event, pinned object or clsact qdisc.
+Prints a table of the rows per kernel; exits 1 on the first file with failures (after all).
+"""
+import json
+import sys
+
+DEFAULT_LAYERS = ["app", "tcp", "ip", "dev"]
+named_missing = {}
+MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
+
+
+def sections(path):
+    out, name, buf = {}, None, []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("== "):
+                if name is not None:
+                    out[name] = buf
+                name, buf = line[3:], []
+            else:
+                buf.append(line)
+    if name is not None:
+        out[name] = buf
+    return out
+
+
+def first_json(lines):
+    text = "\n".join(l for l in lines if not l.startswith("rc "))
+    dec = json.JSONDecoder()
+    i = text.find("{")
+    while i >= 0:
+        try:
+            obj, _ = dec.raw_decode(text[i:])
+            return obj
+        except ValueError:
+            i = text.find("{", i + 1)
+    return None
+
+
+def rows(conn):
+    return {(m["layer"], m["dir"]): (m["units"], m["bytes"]) for m in conn.get("modulation", [])}
+
+
+def judge(path, ref_udp=None):
+    s = sections(path)
+    fails = []
+    kernel = (s.get("kernel") or ["?"])[0]
+
+    def need(cond, msg):
+        if not cond:
+            fails.append(msg)
+        return cond
+
+    # What each kernel offers (NOTES-kernels.md, measured by hand) against
+    # what magnet-kernel detects.
+    chk = first_json(s.get("check", [])) or {}
+    feats = {k: v.get("support") for k, v in (chk.get("kernel") or {}).items() if isinstance(v, dict)}
+    expect = None
+    if kernel.startswith("6.1.0-"):
+        expect = {"fentry": "yes", "kprobe": "yes", "kprobe_multi": "no", "netfilter_link": "no", "tcx": "no"}
+    elif kernel.startswith("6.12."):
+        expect = {"fentry": "yes", "kprobe": "yes", "kprobe_multi": "yes", "netfilter_link": "yes", "tcx": "yes"}
+    if expect:
+        need(feats == expect, f"detected {feats}, this kernel has {expect}")
+    for k in chk.get("kinds", []):
+        if k.get("default_on") and k["layer"] in DEFAULT_LAYERS:
+            need(bool(k.get("hook")), f"record --check: no hook for {k['kind']}: {k.get('missing')}")
+
+    rec = s.get("record", [])
+    need("rc 0" in rec, f"record exited {[l for l in rec if l.startswith('rc ')]}, want rc 0")
+    lg = first_json(s.get("loadgen", [])) or {}
+    tcp, udp = lg.get("tcp") or {}, lg.get("udp") or {}
+    need(
+        (tcp.get("calls"), tcp.get("call_size"), tcp.get("failed_calls")) == (200, 16384, 0),
+        f"loadgen tcp: {tcp.get('calls')} x {tcp.get('call_size')} ({tcp.get('failed_calls')} failed), want 200 x 16384",
+    )
+    need(
+        (udp.get("calls"), udp.get("call_size"), udp.get("failed_calls")) == (100, 512, 0),
+        f"loadgen udp: {udp.get('calls')} x {udp.get('call_size')}, want 100 x 512",
+    )
+
+    an = first_json(s.get("analyze", [])) or {}
+    conns = an.get("connections", [])
+    tcp_tx = [c for c in conns if c.get("protocol") == "tcp" and c["app"]["sent_calls"] > 0]
+    tcp_rx = [c for c in conns if c.get("protocol") == "tcp" and c["app"]["recv_calls"] > 0]
+    udp_tx = [c for c in conns if c.get("protocol") == "udp" and c["app"]["sent_calls"] > 0]
+    table = {}
+    if need(len(tcp_tx) == 1, f"{len(tcp_tx)} TCP sending sockets in the trace, want 1"):
+        c = tcp_tx[0]
+        need(
+            (c["app"]["sent_calls"], c["app"]["sent_bytes"]) == (200, 200 * 16384),
+            f"TCP app sends in the trace: {c['app']['sent_calls']} calls, {c['app']['sent_bytes']} B; want 200, 3276800",
+        )
+        r = rows(c)
+        for k in [("tcp", "out"), ("ip", "out"), ("dev", "out")]:
+            need(k in r and r[k][0] > 0, f"TCP sender has no {k[0]} {k[1]} row")
+        table.update({("tcp-tx",) + k: v for k, v in r.items()})
+    if need(len(tcp_rx) == 1, f"{len(tcp_rx)} TCP receiving sockets, want 1"):
+        c = tcp_rx[0]
+        need(c["app"]["recv_bytes"] == 200 * 16384, f"TCP app received {c['app']['recv_bytes']} B, want 3276800")
+        r = rows(c)
+        for k in [("tcp", "in"), ("ip", "in"), ("dev", "in")]:
+            need(k in r and r[k][0] > 0, f"TCP receiver has no {k[0]} {k[1]} row")
+        table.update({("tcp-rx",) + k: v for k, v in r.items()})
+    udp_rows = None
+    if need(len(udp_tx) == 1, f"{len(udp_tx)} UDP sending sockets, want 1"):
+        c = udp_tx[0]
+        need(
+            (c["app"]["sent_calls"], c["app"]["sent_bytes"]) == (100, 51200),
+            f"UDP app sends: {c['app']['sent_calls']} calls, {c['app']['sent_bytes']} B; want 100, 51200",
+        )
+        r = rows(c)
+        udp_rows = {k: r.get(k) for k in [("ip", "out"), ("dev", "out")]}
+        for k, v in udp_rows.items():
+            need(v is not None, f"UDP sender has no {k[0]} {k[1]} row")
+            if ref_udp is not None and v is not None:
+                need(v == ref_udp.get(k), f"UDP {k[0]} {k[1]}: {v} (units, bytes), reference kernel {ref_udp.get(k)}")
+        table.update({("udp-tx",) + k: v for k, v in r.items()})
+
+    info = first_json(s.get("info", [])) or {}
+    for name, k in (info.get("kinds") or {}).items():
+        need(bool(k.get("hook")), f"info: kind {name} names no hook")
+    srcs = {x["layer"]: x for x in info.get("sources", [])}
+    for layer in DEFAULT_LAYERS:
+        need(layer in srcs and srcs[layer]["hooks"], f"info: layer {layer} names no hook")
+
+    for layer in ["app", "tcp", "ip", "qdisc", "dev", "drop", "sched"]:
+        sec = s.get(f"layer {layer}", [])
+        rc = next((l[3:] for l in sec if l.startswith("rc ")), "?")
+        err = next((l[7:] for l in sec if l.startswith("stderr ")), "")
+        li = first_json([l for l in sec if l.startswith("{")])
+        if rc == "0":
+            src = [x for x in (li or {}).get("sources", []) if x["layer"] == layer]
+            need(src and src[0]["hooks"], f"--layers {layer}: exit 0 but no hook named for it")
+            if layer in MUST_SEE:
+                n = ((li or {}).get("layers") or {}).get(layer, 0)
+                need(n > 0, f"--layers {layer}: no {layer} event recorded")
+        else:
+            need(
+                f"layer {layer}" in err and ":" in err,
+                f"--layers {layer}: exit {rc} without a line naming the layer, hook and what is missing: {err!r}",
+            )
+
+    nm = s.get("named-missing", [])
+    rc = next((l[3:] for l in nm if l.startswith("rc ")), "?")
+    err = next((l[7:] for l in nm if l.startswith("stderr ")), "")
+    lines = next((l[6:] for l in nm if l.startswith("lines ")), "?")
+    if rc != "0":
+        need(
+            lines.strip() == "1"
+            and "layer ip cannot be recorded" in err
+            and "netfilter/LOCAL_OUT: " in err
+            and "fexit/__ip_local_out" in err,
+            f"--layers ip without function probes: exit {rc}, {lines} lines, want one naming the hooks: {err!r}",
+        )
+    named_missing[kernel] = err if rc != "0" else "recorded (netfilter links)"
+
+    if "leftovers" in s:
+        lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)
+        need(lo.get("rc") == "0", f"recording every layer and kind exited {lo.get('rc')}")
+        for k in ["link_fds", "kprobe_events", "pinned", "clsact"]:
+            need(lo.get(k) == "0", f"left behind after detach: {k} = {lo.get(k)}")
+    need("end" in s, "the suite did not finish")
+    return kernel, fails, udp_rows, table
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit("usage: check.py REFERENCE.txt GUEST.txt...")
+    kernel, fails, ref_udp, ref_table = judge(sys.argv[1])
+    results = [(kernel, fails, ref_table)]
+    for p in sys.argv[2:]:
+        k, f, _, t = judge(p, ref_udp)
+        results.append((k, f, t))
+    keys = sorted({k for _, _, t in results for k in t})
+    print("rows (units / bytes) " + " | ".join(k for k, _, _ in results))
+    for key in keys:
+        cells = []
+        for _, _, t in results:
+            v = t.get(key)
+            cells.append(f"{v[0]} / {v[1]}" if v else "-")
+        print(f"  {' '.join(key):<16} " + " | ".join(cells))
+    for k, line in named_missing.items():
+        print(f"--layers ip, fentry denied, on {k}: {line}")
+    bad = 0
+    for k, f, _ in results:
+        if f:
+            bad += 1
+            for msg in f:
+                print(f"FAIL {k}: {msg}")
+        else:
+            print(f"ok   {k}")
+    print(f"lab: {len(results) - bad} passed, {bad} failed")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
