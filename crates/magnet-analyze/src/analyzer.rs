@@ -23,6 +23,7 @@ const ORPHAN_CAP: usize = 4096;
 
 /// A frame received from the driver, waiting for an IP or TCP event of the
 /// same packet id to tell its socket.
+#[derive(Clone, Copy)]
 struct PendingRx {
     ts: u64,
     len: u64,
@@ -318,7 +319,20 @@ impl Analyzer {
                 let flags = v.u(F::Arg).unwrap_or(0);
                 let pkt = v.u(F::PktId).unwrap_or(0);
                 let mut arrival = ts;
-                if let Some(p) = self.dev_rx.remove(&pkt) {
+                // tcp_probe is the packet's last event; a tcp_rcv read at
+                // netif_receive_skb (outside ESTABLISHED) comes before its IP
+                // events, which still need the frame's arrival.
+                let last = self.dev_rx.get(&pkt).is_some_and(|p| p.ts < ts);
+                let frame = if last {
+                    self.dev_rx.remove(&pkt)
+                } else {
+                    self.dev_rx.get_mut(&pkt).map(|p| {
+                        let was = *p;
+                        p.claimed = true;
+                        was
+                    })
+                };
+                if let Some(p) = frame {
                     if p.ts <= ts && ts - p.ts < PKT_TTL_NS {
                         arrival = p.ts;
                         if !p.claimed {

@@ -881,6 +881,53 @@ fn lost_regions_mark_the_rows_they_touch_and_duration_is_the_recording_span() {
     assert_eq!(a.trace.duration_s, 0.011);
 }
 
+/// Outside ESTABLISHED (a client that half-closed, FIN_WAIT2) tcp_rcv is read
+/// at netif_receive_skb, before the packet's IP events: the frame is counted
+/// once, and the segments' receive latency still starts at the device.
+#[test]
+fn tcp_rcv_read_at_the_device_before_ip() {
+    let snap = |rcv: u64| {
+        vec![
+            ("state", 5),
+            ("copied_seq", ISN),
+            ("rcv_nxt", rcv),
+            ("write_seq", 5),
+            ("snd_una", 5),
+            ("snd_nxt", 5),
+        ]
+    };
+    let t = T0 + MS;
+    let mut recs = vec![sock(T0, 2, PB, PA)];
+    for (k, (len, flags)) in [(1500u64, 0x18u64), (1500, 0x18), (52, 0x11)]
+        .into_iter()
+        .enumerate()
+    {
+        let (at, pkt, seq) = (t + k as u64 * 100_000, 31 + k as u64, ISN + k as u64 * 1448);
+        recs.push(dev(kind::DEV_RX, at, 0, pkt, len + 14));
+        recs.push(tcp(kind::TCP_RCV, at, 9, 2, pkt, seq, flags, &snap(seq)));
+        recs.push(ip(
+            kind::IP_LOCAL_IN,
+            at + 2_000,
+            2,
+            pkt,
+            len,
+            seq,
+            flags,
+            PA,
+            PB,
+        ));
+    }
+    recs.push(app(kind::APP_RECV, t + MS, 9, 2, 2896));
+    let a = run(&recs);
+    let c = &a.connections[0];
+    assert_eq!(c.row("dev", "in").unwrap().units, 3);
+    let r = c.row("tcp", "in").unwrap();
+    assert_eq!((r.units, r.bytes, r.unit.as_str()), (2, 2896, "segment"));
+    let l = c.latency.recv.as_ref().unwrap();
+    assert_eq!((l.count, l.min, l.max), (2, 900_000, MS));
+    assert_eq!(c.latency.recv_unmatched, 0);
+}
+
 mod robustness {
     use super::*;
     use proptest::prelude::*;
