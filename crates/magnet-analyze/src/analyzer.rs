@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use magnet_trace::{kind, Footer, Header, KindIndex, Record, RecordRef};
 
-use crate::connections::{Conn, Endpoint, RowNames, DEV, IN, IP, OUT, TCP};
+use crate::connections::{Conn, Endpoint, Endpoints, RowNames, DEV, IN, IP, OUT, TCP};
 use crate::fields::{Layouts, View, F};
 use crate::flows::{FlowKey, Flows, IpPacket, Orphan};
 use crate::latency::{IpSegment, RxSource, SendWait};
@@ -102,14 +102,14 @@ impl Analyzer {
     }
 
     fn learn_flow(&mut self, cookie: u64, proto: Option<u64>, local: Endpoint, remote: Endpoint) {
-        if cookie == 0 || local.1 == 0 {
+        if cookie == 0 || local.port == 0 {
             return;
         }
         let key = FlowKey {
-            local: local.0,
-            lport: local.1,
-            remote: remote.0,
-            rport: remote.1,
+            local: local.addr,
+            lport: local.port,
+            remote: remote.addr,
+            rport: remote.port,
             proto: proto.unwrap_or(6) as u8,
         };
         self.flows.insert(key, cookie);
@@ -122,6 +122,20 @@ impl Analyzer {
                     None => self.orphans.push_back(o),
                 }
             }
+        }
+    }
+
+    /// A SOCK or state record's own end (source) and its peer (destination):
+    /// the connection's tuple, and its flow once the local end is known.
+    fn learn_ends(&mut self, cookie: u64, proto: Option<u64>, e: Endpoints) {
+        let c = self.conns.get_mut(&cookie).expect("present");
+        c.learn_tuple(e.src, e.dst);
+        if let Some(l) = c.local {
+            let r = c.remote.unwrap_or(Endpoint {
+                addr: e.dst.addr,
+                port: 0,
+            });
+            self.learn_flow(cookie, proto, l, r);
         }
     }
 
@@ -210,18 +224,13 @@ impl Analyzer {
     fn sock(&mut self, ts: u64, v: &View) {
         let Some(cookie) = v.u(F::Cookie) else { return };
         let proto = v.u(F::Protocol);
-        let local = (v.addr(F::Saddr), v.u(F::Sport));
-        let remote = (v.addr(F::Daddr), v.u(F::Dport));
+        let ends = Endpoints::read(v);
         let c = self.conn(cookie, ts);
         c.known = true;
         c.protocol = proto.or(c.protocol);
         c.netns = v.u(F::Netns);
-        if let ((Some(la), Some(lp)), (Some(ra), Some(rp))) = (local, remote) {
-            c.learn_tuple((la, lp as u16), (ra, rp as u16));
-            if let Some(l) = c.local {
-                let r = c.remote.unwrap_or((ra, 0));
-                self.learn_flow(cookie, proto, l, r);
-            }
+        if let Some(e) = ends {
+            self.learn_ends(cookie, proto, e);
         }
     }
 
@@ -233,17 +242,8 @@ impl Analyzer {
         if let Some(ns) = v.u(F::Newstate) {
             c.states.push(ns as u8);
         }
-        if let (Some(sa), Some(sp), Some(da), Some(dp)) = (
-            v.addr(F::Saddr),
-            v.u(F::Sport),
-            v.addr(F::Daddr),
-            v.u(F::Dport),
-        ) {
-            c.learn_tuple((sa, sp as u16), (da, dp as u16));
-            if let Some(l) = c.local {
-                let r = c.remote.unwrap_or((da, 0));
-                self.learn_flow(cookie, Some(6), l, r);
-            }
+        if let Some(e) = Endpoints::read(v) {
+            self.learn_ends(cookie, Some(6), e);
         }
         if let Some(s) = Snap::read(v) {
             let (t_s, series) = (secs(ts, self.origin), self.series());
@@ -299,8 +299,11 @@ impl Analyzer {
         c.known = true;
         c.protocol = Some(6);
         if let Some(sp) = v.u(F::Sport).filter(|&p| p != 0) {
-            if c.local.is_none_or(|l| l.1 == 0) {
-                c.local = Some((c.local.map_or(IpAddr::from([0u8; 4]), |l| l.0), sp as u16));
+            if c.local.is_none_or(|l| l.port == 0) {
+                c.local = Some(Endpoint {
+                    addr: c.local.map_or(IpAddr::from([0u8; 4]), |l| l.addr),
+                    port: sp as u16,
+                });
             }
         }
         match k {
@@ -360,19 +363,12 @@ impl Analyzer {
         let cookie = match v.u(F::Cookie) {
             Some(c) if c != 0 => {
                 // A packet with its socket tells the socket's full tuple.
-                if let (Some(sa), Some(sp), Some(da), Some(dp)) = (
-                    v.addr(F::Saddr),
-                    v.u(F::Sport),
-                    v.addr(F::Daddr),
-                    v.u(F::Dport),
-                ) {
+                if let Some(e) = Endpoints::read(v) {
                     let proto = v.u(F::Protocol);
                     let conn = self.conn(c, ts);
-                    if conn.remote.is_none()
-                        || conn.local.is_none_or(|l| l.1 == 0 || l.0.is_unspecified())
-                    {
-                        conn.learn_tuple((sa, sp as u16), (da, dp as u16));
-                        self.learn_flow(c, proto, (sa, sp as u16), (da, dp as u16));
+                    if conn.remote.is_none() || conn.local.is_none_or(|l| !l.is_known()) {
+                        conn.learn_tuple(e.src, e.dst);
+                        self.learn_flow(c, proto, e.src, e.dst);
                     }
                 }
                 Some(c)

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 
 use magnet_trace::{catalog::tcp_state_name, kind, KindIndex};
 
+use crate::fields::{View, F};
 use crate::latency::{RecvPath, SendPath};
 use crate::model::{
     AppTotals, Coalescing, ConnSeries, Connection, Latency, LayerRow, LostRegion, Marks,
@@ -23,7 +24,40 @@ pub(crate) const OUT: usize = 0;
 pub(crate) const IN: usize = 1;
 
 /// An address and port.
-pub(crate) type Endpoint = (IpAddr, u16);
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Endpoint {
+    pub addr: IpAddr,
+    pub port: u16,
+}
+
+impl Endpoint {
+    /// Both address and port set (not a wildcard).
+    pub fn is_known(&self) -> bool {
+        self.port != 0 && !self.addr.is_unspecified()
+    }
+}
+
+/// A record's source and destination (`saddr`, `sport`, `daddr`, `dport`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Endpoints {
+    pub src: Endpoint,
+    pub dst: Endpoint,
+}
+
+impl Endpoints {
+    pub fn read(v: &View) -> Option<Endpoints> {
+        Some(Endpoints {
+            src: Endpoint {
+                addr: v.addr(F::Saddr)?,
+                port: v.u(F::Sport)? as u16,
+            },
+            dst: Endpoint {
+                addr: v.addr(F::Daddr)?,
+                port: v.u(F::Dport)? as u16,
+            },
+        })
+    }
+}
 
 /// What a unit is and which hook saw it, per row: from the trace's catalog.
 pub(crate) struct RowNames {
@@ -120,10 +154,10 @@ impl Conn {
     }
 
     pub fn learn_tuple(&mut self, local: Endpoint, remote: Endpoint) {
-        if self.local.is_none() || (local.1 != 0 && !local.0.is_unspecified()) {
+        if self.local.is_none() || local.is_known() {
             self.local = Some(local);
         }
-        if remote.1 != 0 && !remote.0.is_unspecified() {
+        if remote.is_known() {
             self.remote = Some(remote);
         }
     }
@@ -291,9 +325,9 @@ impl Conn {
 }
 
 fn fmt_end(e: Option<Endpoint>) -> Option<String> {
-    e.map(|(a, p)| match a {
-        IpAddr::V4(_) => format!("{a}:{p}"),
-        IpAddr::V6(_) => format!("[{a}]:{p}"),
+    e.map(|Endpoint { addr, port }| match addr {
+        IpAddr::V4(_) => format!("{addr}:{port}"),
+        IpAddr::V6(_) => format!("[{addr}]:{port}"),
     })
 }
 

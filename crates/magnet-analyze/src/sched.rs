@@ -59,7 +59,14 @@ struct Task {
     wakeups: u64,
     runq_wait: Dist,
     /// The latest run-queue waits (runnable since, switched in).
-    recent: std::collections::VecDeque<(u64, u64)>,
+    recent: std::collections::VecDeque<RunqWait>,
+}
+
+/// A thread runnable from `since` until switched in at `until`.
+#[derive(Clone, Copy, Debug, Default)]
+struct RunqWait {
+    since: u64,
+    until: u64,
 }
 
 /// Waits kept per thread for [`SchedAcc::cpu_wait`].
@@ -80,11 +87,17 @@ pub(crate) struct SwitchedIn {
     pub comm: Option<String>,
 }
 
+/// One CPU's context switches: the count and per-bin counts.
+struct CpuAcc {
+    switches: u64,
+    bins: Bins,
+}
+
 pub(crate) struct SchedAcc {
     origin: u64,
     bin_ns: u64,
     cap: usize,
-    cpus: BTreeMap<u32, (u64, Bins)>,
+    cpus: BTreeMap<u32, CpuAcc>,
     tasks: HashMap<u32, Task>,
     switches: u64,
 }
@@ -108,12 +121,12 @@ impl SchedAcc {
     pub fn switch(&mut self, ts: u64, cpu: u32, prev: SwitchedOut, next: SwitchedIn) {
         self.switches += 1;
         let (origin, bin_ns, cap) = (self.origin, self.bin_ns, self.cap);
-        let e = self
-            .cpus
-            .entry(cpu)
-            .or_insert_with(|| (0, Bins::new(bin_ns, cap)));
-        e.0 += 1;
-        e.1.add(ts.saturating_sub(origin));
+        let e = self.cpus.entry(cpu).or_insert_with(|| CpuAcc {
+            switches: 0,
+            bins: Bins::new(bin_ns, cap),
+        });
+        e.switches += 1;
+        e.bins.add(ts.saturating_sub(origin));
         let SwitchedOut {
             tid: ptid,
             tgid: ptgid,
@@ -145,7 +158,10 @@ impl SchedAcc {
                 if t.recent.len() == RECENT {
                     t.recent.pop_front();
                 }
-                t.recent.push_back((r, ts));
+                t.recent.push_back(RunqWait {
+                    since: r,
+                    until: ts,
+                });
             }
         }
     }
@@ -173,8 +189,8 @@ impl SchedAcc {
         Some(
             t.recent
                 .iter()
-                .filter(|&&(_, s)| s > after && s <= now)
-                .map(|&(r, s)| s - r.max(after))
+                .filter(|w| w.until > after && w.until <= now)
+                .map(|w| w.until - w.since.max(after))
                 .sum(),
         )
     }
@@ -183,7 +199,7 @@ impl SchedAcc {
         let width = self
             .cpus
             .values()
-            .map(|c| c.1.width)
+            .map(|c| c.bins.width)
             .max()
             .unwrap_or(self.bin_ns);
         // All CPUs on one time axis, to the end of the trace (bounded by the cap:
@@ -193,9 +209,10 @@ impl SchedAcc {
             .cpus
             .values()
             .map(|c| {
-                c.1.counts
+                c.bins
+                    .counts
                     .len()
-                    .div_ceil((width / c.1.width).max(1) as usize)
+                    .div_ceil((width / c.bins.width).max(1) as usize)
             })
             .max()
             .unwrap_or(0)
@@ -203,11 +220,11 @@ impl SchedAcc {
         let cpus = self
             .cpus
             .into_iter()
-            .map(|(cpu, (n, bins))| CpuSched {
+            .map(|(cpu, c)| CpuSched {
                 cpu,
-                switches: n,
+                switches: c.switches,
                 bins: if series {
-                    bins.widen_to(width, len)
+                    c.bins.widen_to(width, len)
                 } else {
                     Vec::new()
                 },
