@@ -183,9 +183,10 @@ fn modulation(out: &mut String, c: &Connection) {
     }
     for k in &c.coalescing {
         if let Some(p) = k.packets_per_call {
+            let unit = c.row("tcp", &k.dir).map_or("segment", |r| r.unit.as_str());
             let _ = write!(
                 out,
-                "<p class=note>{}: {} app calls → {} TCP segments, {} IP packets, {} device packets \
+                "<p class=note>{}: {} app calls → {} TCP {unit}s, {} IP packets, {} device packets \
                  (<span data-key=\"{}.{}.packets_per_call\" data-value=\"{p}\">{p:.2}</span> packets per call)</p>",
                 k.dir, k.app_calls, k.tcp_segments, k.ip_packets, k.dev_packets, c.cookie, k.dir
             );

@@ -301,9 +301,10 @@ fn print_conn(out: &mut impl Write, c: &Connection) -> Result<()> {
     }
     for k in &c.coalescing {
         if let Some(p) = k.packets_per_call {
+            let unit = c.row("tcp", &k.dir).map_or("segment", |r| r.unit.as_str());
             writeln!(
                 out,
-                "  {}: {} app calls -> {} tcp segments, {} ip packets, {} dev packets ({:.2} packets per call)",
+                "  {}: {} app calls -> {} tcp {unit}s, {} ip packets, {} dev packets ({:.2} packets per call)",
                 k.dir, k.app_calls, k.tcp_segments, k.ip_packets, k.dev_packets, p
             )?;
         }
