@@ -132,6 +132,18 @@ fn tcp(
     r
 }
 
+/// The snapshot of a receiver that has read nothing yet (copied_seq at the
+/// first data byte) and expects `rcv` next; it sends nothing itself.
+fn rx_snap(rcv: u64) -> Vec<(&'static str, u64)> {
+    vec![
+        ("copied_seq", ISN),
+        ("rcv_nxt", rcv),
+        ("write_seq", 5),
+        ("snd_una", 5),
+        ("snd_nxt", 5),
+    ]
+}
+
 const PA: (Ipv4Addr, u16) = (A, 40000);
 const PB: (Ipv4Addr, u16) = (B, 5001);
 
@@ -288,15 +300,7 @@ fn receive_side_dev_attributed_by_packet_id_and_tuple() {
     // events: another namespace): counted once. Segment 2: dev_rx without a
     // socket, IP PRE_ROUTING without a socket (claimed by 5-tuple), LOCAL_IN,
     // tcp_rcv. A dev_rx nobody claims stays unattributed.
-    let snap = |rcv: u64| {
-        vec![
-            ("copied_seq", ISN),
-            ("rcv_nxt", rcv),
-            ("write_seq", 5),
-            ("snd_una", 5),
-            ("snd_nxt", 5),
-        ]
-    };
+    let snap = rx_snap;
     let t = T0 + MS;
     let recs = vec![
         sock(T0, 2, PB, PA),
@@ -672,15 +676,7 @@ fn fin_carrying_the_last_data() {
 /// tcp_probe receive unit.
 #[test]
 fn tcp_in_counts_wire_segments_and_receive_latency_is_per_segment() {
-    let snap = |rcv: u64| {
-        vec![
-            ("copied_seq", ISN),
-            ("rcv_nxt", rcv),
-            ("write_seq", 5),
-            ("snd_una", 5),
-            ("snd_nxt", 5),
-        ]
-    };
+    let snap = rx_snap;
     let t = T0 + MS;
     let mut recs = vec![sock(T0, 2, PB, PA)];
     for k in 0..3u64 {
@@ -886,15 +882,11 @@ fn lost_regions_mark_the_rows_they_touch_and_duration_is_the_recording_span() {
 /// once, and the segments' receive latency still starts at the device.
 #[test]
 fn tcp_rcv_read_at_the_device_before_ip() {
+    // FIN_WAIT2: this end has closed its side.
     let snap = |rcv: u64| {
-        vec![
-            ("state", 5),
-            ("copied_seq", ISN),
-            ("rcv_nxt", rcv),
-            ("write_seq", 5),
-            ("snd_una", 5),
-            ("snd_nxt", 5),
-        ]
+        let mut v = rx_snap(rcv);
+        v.push(("state", 5));
+        v
     };
     let t = T0 + MS;
     let mut recs = vec![sock(T0, 2, PB, PA)];
