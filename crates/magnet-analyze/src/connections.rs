@@ -99,6 +99,13 @@ impl RowNames {
     }
 }
 
+/// snd_nxt and rcv_nxt of a snapshot.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NextSeq {
+    pub snd: u32,
+    pub rcv: u32,
+}
+
 pub(crate) struct Conn {
     pub cookie: u64,
     /// Seen in a SOCK, app or TCP record (not only on a packet of some socket
@@ -123,6 +130,8 @@ pub(crate) struct Conn {
     pub seg_in_wire: SegTrack,
     pub tcp_in_wire: LayerAcc,
     pub tcp: Option<TcpAcc>,
+    /// Next sequence numbers of the latest snapshot with meaningful ones.
+    pub next_seq: Option<NextSeq>,
     pub send: SendPath,
     pub recv: RecvPath,
 }
@@ -148,6 +157,7 @@ impl Conn {
             seg_in_wire: SegTrack::default(),
             tcp_in_wire: LayerAcc::new(series),
             tcp: None,
+            next_seq: None,
             send: SendPath::default(),
             recv: RecvPath::default(),
         }
@@ -168,6 +178,10 @@ impl Conn {
         if !s.synchronized() && s.state != 7 {
             return;
         }
+        self.next_seq = Some(NextSeq {
+            snd: s.snd_nxt,
+            rcv: s.rcv_nxt,
+        });
         for (dir, nxt) in [(OUT, s.snd_nxt), (IN, s.rcv_nxt)] {
             if let Some(seg) = self.seg[dir].fin_end(nxt) {
                 self.layers[TCP][dir].unit(seg.ts, seg.bytes);
@@ -191,8 +205,23 @@ impl Conn {
         names: &RowNames,
         lost: &[LostRegion],
     ) -> Connection {
-        // `tcp in` counts wire segments (IP LOCAL_IN) when IP saw them.
-        let tcp_in_merged = self.tcp_in_wire.units == 0;
+        // A last data segment nothing followed ends at the latest snapshot's
+        // next sequence number.
+        if let Some(n) = self.next_seq {
+            for (dir, nxt) in [(OUT, n.snd), (IN, n.rcv)] {
+                if let Some(seg) = self.seg[dir].close(nxt) {
+                    self.layers[TCP][dir].unit(seg.ts, seg.bytes);
+                }
+            }
+            if let Some(seg) = self.seg_in_wire.close(n.rcv) {
+                self.tcp_in_wire.unit(seg.ts, seg.bytes);
+            }
+        }
+        // `tcp in` counts wire segments (IP LOCAL_IN) when IP saw them: all the
+        // bytes tcp_probe saw (IP events exist only in the recorder's namespace,
+        // and may be lost).
+        let wire = &self.tcp_in_wire;
+        let tcp_in_merged = wire.units == 0 || wire.bytes < self.layers[TCP][IN].bytes;
         if !tcp_in_merged {
             std::mem::swap(&mut self.layers[TCP][IN], &mut self.tcp_in_wire);
         }

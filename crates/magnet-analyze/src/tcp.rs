@@ -40,8 +40,18 @@ impl SegTrack {
     /// A segment at `seq` seen at `ts`: returns the previous one when this one
     /// tells where it ended.
     pub fn segment(&mut self, seq: u32, ts: u64, flags: u64) -> Option<Segment> {
-        if flags & (TCP_SYN | TCP_RST) != 0 {
+        if flags & TCP_SYN != 0 {
             return None;
+        }
+        if flags & TCP_RST != 0 {
+            // A reset carries the next sequence number (snd_nxt): it ends the
+            // last data segment, which no other segment follows.
+            let last = self.last.take()?;
+            let d = seq.wrapping_sub(last.seq) as i32;
+            return (d > 0).then_some(Segment {
+                ts: last.ts,
+                bytes: d as u64,
+            });
         }
         let mut out = None;
         match self.last {
@@ -70,6 +80,18 @@ impl SegTrack {
             self.last = None;
         }
         out
+    }
+
+    /// At the end of the trace, with the next sequence number of the latest
+    /// snapshot (snd_nxt or rcv_nxt): the last data segment, which no other
+    /// segment (a reset going the other way, the recording's end) followed.
+    pub fn close(&mut self, nxt: u32) -> Option<Segment> {
+        let last = self.last.take()?;
+        let d = nxt.wrapping_sub(last.seq) as i32;
+        (1..=1 << 20).contains(&d).then_some(Segment {
+            ts: last.ts,
+            bytes: d as u64,
+        })
     }
 
     /// With the next sequence number after a FIN (snd_nxt/rcv_nxt of a later

@@ -920,6 +920,108 @@ fn tcp_rcv_read_at_the_device_before_ip() {
     assert_eq!(c.latency.recv_unmatched, 0);
 }
 
+/// A connection reset after its last data: the reset's sequence number (the
+/// sender's snd_nxt) ends the last segment, at IP on the way out and at
+/// tcp_probe on the way in (oracle_reset_tcp_bytes found this live).
+#[test]
+fn reset_ends_the_last_segment() {
+    let recs = vec![
+        sock(T0, 1, PA, PB),
+        ip(kind::IP_LOCAL_OUT, T0 + MS, 1, 1, 552, ISN, 0x18, PA, PB),
+        ip(
+            kind::IP_LOCAL_OUT,
+            T0 + 2 * MS,
+            1,
+            2,
+            40,
+            ISN + 500,
+            0x14,
+            PA,
+            PB,
+        ),
+        sock(T0, 2, PB, PA),
+        tcp(
+            kind::TCP_RCV,
+            T0 + MS + 50_000,
+            9,
+            2,
+            1,
+            ISN,
+            0x18,
+            &rx_snap(ISN),
+        ),
+        tcp(
+            kind::TCP_RCV,
+            T0 + 2 * MS + 50_000,
+            9,
+            2,
+            2,
+            ISN + 500,
+            0x14,
+            &rx_snap(ISN + 500),
+        ),
+    ];
+    let mut recs = recs;
+    by_time(&mut recs);
+    let a = run(&recs);
+    let out = a.connections[0].row("tcp", "out").unwrap();
+    assert_eq!((out.units, out.bytes, out.first_s), (1, 500, 0.001));
+    let inn = a.connections[1].row("tcp", "in").unwrap();
+    assert_eq!((inn.units, inn.bytes), (1, 500));
+}
+
+/// A reset going the other way (or the recording's end) follows the last data
+/// segment: its end is the latest snapshot's snd_nxt (sender) or rcv_nxt
+/// (receiver). The case of oracle_reset_tcp_bytes: the server resets.
+#[test]
+fn last_segment_ends_at_the_latest_snapshot() {
+    let mut recs = vec![
+        sock(T0, 1, PA, PB),
+        ip(kind::IP_LOCAL_OUT, T0 + MS, 1, 1, 552, ISN, 0x18, PA, PB),
+        // The client's view when the server's ACK arrives.
+        tcp(
+            kind::TCP_RCV,
+            T0 + MS + 100_000,
+            7,
+            1,
+            2,
+            5,
+            0x10,
+            &[
+                ("write_seq", ISN + 500),
+                ("snd_una", ISN),
+                ("snd_nxt", ISN + 500),
+            ],
+        ),
+        sock(T0, 2, PB, PA),
+        tcp(
+            kind::TCP_RCV,
+            T0 + MS + 50_000,
+            9,
+            2,
+            1,
+            ISN,
+            0x18,
+            &rx_snap(ISN),
+        ),
+        // The server closes with a reset: its last snapshot.
+        rec(kind::TCP_STATE, T0 + 2 * MS, 0, 7, 9, true)
+            .set("cookie", 2)
+            .set("newstate", 7)
+            .set("state", 1)
+            .set("rcv_nxt", ISN + 500)
+            .set("snd_nxt", 5)
+            .set("write_seq", 5)
+            .set("snd_una", 5),
+    ];
+    by_time(&mut recs);
+    let a = run(&recs);
+    let out = a.connections[0].row("tcp", "out").unwrap();
+    assert_eq!((out.units, out.bytes, out.first_s), (1, 500, 0.001));
+    let inn = a.connections[1].row("tcp", "in").unwrap();
+    assert_eq!((inn.units, inn.bytes, inn.first_s), (1, 500, 0.00105));
+}
+
 mod robustness {
     use super::*;
     use proptest::prelude::*;
