@@ -64,7 +64,7 @@ fn print_text(info: &Info) {
         secs,
         i.start_realtime_ns % 1_000_000_000
     );
-    println!("duration  {:.6} s ({})", i.duration_s, i.duration_source);
+    println!("duration  {:.6} s: {}", i.duration_s, i.duration_source);
     println!("records   {}", i.records);
     println!(
         "lost      {} events in {} LOST records{}",
