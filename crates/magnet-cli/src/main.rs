@@ -44,6 +44,8 @@ enum Command {
     Loadgen(cmd::loadgen::LoadgenArgs),
     /// The kernel functions that handle packets (by type, from BTF or source) and which can be probed.
     Funcs(cmd::funcs::FuncsArgs),
+    /// Each packet's path through layers and functions, with times; TCP handshake table.
+    Packets(cmd::packets::PacketsArgs),
     /// Sample an interface at 100 us / 1 ms / 10 ms: bytes, ECN, retransmits, connections (Millisampler).
     Sample(cmd::sample::SampleArgs),
     /// Run magnetd: always-on per-connection summaries, Unix-socket API, OpenMetrics /metrics.
@@ -68,6 +70,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Loadgen(args) => cmd::loadgen::run(args),
         Command::Sample(args) => cmd::sample::run(args),
         Command::Funcs(args) => cmd::funcs::run(args),
+        Command::Packets(args) => cmd::packets::run(args),
         Command::Daemon(args) => cmd::daemon::run(args),
         Command::Dump(args) => cmd::dump::run(args),
     }

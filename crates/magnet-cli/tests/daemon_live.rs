@@ -706,3 +706,114 @@ fn flight_recorder_dumps_the_last_seconds_on_request_and_on_a_drop() {
     assert!(d.log().contains("trigger drop-NO_SOCKET"), "{}", d.log());
     assert!(d.stop().success());
 }
+
+#[test]
+fn a_runc_container_is_labelled_with_its_id() {
+    if !live_or_skip(
+        "a_runc_container_is_labelled_with_its_id",
+        &[Need::Btf, Need::Tool("runc"), Need::File("/bin/busybox")],
+    ) {
+        return;
+    }
+    // A 64-hex container id of our own, named the way Docker's systemd
+    // driver names its scopes.
+    let id = format!(
+        "{:016x}",
+        (std::process::id() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    )
+    .repeat(4);
+    let name = format!("magnet-test-{}", std::process::id());
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let d = Daemon::start(&format!(
+        "[metrics]\nconnection_containers = [\"{}\"]\n",
+        &id[..12]
+    ));
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut got = vec![0u8; 21];
+        s.read_exact(&mut got).unwrap();
+        // busybox nc exits once it sees our end close.
+        s.shutdown(Shutdown::Write).unwrap();
+        (s, String::from_utf8_lossy(&got).into_owned())
+    });
+
+    // The bundle: busybox (static) as the whole rootfs, the host's network
+    // (so it reaches our listener), its own cgroup.
+    let bundle = tempfile::tempdir().unwrap();
+    let bin = bundle.path().join("rootfs/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
+    for a in ["sh", "nc", "echo"] {
+        std::os::unix::fs::symlink("busybox", bin.join(a)).unwrap();
+    }
+    let spec = Command::new("runc")
+        .arg("spec")
+        .current_dir(bundle.path())
+        .output()
+        .unwrap();
+    assert!(spec.status.success(), "{spec:?}");
+    let cfg_path = bundle.path().join("config.json");
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cfg_path).unwrap()).unwrap();
+    cfg["process"]["terminal"] = false.into();
+    cfg["process"]["args"] = serde_json::json!([
+        "/bin/sh",
+        "-c",
+        format!("echo hello-from-container | nc 127.0.0.1 {port}; sleep 2")
+    ]);
+    cfg["linux"]["cgroupsPath"] = format!("/docker-{id}.scope").into();
+    let ns = cfg["linux"]["namespaces"].as_array_mut().unwrap();
+    ns.retain(|n| n["type"] != "network");
+    std::fs::write(&cfg_path, cfg.to_string()).unwrap();
+    let run = Command::new("timeout")
+        .args(["30", "runc", "run", &name])
+        .current_dir(bundle.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = Command::new("runc").args(["delete", "-f", &name]).output();
+    assert!(
+        run.status.success(),
+        "runc run: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let (s, got) = server.join().unwrap();
+    assert_eq!(got, "hello-from-container\n");
+
+    // The container's connection, found by its id (a prefix will do).
+    let mut c = d.client();
+    let list = c
+        .call(&magnet_client::Request::Connections {
+            container: Some(id[..12].to_string()),
+        })
+        .unwrap()
+        .connections
+        .unwrap();
+    let to_us: Vec<&Connection> = list
+        .iter()
+        .filter(|c| c.remote == format!("127.0.0.1:{port}"))
+        .collect();
+    assert_eq!(to_us.len(), 1, "{list:?}");
+    let conn = to_us[0];
+    assert_eq!(conn.container.as_deref(), Some(id.as_str()));
+    assert_eq!(conn.comm, "nc");
+    assert_eq!(conn.app.tx_bytes, 21);
+    // Our side of it is not in the container.
+    let ours = c.connection_of(&s).unwrap();
+    assert_eq!(ours.container, None);
+    assert_eq!(ours.app.rx_bytes, 21);
+    // And the container id is a label on its per-connection series.
+    let (_, body) = http_get(d.http, "/metrics");
+    let line = body
+        .lines()
+        .find(|l| {
+            l.starts_with("magnet_connection_app_bytes_total")
+                && l.contains(&format!("container=\"{id}\""))
+                && l.contains("direction=\"tx\"")
+        })
+        .unwrap_or_else(|| panic!("no series labelled {id}:\n{body}"));
+    assert!(line.ends_with(" 21"), "{line}");
+    assert!(d.stop().success());
+}

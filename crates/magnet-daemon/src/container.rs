@@ -102,8 +102,12 @@ impl Resolver {
         if let Some(p) = self.cache.get(&id) {
             return p.clone();
         }
-        // One walk fills the cache with every cgroup there is now.
+        // One walk fills the cache with every cgroup there is now; what was
+        // found before stays (the cgroup of a connection may be gone since).
         self.cache.retain(|_, v| v.is_some());
+        if self.cache.len() > 65_536 {
+            self.cache.clear();
+        }
         let mut stack = vec![self.root.clone()];
         let mut seen = 0usize;
         while let Some(dir) = stack.pop() {

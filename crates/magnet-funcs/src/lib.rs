@@ -14,6 +14,7 @@
 pub mod btf;
 pub mod error;
 pub mod ftrace;
+pub mod packets;
 pub mod select;
 pub mod source;
 

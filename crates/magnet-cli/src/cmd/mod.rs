@@ -10,6 +10,7 @@ pub mod info;
 pub mod loadgen;
 pub mod matching;
 pub mod nfs;
+pub mod packets;
 pub mod parse;
 pub mod pcap;
 pub mod record;
