@@ -184,11 +184,18 @@ pub fn parse_compact_instant(s: &str) -> Option<u64> {
         &s[13..15],
         &s[16..19]
     );
-    parse_instant(&iso).ok().map(crate::sampler::unix_ns)
+    parse_instant(&iso).ok().map(unix_ns)
+}
+
+/// A wall-clock instant as Unix nanoseconds (0 before the epoch).
+pub fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 pub fn now_ns() -> u64 {
-    crate::sampler::unix_ns(SystemTime::now())
+    unix_ns(SystemTime::now())
 }
 
 #[cfg(test)]
@@ -213,9 +220,9 @@ mod tests {
     #[test]
     fn instants_round_trip() {
         let t = parse_instant("2026-11-22T10:00:00Z").unwrap();
-        assert_eq!(crate::sampler::unix_ns(t), 1_795_341_600_000_000_000);
+        assert_eq!(unix_ns(t), 1_795_341_600_000_000_000);
         let t2 = parse_instant("2026-11-22T11:00:00.25+01:00").unwrap();
-        assert_eq!(crate::sampler::unix_ns(t2), 1_795_341_600_250_000_000);
+        assert_eq!(unix_ns(t2), 1_795_341_600_250_000_000);
         assert_eq!(
             format_instant_ns(1_795_341_600_250_000_000),
             "2026-11-22T10:00:00.250000000Z"
@@ -229,9 +236,6 @@ mod tests {
             Some(1_795_341_600_250_000_000)
         );
         assert!(parse_instant("yesterday").is_err());
-        assert_eq!(
-            crate::sampler::unix_ns(parse_instant("@1.5").unwrap()),
-            1_500_000_000
-        );
+        assert_eq!(unix_ns(parse_instant("@1.5").unwrap()), 1_500_000_000);
     }
 }
