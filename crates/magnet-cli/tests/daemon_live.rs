@@ -47,6 +47,16 @@ impl Daemon {
     }
 
     fn start_in(dir: tempfile::TempDir, http: u16, extra: &str) -> Daemon {
+        Daemon::start_full(dir, http, extra, None)
+    }
+
+    /// magnetd run inside `netns` (its HTTP port is there too).
+    fn start_full(
+        dir: tempfile::TempDir,
+        http: u16,
+        extra: &str,
+        netns: Option<&magnet_testkit::Netns>,
+    ) -> Daemon {
         let conf = dir.path().join("magnetd.toml");
         std::fs::write(
             &conf,
@@ -56,7 +66,18 @@ impl Daemon {
             ),
         )
         .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_magnet"))
+        // nsenter switches only the network namespace (`ip netns exec` also
+        // remounts /sys, hiding the cgroup v2 mount magnetd attaches to).
+        let mut cmd = match netns {
+            Some(ns) => {
+                let mut c = Command::new("nsenter");
+                c.arg(format!("--net={}", ns.path().display()))
+                    .arg(env!("CARGO_BIN_EXE_magnet"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_magnet")),
+        };
+        let mut child = cmd
             .args(["daemon", "--config"])
             .arg(&conf)
             .stdin(Stdio::null())
@@ -815,5 +836,90 @@ fn a_runc_container_is_labelled_with_its_id() {
         })
         .unwrap_or_else(|| panic!("no series labelled {id}:\n{body}"));
     assert!(line.ends_with(" 21"), "{line}");
+    assert!(d.stop().success());
+}
+
+#[test]
+fn the_sampler_runs_under_the_daemon_and_its_runs_are_served() {
+    if !live("the_sampler_runs_under_the_daemon_and_its_runs_are_served") {
+        return;
+    }
+    // magnetd inside a namespace of our own, sampling that namespace's lo.
+    let ns = magnet_testkit::Netns::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs");
+    let d = Daemon::start_full(
+        dir,
+        free_port(),
+        &format!(
+            "[sample]\ninterface = \"lo\"\nschedule = \"1ms every 3s\"\nstore = \"{}\"\n",
+            store.display()
+        ),
+        Some(&ns),
+    );
+    // 100-byte datagrams on lo every 5 ms while we wait for a stored run.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (ns2, stop2) = (ns.clone(), stop.clone());
+    let traffic = std::thread::spawn(move || {
+        magnet_testkit::run_in_netns(&ns2, || {
+            let r = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let to = r.local_addr().unwrap();
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                s.send_to(&[7u8; 100], to).unwrap();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+        .unwrap()
+    });
+    let get = |path: &str| {
+        let p = path.to_string();
+        let port = d.http;
+        magnet_testkit::run_in_netns(&ns, move || http_get(port, &p)).unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut list = serde_json::Value::Null;
+    while Instant::now() < deadline {
+        let (head, body) = get("/runs");
+        if head.contains("200") {
+            list = serde_json::from_str(&body).unwrap();
+            if list.as_array().is_some_and(|a| !a.is_empty()) {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    traffic.join().unwrap();
+    let runs = list
+        .as_array()
+        .unwrap_or_else(|| panic!("no run stored:\n{}", d.log()));
+    assert_eq!(runs[0]["interface"], "lo");
+    let name = runs[0]["name"].as_str().unwrap().to_string();
+    let (head, body) = get(&format!("/runs/{name}.json"));
+    assert!(head.contains("200 OK"), "{head}");
+    let run: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let sum = |k: &str| -> u64 {
+        run[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(run["ingressBytes"].as_array().unwrap().len(), 2000);
+    assert_eq!(run["sampling_freq"], 1000);
+    // Each datagram (142 bytes at tc) is seen once leaving and once coming
+    // back on lo; a run's edge may split one pair.
+    let (i, o) = (sum("ingressBytes"), sum("egressBytes"));
+    assert!(i >= 142 * 10, "in {i} out {o}");
+    assert!(i.abs_diff(o) <= 142, "in {i} out {o}");
+    let (_, svg) = get("/runs/latest.svg");
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
+    let (_, metrics) = get("/metrics");
+    assert!(
+        metrics.contains("magnet_sample_runs_total{interface=\"lo\"}"),
+        "{metrics}"
+    );
     assert!(d.stop().success());
 }
