@@ -191,7 +191,7 @@ impl Config {
             c.max_connections = n;
         }
         let dur = |key: &str, v: &str| {
-            magnet_runs::units::parse_duration(v).map_err(|e| bad(format!("{key}: {e}")))
+            magnet_common::units::parse_duration(v).map_err(|e| bad(format!("{key}: {e}")))
         };
         if let Some(v) = raw.retain_closed {
             c.retain_closed = dur("retain_closed", &v)?;

@@ -6,33 +6,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::Error;
 
-/// Parses `100us`, `1ms`, `10ms`, `1.5s`, `30s`, `1m`, `2h`, `3d`, `250ns`.
+/// Parses `100us`, `1ms`, `10ms`, `1.5s`, `30s`, `1m`, `2h`, `3d`, `250ns`:
+/// the one duration syntax of every magnet command (`magnet_common::units`).
 pub fn parse_duration(s: &str) -> Result<Duration, Error> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| {
-        Error::Config(format!(
-            "'{s}': not a duration (examples: 100us, 1ms, 2s, 1m, 3d)"
-        ))
-    })?;
-    let ns_per = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" | "" => 1e9,
-        "m" | "min" => 60e9,
-        "h" => 3600e9,
-        "d" => 86400e9,
-        _ => {
-            return Err(Error::Config(format!(
-                "'{s}': unknown unit '{unit}' (use ns, us, ms, s, m, h, d)"
-            )))
-        }
-    };
-    Ok(Duration::from_nanos((n * ns_per).round() as u64))
+    magnet_common::units::parse_duration(s).map_err(Error::Config)
 }
 
 /// `100us`, `1ms`, `10ms`, `1.5s`: the shortest exact spelling.
