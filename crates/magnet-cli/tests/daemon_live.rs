@@ -923,3 +923,123 @@ fn the_sampler_runs_under_the_daemon_and_its_runs_are_served() {
     );
     assert!(d.stop().success());
 }
+
+#[test]
+fn record_container_keeps_only_that_containers_tasks() {
+    if !live_or_skip(
+        "record_container_keeps_only_that_containers_tasks",
+        &[Need::Btf, Need::Tool("runc"), Need::File("/bin/busybox")],
+    ) {
+        return;
+    }
+    let id = format!(
+        "{:016x}",
+        (std::process::id() as u64 ^ 0x5a5a).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    )
+    .repeat(4);
+    let name = format!("magnet-rec-{}", std::process::id());
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut got = vec![0u8; 21];
+        s.read_exact(&mut got).unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        got
+    });
+    let bundle = tempfile::tempdir().unwrap();
+    let bin = bundle.path().join("rootfs/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
+    for a in ["sh", "nc", "sleep"] {
+        std::os::unix::fs::symlink("busybox", bin.join(a)).unwrap();
+    }
+    assert!(Command::new("runc")
+        .arg("spec")
+        .current_dir(bundle.path())
+        .status()
+        .unwrap()
+        .success());
+    let cfg_path = bundle.path().join("config.json");
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cfg_path).unwrap()).unwrap();
+    cfg["process"]["terminal"] = false.into();
+    cfg["process"]["args"] = serde_json::json!([
+        "/bin/sh",
+        "-c",
+        format!("sleep 4; echo hello-from-container | nc 127.0.0.1 {port}")
+    ]);
+    cfg["linux"]["cgroupsPath"] = format!("/docker-{id}.scope").into();
+    cfg["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|n| n["type"] != "network");
+    std::fs::write(&cfg_path, cfg.to_string()).unwrap();
+    let mut ctr = Command::new("timeout")
+        .args(["40", "runc", "run", &name])
+        .current_dir(bundle.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for its cgroup, then record by container id (a prefix).
+    let root = magnet_daemon_root();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !root.join(format!("docker-{id}.scope")).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let trace = bundle.path().join("c.mgt");
+    let rec = Command::new(env!("CARGO_BIN_EXE_magnet"))
+        .args(["record", "--container", &id[..12], "-d", "8", "-o"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let _ = ctr.wait();
+    let _ = Command::new("runc").args(["delete", "-f", &name]).output();
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    assert_eq!(server.join().unwrap(), b"hello-from-container\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_magnet"))
+        .args(["parse", "--json", "--layer", "app"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let mut sends = Vec::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        if v["kind"] == "app_send" || v["kind"] == "app_recv" {
+            let comm = v["comm"].as_str().unwrap_or("").to_string();
+            assert!(
+                comm == "nc" || comm == "sh",
+                "a task outside the container: {l}"
+            );
+            if v["kind"] == "app_send" {
+                sends.push(v["ret"].as_i64().unwrap());
+            }
+        }
+    }
+    assert_eq!(sends, vec![21], "{}", String::from_utf8_lossy(&out.stdout));
+    // An id that names no container: a one-line error.
+    let bad = Command::new(env!("CARGO_BIN_EXE_magnet"))
+        .args(["record", "--container", "ffffeeee", "-d", "1", "-o"])
+        .arg(bundle.path().join("x.mgt"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no cgroup"));
+}
+
+fn magnet_daemon_root() -> PathBuf {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    info.lines()
+        .find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            (right.split_whitespace().next()? == "cgroup2")
+                .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
+        })
+        .expect("a cgroup v2 mount")
+}
