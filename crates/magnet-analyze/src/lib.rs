@@ -579,6 +579,10 @@ struct PendingRx {
     claimed: bool,
 }
 
+/// Record flag (events.h `MG_F_OTHER_NETNS`): a packet event seen in a
+/// network namespace other than its socket's.
+const FLAG_OTHER_NETNS: u32 = 2;
+
 /// Streaming analysis of one trace. Feed records in time order with
 /// [`Analyzer::push`], then call [`Analyzer::finish`].
 pub struct Analyzer {
@@ -812,6 +816,12 @@ impl Analyzer {
             | kind::TCP_RST_RCVD => self.tcp(k, ts, rec, v),
             kind::IP_LOCAL_OUT => self.ip_out(ts, v),
             kind::IP_PRE_ROUTING | kind::IP_LOCAL_IN => self.ip_in(k, ts, v),
+            // A frame the recorder saw in a namespace other than its
+            // socket's (forwarded by a router namespace) is not the
+            // socket's own transmission.
+            kind::DEV_START_XMIT if rec.flags() & FLAG_OTHER_NETNS != 0 => {
+                self.unattributed.dev_tx += 1
+            }
             kind::DEV_START_XMIT => self.dev_tx(ts, v),
             kind::DEV_RX => {
                 let Some(pkt) = v.u(F::PktId) else { return };

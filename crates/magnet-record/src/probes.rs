@@ -242,6 +242,8 @@ pub const PKT_CONSUME: &str = "pkt_consume";
 pub const FLOWS_AT_BIND: &str = "flow_sys_exit";
 /// tcp_rcv outside ESTABLISHED when dev_rx (which does it too) is not loaded.
 pub const TCP_RX_SEG: &str = "tcp_rx_seg";
+/// cgroup/sock_create on the cgroup v2 root: cookies from a socket's creation.
+pub const COOKIE_AT_CREATE: &str = "sock_cookie_at_create";
 
 /// Every program name in the object, for autoload decisions.
 pub fn all_programs() -> impl Iterator<Item = &'static str> {
@@ -255,6 +257,7 @@ pub fn all_programs() -> impl Iterator<Item = &'static str> {
             PKT_CONSUME,
             FLOWS_AT_BIND,
             TCP_RX_SEG,
+            COOKIE_AT_CREATE,
         ])
 }
 

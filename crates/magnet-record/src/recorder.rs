@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::mem::MaybeUninit;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -324,6 +324,65 @@ fn cgroup_id(path: &Path) -> Result<u64> {
     Ok(md.ino())
 }
 
+/// The cgroup v2 root, for the cgroup link of `sock_cookie_at_create`: where
+/// the hierarchy is mounted (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on
+/// hybrid hosts), or, in a mount namespace that hides it (`ip netns exec`
+/// remounts /sys), a private mount made for the moment of attaching.
+enum Cgroup2Root {
+    Mounted(PathBuf),
+    Private,
+}
+
+impl Cgroup2Root {
+    fn find() -> Cgroup2Root {
+        let found = std::fs::read_to_string("/proc/self/mountinfo")
+            .ok()
+            .and_then(|info| {
+                info.lines().find_map(|l| {
+                    let (pre, post) = l.split_once(" - ")?;
+                    if post.split_whitespace().next()? != "cgroup2" {
+                        return None;
+                    }
+                    let p = PathBuf::from(pre.split_whitespace().nth(4)?);
+                    p.is_dir().then_some(p)
+                })
+            });
+        found.map_or(Cgroup2Root::Private, Cgroup2Root::Mounted)
+    }
+
+    /// The root directory, opened (a cgroup link holds the cgroup itself, so
+    /// a private mount is undone at once).
+    fn open(&self) -> Result<std::fs::File> {
+        match self {
+            Cgroup2Root::Mounted(p) => std::fs::File::open(p)
+                .with_context(|| format!("opening the cgroup v2 root {}", p.display())),
+            Cgroup2Root::Private => {
+                use nix::mount::{mount, umount2, MntFlags, MsFlags};
+                let dir =
+                    std::env::temp_dir().join(format!("magnet-cgroup2-{}", std::process::id()));
+                std::fs::create_dir_all(&dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+                let opened = mount(
+                    Some("cgroup2"),
+                    &dir,
+                    Some("cgroup2"),
+                    MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+                    None::<&str>,
+                )
+                .with_context(|| format!("mounting cgroup2 on {}", dir.display()))
+                .and_then(|()| {
+                    let f = std::fs::File::open(&dir)
+                        .with_context(|| format!("opening {}", dir.display()));
+                    let _ = umount2(&dir, MntFlags::MNT_DETACH);
+                    f
+                });
+                let _ = std::fs::remove_dir(&dir);
+                opened
+            }
+        }
+    }
+}
+
 fn addr16(a: std::net::IpAddr) -> [u8; 16] {
     match a {
         std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
@@ -510,10 +569,15 @@ pub struct CheckLine {
     pub default_on: bool,
     pub hook: Option<String>,
     pub missing: Option<String>,
+    /// A better hook this kernel has but whose program its verifier refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// What `magnet record` would attach on this kernel, for every kind of every
-/// layer, and what the kernel offers. Needs root (it probes attach types).
+/// layer, and what the kernel offers: the chosen programs are loaded once, as
+/// for a recording of a command or pids (`--all` may keep a hook a task filter
+/// costs). Needs root (it probes attach types).
 pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
     preflight()?;
     let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
@@ -535,10 +599,39 @@ pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
             refused.insert(probe.name(), why.to_string());
             Ok(())
         },
-        |_| Ok(()),
+        |open| {
+            // As for `-- COMMAND` and `-p`: the task filters are what some
+            // verifiers refuse (6.12: task storage in netfilter programs).
+            let ro = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("the object has read-only settings");
+            ro.filter_tasks = true;
+            ro.filter_pid = true;
+            Ok(())
+        },
         &wanted,
     )?;
     drop(skel);
+    // Probes that moved on to a later hook: say which one was refused.
+    let moved: BTreeMap<&str, String> = plan
+        .iter()
+        .filter_map(|c| {
+            let first = c.hook.as_ref().ok()?;
+            let now = chosen.iter().find(|d| std::ptr::eq(d.probe, c.probe))?;
+            let later = now.hook.as_ref().ok()?;
+            (later != first).then(|| {
+                (
+                    c.probe.name(),
+                    format!(
+                        "{} refused by this kernel's verifier",
+                        probes::hook_name(&c.probe.hooks[*first])
+                    ),
+                )
+            })
+        })
+        .collect();
     let lines = plan
         .into_iter()
         .map(|c| {
@@ -548,6 +641,7 @@ pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
                 kind: c.probe.name().to_string(),
                 default_on: c.probe.default_on,
                 hook: now.and_then(|d| d.hook()).map(probes::hook_name),
+                refused: moved.get(c.probe.name()).cloned(),
                 missing: match now {
                     Some(_) => None,
                     None => refused.get(c.probe.name()).cloned().or(c.hook.err()),
@@ -727,6 +821,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let cpus = libbpf_rs::num_possible_cpus().context("counting CPUs")? as u32;
     let ring_bytes = (buffer / cpus.max(1)).max(4096).next_power_of_two();
     let packets = config.layers.iter().any(|l| l.follows_packets());
+    let cgroup2_root = packets.then(Cgroup2Root::find);
     let in_hooks = |name: &str| {
         PROBES
             .iter()
@@ -746,6 +841,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             probes::PKT_CONSUME => packets,
             probes::FLOWS_AT_BIND => packets,
             probes::TCP_RX_SEG => tcp_rcv_on(config) && !config.layers.contains(&Layer::Dev),
+            probes::COOKIE_AT_CREATE => packets,
             _ => false,
         }
     };
@@ -914,6 +1010,34 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             prog.attach()
                 .with_context(|| format!("attaching support program {name}"))?,
         );
+    }
+    // Sockets get their cookie when created (see sock_cookie_at_create): a
+    // cgroup link on the v2 root, which every task is under.
+    if let (true, Some(root)) = (wanted(probes::COOKIE_AT_CREATE), &cgroup2_root) {
+        let prog = object
+            .progs_mut()
+            .find(|p| p.name() == probes::COOKIE_AT_CREATE)
+            .expect("support program in object");
+        let dir = root.open();
+        let attached = dir
+            .as_ref()
+            .map_err(|e| anyhow!("{e:#}"))
+            .and_then(|d| Ok(prog.attach_cgroup(std::os::fd::AsRawFd::as_raw_fd(d))?));
+        match attached {
+            Ok(l) => links.push(l),
+            // Without it only a socket's very first packets lack their cookie.
+            Err(e) => {
+                if let Some(src) = sources
+                    .iter_mut()
+                    .find(|(l, _)| l.follows_packets())
+                    .map(|(_, s)| s)
+                {
+                    src.missing.push(format!(
+                        "cgroup/sock_create on the cgroup v2 root: {e:#} (a socket's first packets may lack its cookie)"
+                    ));
+                }
+            }
+        }
     }
     if config.layers.contains(&Layer::Sched) {
         if let Some(s) = sources.get_mut(&Layer::Sched) {

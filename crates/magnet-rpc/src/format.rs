@@ -65,10 +65,15 @@ pub fn json_line(t: &Transaction) -> String {
     let mut s = serde_json::to_string(t).unwrap_or_else(|_| "{}".into());
     if s.ends_with('}') {
         s.pop();
-        s.push_str(if s.len() > 1 { ",\"exec_us\":" } else { "\"exec_us\":" });
+        s.push_str(if s.len() > 1 {
+            ",\"exec_us\":"
+        } else {
+            "\"exec_us\":"
+        });
         match t.exec_ns() {
             Some(n) => {
-                let v = serde_json::to_string(&(n as f64 / 1000.0)).unwrap_or_else(|_| "null".into());
+                let v =
+                    serde_json::to_string(&(n as f64 / 1000.0)).unwrap_or_else(|_| "null".into());
                 s.push_str(&v);
             }
             None => s.push_str("null"),

@@ -266,7 +266,10 @@ fn check(args: &RecordArgs) -> Result<ExitCode> {
             format!("{} (+)", l.kind)
         };
         match (&l.hook, &l.missing) {
-            (Some(h), _) => println!("{:<6} {:<20} {h}", l.layer, kind),
+            (Some(h), _) => match &l.refused {
+                Some(r) => println!("{:<6} {:<20} {h} ({r})", l.layer, kind),
+                None => println!("{:<6} {:<20} {h}", l.layer, kind),
+            },
             (None, Some(m)) => println!("{:<6} {:<20} cannot be recorded: {m}", l.layer, kind),
             (None, None) => {}
         }

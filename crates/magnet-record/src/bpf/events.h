@@ -56,6 +56,9 @@ enum mg_kind {
 
 /* hdr.flags */
 #define MG_F_TCP_STATE 1 /* a struct mg_tcp_snap follows the body */
+#define MG_F_OTHER_NETNS 2 /* dev_start_xmit: the packet's socket is in another
+                            * network namespace (forwarded through a router
+                            * namespace, the skb still holding it) */
 
 /* 24 bytes at the start of every record. */
 struct mg_hdr {
@@ -192,10 +195,10 @@ struct mg_qdisc {
 
 struct mg_dev {
 	struct mg_hdr hdr;
-	__u64 cookie;
+	__u64 cookie;  /* dev_rx: the socket of the packet's flow, 0 if none known */
 	__u64 pkt_id;
 	__u32 ifindex;
-	__u32 len;
+	__u32 len;     /* the frame, link header included (dev_rx too) */
 	__s32 rc;
 	__u16 ethertype;
 	__u16 _pad0;

@@ -130,6 +130,8 @@ struct flow_key {
 struct flow_val {
 	__u64 cookie;
 	__u64 sk;
+	__u32 netns; /* the socket's network namespace (inode number) */
+	__u32 _pad;
 };
 
 struct {
@@ -169,7 +171,8 @@ struct {
 #define PKT_SLOTS (1U << 18)
 #define PKT_IN_DRIVER 1 /* recorded at net_dev_start_xmit, net_dev_xmit due */
 #define PKT_DELIVERED 2 /* reached LOCAL_IN or TCP: its journey has ended */
-#define PKT_RECEIVED 4  /* seen at netif_receive_skb */
+#define PKT_RECEIVED 4  /* seen at netif_receive_skb, not sent since */
+#define PKT_SENT 8      /* seen at net_dev_start_xmit, not received since */
 
 /* Where a packet is seen, for its identity: at LOCAL_OUT a locally generated
  * packet is born; on the transmit path after a delivery the sk_buff must be a
@@ -182,6 +185,7 @@ enum pkt_point {
 	PKT_TX,
 	PKT_END,
 	PKT_RECV, /* netif_receive_skb: follows, and remembers the reception */
+	PKT_XMIT, /* net_dev_start_xmit: a PKT_TX that remembers the transmission */
 };
 
 struct pkt_slot {
@@ -451,6 +455,8 @@ static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie, __u64 s
 	k.rport = t->dport;
 	k.protocol = t->protocol;
 	struct flow_val v = { .cookie = cookie, .sk = sk };
+	if (sk)
+		v.netns = BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_net.net, ns.inum);
 	bpf_map_update_elem(&traced_flows, &k, &v, BPF_ANY);
 }
 
@@ -749,13 +755,22 @@ static __always_inline __u64 pkt_id(const struct sk_buff *skb, enum pkt_point at
 	 * reused sk_buff and buffer: TCP frees received segments (coalesced ones
 	 * too) without a tracepoint, and its next ACK often gets the same memory
 	 * back. (A forwarded packet has no socket and keeps its id.) */
+	/* A packet is received once, and sent once, per hop: seen received
+	 * again without a transmission between (or sent again without a
+	 * reception), the sk_buff holds another packet now, whose earlier
+	 * points were not recorded (an untraced peer's transmit). */
+	bool tx = at == PKT_TX || at == PKT_XMIT;
 	if (slot->skb == a && slot->head == head && at != PKT_BIRTH &&
-	    !(at == PKT_TX && ((slot->flags & PKT_DELIVERED) ||
-			       ((slot->flags & PKT_RECEIVED) && skb->sk)))) {
+	    !(tx && ((slot->flags & PKT_DELIVERED) ||
+		     ((slot->flags & PKT_RECEIVED) && skb->sk))) &&
+	    !(at == PKT_RECV && (slot->flags & PKT_RECEIVED)) &&
+	    !(at == PKT_XMIT && (slot->flags & PKT_SENT))) {
 		if (at == PKT_END)
 			slot->flags |= PKT_DELIVERED;
 		if (at == PKT_RECV)
-			slot->flags |= PKT_RECEIVED;
+			slot->flags = (slot->flags | PKT_RECEIVED) & ~PKT_SENT;
+		if (at == PKT_XMIT)
+			slot->flags = (slot->flags | PKT_SENT) & ~PKT_RECEIVED;
 		return slot->id;
 	}
 	__u32 zero = 0;
@@ -767,7 +782,8 @@ static __always_inline __u64 pkt_id(const struct sk_buff *skb, enum pkt_point at
 	slot->skb = a;
 	slot->head = head;
 	slot->id = v;
-	slot->flags = at == PKT_END ? PKT_DELIVERED : at == PKT_RECV ? PKT_RECEIVED : 0;
+	slot->flags = at == PKT_END ? PKT_DELIVERED : at == PKT_RECV ? PKT_RECEIVED :
+		      at == PKT_XMIT ? PKT_SENT : 0;
 	return v;
 }
 
@@ -787,7 +803,7 @@ static __always_inline __u64 skb_cookie(const struct sk_buff *skb, __u64 *sk_out
 /* The socket of a packet's flow (`rx`: the packet's destination is the local
  * end): the connected socket's exact flow, else a socket bound to the local
  * address and port (listening or unconnected; `exact` says which). */
-static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool rx, bool *exact)
+static __always_inline struct flow_val *flow_of_any(const struct pkt_info *pi, bool rx, bool *exact)
 {
 	struct flow_key k = {};
 	if (rx) {
@@ -811,12 +827,31 @@ static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool 
 	return bpf_map_lookup_elem(&traced_flows, &k);
 }
 
-static __always_inline void frag_key_of(const struct pkt_info *pi, struct frag_key *k)
+/* The socket of a packet seen in network namespace `netns`: a packet passing
+ * through another namespace (a router, the far end of a veth) is not its
+ * socket's, even when the addresses say so. */
+static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool rx, bool *exact,
+						__u32 netns)
+{
+	struct flow_val *v = flow_of_any(pi, rx, exact);
+	if (v && v->netns && netns && v->netns != netns)
+		return NULL;
+	return v;
+}
+
+static __always_inline __u32 dev_netns(const struct net_device *dev)
+{
+	return dev ? BPF_CORE_READ(dev, nd_net.net, ns.inum) : 0;
+}
+
+/* `rx`: receive and transmit sides keep apart (over veth one datagram is
+ * seen leaving one namespace and arriving in the other). */
+static __always_inline void frag_key_of(const struct pkt_info *pi, struct frag_key *k, bool rx)
 {
 	__builtin_memcpy(k->saddr, pi->saddr, 16);
 	__builtin_memcpy(k->daddr, pi->daddr, 16);
 	k->id = pi->ip_id;
-	k->protocol = pi->protocol;
+	k->protocol = pi->protocol | (rx ? 0x100 : 0);
 }
 
 /*
@@ -828,12 +863,14 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 {
 	if (!filter_tasks && !tuple_filtered())
 		return true;
+	/* A socket chosen by the filters chooses its packets (later IP
+	 * fragments carry no ports to judge them by). */
+	if (cookie) {
+		__u8 *seen = bpf_map_lookup_elem(&socks, &cookie);
+		if (seen)
+			return *seen & SOCK_TRACED;
+	}
 	if (filter_tasks) {
-		if (cookie) {
-			__u8 *seen = bpf_map_lookup_elem(&socks, &cookie);
-			if (seen)
-				return *seen & SOCK_TRACED;
-		}
 		/* A socket's first packets leave before its first app event has
 		 * marked it (e.g. the first sendto() of an unbound UDP socket): they
 		 * belong to the traced thread whose send syscall is on that socket.
@@ -848,7 +885,7 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 		if (!pi->ok)
 			return false;
 		bool exact;
-		return flow_of(pi, rx, &exact) != NULL;
+		return flow_of_any(pi, rx, &exact) != NULL;
 	}
 	return pi->ok && tuple_matches(pi->saddr, pi->daddr, pi->sport, pi->dport);
 }
@@ -1234,6 +1271,14 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	__u64 cookie = skb_cookie(skb, &sk);
 	if (!pkt_traced(cookie, sk, &pi, rx))
 		return NF_ACCEPT;
+	/* Received packets have no socket yet, and some sent ones none with a
+	 * cookie: name the socket of the flow. */
+	if ((rx || !cookie) && track_all_flows && !(pi.frag_off & IP_OFFSET)) {
+		bool exact;
+		__u32 ns = BPF_CORE_READ(ctx->state, net, ns.inum);
+		struct flow_val *fv = flow_of(&pi, rx, &exact, ns);
+		cookie = fv ? fv->cookie : 0;
+	}
 
 	struct mg_ip *r;
 	if (!RESERVE(r, sizeof(*r), kind))
@@ -1305,7 +1350,19 @@ static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64
 		parse_skb_rx(skb, &pi);
 	else
 		parse_skb_tx(skb, &pi);
-	return pkt_traced(*cookie, sk, &pi, rx);
+	if (!pi.ok || !(pi.frag_off & (IP_MF | IP_OFFSET)))
+		return pkt_traced(*cookie, sk, &pi, rx);
+	/* IP fragments: the first one is judged by its ports and vouches for
+	 * the rest of its datagram, which carry none. */
+	struct frag_key fk = {};
+	frag_key_of(&pi, &fk, rx);
+	if (pi.frag_off & IP_OFFSET)
+		return bpf_map_lookup_elem(&frag_socks, &fk) != NULL;
+	if (!pkt_traced(*cookie, sk, &pi, rx))
+		return false;
+	__u64 v = *cookie ? *cookie : 1;
+	bpf_map_update_elem(&frag_socks, &fk, &v, BPF_ANY);
+	return true;
 }
 
 static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *skb, __u16 kind)
@@ -1366,9 +1423,32 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 				      __u32 len, int rc, bool rx, bool read_skb)
 {
 	__u64 cookie = 0;
+	__u32 hflags = 0;
 	if (read_skb && !skb_wanted(skb, rx, &cookie))
 		return;
-	__u64 id = pkt_id(skb, (kind == MG_DEV_QUEUE || kind == MG_DEV_START_XMIT) ? PKT_TX : PKT_FOLLOW);
+	if (read_skb && track_all_flows) {
+		/* Forwarded through another namespace (a router; veth keeps the
+		 * sender's socket on the skb): not its socket's packet there. */
+		__u32 ns = dev_netns(skb->dev);
+		struct sock *s = skb->sk;
+		if (s && ns && BPF_CORE_READ(s, __sk_common.skc_net.net, ns.inum) != ns) {
+			cookie = 0;
+			hflags = MG_F_OTHER_NETNS;
+		}
+		/* A packet sent without a socket cookie (an IPv6 SYN-ACK from its
+		 * request socket, a reset): the socket of its flow, as on receive. */
+		if (!cookie && !hflags) {
+			struct pkt_info pi = {};
+			parse_skb_tx(skb, &pi);
+			bool exact;
+			struct flow_val *fv = pi.ok ? flow_of_any(&pi, false, &exact) : NULL;
+			if (fv && fv->netns && ns && fv->netns != ns)
+				hflags = MG_F_OTHER_NETNS;
+			else if (fv)
+				cookie = fv->cookie;
+		}
+	}
+	__u64 id = pkt_id(skb, kind == MG_DEV_START_XMIT ? PKT_XMIT : kind == MG_DEV_QUEUE ? PKT_TX : PKT_FOLLOW);
 	if (kind == MG_DEV_START_XMIT && track_all_flows)
 		track_connecting(skb);
 	if (kind == MG_DEV_START_XMIT) {
@@ -1380,7 +1460,7 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	struct mg_dev *r;
 	if (!RESERVE(r, sizeof(*r), kind))
 		return;
-	fill_hdr(&r->hdr, kind, 0);
+	fill_hdr(&r->hdr, kind, hflags);
 	r->cookie = cookie;
 	r->pkt_id = id;
 	r->ifindex = ifindex;
@@ -1474,7 +1554,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 	bool exact = false, traced;
 	if (pi.ok && (pi.frag_off & IP_OFFSET)) {
 		struct frag_key fk = {};
-		frag_key_of(&pi, &fk);
+		frag_key_of(&pi, &fk, true);
 		__u64 *c = bpf_map_lookup_elem(&frag_socks, &fk);
 		if (c) {
 			cookie = *c;
@@ -1485,12 +1565,12 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 	} else {
 		traced = !need_parse() || pkt_traced(skb_ck, sk, &pi, true);
 		if (traced && pi.ok) {
-			fv = flow_of(&pi, true, &exact);
+			fv = flow_of(&pi, true, &exact, dev_netns(skb->dev));
 			if (fv)
 				cookie = fv->cookie;
 			if (cookie && (pi.frag_off & IP_MF)) {
 				struct frag_key fk = {};
-				frag_key_of(&pi, &fk);
+				frag_key_of(&pi, &fk, true);
 				bpf_map_update_elem(&frag_socks, &fk, &cookie, BPF_ANY);
 			}
 		}
@@ -1505,7 +1585,14 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 			r->cookie = cookie;
 			r->pkt_id = id;
 			r->ifindex = skb->dev->ifindex;
-			r->len = skb->len;
+			/* The driver's frame, as on the transmit side and in a
+			 * capture: the link header is already pulled here. */
+			__u32 len = skb->len;
+			__u16 mh = skb->mac_header;
+			__u64 data_off = (__u64)skb->data - (__u64)skb->head;
+			if (mh != (__u16)~0U && data_off > mh && data_off - mh <= 64)
+				len += data_off - mh;
+			r->len = len;
 			r->rc = 0;
 			r->ethertype = bpf_ntohs(skb->protocol);
 			r->_pad0 = 0;
@@ -1677,6 +1764,20 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 	if (record_fork && traced)
 		task_event(child, MG_SCHED_FORK, ptgid);
 	return 0;
+}
+
+/* ---- socket cookies ------------------------------------------------------- */
+
+/* Attached to the cgroup v2 root with packet layers: gives each socket created
+ * while recording its cookie at creation. The kernel assigns cookies lazily and
+ * a tracing program may not assign one from a packet's socket, so without this
+ * a socket's first packets (sent or received before its first announced event,
+ * e.g. a UDP receiver's first datagram) would carry cookie 0. Always allows. */
+SEC("cgroup/sock_create")
+int sock_cookie_at_create(struct bpf_sock *ctx)
+{
+	bpf_get_socket_cookie(ctx);
+	return 1;
 }
 
 /* ---- the same records from other hooks (older kernels) -------------------- */

@@ -1,0 +1,1205 @@
+//! The oracle suite: real workloads with tcpdump on every interface involved,
+//! recorded by magnet, and magnet's per-layer units and bytes (`magnet analyze
+//! --json`, what users see) compared with the capture per connection and
+//! direction. The matrix and every tolerance are in docs/analyze.md, "What
+//! each layer counts, checked against the wire". Run time about 1 minute.
+//!
+//! Wire facts come from `tshark -o ip.defragment:FALSE` (every frame as it
+//! was captured). The rules, per connection and direction:
+//!
+//! - dev: one unit per frame handed to the driver (out) or received from it
+//!   (in), bytes = frame length with the link header: equal to the capture of
+//!   that interface, exactly. A server's handshake frames before accept()
+//!   belong to its listening socket, so server + listener = wire.
+//! - ip (the recorder's namespace only): one unit per IP packet at LOCAL_OUT /
+//!   LOCAL_IN. Out: packets segmented after LOCAL_OUT (GSO wider than the
+//!   device allows) add one IP+TCP header per extra frame, so
+//!   wire L3 bytes = ip bytes + (frames - ip units) x header. In: LOCAL_IN
+//!   sees reassembled datagrams; without GRO and fragments, one per frame.
+//! - tcp: payload bytes by sequence number = the workload's bytes.
+//! - app: the workload's own counts.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use magnet_testkit::{iface_counters, live_or_skip, Capture, Chain, Need, Netns, Side, Veth};
+use serde_json::Value;
+
+mod common;
+use common::{magnet, tmp, MAGNET};
+
+const WORK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oracle_work.py");
+
+/// One recording at a time: the ring and netfilter hooks of two recorders in
+/// one namespace would see each other's traffic, and timings stay sane.
+static LIVE: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn live(name: &str) -> bool {
+    live_or_skip(
+        name,
+        &[
+            Need::Btf,
+            Need::Tool("tcpdump"),
+            Need::Tool("tshark"),
+            Need::Tool("python3"),
+            Need::Tool("ethtool"),
+        ],
+    )
+}
+
+fn in_ns(ns: Option<&Netns>, program: &str) -> Command {
+    magnet_testkit::command(ns, program)
+}
+
+// ---- recorder and workloads ---------------------------------------------------
+
+struct Recording {
+    child: Child,
+    stderr: std::thread::JoinHandle<String>,
+    path: PathBuf,
+}
+
+/// Starts `magnet record -o PATH ARGS…` in `ns` and returns once every hook is
+/// attached.
+fn record(ns: Option<&Netns>, name: &str, args: &[&str]) -> Recording {
+    let path = tmp(name);
+    let mut cmd = in_ns(ns, MAGNET);
+    cmd.arg("record")
+        .arg("-o")
+        .arg(&path)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn magnet record");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            let _ = child.wait();
+            panic!("magnet record ended before recording: {seen}");
+        }
+        seen.push_str(&line);
+        if line.starts_with("magnet: recording ") {
+            break;
+        }
+    }
+    let stderr = std::thread::spawn(move || {
+        let mut rest = seen;
+        let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+        rest
+    });
+    Recording {
+        child,
+        stderr,
+        path,
+    }
+}
+
+impl Recording {
+    /// Stops the recorder (SIGTERM ends it cleanly) and returns the trace.
+    fn stop(self) -> PathBuf {
+        // Let the last events drain before stopping.
+        self.stop_after(Duration::from_millis(200))
+    }
+
+    /// Stops the recorder after `settle`: long enough for the stack's last
+    /// frames (a retransmission timer) to be in both the trace and the capture.
+    fn stop_after(mut self, settle: Duration) -> PathBuf {
+        std::thread::sleep(settle);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let status = self.child.wait().unwrap();
+        let err = self.stderr.join().unwrap();
+        assert!(status.success(), "magnet record failed: {err}");
+        self.path
+    }
+
+    /// Waits for a recorder of a command to end by itself.
+    fn wait(mut self) -> PathBuf {
+        let status = self.child.wait().unwrap();
+        let err = self.stderr.join().unwrap();
+        assert!(status.success(), "magnet record failed: {err}");
+        self.path
+    }
+}
+
+/// A workload process (oracle_work.py or a real program).
+struct Work(Child);
+
+impl Work {
+    fn py(ns: Option<&Netns>, args: &[&str]) -> Work {
+        let mut c = in_ns(ns, "python3");
+        c.arg(WORK).args(args);
+        Work::spawn(c)
+    }
+
+    fn spawn(mut c: Command) -> Work {
+        Work(
+            c.stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn workload"),
+        )
+    }
+
+    /// A server: waits for its `{"ready": true}` line.
+    fn server(ns: Option<&Netns>, args: &[&str]) -> Work {
+        let mut w = Work::py(ns, args);
+        let mut out = BufReader::new(w.0.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert!(line.contains("ready"), "server did not start: {line}");
+        w.0.stdout = Some(out.into_inner());
+        w
+    }
+
+    /// Waits for the workload and returns its last JSON line.
+    fn done(self) -> Value {
+        let out = self.0.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "workload failed: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(text.lines().rfind(|l| l.starts_with('{')).unwrap_or("{}")).unwrap()
+    }
+}
+
+// ---- the wire -------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+struct Frame {
+    len: u64,
+    sport: u16,
+    dport: u16,
+    /// IP length (header + payload) of this frame.
+    l3: u64,
+    /// IP + TCP header length, for TCP.
+    hdr: u64,
+    tcp_payload: u64,
+    /// Raw TCP sequence number.
+    seq: u64,
+}
+
+/// Every IP frame of a capture. Later IP fragments take their datagram's ports.
+/// A capture that lost frames is no oracle: that fails here, not in a check.
+fn wire(pcap: &magnet_testkit::PcapFile) -> Vec<Frame> {
+    assert_eq!(
+        pcap.dropped_by_kernel.unwrap_or(0),
+        0,
+        "tcpdump dropped frames ({:?} captured)",
+        pcap.captured
+    );
+    let pcap: &Path = pcap.path();
+    let rows = tshark_fields_opts(
+        pcap,
+        &[
+            "frame.len",
+            "ip.src",
+            "ipv6.src",
+            "ip.dst",
+            "ipv6.dst",
+            "tcp.srcport",
+            "udp.srcport",
+            "tcp.dstport",
+            "udp.dstport",
+            "ip.len",
+            "ipv6.plen",
+            "ip.hdr_len",
+            "tcp.hdr_len",
+            "tcp.len",
+            "ip.id",
+            "tcp.seq_raw",
+        ],
+    );
+    let num = |s: &str| -> u64 {
+        let s = s.split(',').next().unwrap_or("");
+        if let Some(h) = s.strip_prefix("0x") {
+            u64::from_str_radix(h, 16).unwrap_or(0)
+        } else {
+            s.parse().unwrap_or(0)
+        }
+    };
+    let mut ports_of_id: HashMap<(String, u64), (u16, u16)> = HashMap::new();
+    let mut frames = Vec::new();
+    for r in rows {
+        let pick = |a: &str, b: &str| {
+            if a.is_empty() {
+                b.to_string()
+            } else {
+                a.to_string()
+            }
+        };
+        let src = pick(&r[1], &r[2]);
+        let dst = pick(&r[3], &r[4]);
+        let (Ok(src), Ok(dst)) = (src.parse::<IpAddr>(), dst.parse::<IpAddr>()) else {
+            continue; // not IP (ARP)
+        };
+        let sp = pick(&r[5], &r[6]);
+        let dp = pick(&r[7], &r[8]);
+        let id = (format!("{src}>{dst}"), num(&r[14]));
+        let (sport, dport) = if sp.is_empty() {
+            ports_of_id.get(&id).copied().unwrap_or((0, 0))
+        } else {
+            let p = (num(&sp) as u16, num(&dp) as u16);
+            ports_of_id.insert(id, p);
+            p
+        };
+        let l3 = if !r[9].is_empty() {
+            num(&r[9])
+        } else {
+            num(&r[10]) + 40
+        };
+        // IPv4 GSO frames over 64 KiB say 0: take the frame's length.
+        let l3 = if l3 == 0 || (l3 == 40 && r[9].is_empty()) {
+            num(&r[0]) - 14
+        } else {
+            l3
+        };
+        let iphdr = if r[11].is_empty() { 40 } else { num(&r[11]) };
+        frames.push(Frame {
+            len: num(&r[0]),
+            sport,
+            dport,
+            l3,
+            hdr: iphdr + num(&r[12]),
+            tcp_payload: num(&r[13]),
+            seq: num(&r[15]),
+        });
+    }
+    frames
+}
+
+fn tshark_fields_opts(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
+    // tshark_fields with IP reassembly off, so each fragment is its own row.
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-r")
+        .arg(pcap)
+        .args([
+            "-n",
+            "-o",
+            "ip.defragment:FALSE",
+            "-o",
+            "ipv6.defragment:FALSE",
+        ])
+        .args(["-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().expect("tshark");
+    assert!(
+        out.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect::<Vec<_>>())
+        .filter(|r| r.len() == fields.len())
+        .collect()
+}
+
+/// Frames from port `from` to port `to` (0: any).
+fn dir(frames: &[Frame], from: u16, to: u16) -> Vec<Frame> {
+    frames
+        .iter()
+        .filter(|f| (from == 0 || f.sport == from) && (to == 0 || f.dport == to))
+        .cloned()
+        .collect()
+}
+
+/// Bytes of one direction of a TCP stream from the capture's sequence numbers
+/// (each byte once, however often it was sent).
+fn stream_bytes(frames: &[Frame]) -> u64 {
+    let data = frames.iter().filter(|f| f.tcp_payload > 0);
+    let first = data.clone().map(|f| f.seq).min().unwrap_or(0);
+    let end = data.map(|f| f.seq + f.tcp_payload).max().unwrap_or(0);
+    end.saturating_sub(first)
+}
+
+fn count_bytes(frames: &[Frame]) -> (u64, u64) {
+    (frames.len() as u64, frames.iter().map(|f| f.len).sum())
+}
+
+fn l3_bytes(frames: &[Frame]) -> (u64, u64) {
+    (frames.len() as u64, frames.iter().map(|f| f.l3).sum())
+}
+
+// ---- what magnet says ------------------------------------------------------------
+
+fn analyze(trace: &Path) -> Value {
+    let out = magnet(&["analyze", trace.to_str().unwrap(), "--json"]);
+    assert!(
+        out.status.success(),
+        "analyze: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn port_of(s: &Value) -> Option<u16> {
+    s.as_str()?.rsplit(':').next()?.parse().ok()
+}
+
+/// The connection whose local port is `local` and remote port `remote`; with
+/// `remote` 0, the listening (or unconnected) socket on `local`. (A listener
+/// may show a remote end: the peer of the handshake it answered.)
+fn conn(j: &Value, local: u16, remote: u16) -> Option<&Value> {
+    let listener = |c: &Value| {
+        c["states"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|x| x == "LISTEN"))
+    };
+    j["connections"].as_array().unwrap().iter().find(|c| {
+        port_of(&c["local"]) == Some(local)
+            && (if remote == 0 {
+                listener(c) || c["remote"].is_null() || port_of(&c["remote"]) == Some(0)
+            } else {
+                !listener(c) && port_of(&c["remote"]) == Some(remote)
+            })
+    })
+}
+
+/// (units, bytes) of a layer and direction; (0, 0) when the row is absent.
+fn row(c: Option<&Value>, layer: &str, d: &str) -> (u64, u64) {
+    let Some(c) = c else { return (0, 0) };
+    c["modulation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["layer"] == layer && r["dir"] == d)
+        .map(|r| (r["units"].as_u64().unwrap(), r["bytes"].as_u64().unwrap()))
+        .unwrap_or((0, 0))
+}
+
+fn add(a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
+    (a.0 + b.0, a.1 + b.1)
+}
+
+/// The ports of a TCP connection from the capture: the client's is the one
+/// that is not the server's.
+fn client_port(frames: &[Frame], server: u16) -> u16 {
+    frames
+        .iter()
+        .find(|f| f.dport == server)
+        .map(|f| f.sport)
+        .expect("client frames in the capture")
+}
+
+/// A packet id names one packet: within a trace, every dev_start_xmit of one
+/// id on one interface has one length, and so has every dev_rx (a reused id
+/// names two different frames).
+fn assert_ids_unique(trace: &Path) {
+    let out = magnet(&[
+        "parse",
+        "--json",
+        "--kind",
+        "dev_start_xmit,dev_rx",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let mut seen: HashMap<(String, String, u64), u64> = HashMap::new();
+    let mut clashes = Vec::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let key = (
+            v["kind"].as_str().unwrap().to_string(),
+            v["pkt_id"].to_string(),
+            v["ifindex"].as_u64().unwrap(),
+        );
+        // (One packet may pass two interfaces with one number in two
+        // namespaces, e.g. through a router: the same frame twice.)
+        let len = v["len"].as_u64().unwrap();
+        if let Some(old) = seen.insert(key.clone(), len) {
+            if old != len {
+                clashes.push((key, old, len));
+            }
+        }
+    }
+    assert!(
+        clashes.is_empty(),
+        "{} packet ids named two frames on one interface, e.g. {:?}",
+        clashes.len(),
+        &clashes[..clashes.len().min(3)]
+    );
+}
+
+// ---- cases -----------------------------------------------------------------------
+
+/// Checks the dev rows of a TCP connection against both ends' captures, and
+/// returns (client conn, server conn, listener).
+#[allow(clippy::too_many_arguments)]
+fn check_tcp_dev<'a>(
+    j: &'a Value,
+    what: &str,
+    cwire: &[Frame],
+    swire: &[Frame],
+    server_port: u16,
+) -> (Option<&'a Value>, Option<&'a Value>, Option<&'a Value>, u16) {
+    let cp = client_port(cwire, server_port);
+    let (c, s, l) = (
+        conn(j, cp, server_port),
+        conn(j, server_port, cp),
+        conn(j, server_port, 0),
+    );
+    assert!(c.is_some() && s.is_some(), "{what}: both ends in the trace");
+    assert_eq!(
+        row(c, "dev", "out"),
+        count_bytes(&dir(cwire, cp, server_port)),
+        "{what}: client dev out = its interface's capture"
+    );
+    assert_eq!(
+        row(c, "dev", "in"),
+        count_bytes(&dir(cwire, server_port, cp)),
+        "{what}: client dev in = its interface's capture (SYN-ACK included)"
+    );
+    assert_eq!(
+        add(row(s, "dev", "in"), row(l, "dev", "in")),
+        count_bytes(&dir(swire, cp, server_port)),
+        "{what}: server + listener dev in = the server interface's capture"
+    );
+    assert_eq!(
+        add(row(s, "dev", "out"), row(l, "dev", "out")),
+        count_bytes(&dir(swire, server_port, cp)),
+        "{what}: server + listener dev out = the server interface's capture"
+    );
+    (c, s, l, cp)
+}
+
+/// ip out of `c` against the frames it sent: exact when nothing is segmented
+/// after LOCAL_OUT, else one more IP+TCP header per extra frame.
+fn check_ip_out(what: &str, c: Option<&Value>, sent: &[Frame]) {
+    let (units, bytes) = row(c, "ip", "out");
+    let (frames, l3) = l3_bytes(sent);
+    assert!(
+        units > 0 && units <= frames,
+        "{what}: ip out {units} units, {frames} frames"
+    );
+    let hdr = sent
+        .iter()
+        .filter(|f| f.tcp_payload > 0)
+        .map(|f| f.hdr)
+        .max()
+        .unwrap_or(0);
+    assert_eq!(
+        bytes + (frames - units) * hdr,
+        l3,
+        "{what}: ip out bytes + {} extra headers of {hdr} B = wire L3 bytes",
+        frames - units
+    );
+}
+
+struct Loopback {
+    ns: Netns,
+}
+
+impl Loopback {
+    /// A namespace whose loopback has BIG TCP on (GSO/GRO up to 185,000 B).
+    fn new(v6: bool) -> Loopback {
+        let ns = Netns::new().unwrap();
+        if v6 {
+            ns.sysctl("net/ipv6/conf/all/disable_ipv6", "0").unwrap();
+            ns.sysctl("net/ipv6/conf/lo/disable_ipv6", "0").unwrap();
+        }
+        let st = Command::new("ip")
+            .args(["-n", ns.name(), "link", "set", "lo"])
+            .args(["gso_max_size", "185000", "gro_max_size", "185000"])
+            .status()
+            .unwrap();
+        assert!(st.success(), "BIG TCP on lo");
+        Loopback { ns }
+    }
+}
+
+fn loopback_bulk(v6: bool) {
+    let name = if v6 {
+        "oracle_lo_bulk_v6"
+    } else {
+        "oracle_lo_bulk_v4"
+    };
+    if !live(name) {
+        return;
+    }
+    let _s = serial();
+    let lo = Loopback::new(v6);
+    let ns = Some(&lo.ns);
+    let host = if v6 { "::1" } else { "127.0.0.1" };
+    let port = 7101;
+    let cap = Capture::start(ns, "lo", &["-s", "200", "tcp", "port", "7101"]).unwrap();
+    let before = iface_counters(ns, "lo").unwrap();
+    let rec = record(
+        ns,
+        &format!("{name}.mgt"),
+        &[
+            "--all",
+            "--port",
+            "7101",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
+    );
+    let srv = Work::server(ns, &["sink", host, "7101"]);
+    let (n, size) = (50u64, 65536u64);
+    let cli = Work::py(
+        ns,
+        &["bulk", host, "7101", &n.to_string(), &size.to_string()],
+    )
+    .done();
+    let got = srv.done();
+    let trace = rec.stop();
+    let lo_count = iface_counters(ns, "lo").unwrap().since(&before);
+    let pcap = cap.stop().unwrap();
+    assert_eq!(cli["sent"], n * size);
+    assert_eq!(got["received"], n * size);
+    let frames = wire(&pcap);
+    let j = analyze(&trace);
+    let cp = client_port(&frames, port);
+    let (c, s, l) = (conn(&j, cp, port), conn(&j, port, cp), conn(&j, port, 0));
+    if v6 {
+        // IPv6 BIG TCP frames (over 64 KiB, jumbo) reach the wire whole, and
+        // tcpdump drops them (its capture holds only the small ones): the
+        // oracle is the loopback's own counters, which only this test's
+        // traffic moves (a fresh namespace).
+        let out = add(
+            add(row(c, "dev", "out"), row(s, "dev", "out")),
+            row(l, "dev", "out"),
+        );
+        let inn = add(
+            add(row(c, "dev", "in"), row(s, "dev", "in")),
+            row(l, "dev", "in"),
+        );
+        // (lo counts a frame without its 14-byte link header.)
+        let tx = (
+            lo_count.tx_packets,
+            lo_count.tx_bytes + 14 * lo_count.tx_packets,
+        );
+        let rx = (
+            lo_count.rx_packets,
+            lo_count.rx_bytes + 14 * lo_count.rx_packets,
+        );
+        assert_eq!(out, tx, "{name}: dev out = lo tx counters");
+        assert_eq!(inn, rx, "{name}: dev in = lo rx counters");
+        assert!(
+            lo_count.tx_bytes / lo_count.tx_packets.max(1) > 14 + 40 + 32
+                && frames.len() < lo_count.tx_packets as usize,
+            "{name}: jumbo frames were sent (tcpdump saw {} of {} frames)",
+            frames.len(),
+            lo_count.tx_packets
+        );
+        // Each IP packet is one frame here: ip = dev minus the link header.
+        let (du, db) = row(c, "dev", "out");
+        assert_eq!(
+            row(c, "ip", "out"),
+            (du, db - 14 * du),
+            "{name}: client ip out = its frames' IP bytes"
+        );
+        let (du, db) = add(row(s, "dev", "in"), row(l, "dev", "in"));
+        assert_eq!(
+            add(row(s, "ip", "in"), row(l, "ip", "in")),
+            (du, db - 14 * du),
+            "{name}: server ip in"
+        );
+        assert!(
+            row(c, "ip", "out").1 > n * size,
+            "{name}: the IP layer carried every byte (no 16-bit wrap)"
+        );
+    } else {
+        // IPv4: packets over 64 KiB at IP (BIG TCP) leave IP larger than the
+        // device's 64 KiB frames and are segmented there.
+        let (c, s, l, cp) = check_tcp_dev(&j, name, &frames, &frames, port);
+        let (units, _) = row(c, "ip", "out");
+        assert!(
+            units < dir(&frames, cp, port).len() as u64,
+            "{name}: IP packets over 64 KiB, segmented after LOCAL_OUT ({units} ip units)"
+        );
+        assert_eq!(
+            count_bytes(&frames),
+            (
+                lo_count.tx_packets,
+                lo_count.tx_bytes + 14 * lo_count.tx_packets
+            ),
+            "{name}: tcpdump saw every frame (lo counts frames without their link header)"
+        );
+        check_ip_out(name, c, &dir(&frames, cp, port));
+        // Received: one LOCAL_IN per frame (no GRO on loopback).
+        assert_eq!(
+            add(row(s, "ip", "in"), row(l, "ip", "in")),
+            l3_bytes(&dir(&frames, cp, port)),
+            "{name}: server + listener ip in = wire"
+        );
+    }
+    assert_eq!(row(c, "tcp", "out").1, n * size, "{name}: tcp out bytes");
+    assert_eq!(row(s, "tcp", "in").1, n * size, "{name}: tcp in bytes");
+    assert_eq!(row(c, "app", "out").1, n * size);
+    assert_eq!(row(s, "app", "in").1, n * size);
+    assert_ids_unique(&trace);
+}
+
+#[test]
+fn oracle_lo_bulk_v4() {
+    loopback_bulk(false);
+}
+
+#[test]
+fn oracle_lo_bulk_v6() {
+    loopback_bulk(true);
+}
+
+/// Two namespaces over veth, a bulk TCP transfer from A to B.
+fn veth_bulk(offloads_off: bool, record_in_receiver: bool) {
+    let name = format!(
+        "oracle_veth_bulk_{}_{}",
+        if offloads_off { "nooffload" } else { "offload" },
+        if record_in_receiver { "rx" } else { "tx" }
+    );
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    if offloads_off {
+        link.a().offloads_off().unwrap();
+        link.b().offloads_off().unwrap();
+    }
+    let port = 7201u16;
+    let baddr = link.b().addr().to_string();
+    let filter = ["-s", "200", "tcp", "port", "7201"];
+    let ca = Capture::start(Some(&a), link.a().name(), &filter).unwrap();
+    let cb = Capture::start(Some(&b), link.b().name(), &filter).unwrap();
+    let at = if record_in_receiver { &b } else { &a };
+    let rec = record(
+        Some(at),
+        &format!("{name}.mgt"),
+        &[
+            "--all",
+            "--port",
+            "7201",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
+    );
+    let srv = Work::server(Some(&b), &["sink", &baddr, "7201"]);
+    let (n, size) = (200u64, 16384u64);
+    Work::py(
+        Some(&a),
+        &["bulk", &baddr, "7201", &n.to_string(), &size.to_string()],
+    )
+    .done();
+    assert_eq!(srv.done()["received"], n * size);
+    let trace = rec.stop();
+    let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
+    let j = analyze(&trace);
+    let (c, s, l, cp) = check_tcp_dev(&j, &name, &wa, &wb, port);
+    if record_in_receiver {
+        assert_eq!(
+            add(row(s, "ip", "in"), row(l, "ip", "in")),
+            l3_bytes(&dir(&wb, cp, port)),
+            "{name}: server + listener ip in = wire (veth has no GRO here)"
+        );
+    } else {
+        check_ip_out(&name, c, &dir(&wa, cp, port));
+    }
+    // tcp out is read from the segments' sequence numbers at LOCAL_OUT: only
+    // in the sender's namespace.
+    if !record_in_receiver {
+        assert_eq!(row(c, "tcp", "out").1, n * size, "{name}: tcp out bytes");
+    }
+    assert_eq!(row(s, "tcp", "in").1, n * size, "{name}: tcp in bytes");
+    assert_eq!(row(s, "app", "in").1, n * size);
+    assert_ids_unique(&trace);
+}
+
+#[test]
+fn oracle_veth_bulk() {
+    if !live("oracle_veth_bulk") {
+        return;
+    }
+    let _s = serial();
+    for off in [false, true] {
+        for rx in [false, true] {
+            veth_bulk(off, rx);
+        }
+    }
+}
+
+/// UDP below and above the MTU (fragments) from A to B, recorded in each
+/// namespace: the receiver's dev in holds every fragment.
+#[test]
+fn oracle_veth_udp() {
+    if !live("oracle_veth_udp") {
+        return;
+    }
+    let _s = serial();
+    for size in [1000u64, 4000] {
+        for rx in [false, true] {
+            let what = format!("udp {size} B recorded in {}", if rx { "B" } else { "A" });
+            let a = Netns::new().unwrap();
+            let b = Netns::new().unwrap();
+            let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+            let baddr = link.b().addr().to_string();
+            // Fragments carry no ports: capture by address.
+            let filter = ["-s", "200", "ip", "and", "not", "icmp"];
+            let ca = Capture::start(Some(&a), link.a().name(), &filter).unwrap();
+            let cb = Capture::start(Some(&b), link.b().name(), &filter).unwrap();
+            let rec = record(
+                Some(if rx { &b } else { &a }),
+                "udp.mgt",
+                &["--all", "--port", "7301", "--layers", "app,ip,dev"],
+            );
+            let n = 100u64;
+            let srv = Work::server(Some(&b), &["udp-recv", &baddr, "7301", &n.to_string()]);
+            let sent = Work::py(
+                Some(&a),
+                &[
+                    "udp-send",
+                    &baddr,
+                    "7301",
+                    &n.to_string(),
+                    &size.to_string(),
+                    "200",
+                ],
+            )
+            .done();
+            assert_eq!(sent["sent"], n * size);
+            let got = srv.done();
+            assert_eq!(got["datagrams"], n, "{what}: every datagram arrived");
+            let trace = rec.stop();
+            let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
+            let j = analyze(&trace);
+            let to = dir(&wa, 0, 7301);
+            let cp = to.first().expect("datagrams on the wire").sport;
+            let (c, s) = (conn(&j, cp, 7301), conn(&j, 7301, 0));
+            assert!(s.is_some(), "{what}: the receiver's socket");
+            assert_eq!(
+                row(c, "dev", "out"),
+                count_bytes(&to),
+                "{what}: sender dev out = capture on A ({} frames)",
+                to.len()
+            );
+            // Recorded in A, no IP event names the receiver's socket: its
+            // frames carry the cookie of their flow, known from its bind().
+            assert_eq!(
+                row(s, "dev", "in"),
+                count_bytes(&dir(&wb, cp, 7301)),
+                "{what}: receiver dev in = capture on B, fragments included"
+            );
+            assert_eq!(row(s, "app", "in"), (n, n * size), "{what}: app in");
+            if rx {
+                // LOCAL_IN sees each datagram once, reassembled.
+                assert_eq!(row(s, "ip", "in"), (n, n * (size + 28)), "{what}: ip in");
+            } else {
+                assert_eq!(row(c, "ip", "out"), (n, n * (size + 28)), "{what}: ip out");
+            }
+            assert_ids_unique(&trace);
+        }
+    }
+}
+
+/// A client that half-closes and then reads the answer to EOF, and a ping-pong
+/// whose server closes first: tcp in is exact outside ESTABLISHED too.
+#[test]
+fn oracle_halfclose_and_pingpong() {
+    if !live("oracle_halfclose_and_pingpong") {
+        return;
+    }
+    let _s = serial();
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    let baddr = link.b().addr().to_string();
+    let filter = ["-s", "200", "tcp", "portrange", "7401-7402"];
+    let ca = Capture::start(Some(&a), link.a().name(), &filter).unwrap();
+    let cb = Capture::start(Some(&b), link.b().name(), &filter).unwrap();
+    // Recorded in the client's namespace.
+    let rec = record(
+        Some(&a),
+        "halfclose.mgt",
+        &[
+            "--all",
+            "--port",
+            "7401",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
+    );
+    let srv = Work::server(Some(&b), &["answer", &baddr, "7401", "16", "65536"]);
+    let cli = Work::py(Some(&a), &["halfclose", &baddr, "7401", "100"]).done();
+    srv.done();
+    let trace = rec.stop();
+    let rec2 = record(
+        Some(&b),
+        "pingpong.mgt",
+        &[
+            "--all",
+            "--port",
+            "7402",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
+    );
+    let srv = Work::server(Some(&b), &["pong", &baddr, "7402", "200", "1000"]);
+    let ping = Work::py(Some(&a), &["ping", &baddr, "7402", "200", "1000"]).done();
+    srv.done();
+    let trace2 = rec2.stop();
+    let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
+
+    assert_eq!(cli["received"], 16 * 65536);
+    let j = analyze(&trace);
+    let (wa1, wb1) = (dir_port(&wa, 7401), dir_port(&wb, 7401));
+    let (c, s, _, _) = check_tcp_dev(&j, "half-close", &wa1, &wb1, 7401);
+    assert_eq!(row(c, "app", "in").1, 16 * 65536);
+    assert_eq!(
+        row(c, "tcp", "in").1,
+        16 * 65536,
+        "half-close: tcp in bytes of a client in FIN_WAIT2"
+    );
+    assert_eq!(row(s, "tcp", "in").1, 100, "half-close: the request");
+    assert_ids_unique(&trace);
+
+    assert_eq!(ping["received"], 200 * 1000);
+    let j = analyze(&trace2);
+    let (wa2, wb2) = (dir_port(&wa, 7402), dir_port(&wb, 7402));
+    let (c, s, _, _) = check_tcp_dev(&j, "ping-pong", &wa2, &wb2, 7402);
+    assert_eq!(
+        row(c, "tcp", "in").1,
+        200 * 1000,
+        "ping-pong: the last answer, received after the server's FIN, counts"
+    );
+    assert_eq!(row(s, "tcp", "in").1, 200 * 1000);
+    assert_ids_unique(&trace2);
+}
+
+fn dir_port(frames: &[Frame], port: u16) -> Vec<Frame> {
+    frames
+        .iter()
+        .filter(|f| f.sport == port || f.dport == port)
+        .cloned()
+        .collect()
+}
+
+/// A connection reset: the server closes with SO_LINGER 0.
+#[test]
+fn oracle_reset() {
+    if !live("oracle_reset") {
+        return;
+    }
+    let _s = serial();
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    let baddr = link.b().addr().to_string();
+    let filter = ["-s", "200", "tcp", "port", "7501"];
+    let ca = Capture::start(Some(&a), link.a().name(), &filter).unwrap();
+    let cb = Capture::start(Some(&b), link.b().name(), &filter).unwrap();
+    let rec = record(
+        Some(&a),
+        "reset.mgt",
+        &[
+            "--all",
+            "--port",
+            "7501",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
+    );
+    let srv = Work::server(Some(&b), &["reset", &baddr, "7501"]);
+    let cli = Work::py(Some(&a), &["reset-client", &baddr, "7501", "500"]).done();
+    srv.done();
+    let trace = rec.stop();
+    assert_eq!(cli["reset"], true, "the client saw the reset");
+    let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
+    let j = analyze(&trace);
+    check_tcp_dev(&j, "reset", &wa, &wb, 7501);
+    assert_ids_unique(&trace);
+}
+
+/// The 500 bytes of the reset connection at the tcp layer.
+#[test]
+#[ignore = "finding 3 (fid-analyze): tcp units are sequence-number differences, so a last data segment followed by no other segment (here a reset) gets no unit"]
+fn oracle_reset_tcp_bytes() {
+    if !live("oracle_reset_tcp_bytes") {
+        return;
+    }
+    let _s = serial();
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    let baddr = link.b().addr().to_string();
+    let rec = record(
+        Some(&a),
+        "reset2.mgt",
+        &[
+            "--all",
+            "--port",
+            "7503",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
+    );
+    let srv = Work::server(Some(&b), &["reset", &baddr, "7503"]);
+    let cli = Work::py(Some(&a), &["reset-client", &baddr, "7503", "500"]).done();
+    srv.done();
+    let trace = rec.stop();
+    assert_eq!(cli["reset"], true);
+    let j = analyze(&trace);
+    let c = j["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| port_of(&c["remote"]) == Some(7503));
+    let s = conn(&j, 7503, port_of(&c.unwrap()["local"]).unwrap());
+    assert_eq!(row(c, "tcp", "out").1, 500);
+    assert_eq!(row(s, "tcp", "in").1, 500);
+}
+
+/// Retransmissions through a lossy hop: A -> router -> B, the router's way to
+/// B through a tbf with a tiny queue that drops (this kernel has no netem).
+/// The sender's TCP never sees those drops, so it retransmits; each byte still
+/// counts once at tcp, every frame at dev.
+#[test]
+fn oracle_loss_and_retransmission() {
+    if !live("oracle_loss_and_retransmission") {
+        return;
+    }
+    let _s = serial();
+    let chain = Chain::new(3).unwrap();
+    let (a, b) = (chain.host(0), chain.host(2));
+    let baddr = chain.addr(2).to_string();
+    chain.end(1).tbf("40mbit", "4kb", "2ms").unwrap();
+    let filter = ["-s", "200", "tcp", "port", "7502"];
+    let ca = Capture::start(Some(a), chain.end(0).name(), &filter).unwrap();
+    let cb = Capture::start(Some(b), chain.end(2).name(), &filter).unwrap();
+    let rec = record(
+        Some(a),
+        "loss.mgt",
+        &[
+            "--all",
+            "--port",
+            "7502",
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+        ],
+    );
+    let srv = Work::server(Some(b), &["sink", &baddr, "7502"]);
+    let (n, size) = (100u64, 16384u64);
+    Work::py(
+        Some(a),
+        &["bulk", &baddr, "7502", &n.to_string(), &size.to_string()],
+    )
+    .done();
+    assert_eq!(srv.done()["received"], n * size);
+    // Retransmission timers run at least 200 ms after the workload's end.
+    let trace = rec.stop_after(Duration::from_millis(1000));
+    let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
+    // The capture on A shows the retransmissions: data frames that start
+    // below the highest sequence number already sent.
+    let mut top = 0u64;
+    let mut rexmit_wire = 0;
+    for f in dir(&wa, 0, 7502).iter().filter(|f| f.tcp_payload > 0) {
+        if f.seq + f.tcp_payload <= top {
+            rexmit_wire += 1;
+        }
+        top = top.max(f.seq + f.tcp_payload);
+    }
+    assert!(
+        rexmit_wire > 0,
+        "the router's drops made the sender retransmit"
+    );
+    let j = analyze(&trace);
+    let (c, s, _, _) = check_tcp_dev(&j, "loss", &wa, &wb, 7502);
+    let rexmit = c.unwrap()["tcp"]["retransmits"].as_u64().unwrap_or(0);
+    assert!(rexmit > 0, "loss: retransmissions happened");
+    assert_eq!(
+        row(c, "tcp", "out").1,
+        n * size,
+        "loss: tcp out counts each byte once"
+    );
+    assert_eq!(
+        row(s, "tcp", "in").1,
+        n * size,
+        "loss: tcp in counts each byte once"
+    );
+    assert_ids_unique(&trace);
+}
+
+/// Real programs: curl fetching a file from `python3 -m http.server` in the
+/// other namespace, recorded with `-- curl`: only curl's socket is recorded
+/// (finding 8), and its rows equal the capture.
+#[test]
+fn oracle_http_server_and_curl() {
+    if !live_or_skip(
+        "oracle_http_server_and_curl",
+        &[
+            Need::Btf,
+            Need::Tool("tcpdump"),
+            Need::Tool("tshark"),
+            Need::Tool("curl"),
+        ],
+    ) {
+        return;
+    }
+    let _s = serial();
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    let baddr = link.b().addr().to_string();
+    let dir_ = tmp("www");
+    std::fs::create_dir_all(&dir_).unwrap();
+    let body = 300_000u64;
+    std::fs::write(dir_.join("f.bin"), vec![7u8; body as usize]).unwrap();
+    let mut c = b.command("python3");
+    c.args(["-m", "http.server", "7601", "--bind", &baddr, "--directory"])
+        .arg(&dir_);
+    let mut server = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ok = a
+            .command("curl")
+            .args(["-s", "-o", "/dev/null", &format!("http://{baddr}:7601/")])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if ok {
+            break;
+        }
+        assert!(Instant::now() < deadline, "http.server did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let filter = ["-s", "200", "tcp", "port", "7601"];
+    let ca = Capture::start(Some(&a), link.a().name(), &filter).unwrap();
+    let url = format!("http://{baddr}:7601/f.bin");
+    let rec = record(
+        Some(&a),
+        "curl.mgt",
+        &[
+            "--layers",
+            "app,tcp,ip,dev",
+            "--tcp-state",
+            "--",
+            "curl",
+            "-s",
+            "-o",
+            "/dev/null",
+            &url,
+        ],
+    );
+    let trace = rec.wait();
+    let wa = wire(&ca.stop().unwrap());
+    let _ = server.kill();
+    let _ = server.wait();
+    let j = analyze(&trace);
+    // Only curl's connection: the server (another process, not a child of
+    // curl) must not be recorded, although its softirq work ran on curl's time.
+    let conns = j["connections"].as_array().unwrap();
+    for c in conns {
+        assert_ne!(
+            port_of(&c["local"]),
+            Some(7601),
+            "the server's socket was recorded: {}",
+            c["cookie"]
+        );
+    }
+    let cp = client_port(&wa, 7601);
+    let c = conn(&j, cp, 7601);
+    assert!(c.is_some(), "curl's connection");
+    assert_eq!(
+        row(c, "dev", "out"),
+        count_bytes(&dir(&wa, cp, 7601)),
+        "curl dev out"
+    );
+    assert_eq!(
+        row(c, "dev", "in"),
+        count_bytes(&dir(&wa, 7601, cp)),
+        "curl dev in"
+    );
+    let payload_in = stream_bytes(&dir(&wa, 7601, cp));
+    assert!(payload_in > body);
+    assert_eq!(
+        row(c, "app", "in").1,
+        payload_in,
+        "curl read the whole response"
+    );
+    assert_eq!(row(c, "tcp", "in").1, payload_in, "curl tcp in");
+    check_ip_out("curl", c, &dir(&wa, cp, 7601));
+    assert_ids_unique(&trace);
+}
+
+/// A tiny buffer overflows: the UDP receiver keeps its identity (its SOCK
+/// record has a ring of its own), so its rows keep their 5-tuple.
+#[test]
+fn oracle_overflow_keeps_identity() {
+    if !live("oracle_overflow_keeps_identity") {
+        return;
+    }
+    let _s = serial();
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    let baddr = link.b().addr().to_string();
+    let rec = record(
+        Some(&b),
+        "overflow.mgt",
+        &[
+            "--all",
+            "--port",
+            "7701",
+            "--layers",
+            "app,ip,dev",
+            "--buffer",
+            "8KiB",
+        ],
+    );
+    let n = 20000u64;
+    let srv = Work::server(Some(&b), &["udp-recv", &baddr, "7701", &n.to_string()]);
+    Work::py(
+        Some(&a),
+        &["udp-send", &baddr, "7701", &n.to_string(), "200"],
+    )
+    .done();
+    let got = srv.done();
+    let trace = rec.stop();
+    let j = analyze(&trace);
+    assert!(
+        j["trace"]["lost_events"].as_u64().unwrap() > 0,
+        "the buffer overflowed"
+    );
+    let s = conn(&j, 7701, 0).expect("the receiver's socket, with its local address");
+    assert_eq!(
+        s["local"].as_str().unwrap(),
+        format!("{baddr}:7701"),
+        "identity survived"
+    );
+    assert!(row(Some(s), "app", "in").0 > 0);
+    let _ = got;
+    // Nothing recorded on this port is left without a socket.
+    for c in j["connections"].as_array().unwrap() {
+        if c["app"]["recv_calls"].as_u64().unwrap_or(0) > 0 {
+            assert!(c["local"].is_string(), "a receiver without identity: {c}");
+        }
+    }
+}
