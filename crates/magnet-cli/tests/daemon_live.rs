@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -678,51 +678,46 @@ fn flight_recorder_dumps_the_last_seconds_on_request_and_on_a_drop() {
     while !d.client().host().unwrap().health.recorder_running && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let closed = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let dead = closed.local_addr().unwrap();
-    drop(closed);
-    for _ in 0..3 {
-        u.send_to(b"x", dead).unwrap();
-    }
+    // NO_SOCKET drops elsewhere on the host fire the trigger too (and a dump
+    // happens at most once per 4 s): try up to three times, each with a new
+    // socket, until a dump made after our drops holds exactly our 3 sends.
     let dumps = probe.path().join("dumps");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let mut trig = Vec::new();
-    while Instant::now() < deadline && trig.is_empty() {
-        std::thread::sleep(Duration::from_millis(200));
-        trig = std::fs::read_dir(&dumps)
+    let list = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
             .map(|rd| rd.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
+            .unwrap_or_default()
+    };
+    let mut found = None;
+    for _attempt in 0..3 {
+        let before = list(&dumps);
+        let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let closed = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dead = closed.local_addr().unwrap();
+        drop(closed);
+        for _ in 0..3 {
+            u.send_to(b"x", dead).unwrap();
+        }
+        let ucookie = socket_cookie(u.as_raw_fd()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(12);
+        while Instant::now() < deadline && found.is_none() {
+            std::thread::sleep(Duration::from_millis(200));
+            for t in list(&dumps).into_iter().filter(|t| !before.contains(t)) {
+                let name = t.file_name().unwrap().to_string_lossy().into_owned();
+                assert!(name.contains("-drop-NO_SOCKET"), "{name}");
+                let files: Vec<String> = list(&t).iter().map(|p| p.display().to_string()).collect();
+                if sends_in(&files, ucookie) == vec![1; 3] {
+                    found = Some(name);
+                }
+            }
+        }
+        if found.is_some() {
+            break;
+        }
     }
-    assert_eq!(trig.len(), 1, "no trigger dump:\n{}", d.log());
-    let name = trig[0].file_name().unwrap().to_string_lossy().into_owned();
-    assert!(name.ends_with("-drop-NO_SOCKET"), "{name}");
-    let files: Vec<String> = std::fs::read_dir(&trig[0])
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().display().to_string())
-        .collect();
-    let ucookie = socket_cookie(u.as_raw_fd()).unwrap();
-    let dbg: Vec<String> = files
-        .iter()
-        .map(|f| {
-            let o = Command::new(env!("CARGO_BIN_EXE_magnet"))
-                .args(["parse", f])
-                .output()
-                .unwrap();
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter(|l| l.contains("app_send") || l.contains("drop") || l.contains("sock"))
-                .take(40)
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .collect();
-    assert_eq!(
-        sends_in(&files, ucookie),
-        vec![1; 3],
-        "cookie {ucookie}: {files:?}\n{}",
-        dbg.join("\n---\n")
+    assert!(
+        found.is_some(),
+        "no trigger dump with our sends:\n{}",
+        d.log()
     );
     assert!(d.log().contains("trigger drop-NO_SOCKET"), "{}", d.log());
     assert!(d.stop().success());
