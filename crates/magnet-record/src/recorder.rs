@@ -79,6 +79,8 @@ pub struct Summary {
     /// Events that passed the filters, by kind (recorded + lost).
     pub generated: BTreeMap<String, u64>,
     pub bytes_written: u64,
+    /// The recording's span: from the header's start time to the stop written
+    /// in the END block (what `info` and `analyze` show as its duration).
     pub elapsed: Duration,
     pub end_reason: String,
     pub child_status: Option<ExitStatus>,
@@ -1230,7 +1232,12 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         .filter(|(_, &n)| n > 0)
         .map(|(k, &n)| (name(k), n))
         .collect();
+    // The recording's span (start: the header's clock, stop: now) is the one
+    // duration `record`, `info` and `analyze` show.
+    let end_mono_ns = monotonic_now();
+    let span = Duration::from_nanos(end_mono_ns.saturating_sub(header.clock.monotonic_ns));
     let footer = Footer {
+        end_mono_ns,
         records: d.records,
         lost_kernel: stats.lost_total,
         dropped_user: d.dropped_user,
@@ -1259,7 +1266,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         dropped_user: d.dropped_user,
         generated,
         bytes_written: bytes,
-        elapsed: started.elapsed(),
+        elapsed: span,
         end_reason,
         child_status,
         layers: header.layers,

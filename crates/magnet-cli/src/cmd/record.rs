@@ -77,6 +77,10 @@ pub struct RecordArgs {
     /// Only tasks in this cgroup v2 directory (e.g. /sys/fs/cgroup/system.slice/nginx.service).
     #[arg(long, value_name = "PATH")]
     cgroup: Option<PathBuf>,
+    /// Only tasks of this container (id or prefix: docker, containerd/CRI,
+    /// CRI-O, podman, systemd-nspawn), found by its cgroup v2 directory.
+    #[arg(long, value_name = "ID", conflicts_with = "cgroup")]
+    container: Option<String>,
 
     /// Only flows with this port at either end.
     #[arg(long, value_name = "PORT")]
@@ -143,7 +147,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         Target::Command(args.command.clone())
     } else if !args.pid.is_empty() {
         Target::Pids
-    } else if args.all || args.comm.is_some() || args.cgroup.is_some() {
+    } else if args.all || args.comm.is_some() || args.cgroup.is_some() || args.container.is_some() {
         Target::All
     } else {
         bail!("say what to trace: `-- COMMAND [ARGS]`, `-p PID`, `--comm NAME`, `--cgroup PATH` or `--all`");
@@ -162,7 +166,18 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     config.filters = Filters {
         pids: args.pid.clone(),
         comm: args.comm.clone(),
-        cgroup: args.cgroup.clone(),
+        cgroup: match &args.container {
+            Some(id) => {
+                let root = magnet_daemon::summaries::cgroup2_root().ok_or_else(|| {
+                    anyhow::anyhow!("--container: no cgroup v2 hierarchy is mounted")
+                })?;
+                Some(
+                    magnet_daemon::container::find_container(&root, id)
+                        .map_err(|e| anyhow::anyhow!(e))?,
+                )
+            }
+            None => args.cgroup.clone(),
+        },
         port: args.port,
         host: args.host,
     };
