@@ -830,6 +830,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             .flat_map(|p| p.hooks.iter())
             .any(|h| h.progs.iter().any(|(p, _)| *p == name))
     };
+    let func_plan = crate::funcs::Plan::new(&config.funcs, &kernel.features);
     let wanted = |chosen: &[Choice], name: &str| -> bool {
         if in_hooks(name) {
             return chosen.iter().any(|c| {
@@ -844,7 +845,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             probes::FLOWS_AT_BIND => packets,
             probes::TCP_RX_SEG => tcp_rcv_on(config) && !config.layers.contains(&Layer::Dev),
             probes::COOKIE_AT_CREATE => packets,
-            _ => false,
+            n => func_plan.wants(n),
         }
     };
     // A hook the table allows can still be refused by this kernel's verifier
@@ -1046,6 +1047,13 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             s.hooks.push("tp_btf/sched_process_fork".into());
         }
     }
+    let func_source = if config.funcs.is_empty() {
+        None
+    } else {
+        let (src, flinks) = func_plan.attach(object, &mut header);
+        links.extend(flinks);
+        Some(src)
+    };
     if netfilter_used {
         if let Some(s) = sources.get_mut(&Layer::Ip) {
             s.missing
@@ -1060,6 +1068,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         }
     }
     header.layers = sources.values().cloned().collect();
+    header.layers.extend(func_source);
     let (tx, writer) = spawn_writer(&config.output, &header)?;
 
     if let Some(ready) = opts.ready.take() {
