@@ -33,14 +33,33 @@ fn host(name: &str, ingress: &[u64]) -> String {
 #[test]
 fn gzipped_meta_files_show_plot_and_merge() {
     let d = tempfile::tempdir().unwrap();
-    let a = gz(d.path(), "rack1-host1.txt.gz", &host("h1", &[100, 0, 300, 0]));
-    let b = gz(d.path(), "rack1-host2.txt.gz", &host("h2", &[0, 200, 0, 400]));
-    let bad = gz(d.path(), "rack1-meta.txt.gz", r#"{"rack": "r1", "hosts": 2}"#);
+    let a = gz(
+        d.path(),
+        "rack1-host1.txt.gz",
+        &host("h1", &[100, 0, 300, 0]),
+    );
+    let b = gz(
+        d.path(),
+        "rack1-host2.txt.gz",
+        &host("h2", &[0, 200, 0, 400]),
+    );
+    let bad = gz(
+        d.path(),
+        "rack1-meta.txt.gz",
+        r#"{"rack": "r1", "hosts": 2}"#,
+    );
 
     let out = magnet().args(["sample", "show"]).arg(&a).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("400"), "total ingress bytes 400 not shown:\n{text}");
+    assert!(
+        text.contains("400"),
+        "total ingress bytes 400 not shown:\n{text}"
+    );
 
     let svg = d.path().join("h1.svg");
     let out = magnet()
@@ -50,7 +69,11 @@ fn gzipped_meta_files_show_plot_and_merge() {
         .arg(&svg)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
 
     let merged = d.path().join("rack.json");
