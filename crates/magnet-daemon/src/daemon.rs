@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use magnet_client::Connection;
-use magnet_sample::store::Store;
+use magnet_runs::store::Store;
 
 use crate::config::{Config, SampleSettings};
 use crate::container::Resolver;

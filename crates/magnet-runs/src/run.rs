@@ -724,7 +724,10 @@ mod tests {
         // No ingressBytes: a one-line error naming the file.
         let p = gz(d.path(), "other.txt.gz", r#"{"egressBytes": [1]}"#);
         let e = Run::load(&p).unwrap_err().to_string();
-        assert!(e.contains("other.txt.gz") && e.contains("no ingressBytes"), "{e}");
+        assert!(
+            e.contains("other.txt.gz") && e.contains("no ingressBytes"),
+            "{e}"
+        );
 
         // Cut short: an error naming the file and how far it got, no panic.
         let full = std::fs::read(d.path().join("host1.txt.gz")).unwrap();
