@@ -42,6 +42,9 @@ pub struct MatchArgs {
     pub quiet: bool,
 }
 
+/// One cell of the handshake table.
+type Cell<'a> = &'a dyn Fn(&magnet_wire::matching::HandshakeRow) -> String;
+
 /// Frames as (number, capture time, what it is).
 type Frames = Vec<(u64, i64, Frame)>;
 
@@ -248,7 +251,9 @@ fn text(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Res
         writeln!(out, "#   unmatched kernel packets, {r}: {n}")?;
     }
     if let Some(h) = handshake(k, asc) {
-        let t = |ns: i64| format!("{:.6}", ns as f64 / 1e9);
+        fn t(ns: i64) -> String {
+            format!("{:.6}", ns as f64 / 1e9)
+        }
         writeln!(
             out,
             "# handshake (the thesis's Table 6-6; kernel times on the capture's clock)"
@@ -258,23 +263,18 @@ fn text(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Res
             "#   {:<22} {:>20} {:>20} {:>20}",
             "", "SYN", "SYN-ACK", "ACK"
         )?;
-        let rows: [(
-            &str,
-            Box<dyn Fn(&magnet_wire::matching::HandshakeRow) -> String>,
-        ); 7] = [
-            (
-                "frame / packet id",
-                Box::new(|r| format!("{} {:#x}", r.frame, r.pkt_id)),
-            ),
-            ("arrival in capture", Box::new(move |r| t(r.arrival_ns))),
-            ("entry (first event)", Box::new(move |r| t(r.entry_ns))),
-            ("exit (last event)", Box::new(move |r| t(r.exit_ns))),
-            ("functions", Box::new(|r| r.functions.to_string())),
-            ("events", Box::new(|r| r.events.to_string())),
-            (
-                "cost (exit - entry) us",
-                Box::new(|r| format!("{:.1}", r.cost_ns as f64 / 1000.0)),
-            ),
+        let rows: [(&str, Cell); 7] = [
+            ("frame / packet id", &|r| {
+                format!("{} {:#x}", r.frame, r.pkt_id)
+            }),
+            ("arrival in capture", &|r| t(r.arrival_ns)),
+            ("entry (first event)", &|r| t(r.entry_ns)),
+            ("exit (last event)", &|r| t(r.exit_ns)),
+            ("functions", &|r| r.functions.to_string()),
+            ("events", &|r| r.events.to_string()),
+            ("cost (exit - entry) us", &|r| {
+                format!("{:.1}", r.cost_ns as f64 / 1000.0)
+            }),
         ];
         for (name, f) in rows.iter() {
             writeln!(
