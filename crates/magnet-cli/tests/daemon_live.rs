@@ -916,6 +916,20 @@ fn the_sampler_runs_under_the_daemon_and_its_runs_are_served() {
         metrics.contains("magnet_sample_runs_total{interface=\"lo\"}"),
         "{metrics}"
     );
+    // A reload that changes the sampler restarts the sampler alone: the API
+    // and HTTP still answer afterwards.
+    let conf = d.dir.path().join("magnetd.toml");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&conf, text.replace("every 3s", "every 4s")).unwrap();
+    d.signal(libc::SIGHUP);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !d.log().contains("reloaded") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(d.log().contains("reloaded"), "{}", d.log());
+    let (head, _) = get("/metrics");
+    assert!(head.contains("200 OK"), "{head}");
+    assert_eq!(d.client().host().unwrap().health.map_capacity, 16384);
     assert!(d.stop().success());
 }
 

@@ -111,7 +111,9 @@ fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, Error> {
     Ok(l)
 }
 
-fn sampler_loop(shared: Arc<Shared>, s: SampleSettings) {
+/// Runs scheduled sampler runs until `stop` (its own flag: a reload stops
+/// the sampler alone; shutdown sets it too).
+fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
     use magnet_sample::schedule::Schedule;
     use magnet_sample::units::{format_duration, now_ns};
     use magnet_sample::{sample, Metric, SampleConfig, Start};
@@ -135,14 +137,14 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings) {
         format_duration(sched.every),
         s.store.display()
     ));
-    while !shared.stop.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) {
         for planned in sched.next_cycle(now_ns(), samples) {
-            if shared.stop.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) {
                 return;
             }
             let mut cfg = SampleConfig::new(&s.interface, planned.interval, samples);
             cfg.start = Start::At(UNIX_EPOCH + Duration::from_nanos(planned.start_ns));
-            match sample(&cfg, &shared.stop, &mut |_| {}) {
+            match sample(&cfg, &stop, &mut |_| {}) {
                 Ok(run) => {
                     if let Err(e) = store.save(&run) {
                         shared.log(&format!("sampler: {e}"));
@@ -300,11 +302,14 @@ pub fn run(
         let sh = shared.clone();
         threads.push(std::thread::spawn(move || crate::http::serve(l, sh)));
     }
-    let mut sampler: Option<(SampleSettings, std::thread::JoinHandle<()>)> = None;
+    type Sampler = (Arc<AtomicBool>, std::thread::JoinHandle<()>);
+    let mut sampler: Option<Sampler> = None;
     let start_sampler = |s: &SampleSettings| {
         let sh = shared.clone();
         let s2 = s.clone();
-        (s.clone(), std::thread::spawn(move || sampler_loop(sh, s2)))
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        (stop, std::thread::spawn(move || sampler_loop(sh, s2, st)))
     };
     if let Some(s) = &config.sample {
         sampler = Some(start_sampler(s));
@@ -350,10 +355,9 @@ pub fn run(
                         }
                         if new.sample != old.sample {
                             shared.log("reload: the sampler's settings change after its current cycle is stopped");
-                            if let Some((_, h)) = sampler.take() {
-                                shared.stop.store(true, Ordering::SeqCst);
+                            if let Some((stop, h)) = sampler.take() {
+                                stop.store(true, Ordering::SeqCst);
                                 let _ = h.join();
-                                shared.stop.store(false, Ordering::SeqCst);
                             }
                             if let Some(s) = &new.sample {
                                 sampler = Some(start_sampler(s));
@@ -400,7 +404,8 @@ pub fn run(
     for t in threads {
         let _ = t.join();
     }
-    if let Some((_, h)) = sampler {
+    if let Some((stop, h)) = sampler {
+        stop.store(true, Ordering::SeqCst);
         let _ = h.join();
     }
     drop(attached);
