@@ -1052,3 +1052,66 @@ fn magnet_daemon_root() -> PathBuf {
         })
         .expect("a cgroup v2 mount")
 }
+
+#[test]
+fn a_slow_reader_triggers_a_latency_dump() {
+    if !live("a_slow_reader_triggers_a_latency_dump") {
+        return;
+    }
+    let probe = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&format!(
+        "[recorder]\nseconds = \"4s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_latency = \"20ms\"\n",
+        probe.path().display()
+    ));
+    let dumps = probe.path().join("dumps");
+    // Another connection's slow sample may fire first (one dump per 4 s):
+    // up to three attempts, each a new connection.
+    let mut found = None;
+    for _attempt in 0..3 {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !d.client().host().unwrap().health.recorder_running && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        c.write_all(&[1u8; 100]).unwrap();
+        // The data waits 100 ms in the socket before the reader takes it.
+        std::thread::sleep(Duration::from_millis(100));
+        let mut buf = [0u8; 100];
+        s.read_exact(&mut buf).unwrap();
+        let want = format!("-latency-{}", socket_cookie(s.as_raw_fd()).unwrap());
+        let deadline = Instant::now() + Duration::from_secs(8);
+        while Instant::now() < deadline && found.is_none() {
+            std::thread::sleep(Duration::from_millis(200));
+            found = std::fs::read_dir(&dumps)
+                .map(|rd| {
+                    rd.flatten()
+                        .map(|e| e.path())
+                        .find(|p| p.to_string_lossy().ends_with(&want))
+                })
+                .unwrap_or(None);
+        }
+        if let Some(dir) = &found {
+            // The dump holds the write that waited.
+            let files: Vec<String> = std::fs::read_dir(dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path().display().to_string())
+                .collect();
+            assert_eq!(
+                sends_in(&files, socket_cookie(c.as_raw_fd()).unwrap()),
+                vec![100]
+            );
+            // magnetd saw the same: one wire→app sample, at least 65.5 ms
+            // (slot 16 = [65.5, 131) ms; more if the host was slow).
+            let summary = d.client().connection_of(&s).unwrap();
+            let h = &summary.latency.wire_to_app;
+            assert_eq!(h.iter().sum::<u64>(), 1, "{h:?}");
+            assert!(h.len() >= 17 && h[..16].iter().all(|&n| n == 0), "{h:?}");
+            break;
+        }
+    }
+    assert!(found.is_some(), "no latency dump:\n{}", d.log());
+    assert!(d.stop().success());
+}

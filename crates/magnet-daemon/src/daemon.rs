@@ -184,15 +184,39 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
 struct Triggers {
     retransmits: u64,
     drops: std::collections::BTreeMap<String, u64>,
+    /// Per connection: latency samples at or above the threshold so far.
+    slow: std::collections::HashMap<u64, u64>,
     last_dump: Option<Instant>,
+}
+
+/// Samples in histogram slots at or above `threshold` (slot i holds
+/// [2^i, 2^(i+1)) microseconds).
+fn slow_samples(c: &magnet_client::Connection, threshold: Duration) -> u64 {
+    let us = threshold.as_micros().max(1) as u64;
+    let first = 63 - us.leading_zeros() as usize; // floor(log2(us))
+    [&c.latency.app_to_wire, &c.latency.wire_to_app]
+        .iter()
+        .map(|h| h.iter().skip(first).sum::<u64>())
+        .sum()
 }
 
 impl Triggers {
     fn new(shared: &Shared) -> Triggers {
         let h = shared.reader.host();
+        let mut slow = std::collections::HashMap::new();
+        if let Some(t) = shared
+            .flight
+            .as_ref()
+            .and_then(|f| f.config.trigger_latency)
+        {
+            for r in shared.reader.all() {
+                slow.insert(r.conn.cookie, slow_samples(&r.conn, t));
+            }
+        }
         Triggers {
             retransmits: h.retransmits,
             drops: h.drop_reasons,
+            slow,
             last_dump: None,
         }
     }
@@ -216,6 +240,17 @@ impl Triggers {
             if now > before {
                 why = Some(format!("drop-{r}"));
             }
+        }
+        if let Some(t) = f.config.trigger_latency {
+            let mut now = std::collections::HashMap::new();
+            for r in shared.reader.all() {
+                let n = slow_samples(&r.conn, t);
+                if n > self.slow.get(&r.conn.cookie).copied().unwrap_or(0) {
+                    why = Some(format!("latency-{}", r.conn.cookie));
+                }
+                now.insert(r.conn.cookie, n);
+            }
+            self.slow = now;
         }
         self.retransmits = h.retransmits;
         self.drops = h.drop_reasons;
