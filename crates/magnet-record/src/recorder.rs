@@ -79,6 +79,8 @@ pub struct Summary {
     /// Events that passed the filters, by kind (recorded + lost).
     pub generated: BTreeMap<String, u64>,
     pub bytes_written: u64,
+    /// The recording's span: from the header's start time to the stop written
+    /// in the END block (what `info` and `analyze` show as its duration).
     pub elapsed: Duration,
     pub end_reason: String,
     pub child_status: Option<ExitStatus>,
@@ -828,6 +830,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             .flat_map(|p| p.hooks.iter())
             .any(|h| h.progs.iter().any(|(p, _)| *p == name))
     };
+    let func_plan = crate::funcs::Plan::new(&config.funcs, &kernel.features);
     let wanted = |chosen: &[Choice], name: &str| -> bool {
         if in_hooks(name) {
             return chosen.iter().any(|c| {
@@ -842,7 +845,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             probes::FLOWS_AT_BIND => packets,
             probes::TCP_RX_SEG => tcp_rcv_on(config) && !config.layers.contains(&Layer::Dev),
             probes::COOKIE_AT_CREATE => packets,
-            _ => false,
+            n => func_plan.wants(n),
         }
     };
     // A hook the table allows can still be refused by this kernel's verifier
@@ -1044,6 +1047,13 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             s.hooks.push("tp_btf/sched_process_fork".into());
         }
     }
+    let func_source = if config.funcs.is_empty() {
+        None
+    } else {
+        let (src, flinks) = func_plan.attach(object, &mut header);
+        links.extend(flinks);
+        Some(src)
+    };
     if netfilter_used {
         if let Some(s) = sources.get_mut(&Layer::Ip) {
             s.missing
@@ -1058,6 +1068,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         }
     }
     header.layers = sources.values().cloned().collect();
+    header.layers.extend(func_source);
     let (tx, writer) = spawn_writer(&config.output, &header)?;
 
     if let Some(ready) = opts.ready.take() {
@@ -1221,7 +1232,12 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         .filter(|(_, &n)| n > 0)
         .map(|(k, &n)| (name(k), n))
         .collect();
+    // The recording's span (start: the header's clock, stop: now) is the one
+    // duration `record`, `info` and `analyze` show.
+    let end_mono_ns = monotonic_now();
+    let span = Duration::from_nanos(end_mono_ns.saturating_sub(header.clock.monotonic_ns));
     let footer = Footer {
+        end_mono_ns,
         records: d.records,
         lost_kernel: stats.lost_total,
         dropped_user: d.dropped_user,
@@ -1250,7 +1266,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         dropped_user: d.dropped_user,
         generated,
         bytes_written: bytes,
-        elapsed: started.elapsed(),
+        elapsed: span,
         end_reason,
         child_status,
         layers: header.layers,

@@ -111,6 +111,12 @@ pub struct RecordArgs {
     #[arg(long)]
     tcp_state: bool,
 
+    /// Also record the entry of kernel functions that take an skb: `auto` (every
+    /// one `magnet funcs` selects with a struct sk_buff * among parameters 1-5
+    /// that can be probed) or names and globs, comma-separated (tcp_*,ip_rcv).
+    #[arg(long, value_name = "SPEC")]
+    funcs: Option<String>,
+
     /// Ring buffer space in total, split into one ring per CPU (each rounded up to a
     /// power of two), e.g. 64MiB.
     #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size)]
@@ -153,6 +159,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     }
     config.kinds = args.kinds.clone().unwrap_or_default();
     config.tcp_state = args.tcp_state;
+    if let Some(spec) = &args.funcs {
+        config.funcs = super::funcs::resolve_spec(spec)?;
+    }
     config.set_buffer(args.buffer);
     config.filters = Filters {
         pids: args.pid.clone(),
