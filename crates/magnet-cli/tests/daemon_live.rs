@@ -290,19 +290,27 @@ fn prometheus_scrapes_exact_counts_of_a_known_workload() {
         .spawn()
         .expect("starting prometheus");
     let deadline = Instant::now() + Duration::from_secs(60);
-    let q = |metric: &str, local: &str, dir: &str| {
+    // By cookie: the port selects connections in every namespace of the
+    // host (another namespace may use the same port at the same time).
+    let (cc, sc) = (
+        socket_cookie(client.as_raw_fd()).unwrap(),
+        socket_cookie(server.as_raw_fd()).unwrap(),
+    );
+    let q = |metric: &str, cookie: u64, end: &str, dir: &str| {
         prom_value(
             pport,
-            &format!("{metric}{{job=\"magnetd\",local=\"{local}\",direction=\"{dir}\"}}"),
+            &format!(
+                "{metric}{{job=\"magnetd\",cookie=\"{cookie}\",local=\"{end}\",direction=\"{dir}\"}}"
+            ),
             deadline,
         )
     };
     let got = [
-        q("magnet_connection_app_bytes_total", &local, "tx"),
-        q("magnet_connection_app_calls_total", &local, "tx"),
-        q("magnet_connection_app_bytes_total", &remote, "rx"),
-        q("magnet_connection_app_calls_total", &remote, "rx"),
-        q("magnet_connection_app_calls_total", &local, "rx"),
+        q("magnet_connection_app_bytes_total", cc, &local, "tx"),
+        q("magnet_connection_app_calls_total", cc, &local, "tx"),
+        q("magnet_connection_app_bytes_total", sc, &remote, "rx"),
+        q("magnet_connection_app_calls_total", sc, &remote, "rx"),
+        q("magnet_connection_app_calls_total", cc, &local, "rx"),
     ];
     let up = prom_value(pport, "up{job=\"magnetd\"}", deadline);
     let host = prom_value(
