@@ -290,19 +290,27 @@ fn prometheus_scrapes_exact_counts_of_a_known_workload() {
         .spawn()
         .expect("starting prometheus");
     let deadline = Instant::now() + Duration::from_secs(60);
-    let q = |metric: &str, local: &str, dir: &str| {
+    // By cookie: the port selects connections in every namespace of the
+    // host (another namespace may use the same port at the same time).
+    let (cc, sc) = (
+        socket_cookie(client.as_raw_fd()).unwrap(),
+        socket_cookie(server.as_raw_fd()).unwrap(),
+    );
+    let q = |metric: &str, cookie: u64, end: &str, dir: &str| {
         prom_value(
             pport,
-            &format!("{metric}{{job=\"magnetd\",local=\"{local}\",direction=\"{dir}\"}}"),
+            &format!(
+                "{metric}{{job=\"magnetd\",cookie=\"{cookie}\",local=\"{end}\",direction=\"{dir}\"}}"
+            ),
             deadline,
         )
     };
     let got = [
-        q("magnet_connection_app_bytes_total", &local, "tx"),
-        q("magnet_connection_app_calls_total", &local, "tx"),
-        q("magnet_connection_app_bytes_total", &remote, "rx"),
-        q("magnet_connection_app_calls_total", &remote, "rx"),
-        q("magnet_connection_app_calls_total", &local, "rx"),
+        q("magnet_connection_app_bytes_total", cc, &local, "tx"),
+        q("magnet_connection_app_calls_total", cc, &local, "tx"),
+        q("magnet_connection_app_bytes_total", sc, &remote, "rx"),
+        q("magnet_connection_app_calls_total", sc, &remote, "rx"),
+        q("magnet_connection_app_calls_total", cc, &local, "rx"),
     ];
     let up = prom_value(pport, "up{job=\"magnetd\"}", deadline);
     let host = prom_value(
@@ -916,6 +924,20 @@ fn the_sampler_runs_under_the_daemon_and_its_runs_are_served() {
         metrics.contains("magnet_sample_runs_total{interface=\"lo\"}"),
         "{metrics}"
     );
+    // A reload that changes the sampler restarts the sampler alone: the API
+    // and HTTP still answer afterwards.
+    let conf = d.dir.path().join("magnetd.toml");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&conf, text.replace("every 3s", "every 4s")).unwrap();
+    d.signal(libc::SIGHUP);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !d.log().contains("reloaded") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(d.log().contains("reloaded"), "{}", d.log());
+    let (head, _) = get("/metrics");
+    assert!(head.contains("200 OK"), "{head}");
+    assert_eq!(d.client().host().unwrap().health.map_capacity, 16384);
     assert!(d.stop().success());
 }
 
@@ -1037,4 +1059,67 @@ fn magnet_daemon_root() -> PathBuf {
                 .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
         })
         .expect("a cgroup v2 mount")
+}
+
+#[test]
+fn a_slow_reader_triggers_a_latency_dump() {
+    if !live("a_slow_reader_triggers_a_latency_dump") {
+        return;
+    }
+    let probe = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&format!(
+        "[recorder]\nseconds = \"4s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_latency = \"20ms\"\n",
+        probe.path().display()
+    ));
+    let dumps = probe.path().join("dumps");
+    // Another connection's slow sample may fire first (one dump per 4 s):
+    // up to three attempts, each a new connection.
+    let mut found = None;
+    for _attempt in 0..3 {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !d.client().host().unwrap().health.recorder_running && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        c.write_all(&[1u8; 100]).unwrap();
+        // The data waits 100 ms in the socket before the reader takes it.
+        std::thread::sleep(Duration::from_millis(100));
+        let mut buf = [0u8; 100];
+        s.read_exact(&mut buf).unwrap();
+        let want = format!("-latency-{}", socket_cookie(s.as_raw_fd()).unwrap());
+        let deadline = Instant::now() + Duration::from_secs(8);
+        while Instant::now() < deadline && found.is_none() {
+            std::thread::sleep(Duration::from_millis(200));
+            found = std::fs::read_dir(&dumps)
+                .map(|rd| {
+                    rd.flatten()
+                        .map(|e| e.path())
+                        .find(|p| p.to_string_lossy().ends_with(&want))
+                })
+                .unwrap_or(None);
+        }
+        if let Some(dir) = &found {
+            // The dump holds the write that waited.
+            let files: Vec<String> = std::fs::read_dir(dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path().display().to_string())
+                .collect();
+            assert_eq!(
+                sends_in(&files, socket_cookie(c.as_raw_fd()).unwrap()),
+                vec![100]
+            );
+            // magnetd saw the same: one wire→app sample, at least 65.5 ms
+            // (slot 16 = [65.5, 131) ms; more if the host was slow).
+            let summary = d.client().connection_of(&s).unwrap();
+            let h = &summary.latency.wire_to_app;
+            assert_eq!(h.iter().sum::<u64>(), 1, "{h:?}");
+            assert!(h.len() >= 17 && h[..16].iter().all(|&n| n == 0), "{h:?}");
+            break;
+        }
+    }
+    assert!(found.is_some(), "no latency dump:\n{}", d.log());
+    assert!(d.stop().success());
 }

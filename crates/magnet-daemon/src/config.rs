@@ -21,6 +21,7 @@
 //! dump_dir = "/var/lib/magnet/dumps"   # where triggered dumps go
 //! trigger_retransmits_per_s = 100      # dump on a retransmit burst
 //! trigger_drop_reasons = ["TCP_OVERWINDOW"]  # dump when one of these drops happens
+//! trigger_latency = "50ms"             # dump when a connection's latency sample reaches this
 //!
 //! [sample]                              # the sampler under the daemon
 //! interface = "eth0"
@@ -120,6 +121,7 @@ struct RawRecorder {
     trigger_retransmits_per_s: Option<u64>,
     #[serde(default)]
     trigger_drop_reasons: Vec<String>,
+    trigger_latency: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -236,6 +238,9 @@ impl Config {
             }
             f.trigger_retransmits_per_s = r.trigger_retransmits_per_s;
             f.trigger_drop_reasons = r.trigger_drop_reasons;
+            if let Some(v) = r.trigger_latency {
+                f.trigger_latency = Some(dur("recorder.trigger_latency", &v)?);
+            }
             c.recorder = Some(f);
         }
         Ok(c)

@@ -111,7 +111,9 @@ fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, Error> {
     Ok(l)
 }
 
-fn sampler_loop(shared: Arc<Shared>, s: SampleSettings) {
+/// Runs scheduled sampler runs until `stop` (its own flag: a reload stops
+/// the sampler alone; shutdown sets it too).
+fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
     use magnet_sample::schedule::Schedule;
     use magnet_sample::units::{format_duration, now_ns};
     use magnet_sample::{sample, Metric, SampleConfig, Start};
@@ -135,14 +137,14 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings) {
         format_duration(sched.every),
         s.store.display()
     ));
-    while !shared.stop.load(Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) {
         for planned in sched.next_cycle(now_ns(), samples) {
-            if shared.stop.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) {
                 return;
             }
             let mut cfg = SampleConfig::new(&s.interface, planned.interval, samples);
             cfg.start = Start::At(UNIX_EPOCH + Duration::from_nanos(planned.start_ns));
-            match sample(&cfg, &shared.stop, &mut |_| {}) {
+            match sample(&cfg, &stop, &mut |_| {}) {
                 Ok(run) => {
                     if let Err(e) = store.save(&run) {
                         shared.log(&format!("sampler: {e}"));
@@ -182,15 +184,39 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings) {
 struct Triggers {
     retransmits: u64,
     drops: std::collections::BTreeMap<String, u64>,
+    /// Per connection: latency samples at or above the threshold so far.
+    slow: std::collections::HashMap<u64, u64>,
     last_dump: Option<Instant>,
+}
+
+/// Samples in histogram slots at or above `threshold` (slot i holds
+/// [2^i, 2^(i+1)) microseconds).
+fn slow_samples(c: &magnet_client::Connection, threshold: Duration) -> u64 {
+    let us = threshold.as_micros().max(1) as u64;
+    let first = 63 - us.leading_zeros() as usize; // floor(log2(us))
+    [&c.latency.app_to_wire, &c.latency.wire_to_app]
+        .iter()
+        .map(|h| h.iter().skip(first).sum::<u64>())
+        .sum()
 }
 
 impl Triggers {
     fn new(shared: &Shared) -> Triggers {
         let h = shared.reader.host();
+        let mut slow = std::collections::HashMap::new();
+        if let Some(t) = shared
+            .flight
+            .as_ref()
+            .and_then(|f| f.config.trigger_latency)
+        {
+            for r in shared.reader.all() {
+                slow.insert(r.conn.cookie, slow_samples(&r.conn, t));
+            }
+        }
         Triggers {
             retransmits: h.retransmits,
             drops: h.drop_reasons,
+            slow,
             last_dump: None,
         }
     }
@@ -214,6 +240,17 @@ impl Triggers {
             if now > before {
                 why = Some(format!("drop-{r}"));
             }
+        }
+        if let Some(t) = f.config.trigger_latency {
+            let mut now = std::collections::HashMap::new();
+            for r in shared.reader.all() {
+                let n = slow_samples(&r.conn, t);
+                if n > self.slow.get(&r.conn.cookie).copied().unwrap_or(0) {
+                    why = Some(format!("latency-{}", r.conn.cookie));
+                }
+                now.insert(r.conn.cookie, n);
+            }
+            self.slow = now;
         }
         self.retransmits = h.retransmits;
         self.drops = h.drop_reasons;
@@ -300,11 +337,14 @@ pub fn run(
         let sh = shared.clone();
         threads.push(std::thread::spawn(move || crate::http::serve(l, sh)));
     }
-    let mut sampler: Option<(SampleSettings, std::thread::JoinHandle<()>)> = None;
+    type Sampler = (Arc<AtomicBool>, std::thread::JoinHandle<()>);
+    let mut sampler: Option<Sampler> = None;
     let start_sampler = |s: &SampleSettings| {
         let sh = shared.clone();
         let s2 = s.clone();
-        (s.clone(), std::thread::spawn(move || sampler_loop(sh, s2)))
+        let stop = Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        (stop, std::thread::spawn(move || sampler_loop(sh, s2, st)))
     };
     if let Some(s) = &config.sample {
         sampler = Some(start_sampler(s));
@@ -350,10 +390,9 @@ pub fn run(
                         }
                         if new.sample != old.sample {
                             shared.log("reload: the sampler's settings change after its current cycle is stopped");
-                            if let Some((_, h)) = sampler.take() {
-                                shared.stop.store(true, Ordering::SeqCst);
+                            if let Some((stop, h)) = sampler.take() {
+                                stop.store(true, Ordering::SeqCst);
                                 let _ = h.join();
-                                shared.stop.store(false, Ordering::SeqCst);
                             }
                             if let Some(s) = &new.sample {
                                 sampler = Some(start_sampler(s));
@@ -400,7 +439,8 @@ pub fn run(
     for t in threads {
         let _ = t.join();
     }
-    if let Some((_, h)) = sampler {
+    if let Some((stop, h)) = sampler {
+        stop.store(true, Ordering::SeqCst);
         let _ = h.join();
     }
     drop(attached);

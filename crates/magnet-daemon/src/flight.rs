@@ -35,6 +35,9 @@ pub struct FlightConfig {
     pub trigger_retransmits_per_s: Option<u64>,
     /// Dump when the kernel drops a packet for one of these reasons.
     pub trigger_drop_reasons: Vec<String>,
+    /// Dump when a connection's app→wire or wire→app latency sample reaches
+    /// this (rounded down to the histogram's power-of-two microseconds).
+    pub trigger_latency: Option<Duration>,
 }
 
 impl Default for FlightConfig {
@@ -46,6 +49,7 @@ impl Default for FlightConfig {
             dump_dir: PathBuf::from("/var/lib/magnet/dumps"),
             trigger_retransmits_per_s: None,
             trigger_drop_reasons: Vec::new(),
+            trigger_latency: None,
         }
     }
 }
