@@ -4,7 +4,8 @@
 #
 #   scripts/fetch-btf.sh [DIR]      (default: target/btf)
 #
-# Writes DIR/6.1.btf and DIR/6.12.btf (raw .BTF sections, ~5-6 MB each). Needs
+# Writes DIR/6.1.btf and DIR/6.12.btf (raw .BTF sections, 4-5 MB each) and
+# DIR/6.1-veth.ko.btf and DIR/6.12-veth.ko.btf (the veth module's split BTF, 3 KB). Needs
 # apt-get (download only, no install), dpkg-deb, xz, zstd and objcopy
 # (binutils). Nothing is installed on the host.
 set -euo pipefail
@@ -50,14 +51,18 @@ PY
 }
 
 for v in 6.1 6.12; do
-  [ -s "$dir/$v.btf" ] && { echo "$dir/$v.btf exists"; continue; }
+  [ -s "$dir/$v.btf" ] && [ -s "$dir/$v-veth.ko.btf" ] && { echo "$dir/$v.btf exists"; continue; }
   pkg=${pkgs[$v]}
   [ -n "$pkg" ] || { echo "no linux-image package for $v in apt's lists (apt-get update?)" >&2; exit 1; }
   (cd "$work" && apt-get download "$pkg" >/dev/null)
   deb=$(ls "$work"/*.deb)
-  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$work" --wildcards './boot/vmlinuz-*'
+  dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$work" --wildcards './boot/vmlinuz-*' \
+    './lib/modules/*/kernel/drivers/net/veth.ko*'
   extract_vmlinux "$work"/boot/vmlinuz-* "$work/vmlinux" >/dev/null
   objcopy -O binary --only-section=.BTF "$work/vmlinux" "$dir/$v.btf"
+  ko=$(ls "$work"/lib/modules/*/kernel/drivers/net/veth.ko*)
+  case "$ko" in *.xz) xz -dc "$ko" > "$work/veth.ko" ;; *) cp "$ko" "$work/veth.ko" ;; esac
+  objcopy --dump-section .BTF="$dir/$v-veth.ko.btf" "$work/veth.ko"
   echo "$pkg" > "$dir/$v.package"
   rm -rf "$work"/*
   echo "$dir/$v.btf ($pkg, $(stat -c %s "$dir/$v.btf") bytes)"

@@ -10,10 +10,12 @@ Checks, for every file:
   - the tcp, ip and dev rows of those sockets are present (tcp/ip/dev out on the TCP sender,
     in on its receiver; ip/dev out on the UDP sender), and the UDP sender's ip and dev rows
     (one packet per datagram) equal the reference's in units and bytes;
-  - `magnet info` names a hook for every kind recorded and for every default layer;
+  - `magnet info` names a hook for every kind recorded (the one `record --check` named) and
+    for every default layer;
   - every layer alone: exit 0 with its hooks named in the trace (and events, for the layers
     the workload must show), or a one-line error naming the layer, the hook and what is missing;
-  - (guests) nothing left behind: no BPF link, kprobe event, pinned object or clsact qdisc.
+  - (guests) nothing left behind by a recording of every layer and kind and a 200 ms
+    `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc.
 Prints a table of the rows per kernel; exits 1 on the first file with failures (after all).
 """
 import json
@@ -134,8 +136,14 @@ def judge(path, ref_udp=None):
         table.update({("udp-tx",) + k: v for k, v in r.items()})
 
     info = first_json(s.get("info", [])) or {}
+    planned = {k["kind"]: k.get("hook") for k in chk.get("kinds", [])}
     for name, k in (info.get("kinds") or {}).items():
         need(bool(k.get("hook")), f"info: kind {name} names no hook")
+        if name in planned:
+            need(
+                k.get("hook") == planned[name],
+                f"kind {name}: recorded from {k.get('hook')}, record --check said {planned[name]}",
+            )
     srcs = {x["layer"]: x for x in info.get("sources", [])}
     for layer in DEFAULT_LAYERS:
         need(layer in srcs and srcs[layer]["hooks"], f"info: layer {layer} names no hook")
@@ -174,6 +182,7 @@ def judge(path, ref_udp=None):
     if "leftovers" in s:
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)
         need(lo.get("rc") == "0", f"recording every layer and kind exited {lo.get('rc')}")
+        need((lo.get("sample_rc") or "?").split(" ")[0] == "0", f"magnet sample -i lo: {lo.get('sample_rc')}")
         for k in ["link_fds", "kprobe_events", "pinned", "clsact"]:
             need(lo.get(k) == "0", f"left behind after detach: {k} = {lo.get(k)}")
     need("end" in s, "the suite did not finish")

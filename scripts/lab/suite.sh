@@ -42,6 +42,9 @@ if [ "$2" = "--leftovers" ]; then
     # every layer and kind at once, then count what is left
     "$m" record -q --layers all --kinds all -o "$dir/everything.mgt" -- "$m" loadgen --tcp 20x1k >/dev/null 2>&1
     echo "rc $?"
+    # the sampler on lo (clsact filters where the kernel has no TCX), 200 ms
+    "$m" sample -i lo --interval 1ms --samples 200 -o "$dir/sample.json" >/dev/null 2>"$dir/sample.err"
+    echo "sample_rc $? $(tail -n 1 "$dir/sample.err")"
     n=0
     for f in /proc/[0-9]*/fdinfo/*; do
         grep -q '^link_type:' "$f" 2>/dev/null && n=$((n + 1))

@@ -9,36 +9,34 @@
 use std::io::BufWriter;
 use std::net::Ipv4Addr;
 
-use magnet_trace::{catalog::TCP_SNAP_LEN, kind, Catalog, ClockMap, Footer, Header, TraceWriter};
+use magnet_trace::emit::Emitter;
+use magnet_trace::{kind, ClockMap, FieldType, Footer, Header, TraceWriter};
 
 struct Gen {
-    cat: Catalog,
+    emit: Emitter,
     w: TraceWriter<BufWriter<std::fs::File>>,
     n: u64,
+    last_ts: u64,
 }
 
 impl Gen {
+    /// One record through magnet-trace's emit builder; address fields take an
+    /// IPv4 address as a number.
     fn rec(&mut self, k: u16, ts: u64, cpu: u16, tid: u32, snap: bool, fields: &[(&str, u64)]) {
-        let d = self.cat.get(k).expect("kind");
-        let len = d.size + if snap { TCP_SNAP_LEN } else { 0 };
-        let mut b = vec![0u8; len as usize];
-        b[0..8].copy_from_slice(&ts.to_le_bytes());
-        b[8..10].copy_from_slice(&k.to_le_bytes());
-        b[10..12].copy_from_slice(&cpu.to_le_bytes());
-        b[12..16].copy_from_slice(&1000u32.to_le_bytes());
-        b[16..20].copy_from_slice(&tid.to_le_bytes());
-        b[20..24].copy_from_slice(&(snap as u32).to_le_bytes());
-        for (name, v) in fields {
-            let f = d.field(name).unwrap_or_else(|| panic!("{name}"));
-            let o = f.offset as usize;
-            match f.ty.size() {
-                16 => b[o..o + 16]
-                    .copy_from_slice(&Ipv4Addr::from(*v as u32).to_ipv6_mapped().octets()),
-                n => b[o..o + n as usize].copy_from_slice(&v.to_le_bytes()[..n as usize]),
-            }
+        let mut r = self.emit.record(k, ts).cpu(cpu).pid(1000).tid(tid);
+        if snap {
+            r = r.snapshot();
         }
-        self.w.push(&b).expect("write");
+        let desc = self.emit.catalog().get(k).expect("kind");
+        for &(name, v) in fields {
+            r = match desc.field(name).map(|f| f.ty) {
+                Some(FieldType::Addr) => r.addr(name, Ipv4Addr::from(v as u32)),
+                _ => r.set(name, v),
+            };
+        }
+        self.w.push(r.as_ref()).expect("write");
         self.n += 1;
+        self.last_ts = self.last_ts.max(ts);
     }
 }
 
@@ -60,9 +58,10 @@ fn main() {
     );
     let file = std::fs::File::create(out).expect("create");
     let mut g = Gen {
-        cat: Catalog::builtin(),
+        emit: Emitter::builtin(),
         w: TraceWriter::new(BufWriter::new(file), &header).unwrap(),
         n: 0,
+        last_ts: t0,
     };
     const CONNS: u64 = 16;
     let (a, b) = (0x0a00_0001u64, 0x0a00_0002u64);
@@ -225,7 +224,7 @@ fn main() {
                 0,
                 false,
                 &[
-                    ("cookie", tx),
+                    ("cookie", rx),
                     ("pkt_id", p),
                     ("len", len - 14),
                     ("ifindex", 4),
@@ -308,7 +307,7 @@ fn main() {
                 cpu,
                 0,
                 false,
-                &[("cookie", rx), ("pkt_id", p), ("len", 52), ("ifindex", 3)],
+                &[("cookie", tx), ("pkt_id", p), ("len", 52), ("ifindex", 3)],
             );
             g.rec(kind::IP_LOCAL_IN, t + 19_050 + k * 100, cpu, 0, false, &ack);
             let mut f = vec![
@@ -327,6 +326,8 @@ fn main() {
     let n = g.n;
     g.w.finish(&Footer {
         records: n,
+        last_ts_ns: g.last_ts,
+        end_mono_ns: g.last_ts + 1_000_000,
         ..Footer::default()
     })
     .expect("finish");

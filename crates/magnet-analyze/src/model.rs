@@ -24,7 +24,9 @@ pub struct TraceSummary {
     /// analysis is seconds since this instant.
     pub start_mono_ns: u64,
     pub start_realtime_ns: u64,
-    /// From the start to the last record.
+    /// The recording's span: from its start (`start_mono_ns`) to its stop (the
+    /// END block), or to the last record when the trace has no stop time. The
+    /// same number `magnet info` and `magnet record --json` show.
     pub duration_s: f64,
     pub records: u64,
     pub records_by_layer: BTreeMap<String, u64>,
@@ -81,6 +83,13 @@ pub struct Connection {
     pub states: Vec<String>,
     pub first_s: f64,
     pub last_s: f64,
+    /// First and last unit of any layer: where the connection's traffic is
+    /// (the report's time plots span this).
+    pub active_from_s: Option<f64>,
+    pub active_to_s: Option<f64>,
+    /// Events lost (of any kind, on any socket) in LOST regions that overlap
+    /// `first_s..last_s`: this connection may be missing some of them.
+    pub lost_in_span: u64,
     pub app: AppTotals,
     /// One row per layer and direction that saw units (MAGNeT's Table III).
     pub modulation: Vec<LayerRow>,
@@ -114,6 +123,12 @@ pub struct LayerRow {
     pub layer: String,
     /// `out` (sent by this socket) or `in` (received by it).
     pub dir: String,
+    /// What one unit is: `call`, `segment`, `rcv unit` (a tcp_probe call, in
+    /// which TCP may have merged several queued segments: `tcp in` without IP
+    /// events), `packet` or `frame`. docs/analyze.md has each in full.
+    pub unit: String,
+    /// The hook whose events gave the units.
+    pub hook: String,
     pub units: u64,
     pub bytes: u64,
     /// Unit size in bytes.
@@ -124,6 +139,9 @@ pub struct LayerRow {
     pub rate_bps: Option<f64>,
     pub first_s: f64,
     pub last_s: f64,
+    /// Events lost (of any kind, on any socket) in LOST regions that overlap
+    /// `first_s..last_s`: when not 0, this row may be missing units.
+    pub lost_in_span: u64,
 }
 
 /// Calls versus packets in one direction.
@@ -131,6 +149,7 @@ pub struct LayerRow {
 pub struct Coalescing {
     pub dir: String,
     pub app_calls: u64,
+    /// Units of the `tcp` row (see its `unit`).
     pub tcp_segments: u64,
     pub ip_packets: u64,
     pub dev_packets: u64,
@@ -162,12 +181,14 @@ pub struct TcpSummary {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
-    /// Per app send: entry into TCP (tcp_sendmsg) until the packet holding the
-    /// send's last byte was handed to the driver (dev_start_xmit), ns.
+    /// Per app send: from the call's first byte entering TCP (its first
+    /// tcp_sendmsg_locked event) until the packet holding the call's last byte
+    /// was handed to the driver whole (dev_start_xmit), ns.
     pub send: Option<Stats>,
     /// Sends whose last byte could not be followed to the device.
     pub send_unmatched: u64,
-    /// Per received data segment: arrival at the device (dev_rx, else tcp_rcv)
+    /// Per received wire segment (IP LOCAL_IN; without IP events, per tcp_probe
+    /// unit): arrival at the device (dev_rx, else LOCAL_IN, else tcp_probe)
     /// until the app recv that returned its first byte, ns.
     pub recv: Option<Stats>,
     pub recv_unmatched: u64,

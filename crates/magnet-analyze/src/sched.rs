@@ -59,17 +59,45 @@ struct Task {
     wakeups: u64,
     runq_wait: Dist,
     /// The latest run-queue waits (runnable since, switched in).
-    recent: std::collections::VecDeque<(u64, u64)>,
+    recent: std::collections::VecDeque<RunqWait>,
+}
+
+/// A thread runnable from `since` until switched in at `until`.
+#[derive(Clone, Copy, Debug, Default)]
+struct RunqWait {
+    since: u64,
+    until: u64,
 }
 
 /// Waits kept per thread for [`SchedAcc::cpu_wait`].
 const RECENT: usize = 32;
 
+/// The task a context switch took off the CPU.
+pub(crate) struct SwitchedOut {
+    pub tid: u32,
+    pub tgid: u32,
+    /// `prev_state` (0: preempted, still runnable).
+    pub state: i64,
+}
+
+/// The task a context switch put on the CPU.
+pub(crate) struct SwitchedIn {
+    pub tid: u32,
+    pub tgid: u32,
+    pub comm: Option<String>,
+}
+
+/// One CPU's context switches: the count and per-bin counts.
+struct CpuAcc {
+    switches: u64,
+    bins: Bins,
+}
+
 pub(crate) struct SchedAcc {
     origin: u64,
     bin_ns: u64,
     cap: usize,
-    cpus: BTreeMap<u32, (u64, Bins)>,
+    cpus: BTreeMap<u32, CpuAcc>,
     tasks: HashMap<u32, Task>,
     switches: u64,
 }
@@ -90,22 +118,20 @@ impl SchedAcc {
         }
     }
 
-    pub fn switch(
-        &mut self,
-        ts: u64,
-        cpu: u32,
-        prev: (u32, u32, i64),
-        next: (u32, u32, Option<String>),
-    ) {
+    pub fn switch(&mut self, ts: u64, cpu: u32, prev: SwitchedOut, next: SwitchedIn) {
         self.switches += 1;
         let (origin, bin_ns, cap) = (self.origin, self.bin_ns, self.cap);
-        let e = self
-            .cpus
-            .entry(cpu)
-            .or_insert_with(|| (0, Bins::new(bin_ns, cap)));
-        e.0 += 1;
-        e.1.add(ts.saturating_sub(origin));
-        let (ptid, ptgid, pstate) = prev;
+        let e = self.cpus.entry(cpu).or_insert_with(|| CpuAcc {
+            switches: 0,
+            bins: Bins::new(bin_ns, cap),
+        });
+        e.switches += 1;
+        e.bins.add(ts.saturating_sub(origin));
+        let SwitchedOut {
+            tid: ptid,
+            tgid: ptgid,
+            state: pstate,
+        } = prev;
         if ptid != 0 {
             let t = self.tasks.entry(ptid).or_default();
             t.tgid = ptgid;
@@ -114,7 +140,11 @@ impl SchedAcc {
             }
             t.runnable_since = (pstate == TASK_RUNNING).then_some(ts);
         }
-        let (ntid, ntgid, ncomm) = next;
+        let SwitchedIn {
+            tid: ntid,
+            tgid: ntgid,
+            comm: ncomm,
+        } = next;
         if ntid != 0 {
             let t = self.tasks.entry(ntid).or_default();
             t.tgid = ntgid;
@@ -128,7 +158,10 @@ impl SchedAcc {
                 if t.recent.len() == RECENT {
                     t.recent.pop_front();
                 }
-                t.recent.push_back((r, ts));
+                t.recent.push_back(RunqWait {
+                    since: r,
+                    until: ts,
+                });
             }
         }
     }
@@ -156,8 +189,8 @@ impl SchedAcc {
         Some(
             t.recent
                 .iter()
-                .filter(|&&(_, s)| s > after && s <= now)
-                .map(|&(r, s)| s - r.max(after))
+                .filter(|w| w.until > after && w.until <= now)
+                .map(|w| w.until - w.since.max(after))
                 .sum(),
         )
     }
@@ -166,7 +199,7 @@ impl SchedAcc {
         let width = self
             .cpus
             .values()
-            .map(|c| c.1.width)
+            .map(|c| c.bins.width)
             .max()
             .unwrap_or(self.bin_ns);
         // All CPUs on one time axis, to the end of the trace (bounded by the cap:
@@ -176,9 +209,10 @@ impl SchedAcc {
             .cpus
             .values()
             .map(|c| {
-                c.1.counts
+                c.bins
+                    .counts
                     .len()
-                    .div_ceil((width / c.1.width).max(1) as usize)
+                    .div_ceil((width / c.bins.width).max(1) as usize)
             })
             .max()
             .unwrap_or(0)
@@ -186,11 +220,11 @@ impl SchedAcc {
         let cpus = self
             .cpus
             .into_iter()
-            .map(|(cpu, (n, bins))| CpuSched {
+            .map(|(cpu, c)| CpuSched {
                 cpu,
-                switches: n,
+                switches: c.switches,
                 bins: if series {
-                    bins.widen_to(width, len)
+                    c.bins.widen_to(width, len)
                 } else {
                     Vec::new()
                 },
@@ -227,6 +261,12 @@ impl SchedAcc {
 
 #[cfg(test)]
 mod tests {
+    fn out(tid: u32, tgid: u32, state: i64) -> SwitchedOut {
+        SwitchedOut { tid, tgid, state }
+    }
+    fn sw_in(tid: u32, tgid: u32, comm: Option<String>) -> SwitchedIn {
+        SwitchedIn { tid, tgid, comm }
+    }
     use super::*;
 
     #[test]
@@ -245,12 +285,12 @@ mod tests {
         // 7 wakes at 100, runs 150..400, sleeps (state 1); preempted at 600 after
         // running again from 500, back on at 650.
         s.wakeup(100, 7, 7);
-        s.switch(150, 0, (0, 0, 0), (7, 7, Some("t".into())));
-        s.switch(400, 0, (7, 7, 1), (0, 0, None));
+        s.switch(150, 0, out(0, 0, 0), sw_in(7, 7, Some("t".into())));
+        s.switch(400, 0, out(7, 7, 1), sw_in(0, 0, None));
         s.wakeup(480, 7, 7);
-        s.switch(500, 0, (0, 0, 0), (7, 7, None));
-        s.switch(600, 0, (7, 7, TASK_RUNNING), (9, 9, None));
-        s.switch(650, 0, (9, 9, 1), (7, 7, None));
+        s.switch(500, 0, out(0, 0, 0), sw_in(7, 7, None));
+        s.switch(600, 0, out(7, 7, TASK_RUNNING), sw_in(9, 9, None));
+        s.switch(650, 0, out(9, 9, 1), sw_in(7, 7, None));
         assert_eq!(s.cpu_wait(7, 400, 700), Some(20 + 50));
         assert_eq!(s.cpu_wait(7, 490, 620), Some(10));
         assert_eq!(s.cpu_wait(8, 0, 700), None);

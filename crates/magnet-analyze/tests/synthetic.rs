@@ -3,83 +3,37 @@
 //! lays them out, and written to a real trace file.
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::OnceLock;
 
 use magnet_analyze::{analyze, Analysis, Options};
-use magnet_trace::{
-    catalog::TCP_SNAP_LEN, kind, Catalog, ClockMap, FieldType, Footer, Header, TraceReader,
-    TraceWriter,
-};
+use magnet_trace::emit::{synthetic_trace, Emitter, RecordBuilder};
+use magnet_trace::{kind, Footer, TraceReader};
 
 const MS: u64 = 1_000_000;
 const T0: u64 = 1_000_000_000;
 
-struct Rec {
-    bytes: Vec<u8>,
-    kind: u16,
+type Rec = RecordBuilder<'static>;
+
+fn emitter() -> &'static Emitter {
+    static E: OnceLock<Emitter> = OnceLock::new();
+    E.get_or_init(Emitter::builtin)
 }
 
-/// Builds one record: header values, then named fields.
+/// One record: header values; fields are set by name on the result.
 fn rec(k: u16, ts: u64, cpu: u16, pid: u32, tid: u32, snapshot: bool) -> Rec {
-    let c = Catalog::builtin();
-    let d = c.get(k).unwrap();
-    let len = d.size + if snapshot { TCP_SNAP_LEN } else { 0 };
-    let mut b = vec![0u8; len as usize];
-    b[0..8].copy_from_slice(&ts.to_le_bytes());
-    b[8..10].copy_from_slice(&k.to_le_bytes());
-    b[10..12].copy_from_slice(&cpu.to_le_bytes());
-    b[12..16].copy_from_slice(&pid.to_le_bytes());
-    b[16..20].copy_from_slice(&tid.to_le_bytes());
-    b[20..24].copy_from_slice(&(snapshot as u32).to_le_bytes());
-    Rec { bytes: b, kind: k }
-}
-
-impl Rec {
-    fn set(mut self, name: &str, v: u64) -> Rec {
-        let c = Catalog::builtin();
-        let f = c
-            .get(self.kind)
-            .unwrap()
-            .field(name)
-            .unwrap_or_else(|| panic!("no field {name}"))
-            .clone();
-        let o = f.offset as usize;
-        let n = f.ty.size() as usize;
-        assert!(!matches!(f.ty, FieldType::Addr | FieldType::Comm));
-        self.bytes[o..o + n].copy_from_slice(&v.to_le_bytes()[..n]);
-        self
-    }
-    fn addr(mut self, name: &str, a: Ipv4Addr) -> Rec {
-        let c = Catalog::builtin();
-        let o = c.get(self.kind).unwrap().field(name).unwrap().offset as usize;
-        self.bytes[o..o + 16].copy_from_slice(&a.to_ipv6_mapped().octets());
-        self
-    }
-    fn comm(mut self, s: &str) -> Rec {
-        let c = Catalog::builtin();
-        let o = c.get(self.kind).unwrap().field("comm").unwrap().offset as usize;
-        self.bytes[o..o + s.len()].copy_from_slice(s.as_bytes());
-        self
+    let r = emitter().record(k, ts).cpu(cpu).pid(pid).tid(tid);
+    if snapshot {
+        r.snapshot()
+    } else {
+        r
     }
 }
 
-fn trace(recs: &[Rec]) -> Vec<u8> {
-    let header = Header::new(
-        "h".into(),
-        "6.18".into(),
-        2,
-        ClockMap {
-            monotonic_ns: T0,
-            realtime_ns: 0,
-        },
-    );
-    let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
-    for r in recs {
-        w.push(&r.bytes).unwrap();
-    }
-    w.finish(&Footer::default()).unwrap()
+fn trace<B: AsRef<[u8]>>(recs: &[B]) -> Vec<u8> {
+    synthetic_trace(T0, recs, Some(&Footer::default()))
 }
 
-fn run(recs: &[Rec]) -> Analysis {
+fn run<B: AsRef<[u8]>>(recs: &[B]) -> Analysis {
     let bytes = trace(recs);
     analyze(
         &mut TraceReader::new(&bytes[..]).unwrap(),
@@ -88,6 +42,10 @@ fn run(recs: &[Rec]) -> Analysis {
             ..Options::default()
         },
     )
+}
+
+fn by_time(v: &mut [Rec]) {
+    v.sort_by_key(|r| r.ts_ns());
 }
 
 const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -113,7 +71,7 @@ fn app(k: u16, ts: u64, tid: u32, cookie: u64, ret: i64) -> Rec {
         .set("ret", ret as u64)
         .set("family", 2)
         .set("protocol", 6)
-        .comm("sender")
+        .comm("comm", "sender")
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -172,6 +130,18 @@ fn tcp(
         r = r.set(n, *v);
     }
     r
+}
+
+/// The snapshot of a receiver that has read nothing yet (copied_seq at the
+/// first data byte) and expects `rcv` next; it sends nothing itself.
+fn rx_snap(rcv: u64) -> Vec<(&'static str, u64)> {
+    vec![
+        ("copied_seq", ISN),
+        ("rcv_nxt", rcv),
+        ("write_seq", 5),
+        ("snd_una", 5),
+        ("snd_nxt", 5),
+    ]
 }
 
 const PA: (Ipv4Addr, u16) = (A, 40000);
@@ -235,7 +205,7 @@ fn ftp_sender(sends: u64) -> Vec<Rec> {
 #[test]
 fn modulation_of_a_paced_sender() {
     let mut recs = ftp_sender(10);
-    recs.sort_by_key(|r| u64::from_le_bytes(r.bytes[0..8].try_into().unwrap()));
+    by_time(&mut recs);
     let a = run(&recs);
     assert_eq!(a.connections.len(), 1);
     let c = &a.connections[0];
@@ -325,24 +295,16 @@ fn modulation_of_a_paced_sender() {
 
 #[test]
 fn receive_side_dev_attributed_by_packet_id_and_tuple() {
-    // Receiver (cookie 2, local B:5001). Segment 1: dev_rx then tcp_rcv with the
-    // same packet id (no IP events: another namespace). Segment 2: dev_rx, IP
-    // PRE_ROUTING without a socket (claimed by 5-tuple), LOCAL_IN, tcp_rcv.
-    // A dev_rx nobody claims stays unattributed.
-    let snap = |rcv: u64| {
-        vec![
-            ("copied_seq", ISN),
-            ("rcv_nxt", rcv),
-            ("write_seq", 5),
-            ("snd_una", 5),
-            ("snd_nxt", 5),
-        ]
-    };
+    // Receiver (cookie 2, local B:5001). Segment 1: dev_rx naming its socket
+    // (the recorder knew the flow), then tcp_rcv with the same packet id (no IP
+    // events: another namespace): counted once. Segment 2: dev_rx without a
+    // socket, IP PRE_ROUTING without a socket (claimed by 5-tuple), LOCAL_IN,
+    // tcp_rcv. A dev_rx nobody claims stays unattributed.
+    let snap = rx_snap;
     let t = T0 + MS;
     let recs = vec![
         sock(T0, 2, PB, PA),
-        // No socket named by the recorder (cookie 0): claimed by packet id.
-        dev(kind::DEV_RX, t, 0, 50, 1500),
+        dev(kind::DEV_RX, t, 2, 50, 1500),
         tcp(kind::TCP_RCV, t + 10_000, 9, 2, 50, ISN, 0x18, &snap(ISN)),
         dev(kind::DEV_RX, t + MS, 0, 51, 1000),
         ip(
@@ -654,7 +616,7 @@ fn send_latency_through_gso_segmentation() {
     v.push(ip(kind::IP_LOCAL_OUT, t, 1, pkt, 52, seq, 0x11, PA, PB));
     v.push(dev(kind::DEV_QUEUE, t + 1_000, 1, pkt, 66));
     v.push(dev(kind::DEV_START_XMIT, t + 2_000, 1, pkt, 66));
-    v.sort_by_key(|r| u64::from_le_bytes(r.bytes[0..8].try_into().unwrap()));
+    by_time(&mut v);
     let a = run(&v);
     let c = &a.connections[0];
     let l = c.latency.send.as_ref().unwrap();
@@ -707,6 +669,359 @@ fn fin_carrying_the_last_data() {
     assert_eq!(r.last_s, 0.002);
 }
 
+/// Issue 9, finding 3: TCP merges segments queued on a busy socket before
+/// tcp_probe sees them. Three wire segments (dev_rx + IP LOCAL_IN each) reach
+/// tcp_probe as one unit; `tcp in` counts the three, names its unit and hook, and
+/// receive latency is per segment. Without IP events the row says its unit is a
+/// tcp_probe receive unit.
+#[test]
+fn tcp_in_counts_wire_segments_and_receive_latency_is_per_segment() {
+    let snap = rx_snap;
+    let t = T0 + MS;
+    let mut recs = vec![sock(T0, 2, PB, PA)];
+    for k in 0..3u64 {
+        let at = t + k * 100_000;
+        recs.push(dev(kind::DEV_RX, at, 0, 11 + k, 1514));
+        recs.push(ip(
+            kind::IP_LOCAL_IN,
+            at + 1_000,
+            2,
+            11 + k,
+            1500,
+            ISN + k * 1448,
+            0x18,
+            PA,
+            PB,
+        ));
+    }
+    // The FIN: ends the third segment's sequence range.
+    recs.push(dev(kind::DEV_RX, t + 400_000, 0, 14, 66));
+    recs.push(ip(
+        kind::IP_LOCAL_IN,
+        t + 401_000,
+        2,
+        14,
+        52,
+        ISN + 4344,
+        0x11,
+        PA,
+        PB,
+    ));
+    // tcp_probe: one merged unit for the three segments, then the FIN.
+    recs.push(tcp(
+        kind::TCP_RCV,
+        t + 500_000,
+        9,
+        2,
+        11,
+        ISN,
+        0x18,
+        &snap(ISN),
+    ));
+    recs.push(tcp(
+        kind::TCP_RCV,
+        t + 510_000,
+        9,
+        2,
+        14,
+        ISN + 4344,
+        0x11,
+        &snap(ISN + 4344),
+    ));
+    recs.push(app(kind::APP_RECV, t + MS, 9, 2, 4344));
+
+    let a = run(&recs);
+    let c = &a.connections[0];
+    let r = c.row("tcp", "in").unwrap();
+    assert_eq!(
+        (r.units, r.bytes, r.size.min, r.size.max),
+        (3, 4344, 1448, 1448)
+    );
+    assert_eq!(
+        (r.unit.as_str(), r.hook.as_str()),
+        ("segment", "netfilter/LOCAL_IN (sequence numbers)")
+    );
+    assert_eq!(r.first_s, 0.001001);
+    let k = c.coalescing.iter().find(|k| k.dir == "in").unwrap();
+    assert_eq!((k.app_calls, k.tcp_segments, k.ip_packets), (1, 3, 4));
+    // Device arrival → the recv at t + 1 ms: 1 ms, 0.9 ms, 0.8 ms.
+    let l = c.latency.recv.as_ref().unwrap();
+    assert_eq!((l.count, l.min, l.median, l.max), (3, 800_000, 900_000, MS));
+    assert_eq!(c.latency.recv_unmatched, 0);
+
+    // The same trace recorded without the IP layer: tcp_probe's one merged
+    // unit, named for what it is.
+    let no_ip: Vec<Rec> = recs
+        .into_iter()
+        .filter(|r| r.kind() != kind::IP_LOCAL_IN)
+        .collect();
+    let a = run(&no_ip);
+    let r = a.connections[0].row("tcp", "in").unwrap();
+    assert_eq!((r.units, r.bytes), (1, 4344));
+    let probe = &emitter().catalog().get(kind::TCP_RCV).unwrap().hook;
+    assert_eq!(
+        (r.unit.as_str(), r.hook.clone()),
+        ("rcv unit", format!("{probe} (sequence numbers)"))
+    );
+}
+
+/// Issue 9, finding 4: a send that TCP copies in several chunks fires
+/// tcp_sendmsg_locked once per chunk. Send latency runs from the call's first
+/// chunk (whose write_seq is its first byte) to the packet holding its last
+/// byte (write_seq + bytes returned − 1), not from the last chunk to a packet of
+/// the next call.
+#[test]
+fn send_latency_from_first_byte_to_the_packet_of_the_last_byte() {
+    let mut v = vec![sock(T0, 1, PA, PB)];
+    let mut pkt = 200;
+    let sizes = [1448u64, 1448, 104];
+    for call in 0..2u64 {
+        let t = T0 + MS + call * 4 * MS;
+        let first = ISN + call * 3000;
+        for (i, off) in [0u64, 1448, 2896].into_iter().enumerate() {
+            let ws = first + off;
+            v.push(tcp(
+                kind::TCP_SENDMSG,
+                t + i as u64 * 10_000,
+                7,
+                1,
+                0,
+                0,
+                0,
+                &[("write_seq", ws), ("snd_una", ISN), ("snd_nxt", ws)],
+            ));
+        }
+        v.push(app(kind::APP_SEND, t + 30_000, 7, 1, 3000));
+        for (i, (off, len)) in [0u64, 1448, 2896].into_iter().zip(sizes).enumerate() {
+            let at = t + 40_000 + i as u64 * 10_000;
+            let seq = first + off;
+            v.push(ip(
+                kind::IP_LOCAL_OUT,
+                at,
+                1,
+                pkt,
+                len + 52,
+                seq,
+                0x18,
+                PA,
+                PB,
+            ));
+            v.push(dev(kind::DEV_START_XMIT, at + 100_000, 1, pkt, len + 66));
+            pkt += 1;
+        }
+    }
+    let t = T0 + 10 * MS;
+    v.push(ip(
+        kind::IP_LOCAL_OUT,
+        t,
+        1,
+        pkt,
+        52,
+        ISN + 6000,
+        0x11,
+        PA,
+        PB,
+    ));
+    v.push(dev(kind::DEV_START_XMIT, t + 100_000, 1, pkt, 66));
+    by_time(&mut v);
+    let a = run(&v);
+    let c = &a.connections[0];
+    // First chunk at t; the third segment (holding byte 2999 of the call)
+    // reaches the driver at t + 60 µs + 100 µs.
+    let l = c.latency.send.as_ref().unwrap();
+    assert_eq!((l.count, l.min, l.max), (2, 160_000, 160_000));
+    assert_eq!(c.latency.send_unmatched, 0);
+    assert_eq!(c.row("tcp", "out").unwrap().bytes, 6000);
+}
+
+/// Issue 9, findings 7 and 9: rows whose time span a LOST region overlaps say
+/// how many events were lost there; the duration is the recording's span from
+/// the header's start to the END block's stop time.
+#[test]
+fn lost_regions_mark_the_rows_they_touch_and_duration_is_the_recording_span() {
+    let recs = vec![
+        app(kind::APP_SEND, T0 + MS, 7, 4, 100),
+        rec(kind::LOST, T0 + 5 * MS, 0, 0, 0, false)
+            .set("count", 42)
+            .set("lost_cpu", 0),
+        app(kind::APP_SEND, T0 + 6 * MS, 7, 4, 100),
+        app(kind::APP_SEND, T0 + 10 * MS, 7, 5, 100),
+        app(kind::APP_SEND, T0 + 11 * MS, 7, 5, 100),
+    ];
+    let footer = Footer {
+        end_mono_ns: T0 + 1_121_000_000,
+        ..Footer::default()
+    };
+    let bytes = synthetic_trace(T0, &recs, Some(&footer));
+    let a = analyze(
+        &mut TraceReader::new(&bytes[..]).unwrap(),
+        &Options::default(),
+    );
+    let touched = a.connections.iter().find(|c| c.cookie == 4).unwrap();
+    assert_eq!(touched.row("app", "out").unwrap().lost_in_span, 42);
+    assert_eq!(touched.lost_in_span, 42);
+    let clear = a.connections.iter().find(|c| c.cookie == 5).unwrap();
+    assert_eq!(clear.row("app", "out").unwrap().lost_in_span, 0);
+    assert_eq!(clear.lost_in_span, 0);
+    assert_eq!(
+        (clear.active_from_s, clear.active_to_s),
+        (Some(0.01), Some(0.011))
+    );
+    assert_eq!(a.trace.duration_s, 1.121);
+    // Without an END block: start to the last record.
+    let cut = synthetic_trace(T0, &recs, None);
+    let a = analyze(
+        &mut TraceReader::new(&cut[..]).unwrap(),
+        &Options::default(),
+    );
+    assert_eq!(a.trace.duration_s, 0.011);
+}
+
+/// Outside ESTABLISHED (a client that half-closed, FIN_WAIT2) tcp_rcv is read
+/// at netif_receive_skb, before the packet's IP events: the frame is counted
+/// once, and the segments' receive latency still starts at the device.
+#[test]
+fn tcp_rcv_read_at_the_device_before_ip() {
+    // FIN_WAIT2: this end has closed its side.
+    let snap = |rcv: u64| {
+        let mut v = rx_snap(rcv);
+        v.push(("state", 5));
+        v
+    };
+    let t = T0 + MS;
+    let mut recs = vec![sock(T0, 2, PB, PA)];
+    for (k, (len, flags)) in [(1500u64, 0x18u64), (1500, 0x18), (52, 0x11)]
+        .into_iter()
+        .enumerate()
+    {
+        let (at, pkt, seq) = (t + k as u64 * 100_000, 31 + k as u64, ISN + k as u64 * 1448);
+        recs.push(dev(kind::DEV_RX, at, 0, pkt, len + 14));
+        recs.push(tcp(kind::TCP_RCV, at, 9, 2, pkt, seq, flags, &snap(seq)));
+        recs.push(ip(
+            kind::IP_LOCAL_IN,
+            at + 2_000,
+            2,
+            pkt,
+            len,
+            seq,
+            flags,
+            PA,
+            PB,
+        ));
+    }
+    recs.push(app(kind::APP_RECV, t + MS, 9, 2, 2896));
+    let a = run(&recs);
+    let c = &a.connections[0];
+    assert_eq!(c.row("dev", "in").unwrap().units, 3);
+    let r = c.row("tcp", "in").unwrap();
+    assert_eq!((r.units, r.bytes, r.unit.as_str()), (2, 2896, "segment"));
+    let l = c.latency.recv.as_ref().unwrap();
+    assert_eq!((l.count, l.min, l.max), (2, 900_000, MS));
+    assert_eq!(c.latency.recv_unmatched, 0);
+}
+
+/// A connection reset after its last data: the reset's sequence number (the
+/// sender's snd_nxt) ends the last segment, at IP on the way out and at
+/// tcp_probe on the way in (oracle_reset_tcp_bytes found this live).
+#[test]
+fn reset_ends_the_last_segment() {
+    let recs = vec![
+        sock(T0, 1, PA, PB),
+        ip(kind::IP_LOCAL_OUT, T0 + MS, 1, 1, 552, ISN, 0x18, PA, PB),
+        ip(
+            kind::IP_LOCAL_OUT,
+            T0 + 2 * MS,
+            1,
+            2,
+            40,
+            ISN + 500,
+            0x14,
+            PA,
+            PB,
+        ),
+        sock(T0, 2, PB, PA),
+        tcp(
+            kind::TCP_RCV,
+            T0 + MS + 50_000,
+            9,
+            2,
+            1,
+            ISN,
+            0x18,
+            &rx_snap(ISN),
+        ),
+        tcp(
+            kind::TCP_RCV,
+            T0 + 2 * MS + 50_000,
+            9,
+            2,
+            2,
+            ISN + 500,
+            0x14,
+            &rx_snap(ISN + 500),
+        ),
+    ];
+    let mut recs = recs;
+    by_time(&mut recs);
+    let a = run(&recs);
+    let out = a.connections[0].row("tcp", "out").unwrap();
+    assert_eq!((out.units, out.bytes, out.first_s), (1, 500, 0.001));
+    let inn = a.connections[1].row("tcp", "in").unwrap();
+    assert_eq!((inn.units, inn.bytes), (1, 500));
+}
+
+/// A reset going the other way (or the recording's end) follows the last data
+/// segment: its end is the latest snapshot's snd_nxt (sender) or rcv_nxt
+/// (receiver). The case of oracle_reset_tcp_bytes: the server resets.
+#[test]
+fn last_segment_ends_at_the_latest_snapshot() {
+    let mut recs = vec![
+        sock(T0, 1, PA, PB),
+        ip(kind::IP_LOCAL_OUT, T0 + MS, 1, 1, 552, ISN, 0x18, PA, PB),
+        // The client's view when the server's ACK arrives.
+        tcp(
+            kind::TCP_RCV,
+            T0 + MS + 100_000,
+            7,
+            1,
+            2,
+            5,
+            0x10,
+            &[
+                ("write_seq", ISN + 500),
+                ("snd_una", ISN),
+                ("snd_nxt", ISN + 500),
+            ],
+        ),
+        sock(T0, 2, PB, PA),
+        tcp(
+            kind::TCP_RCV,
+            T0 + MS + 50_000,
+            9,
+            2,
+            1,
+            ISN,
+            0x18,
+            &rx_snap(ISN),
+        ),
+        // The server closes with a reset: its last snapshot.
+        rec(kind::TCP_STATE, T0 + 2 * MS, 0, 7, 9, true)
+            .set("cookie", 2)
+            .set("newstate", 7)
+            .set("state", 1)
+            .set("rcv_nxt", ISN + 500)
+            .set("snd_nxt", 5)
+            .set("write_seq", 5)
+            .set("snd_una", 5),
+    ];
+    by_time(&mut recs);
+    let a = run(&recs);
+    let out = a.connections[0].row("tcp", "out").unwrap();
+    assert_eq!((out.units, out.bytes, out.first_s), (1, 500, 0.001));
+    let inn = a.connections[1].row("tcp", "in").unwrap();
+    assert_eq!((inn.units, inn.bytes, inn.first_s), (1, 500, 0.00105));
+}
+
 mod robustness {
     use super::*;
     use proptest::prelude::*;
@@ -754,7 +1069,7 @@ mod robustness {
                 if b.len() >= 32 {
                     b[24..32].copy_from_slice(&cookie.to_le_bytes());
                 }
-                built.push(Rec { bytes: b, kind: KINDS[ki] });
+                built.push(b);
             }
             let n = built.len() as u64;
             let a = run(&built);

@@ -4,64 +4,128 @@
 
 use std::path::PathBuf;
 
-use magnet_trace::{kind, Catalog, ClockMap, Footer, Header, TraceWriter};
+use magnet_trace::emit::{synthetic_trace, Emitter};
+use magnet_trace::{kind, Footer};
 
 mod common;
 use common::magnet;
 
-fn rec(k: u16, ts: u64, fields: &[(&str, u64)]) -> Vec<u8> {
-    let c = Catalog::builtin();
-    let d = c.get(k).unwrap();
-    let mut b = vec![0u8; d.size as usize];
-    b[0..8].copy_from_slice(&ts.to_le_bytes());
-    b[8..10].copy_from_slice(&k.to_le_bytes());
-    b[12..16].copy_from_slice(&77u32.to_le_bytes());
-    b[16..20].copy_from_slice(&77u32.to_le_bytes());
-    for (n, v) in fields {
-        let f = d.field(n).unwrap();
-        let o = f.offset as usize;
-        let w = f.ty.size() as usize;
-        b[o..o + w].copy_from_slice(&v.to_le_bytes()[..w]);
-    }
-    b
+const T0: u64 = 5_000_000_000;
+const MS: u64 = 1_000_000;
+
+fn dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("magnet-analyze-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// Socket 9: 20 sends of 1000 bytes, 5 ms apart; socket 10 (a listener) nothing.
-fn write_trace(name: &str, cut: usize) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("magnet-analyze-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let t0 = 5_000_000_000;
-    let header = Header::new(
-        "h".into(),
-        "6.18".into(),
-        1,
-        ClockMap {
-            monotonic_ns: t0,
-            realtime_ns: 0,
-        },
-    );
-    let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
-    w.push(&rec(
-        kind::SOCK,
-        t0,
-        &[("cookie", 10), ("protocol", 6), ("sport", 80)],
-    ))
-    .unwrap();
+fn records(e: &Emitter) -> Vec<Vec<u8>> {
+    let mut v = vec![e
+        .record(kind::SOCK, T0)
+        .pid(77)
+        .tid(77)
+        .set("cookie", 10)
+        .set("protocol", 6)
+        .set("sport", 80)
+        .into_bytes()];
     for i in 0..20 {
-        let f = [
-            ("cookie", 9),
-            ("asked", 1000),
-            ("ret", 1000),
-            ("protocol", 6),
-        ];
-        w.push(&rec(kind::APP_SEND, t0 + 1_000_000 + i * 5_000_000, &f))
-            .unwrap();
+        v.push(
+            e.record(kind::APP_SEND, T0 + MS + i * 5 * MS)
+                .pid(77)
+                .tid(77)
+                .set("cookie", 9)
+                .set("asked", 1000)
+                .set("ret", 1000)
+                .set("protocol", 6)
+                .into_bytes(),
+        );
     }
-    let mut bytes = w.finish(&Footer::default()).unwrap();
+    v
+}
+
+fn write_trace(name: &str, cut: usize) -> PathBuf {
+    let path = dir().join(name);
+    let mut bytes = synthetic_trace(T0, records(&Emitter::builtin()), Some(&Footer::default()));
     bytes.truncate(bytes.len() - cut);
     std::fs::write(&path, bytes).unwrap();
     path
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = magnet(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Issue 9, findings 7 and 9 through the binary: `info` and `analyze` show one
+/// duration (the recording's span from the END block), `info` shows what the
+/// kernel generated per kind, and the row a LOST region touches says so in
+/// text, JSON and the report.
+#[test]
+fn one_duration_generated_counts_and_rows_touched_by_loss() {
+    let e = Emitter::builtin();
+    let mut recs = records(&e);
+    // 3 events lost on CPU 0 between the 10th and 11th send.
+    recs.insert(
+        11,
+        e.record(kind::LOST, T0 + 48 * MS)
+            .set("count", 3)
+            .set("lost_cpu", 0)
+            .into_bytes(),
+    );
+    let mut generated = std::collections::BTreeMap::new();
+    generated.insert("app_send".to_string(), 23);
+    generated.insert("sock".to_string(), 1);
+    let footer = Footer {
+        records: 22,
+        lost_kernel: 3,
+        generated,
+        end_mono_ns: T0 + 1_121_000_000,
+        end_reason: "command exited".into(),
+        ..Footer::default()
+    };
+    let path = dir().join("lost.mgt");
+    std::fs::write(&path, synthetic_trace(T0, &recs, Some(&footer))).unwrap();
+    let p = path.to_str().unwrap();
+
+    let info = json(&["info", p, "--json"]);
+    assert_eq!(info["duration_s"].as_f64(), Some(1.121));
+    assert_eq!(info["kinds"]["app_send"]["events"].as_u64(), Some(20));
+    assert_eq!(info["kinds"]["app_send"]["generated"].as_u64(), Some(23));
+    let text = String::from_utf8(magnet(&["info", p]).stdout).unwrap();
+    assert!(text.contains("duration  1.121000 s"), "{text}");
+    let row = text.lines().find(|l| l.starts_with("app_send")).unwrap();
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>()[..5],
+        ["app_send", "app", "20", "23", "3"]
+    );
+
+    let a = json(&["analyze", p, "--json"]);
+    assert_eq!(a["trace"]["duration_s"].as_f64(), Some(1.121));
+    let c = &a["connections"][0];
+    assert_eq!(c["lost_in_span"].as_u64(), Some(3));
+    assert_eq!(c["modulation"][0]["lost_in_span"].as_u64(), Some(3));
+    assert_eq!(c["modulation"][0]["unit"].as_str(), Some("call"));
+    let text = String::from_utf8(magnet(&["analyze", p]).stdout).unwrap();
+    assert!(text.contains("recorded for 1.121 s"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("app   out"))
+        .unwrap();
+    assert!(row.ends_with("LOST 3 nearby"), "{row}");
+
+    let html = path.with_extension("html");
+    let out = magnet(&["report", p, "-o", html.to_str().unwrap()]);
+    assert!(out.status.success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("data-key=\"9.app.out.lost_in_span\" data-value=\"3\""));
+    assert!(page.contains("data-key=\"trace.duration_s\" data-value=\"1.121\""));
+    assert!(page.contains("<tr class=lostrow><td class=l>app</td>"));
 }
 
 #[test]

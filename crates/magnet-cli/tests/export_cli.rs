@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use magnet_testkit::{live_or_skip, Need};
-use magnet_trace::{ClockMap, Footer, Header, TraceWriter};
+use magnet_trace::emit::{synthetic_header, Emitter};
+use magnet_trace::{kind, Footer, TraceWriter};
 use serde_json::Value as J;
 
 mod common;
@@ -17,14 +18,11 @@ use common::{magnet, tmp, MAGNET};
 
 /// A trace of `n` LOST records in blocks of 10.
 fn synthetic(n: u64) -> Vec<u8> {
-    let header = Header::new("h".into(), "k".into(), 1, ClockMap::default());
-    let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
+    let e = Emitter::builtin();
+    let mut w = TraceWriter::new(Vec::new(), &synthetic_header(0)).unwrap();
     for i in 0..n {
-        let mut rec = vec![0u8; 40];
-        rec[0..8].copy_from_slice(&(i * 1000).to_le_bytes());
-        rec[8] = 1; // LOST
-        rec[24..32].copy_from_slice(&i.to_le_bytes());
-        w.push(&rec).unwrap();
+        w.push(e.record(kind::LOST, i * 1000).set("count", i).as_ref())
+            .unwrap();
         if i % 10 == 9 {
             w.flush_block().unwrap();
         }

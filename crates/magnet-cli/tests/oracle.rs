@@ -933,7 +933,6 @@ fn oracle_reset() {
 
 /// The 500 bytes of the reset connection at the tcp layer.
 #[test]
-#[ignore = "finding 3 (fid-analyze): tcp units are sequence-number differences, so a last data segment followed by no other segment (here a reset) gets no unit"]
 fn oracle_reset_tcp_bytes() {
     if !live("oracle_reset_tcp_bytes") {
         return;

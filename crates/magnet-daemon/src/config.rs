@@ -191,7 +191,7 @@ impl Config {
             c.max_connections = n;
         }
         let dur = |key: &str, v: &str| {
-            magnet_sample::units::parse_duration(v).map_err(|e| bad(format!("{key}: {e}")))
+            magnet_common::units::parse_duration(v).map_err(|e| bad(format!("{key}: {e}")))
         };
         if let Some(v) = raw.retain_closed {
             c.retain_closed = dur("retain_closed", &v)?;
@@ -208,7 +208,7 @@ impl Config {
             c.metrics.max_connection_series = n;
         }
         if let Some(s) = raw.sample {
-            magnet_sample::schedule::Schedule::parse(&s.schedule)
+            magnet_runs::schedule::Schedule::parse(&s.schedule)
                 .map_err(|e| bad(format!("sample.schedule: {e}")))?;
             c.sample = Some(SampleSettings {
                 interface: s.interface,

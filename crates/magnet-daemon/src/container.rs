@@ -80,6 +80,60 @@ pub fn from_cgroup_path(path: &str) -> Option<ContainerId> {
     None
 }
 
+/// The cgroup directory (under the cgroup v2 `root`) of the container whose
+/// id starts with `id` (at least 4 characters; a full id or a prefix, as
+/// `docker ps` shows). The deepest directory naming it wins (podman's
+/// `libpod-<id>.scope/container`). Errors say what was found instead.
+pub fn find_container(root: &Path, id: &str) -> Result<PathBuf, String> {
+    let want = id.to_ascii_lowercase();
+    if want.len() < 4 {
+        return Err(format!(
+            "--container {id}: give at least 4 characters of the id"
+        ));
+    }
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = stack.pop() {
+        seen += 1;
+        if seen > 200_000 {
+            break;
+        }
+        if let Ok(rel) = dir.strip_prefix(root) {
+            if let Some(c) = from_cgroup_path(&format!("/{}", rel.display())) {
+                if c.id.starts_with(&want) {
+                    found.push((c.id, dir.clone()));
+                }
+            }
+        }
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            for e in rd.flatten() {
+                if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                    stack.push(e.path());
+                }
+            }
+        }
+    }
+    let mut ids: Vec<&str> = found.iter().map(|(i, _)| i.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    match ids.len() {
+        0 => Err(format!(
+            "--container {id}: no cgroup under {} names such a container (is it running?)",
+            root.display()
+        )),
+        1 => Ok(found
+            .into_iter()
+            .max_by_key(|(_, p)| p.components().count())
+            .map(|(_, p)| p)
+            .expect("one found")),
+        _ => Err(format!(
+            "--container {id}: ambiguous, matches {}",
+            ids.join(", ")
+        )),
+    }
+}
+
 /// Maps cgroup ids to paths under one cgroup v2 root, caching what it found.
 pub struct Resolver {
     root: PathBuf,
@@ -102,8 +156,12 @@ impl Resolver {
         if let Some(p) = self.cache.get(&id) {
             return p.clone();
         }
-        // One walk fills the cache with every cgroup there is now.
+        // One walk fills the cache with every cgroup there is now; what was
+        // found before stays (the cgroup of a connection may be gone since).
         self.cache.retain(|_, v| v.is_some());
+        if self.cache.len() > 65_536 {
+            self.cache.clear();
+        }
         let mut stack = vec![self.root.clone()];
         let mut seen = 0usize;
         while let Some(dir) = stack.pop() {
@@ -185,6 +243,34 @@ mod tests {
         ] {
             assert_eq!(from_cgroup_path(p), None, "{p}");
         }
+    }
+
+    #[test]
+    fn find_container_by_id_or_prefix() {
+        let d = tempfile::tempdir().unwrap();
+        let other = "9".repeat(64);
+        let a = d.path().join(format!("system.slice/docker-{ID}.scope"));
+        let b = d
+            .path()
+            .join(format!("machine.slice/libpod-{other}.scope/container"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        assert_eq!(find_container(d.path(), &ID[..12]).unwrap(), a);
+        assert_eq!(find_container(d.path(), &ID.to_uppercase()).unwrap(), a);
+        // podman: the deepest directory naming it.
+        assert_eq!(find_container(d.path(), "9999").unwrap(), b);
+        let e = find_container(d.path(), "abcd").unwrap_err();
+        assert!(e.contains("no cgroup"), "{e}");
+        assert!(find_container(d.path(), "3f")
+            .unwrap_err()
+            .contains("at least 4"));
+        let third = d
+            .path()
+            .join(format!("docker/{}", "3f2a".to_string() + &"0".repeat(60)));
+        std::fs::create_dir_all(&third).unwrap();
+        assert!(find_container(d.path(), "3f2a")
+            .unwrap_err()
+            .contains("ambiguous"));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use magnet_client::Connection;
-use magnet_sample::store::Store;
+use magnet_runs::store::Store;
 
 use crate::config::{Config, SampleSettings};
 use crate::container::Resolver;
@@ -372,9 +372,6 @@ pub fn run(
                             c.max_connections = max;
                             c.recorder = rec;
                         }
-                        if let Ok(mut r) = shared.containers.lock() {
-                            r.clear();
-                        }
                         shared.log(&format!("reloaded {}", p.display()));
                     }
                 },
@@ -387,7 +384,14 @@ pub fn run(
                 .read()
                 .map(|c| (c.retain_closed, c.idle))
                 .unwrap_or((Duration::from_secs(60), Duration::from_secs(600)));
-            shared.reader.reap(closed, idle);
+            let cgroups = shared.reader.reap(closed, idle);
+            // Resolve containers while their cgroups exist: a container that
+            // has exited keeps its label (the resolver caches what it found).
+            if let Ok(mut r) = shared.containers.lock() {
+                for id in cgroups {
+                    r.container_of(id);
+                }
+            }
             trig.check(&shared);
         }
     }

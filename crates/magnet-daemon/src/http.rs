@@ -88,7 +88,7 @@ fn route(shared: &Shared, method: &str, path: &str) -> Reply {
             }
             let run = match store
                 .find(stem)
-                .and_then(|e| magnet_sample::Run::load(&e.path))
+                .and_then(|e| magnet_runs::Run::load(&e.path))
             {
                 Ok(r) => r,
                 Err(e) => return text("404 Not Found", format!("{e}\n")),
@@ -102,12 +102,12 @@ fn route(shared: &Shared, method: &str, path: &str) -> Reply {
                 "svg" => Reply {
                     status: "200 OK",
                     ctype: "image/svg+xml",
-                    body: magnet_sample::plot::run_svg(&run).into_bytes(),
+                    body: magnet_runs::plot::run_svg(&run).into_bytes(),
                 },
                 "html" => Reply {
                     status: "200 OK",
                     ctype: "text/html; charset=utf-8",
-                    body: magnet_sample::plot::run_html(&run).into_bytes(),
+                    body: magnet_runs::plot::run_html(&run).into_bytes(),
                 },
                 _ => text("404 Not Found", "use .json, .svg or .html\n"),
             }

@@ -276,19 +276,22 @@ impl Reader {
     }
 
     /// Removes records of connections closed longer than `closed_for` ago,
-    /// and of sockets idle (no call) longer than `idle_for`. Returns how many.
-    pub fn reap(&self, closed_for: Duration, idle_for: Duration) -> usize {
+    /// and of sockets idle (no call) longer than `idle_for`. Returns the
+    /// cgroup ids of the records kept.
+    pub fn reap(&self, closed_for: Duration, idle_for: Duration) -> Vec<u64> {
         let now = monotonic_ns();
-        let mut gone = 0;
+        let mut kept = Vec::new();
         for r in self.all() {
             let closed =
                 r.closed_ns != 0 && now.saturating_sub(r.closed_ns) > closed_for.as_nanos() as u64;
             let idle = now.saturating_sub(r.last_ns) > idle_for.as_nanos() as u64;
-            if (closed || idle) && self.conns.delete(&r.conn.cookie.to_ne_bytes()).is_ok() {
-                gone += 1;
+            if !(closed || idle) || self.conns.delete(&r.conn.cookie.to_ne_bytes()).is_err() {
+                kept.push(r.conn.cgroup_id);
             }
         }
-        gone
+        kept.sort_unstable();
+        kept.dedup();
+        kept
     }
 
     /// Host totals, drops by reason and health.

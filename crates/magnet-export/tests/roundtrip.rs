@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use magnet_export::{export, Format, Options, Summary};
-use magnet_trace::catalog::TCP_SNAP_LEN;
+use magnet_trace::emit::Emitter;
 use magnet_trace::{kind, Catalog, ClockMap, Footer, Header, TraceReader, TraceWriter};
 
 const START: u64 = 1_000_000_000; // monotonic ns at the recording's start
@@ -20,35 +20,21 @@ enum V<'a> {
     Comm(&'a str),
 }
 
-/// One record of `kind`, fields written at the catalog's offsets.
+/// One record of `kind` through magnet-trace's emit builder.
 fn rec(kind_id: u16, ts: u64, cpu: u16, pid: u32, snap: bool, fields: &[(&str, V)]) -> Vec<u8> {
-    let cat = Catalog::builtin();
-    let k = cat.get(kind_id).unwrap();
-    let len = k.size + if snap { TCP_SNAP_LEN } else { 0 };
-    let mut b = vec![0u8; len as usize];
-    b[0..8].copy_from_slice(&(START + ts).to_le_bytes());
-    b[8..10].copy_from_slice(&kind_id.to_le_bytes());
-    b[10..12].copy_from_slice(&cpu.to_le_bytes());
-    b[12..16].copy_from_slice(&pid.to_le_bytes());
-    b[16..20].copy_from_slice(&(pid + 1).to_le_bytes());
-    b[20..24].copy_from_slice(&(snap as u32).to_le_bytes());
-    for (name, v) in fields {
-        let f = k
-            .field(name)
-            .unwrap_or_else(|| panic!("{}: no field {name}", k.name));
-        let at = f.offset as usize;
-        let size = f.ty.size() as usize;
-        match v {
-            V::N(n) => b[at..at + size].copy_from_slice(&n.to_le_bytes()[..size]),
-            V::Addr(a) => {
-                b[at + 10] = 0xff;
-                b[at + 11] = 0xff;
-                b[at + 12..at + 16].copy_from_slice(a);
-            }
-            V::Comm(s) => b[at..at + s.len()].copy_from_slice(s.as_bytes()),
-        }
+    let e = Emitter::builtin();
+    let mut r = e.record(kind_id, START + ts).cpu(cpu).pid(pid).tid(pid + 1);
+    if snap {
+        r = r.snapshot();
     }
-    b
+    for (name, v) in fields {
+        r = match v {
+            V::N(n) => r.set(name, *n),
+            V::Addr(a) => r.addr(name, std::net::Ipv4Addr::from(*a)),
+            V::Comm(s) => r.comm(name, s),
+        };
+    }
+    r.into_bytes()
 }
 
 /// The synthetic run; returns the trace bytes.

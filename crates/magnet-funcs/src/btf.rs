@@ -387,6 +387,27 @@ impl Btf {
         Ok(())
     }
 
+    /// Adds a module's split BTF from a file: raw BTF (/sys/kernel/btf/MOD) or
+    /// the module itself (`.ko`, its `.BTF` section). The unit is named after
+    /// the file (`veth.ko.xz` -> `veth`).
+    pub fn add_split_file(&mut self, path: &Path) -> Result<()> {
+        let bytes = std::fs::read(path).map_err(|e| FuncsError::io(path, e))?;
+        let raw = btf_bytes(path, &bytes)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let unit = name.split('.').next().unwrap_or(&name).to_string();
+        self.add_split(&unit, raw).map_err(|e| match e {
+            FuncsError::Btf { offset, reason, .. } => FuncsError::Btf {
+                what: path.display().to_string(),
+                offset,
+                reason,
+            },
+            e => e,
+        })
+    }
+
     /// The running kernel's BTF: vmlinux and, when `modules`, every module
     /// under /sys/kernel/btf. A module that fails to parse is skipped and named
     /// in the returned warnings.

@@ -142,19 +142,67 @@ fn footprint(ev: &Event) -> Option<Footprint> {
 /// Collects packet paths from time-ordered records. Records without a packet
 /// id (app, scheduler, socket announcements) are skipped.
 pub struct Paths<'h> {
-    header: &'h Header,
     index: KindIndex<'h>,
     open: HashMap<u64, usize>,
     paths: Vec<PacketPath>,
+    /// Kernel functions named in the trace: (start, end, name), by start.
+    funcs: Vec<(u64, u64, String)>,
+    /// Function events of an skb that has no packet id yet (the sending path
+    /// before LOCAL_OUT), by skb address: they join the packet the skb becomes.
+    pending: HashMap<u64, Vec<Step>>,
 }
+
+/// Header tables written by `record --funcs`: function address -> name, and
+/// function address -> the next symbol's address.
+const FUNC_TABLE: &str = "kfunc";
+const FUNC_END_TABLE: &str = "kfunc_end";
 
 impl<'h> Paths<'h> {
     pub fn new(header: &'h Header) -> Self {
+        let mut funcs: Vec<(u64, u64, String)> = Vec::new();
+        if let Some(names) = header.enums.get(FUNC_TABLE) {
+            let ends = header.enums.get(FUNC_END_TABLE);
+            for (a, name) in names {
+                let (Ok(start), Some(end)) = (
+                    a.parse::<u64>(),
+                    ends.and_then(|e| e.get(a))
+                        .and_then(|e| e.parse::<u64>().ok()),
+                ) else {
+                    continue;
+                };
+                funcs.push((start, end, name.clone()));
+            }
+            funcs.sort();
+        }
         Paths {
-            header,
             index: KindIndex::new(&header.catalog),
             open: HashMap::new(),
             paths: Vec::new(),
+            funcs,
+            pending: HashMap::new(),
+        }
+    }
+
+    /// The named function an address is in (a caller's return address).
+    fn func_at(&self, addr: u64) -> Option<&str> {
+        let i = self.funcs.partition_point(|(s, _, _)| *s <= addr);
+        let (start, end, name) = self.funcs.get(i.checked_sub(1)?)?;
+        (addr >= *start && addr < *end).then_some(name.as_str())
+    }
+
+    /// A function event: its function and caller by name.
+    fn func_what(&self, ev: &Event) -> String {
+        let f = ev.u64("func").unwrap_or(0);
+        let name = self
+            .func_at(f)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("{f:#x}"));
+        match ev.u64("caller") {
+            Some(c) => match self.func_at(c) {
+                Some(cn) => format!("{name} <- {cn}"),
+                None => format!("{name} <- {c:#x}"),
+            },
+            None => name,
         }
     }
 
@@ -167,25 +215,35 @@ impl<'h> Paths<'h> {
             bytes: &rec.bytes,
             desc,
         };
-        let Some(id) = ev.u64("pkt_id").filter(|&id| id != 0) else {
-            return;
-        };
+        let is_func = desc.layer == "func";
         let ts = rec.ts_ns();
-        let what = if let Some(f) = desc.field("func") {
-            ev.u64("func")
-                .map(|v| {
-                    self.header
-                        .value_name(f, v)
-                        .map(str::to_string)
-                        .unwrap_or_else(|| format!("func#{v}"))
-                })
-                .unwrap_or_default()
+        let skb = if is_func {
+            ev.u64("skb").unwrap_or(0)
+        } else {
+            0
+        };
+        let id = ev.u64("pkt_id").unwrap_or(0);
+        if id == 0 {
+            if is_func && skb != 0 {
+                let what = self.func_what(&ev);
+                self.pending.entry(skb).or_default().push(Step {
+                    ts_ns: ts,
+                    delta_ns: 0,
+                    kind: desc.name.clone(),
+                    layer: desc.layer.clone(),
+                    cpu: rec.cpu(),
+                    what,
+                });
+            }
+            return;
+        }
+        let what = if is_func {
+            self.func_what(&ev)
         } else if let Some(i) = ev.u64("ifindex") {
             format!("if{i}")
         } else {
             String::new()
         };
-        let is_func = desc.layer == "func";
         let idx = *self.open.entry(id).or_insert_with(|| {
             self.paths.push(PacketPath {
                 pkt_id: id,
@@ -198,8 +256,28 @@ impl<'h> Paths<'h> {
             });
             self.paths.len() - 1
         });
+        // The skb's function events from before it had an id come first.
+        if let Some(mut early) = self.pending.remove(&skb).filter(|_| skb != 0) {
+            let p = &mut self.paths[idx];
+            early.retain(|s| s.ts_ns <= p.first_ns || p.steps.is_empty());
+            p.functions += early.len();
+            early.append(&mut p.steps);
+            p.steps = early;
+            p.first_ns = p.steps[0].ts_ns.min(p.first_ns);
+            for i in 0..p.steps.len() {
+                p.steps[i].delta_ns = if i == 0 {
+                    0
+                } else {
+                    p.steps[i].ts_ns.saturating_sub(p.steps[i - 1].ts_ns)
+                };
+            }
+            p.kernel_ns = p.last_ns - p.first_ns;
+        }
         let p = &mut self.paths[idx];
-        if p.footprint.is_none() && desc.field("ip_id").is_some() {
+        if p.footprint.is_none()
+            && desc.field("ip_id").is_some()
+            && ev.u64("version").is_some_and(|v| v != 0)
+        {
             p.footprint = footprint(&ev);
         }
         let delta = ts.saturating_sub(p.last_ns);

@@ -230,6 +230,13 @@ impl Ctx<'_> {
     /// The chain of structs from `id` down to the skb, for explanations.
     fn chain(&self, mut id: u32) -> Vec<String> {
         let mut out = Vec::new();
+        let member = |m: &str| {
+            if m.is_empty() {
+                "an unnamed member".to_string()
+            } else {
+                format!("member {m}")
+            }
+        };
         for _ in 0..64 {
             let Some(h) = self.holders.get(&id) else {
                 break;
@@ -238,18 +245,18 @@ impl Ctx<'_> {
             match h.next {
                 Some(n) => {
                     out.push(format!(
-                        "{} {how} {} (member {})",
+                        "{} {how} {} ({})",
                         self.btf.spell(id),
                         self.btf.spell(n),
-                        h.member
+                        member(&h.member)
                     ));
                     id = n;
                 }
                 None => {
                     out.push(format!(
-                        "{} {how} struct sk_buff (member {})",
+                        "{} {how} struct sk_buff ({})",
                         self.btf.spell(id),
-                        h.member
+                        member(&h.member)
                     ));
                     break;
                 }

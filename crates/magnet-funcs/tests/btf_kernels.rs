@@ -19,7 +19,8 @@ fn btf_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("MAGNET_BTF_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace().join("target/btf"));
-    if dir.join("6.1.btf").exists() && dir.join("6.12.btf").exists() {
+    let have = ["6.1.btf", "6.12.btf", "6.1-veth.ko.btf", "6.12-veth.ko.btf"];
+    if have.iter().all(|f| dir.join(f).exists()) {
         return Some(dir);
     }
     let out = std::process::Command::new("bash")
@@ -109,6 +110,43 @@ fn debian_6_1_and_6_12() {
         let got_pkg = std::fs::read_to_string(dir.join(format!("{v}.package"))).unwrap_or_default();
         let sel = select(&btf, Rules::default());
         check(v, &sel, got_pkg.trim() == pkg, pwru, loose);
+    }
+}
+
+/// A module's split BTF: its type ids and strings continue vmlinux's, so its
+/// functions' `struct sk_buff *` must resolve to vmlinux's sk_buff.
+#[test]
+fn module_split_btf() {
+    let Some(dir) = btf_dir() else { return };
+    for v in ["6.1", "6.12"] {
+        let mut btf = Btf::from_file(&dir.join(format!("{v}.btf"))).unwrap();
+        let base = select(&btf, Rules::default());
+        let n = btf.len();
+        let raw = std::fs::read(dir.join(format!("{v}-veth.ko.btf"))).unwrap();
+        btf.add_split("veth", &raw).unwrap();
+        assert!(btf.len() > n, "{v}: the module adds types");
+        let sel = select(&btf, Rules::default());
+        let f = &sel.funcs["veth_xmit"];
+        assert_eq!(
+            (f.unit.as_str(), f.category, f.pwru),
+            ("veth", Category::Direct, true),
+            "{v}"
+        );
+        assert_eq!(f.reasons[0].ty, "struct sk_buff *", "{v}");
+        assert_eq!(f.reasons[0].name, "skb", "{v}");
+        let veth = sel.funcs.values().filter(|f| f.unit == "veth").count();
+        assert!(veth >= 10, "{v}: {veth} veth functions selected");
+        assert_eq!(
+            sel.funcs.len(),
+            base.funcs.len() + veth,
+            "{v}: vmlinux's selection unchanged"
+        );
+        // Damaged split BTF: an error naming the blob, never a panic.
+        for cut in [8, raw.len() / 2, raw.len() - 1] {
+            let mut b = Btf::from_file(&dir.join(format!("{v}.btf"))).unwrap();
+            let e = b.add_split("veth", &raw[..cut]).err().unwrap().to_string();
+            assert!(e.starts_with("veth: BTF at byte "), "{e}");
+        }
     }
 }
 

@@ -145,6 +145,25 @@ impl KernelBtf {
             .filter_map(|(name, &id)| self.func_by_id(name, id))
     }
 
+    /// Functions that take a `ty` (as [`Param::ty`] spells it, e.g.
+    /// `struct sk_buff *`; `const` ignored) among their first `first_n`
+    /// parameters: pwru's rule for the functions a packet passes through
+    /// (6 would be every register argument). Sorted by name.
+    pub fn funcs_taking(&self, ty: &str, first_n: usize) -> Vec<FuncInfo> {
+        let want = ty.trim_start_matches("const ");
+        let mut v: Vec<FuncInfo> = self
+            .funcs()
+            .filter(|f| {
+                f.params
+                    .iter()
+                    .take(first_n)
+                    .any(|p| p.ty.trim_start_matches("const ") == want)
+            })
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
     /// Number of functions and tracepoints indexed.
     pub fn counts(&self) -> (usize, usize) {
         (self.funcs.len(), self.tracepoints.len())
@@ -290,6 +309,20 @@ mod tests {
         assert!(b.has_enum_value("bpf_attach_type", "BPF_TRACE_FENTRY"));
         assert!(!b.has_enum_value("bpf_attach_type", "BPF_NO_SUCH_THING"));
         assert!(b.has_struct("sk_buff"));
+        let skb = b.funcs_taking("struct sk_buff *", 5);
+        let names: Vec<&str> = skb.iter().map(|f| f.name.as_str()).collect();
+        for f in [
+            "ip_rcv",
+            "ip_local_deliver",
+            "tcp_v4_rcv",
+            "__dev_queue_xmit",
+            "consume_skb",
+        ] {
+            assert!(names.contains(&f), "{f} takes an sk_buff");
+        }
+        assert!(!names.contains(&"tcp_sendmsg"));
+        assert!(skb.len() > 1000, "{} functions", skb.len());
+        assert!(names.windows(2).all(|w| w[0] < w[1]));
         let (funcs, tps) = b.counts();
         assert!(
             funcs > 10_000 && tps > 500,

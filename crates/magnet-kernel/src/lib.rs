@@ -15,7 +15,9 @@
 //!   Whether a tracepoint exists and its arguments ([`KernelBtf::tracepoint`],
 //!   from the `btf_trace_<name>` prototype the kernel compiles for every
 //!   tracepoint), a function's parameters ([`KernelBtf::func`]), whether a kfunc
-//!   or an enum value exists. Name look-ups are indexed once (one pass over
+//!   or an enum value exists, and [`KernelBtf::funcs_taking`] (the functions with a
+//!   given type, e.g. `struct sk_buff *`, among their first N parameters). Name
+//!   look-ups are indexed once (one pass over
 //!   the ~130,000 types), so asking about a thousand functions is cheap.
 //! - [`Features`]: what the kernel lets BPF attach to, each found by *doing* it
 //!   on the smallest scale (a two-instruction program loaded and attached to one

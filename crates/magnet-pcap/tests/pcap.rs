@@ -358,7 +358,7 @@ fn packets() -> impl Strategy<Value = Vec<P>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
     fn pcapng_write_read(pkts in packets(), be in any::<bool>(), tsres in prop::sample::select(vec![6u8, 9])) {

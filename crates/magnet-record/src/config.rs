@@ -188,6 +188,10 @@ pub struct RecordConfig {
     #[serde(with = "duration_ms")]
     pub poll_interval: Duration,
     pub output: PathBuf,
+    /// record --funcs: kernel functions to probe at entry, each with the
+    /// parameter (1-5) that holds its skb (magnet-funcs chooses them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub funcs: Vec<(String, u8)>,
 }
 
 mod duration_ms {
@@ -212,6 +216,7 @@ impl RecordConfig {
             wakeup_bytes: default_wakeup(DEFAULT_BUFFER),
             poll_interval: Duration::from_millis(10),
             output,
+            funcs: Vec::new(),
         }
     }
 

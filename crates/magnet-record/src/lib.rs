@@ -6,6 +6,7 @@
 //! through a callback.
 
 pub mod config;
+mod funcs;
 pub mod probes;
 mod recorder;
 
@@ -75,6 +76,16 @@ mod layout {
             size_of::<types::mg_sched_switch>()
         );
         assert_eq!(size(kind::SCHED_WAKEUP), size_of::<types::mg_task>());
+        assert_eq!(size(kind::FUNC), size_of::<types::mg_func>());
+        check!(
+            c,
+            kind::FUNC,
+            types::mg_func,
+            [
+                func, caller, skb, pkt_id, len, ip_id, version, protocol, sport, dport, tcp_flags,
+                saddr, daddr
+            ]
+        );
 
         check!(c, kind::LOST, types::mg_lost, [count, lost_cpu, reason]);
         check!(

@@ -79,6 +79,8 @@ pub struct Summary {
     /// Events that passed the filters, by kind (recorded + lost).
     pub generated: BTreeMap<String, u64>,
     pub bytes_written: u64,
+    /// The recording's span: from the header's start time to the stop written
+    /// in the END block (what `info` and `analyze` show as its duration).
     pub elapsed: Duration,
     pub end_reason: String,
     pub child_status: Option<ExitStatus>,
@@ -569,10 +571,15 @@ pub struct CheckLine {
     pub default_on: bool,
     pub hook: Option<String>,
     pub missing: Option<String>,
+    /// A better hook this kernel has but whose program its verifier refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// What `magnet record` would attach on this kernel, for every kind of every
-/// layer, and what the kernel offers. Needs root (it probes attach types).
+/// layer, and what the kernel offers: the chosen programs are loaded once, as
+/// for a recording of a command or pids (`--all` may keep a hook a task filter
+/// costs). Needs root (it probes attach types).
 pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
     preflight()?;
     let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
@@ -594,10 +601,39 @@ pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
             refused.insert(probe.name(), why.to_string());
             Ok(())
         },
-        |_| Ok(()),
+        |open| {
+            // As for `-- COMMAND` and `-p`: the task filters are what some
+            // verifiers refuse (6.12: task storage in netfilter programs).
+            let ro = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("the object has read-only settings");
+            ro.filter_tasks = true;
+            ro.filter_pid = true;
+            Ok(())
+        },
         &wanted,
     )?;
     drop(skel);
+    // Probes that moved on to a later hook: say which one was refused.
+    let moved: BTreeMap<&str, String> = plan
+        .iter()
+        .filter_map(|c| {
+            let first = c.hook.as_ref().ok()?;
+            let now = chosen.iter().find(|d| std::ptr::eq(d.probe, c.probe))?;
+            let later = now.hook.as_ref().ok()?;
+            (later != first).then(|| {
+                (
+                    c.probe.name(),
+                    format!(
+                        "{} refused by this kernel's verifier",
+                        probes::hook_name(&c.probe.hooks[*first])
+                    ),
+                )
+            })
+        })
+        .collect();
     let lines = plan
         .into_iter()
         .map(|c| {
@@ -607,6 +643,7 @@ pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
                 kind: c.probe.name().to_string(),
                 default_on: c.probe.default_on,
                 hook: now.and_then(|d| d.hook()).map(probes::hook_name),
+                refused: moved.get(c.probe.name()).cloned(),
                 missing: match now {
                     Some(_) => None,
                     None => refused.get(c.probe.name()).cloned().or(c.hook.err()),
@@ -793,6 +830,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             .flat_map(|p| p.hooks.iter())
             .any(|h| h.progs.iter().any(|(p, _)| *p == name))
     };
+    let func_plan = crate::funcs::Plan::new(&config.funcs, &kernel.features);
     let wanted = |chosen: &[Choice], name: &str| -> bool {
         if in_hooks(name) {
             return chosen.iter().any(|c| {
@@ -807,7 +845,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             probes::FLOWS_AT_BIND => packets,
             probes::TCP_RX_SEG => tcp_rcv_on(config) && !config.layers.contains(&Layer::Dev),
             probes::COOKIE_AT_CREATE => packets,
-            _ => false,
+            n => func_plan.wants(n),
         }
     };
     // A hook the table allows can still be refused by this kernel's verifier
@@ -1009,6 +1047,13 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             s.hooks.push("tp_btf/sched_process_fork".into());
         }
     }
+    let func_source = if config.funcs.is_empty() {
+        None
+    } else {
+        let (src, flinks) = func_plan.attach(object, &mut header);
+        links.extend(flinks);
+        Some(src)
+    };
     if netfilter_used {
         if let Some(s) = sources.get_mut(&Layer::Ip) {
             s.missing
@@ -1023,6 +1068,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         }
     }
     header.layers = sources.values().cloned().collect();
+    header.layers.extend(func_source);
     let (tx, writer) = spawn_writer(&config.output, &header)?;
 
     if let Some(ready) = opts.ready.take() {
@@ -1186,7 +1232,12 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         .filter(|(_, &n)| n > 0)
         .map(|(k, &n)| (name(k), n))
         .collect();
+    // The recording's span (start: the header's clock, stop: now) is the one
+    // duration `record`, `info` and `analyze` show.
+    let end_mono_ns = monotonic_now();
+    let span = Duration::from_nanos(end_mono_ns.saturating_sub(header.clock.monotonic_ns));
     let footer = Footer {
+        end_mono_ns,
         records: d.records,
         lost_kernel: stats.lost_total,
         dropped_user: d.dropped_user,
@@ -1215,7 +1266,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         dropped_user: d.dropped_user,
         generated,
         bytes_written: bytes,
-        elapsed: started.elapsed(),
+        elapsed: span,
         end_reason,
         child_status,
         layers: header.layers,

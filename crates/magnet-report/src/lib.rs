@@ -116,15 +116,29 @@ fn stats_cells(out: &mut String, key: &str, s: Option<&Stats>, show: fn(f64) -> 
 
 fn modulation(out: &mut String, c: &Connection) {
     out.push_str(
-        "<table class=\"modulation\"><tr><th class=l>layer</th><th class=l>dir</th><th>units</th><th>bytes</th>\
+        "<table class=\"modulation\"><tr><th class=l>layer</th><th class=l>dir</th><th>units</th><th class=l>unit</th><th>bytes</th>\
          <th>size mean</th><th>median</th><th>p99</th><th>interval mean</th><th>median</th><th>p99</th>\
-         <th>cv</th><th>rate</th></tr>",
+         <th>cv</th><th>rate</th><th>lost nearby</th></tr>",
     );
     for r in &c.modulation {
         let LayerRow { layer, dir, .. } = r;
         let k = format!("{}.{layer}.{dir}", c.cookie);
-        let _ = write!(out, "<tr><td class=l>{layer}</td><td class=l>{dir}</td>");
+        let class = if r.lost_in_span > 0 {
+            " class=lostrow"
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "<tr{class}><td class=l>{layer}</td><td class=l>{dir}</td>"
+        );
         cell(out, &format!("{k}.units"), r.units, &r.units.to_string());
+        let _ = write!(
+            out,
+            "<td class=l title=\"{}\">{}</td>",
+            esc(&r.hook),
+            esc(&r.unit)
+        );
         cell(out, &format!("{k}.bytes"), r.bytes, &r.bytes.to_string());
         stats_cells(out, &format!("{k}.size"), Some(&r.size), bytes);
         stats_cells(
@@ -146,14 +160,33 @@ fn modulation(out: &mut String, c: &Connection) {
             Some(v) => cell(out, &format!("{k}.rate_bps"), v, &rate(v)),
             None => out.push_str("<td>-</td>"),
         }
+        cell(
+            out,
+            &format!("{k}.lost_in_span"),
+            r.lost_in_span,
+            &r.lost_in_span.to_string(),
+        );
         out.push_str("</tr>");
     }
     out.push_str("</table>");
+    if c.modulation.iter().any(|r| r.lost_in_span > 0) {
+        out.push_str(
+            "<p class=note>Shaded rows: a LOST region overlaps their time span; \
+             they may be missing units (the count is of events of any socket lost there).</p>",
+        );
+    }
+    if c.modulation.iter().any(|r| r.unit == "rcv unit") {
+        out.push_str(
+            "<p class=note>rcv unit: one tcp_probe call; TCP may have merged several queued \
+             segments into it (record the ip layer to count wire segments).</p>",
+        );
+    }
     for k in &c.coalescing {
         if let Some(p) = k.packets_per_call {
+            let unit = c.row("tcp", &k.dir).map_or("segment", |r| r.unit.as_str());
             let _ = write!(
                 out,
-                "<p class=note>{}: {} app calls → {} TCP segments, {} IP packets, {} device packets \
+                "<p class=note>{}: {} app calls → {} TCP {unit}s, {} IP packets, {} device packets \
                  (<span data-key=\"{}.{}.packets_per_call\" data-value=\"{p}\">{p:.2}</span> packets per call)</p>",
                 k.dir, k.app_calls, k.tcp_segments, k.ip_packets, k.dev_packets, c.cookie, k.dir
             );
@@ -191,24 +224,45 @@ fn latency(out: &mut String, c: &Connection) {
     out.push_str("</table>");
 }
 
+/// The time plots' span, seconds from the recording's start: where the chosen
+/// connection's traffic is (its first to last unit of any layer), with 2 % of
+/// margin each side; the whole recording when there is none.
+pub fn time_span(a: &Analysis, pick: Option<usize>) -> (f64, f64) {
+    let whole = (0.0, a.trace.duration_s.max(1e-6));
+    let Some(c) = pick.map(|i| &a.connections[i]) else {
+        return whole;
+    };
+    match (c.active_from_s, c.active_to_s) {
+        (Some(from), Some(to)) => {
+            let pad = ((to - from) * 0.02).max(1e-6);
+            ((from - pad).max(0.0), to + pad)
+        }
+        _ => whole,
+    }
+}
+
 /// The page.
 pub fn render(a: &Analysis, o: &ReportOptions) -> String {
     let pick = chosen(a, o.sock);
+    let span = time_span(a, pick);
     let mut h = String::with_capacity(1 << 16);
     let _ = write!(
         h,
         "<!doctype html><html lang=en><head><meta charset=utf-8><title>magnet report: {t}</title>\
-         <style>{STYLE}</style></head><body data-chosen=\"{}\"><h1>magnet report: {t}</h1>",
+         <style>{STYLE}</style></head><body data-chosen=\"{}\" data-from=\"{}\" data-to=\"{}\"><h1>magnet report: {t}</h1>",
         pick.map_or(-1, |i| i as i64),
+        span.0,
+        span.1,
         t = esc(&o.title)
     );
     let t = &a.trace;
     let _ = write!(
         h,
-        "<p>host <b>{}</b>, kernel {}, {} CPUs; {:.3} s, {} records; <span data-key=\"trace.lost_events\" data-value=\"{}\">{} events lost</span>{}</p>",
+        "<p>host <b>{}</b>, kernel {}, {} CPUs; recorded for <span data-key=\"trace.duration_s\" data-value=\"{}\">{:.3} s</span>, {} records; <span data-key=\"trace.lost_events\" data-value=\"{}\">{} events lost</span>{}</p>",
         esc(&t.host),
         esc(&t.kernel),
         t.cpus,
+        t.duration_s,
         t.duration_s,
         t.records,
         t.lost_events,
@@ -402,5 +456,57 @@ mod tests {
         let start = html.find("<script id=analysis").unwrap();
         let end = html[start..].find("</script>").unwrap();
         assert!(html[start..start + end].contains("\"host\":\"<h&>\""));
+    }
+
+    /// Issue 9, finding 12: a connection whose traffic sits in the last 10 ms
+    /// of a 92 ms recording is plotted over its own 10 ms, not over 0–92 ms.
+    #[test]
+    fn plots_span_the_connections_traffic() {
+        use magnet_analyze::{analyze, Options};
+        use magnet_trace::emit::{synthetic_trace, Emitter};
+        use magnet_trace::{kind, Footer, TraceReader};
+        const T0: u64 = 1_000_000_000;
+        const MS: u64 = 1_000_000;
+        let e = Emitter::builtin();
+        let mut recs = vec![e
+            .record(kind::SOCK, T0)
+            .set("cookie", 3)
+            .set("protocol", 6)
+            .into_bytes()];
+        for i in 0..11 {
+            recs.push(
+                e.record(kind::APP_SEND, T0 + 80 * MS + i * MS)
+                    .set("cookie", 3)
+                    .set("ret", 1000)
+                    .into_bytes(),
+            );
+        }
+        let footer = Footer {
+            end_mono_ns: T0 + 92 * MS,
+            ..Footer::default()
+        };
+        let bytes = synthetic_trace(T0, &recs, Some(&footer));
+        let a = analyze(
+            &mut TraceReader::new(&bytes[..]).unwrap(),
+            &Options {
+                series: true,
+                ..Options::default()
+            },
+        );
+        assert_eq!(a.trace.duration_s, 0.092);
+        let (from, to) = time_span(&a, Some(0));
+        assert!(
+            (from - 0.0798).abs() < 1e-9 && (to - 0.0902).abs() < 1e-9,
+            "{from} {to}"
+        );
+        let html = render(
+            &a,
+            &ReportOptions {
+                title: "t".into(),
+                sock: None,
+            },
+        );
+        assert!(html.contains(&format!("data-from=\"{from}\" data-to=\"{to}\"")));
+        assert!(html.contains("Number(document.body.dataset.from)"));
     }
 }

@@ -8,7 +8,8 @@
   const NS = "http://www.w3.org/2000/svg";
   const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
   const W = 900, M = { l: 70, r: 12, t: 8, b: 26 };
-  let span = [0, Math.max(A.trace.duration_s, 1e-6)];
+  // Where the chosen connection's traffic is (computed with the analysis).
+  let span = [Number(document.body.dataset.from), Number(document.body.dataset.to)];
   const full = span.slice();
   const timePlots = [];
 
@@ -58,9 +59,14 @@
         }
       }
     }
-    for (const t of ticks(xd[0], xd[1], 8)) {
+    // Time labels with as many decimals as the tick step needs (a 3 ms span
+    // needs 4: 0.1065, 0.1070 …).
+    const tks = ticks(xd[0], xd[1], 8);
+    const step = tks.length > 1 ? tks[1] - tks[0] : 1;
+    const dec = Math.min(9, Math.max(3, Math.ceil(-Math.log10(step) - 1e-9)));
+    for (const t of tks) {
       el("line", { x1: x(t), x2: x(t), y1: H - M.b, y2: H - M.b + 4, stroke: "#666" }, svg);
-      el("text", { x: x(t), y: H - 8, "text-anchor": "middle", class: "tick" }, svg).textContent = spec.time ? t.toFixed(3) : fmt(t);
+      el("text", { x: x(t), y: H - 8, "text-anchor": "middle", class: "tick" }, svg).textContent = spec.time ? t.toFixed(dec) : fmt(t);
     }
     for (const t of ticks(0, ymax, 3)) {
       el("line", { x1: M.l, x2: W - M.r, y1: y(t), y2: y(t), stroke: "#eee" }, svg);

@@ -8,25 +8,19 @@
 //! out, bytes by RTT class, the kernel's retransmission count, and a 128-bit
 //! sketch of active connections ([`sketch`]).
 //!
-//! - [`sampler::sample`] makes one run ([`Run`]);
-//! - [`run`] writes and reads runs (Meta's JSON schema and a compact native form);
-//! - [`store`] keeps runs in a directory, lists them and applies retention;
-//! - [`schedule`] parses `10ms,1ms,100us every 1m` and plans wall-clock-aligned cycles;
-//! - [`merge`] aligns runs of several hosts taken at the same instant;
-//! - [`plot`] draws runs as offline SVG or HTML.
+//! - [`sampler::sample`] makes one run ([`Run`]).
+//!
+//! Everything about runs once made — formats, the store, schedules, merging,
+//! plots — is the `magnet-runs` crate (no BPF), re-exported here under the
+//! same names: [`run`], [`store`], [`schedule`], [`merge`], [`plot`],
+//! [`sketch`], [`units`].
 //!
 //! The library never prints or exits; errors name what failed and where.
 
-pub mod merge;
-pub mod plot;
-pub mod run;
 pub mod sampler;
-pub mod schedule;
-pub mod sketch;
-pub mod store;
-pub mod units;
 
-pub use run::{Metric, Run, RunMeta};
+pub use magnet_runs::{merge, plot, run, schedule, sketch, store, units};
+pub use magnet_runs::{Metric, Run, RunMeta};
 pub use sampler::{sample, AttachMode, SampleConfig, Start, Started};
 
 #[allow(
@@ -59,6 +53,9 @@ pub enum Error {
     Config(String),
     #[error("{0}")]
     Host(String),
+    /// From the run formats and the store.
+    #[error(transparent)]
+    Runs(#[from] magnet_runs::Error),
     #[error("{what}: {source}")]
     Bpf {
         what: String,

@@ -16,9 +16,10 @@ use libbpf_rs::{
     AsRawLibbpf, Link, MapCore, MapFlags, ProgramAttachType, TcHook, TC_EGRESS, TC_INGRESS,
 };
 
-use crate::run::{Metric, Run, RunMeta, FORMAT_VERSION};
 use crate::skel::{types, SampleSkelBuilder};
-use crate::{sketch, Error};
+use crate::Error;
+use magnet_runs::run::{Metric, Run, RunMeta, FORMAT_VERSION};
+use magnet_runs::sketch;
 
 /// When bucket 0 begins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -448,12 +449,7 @@ fn host_name() -> String {
         .unwrap_or_default()
 }
 
-/// The moment a run asked to start `at` would start, as Unix nanoseconds.
-pub fn unix_ns(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
+pub use magnet_runs::units::unix_ns;
 
 #[cfg(test)]
 mod tests {

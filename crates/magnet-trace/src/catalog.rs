@@ -103,6 +103,8 @@ pub mod kind {
     pub const SCHED_WAKEUP: u16 = 71;
     pub const SCHED_FORK: u16 = 72;
     pub const SCHED_EXIT: u16 = 73;
+    /// `record --funcs`: a kernel function entered with an skb.
+    pub const FUNC: u16 = 80;
     /// Kinds are below this bound (the kernel's per-kind counters use it).
     pub const MAX: u16 = 128;
 }
@@ -563,6 +565,28 @@ impl Catalog {
             "tp_btf/sched_process_exit",
             56,
             task("exit_code"),
+        );
+        add(
+            kind::FUNC,
+            "func",
+            "func",
+            "kprobe/* (record --funcs)",
+            104,
+            Layout::body()
+                .named("func", Hex64, "kfunc")
+                .f("caller", Hex64)
+                .f("skb", Hex64)
+                .f("pkt_id", Hex64)
+                .f("len", U32)
+                .f("ip_id", U16)
+                .f("version", U8)
+                .f("protocol", U8)
+                .f("sport", U16)
+                .f("dport", U16)
+                .f("tcp_flags", U8)
+                .pad(3)
+                .f("saddr", Addr)
+                .f("daddr", Addr),
         );
 
         Catalog {

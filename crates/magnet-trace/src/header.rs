@@ -94,6 +94,11 @@ pub struct Footer {
     pub generated: std::collections::BTreeMap<String, u64>,
     pub first_ts_ns: u64,
     pub last_ts_ns: u64,
+    /// CLOCK_MONOTONIC when the recording stopped (0 in traces written before
+    /// this field existed). With `Header::clock` it gives the recording's span,
+    /// the one duration every command shows ([`crate::summary::recording_span_ns`]).
+    #[serde(default)]
+    pub end_mono_ns: u64,
     /// Why the recording ended (`command exited`, `duration`, `SIGINT` …).
     pub end_reason: String,
 }

@@ -20,11 +20,13 @@
 
 pub mod block;
 pub mod catalog;
+pub mod emit;
 pub mod error;
 pub mod event;
 pub mod header;
 pub mod order;
 pub mod reader;
+pub mod summary;
 pub mod writer;
 
 pub use catalog::{kind, Catalog, FieldDesc, FieldType, KindDesc};
@@ -32,7 +34,8 @@ pub use error::TraceError;
 pub use event::{Event, KindIndex, Value};
 pub use header::{ClockMap, Footer, Header, LayerSource};
 pub use order::TimeOrdered;
-pub use reader::{Record, TraceReader};
+pub use reader::{Record, RecordRef, TraceReader};
+pub use summary::{recording_span_ns, summarize, KindCount, TraceInfo};
 pub use writer::TraceWriter;
 
 /// Iterates a reader's records (errors included) as a plain iterator.

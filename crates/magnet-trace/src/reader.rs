@@ -39,6 +39,45 @@ impl Record {
     }
 }
 
+impl Record {
+    /// The record borrowed.
+    pub fn view(&self) -> RecordRef<'_> {
+        RecordRef {
+            bytes: &self.bytes,
+            block_offset: self.block_offset,
+        }
+    }
+}
+
+/// One record borrowed from a buffer that holds many (a reader's batch).
+#[derive(Clone, Copy, Debug)]
+pub struct RecordRef<'a> {
+    pub bytes: &'a [u8],
+    /// Byte offset of the block that holds the record.
+    pub block_offset: u64,
+}
+
+impl RecordRef<'_> {
+    pub fn ts_ns(&self) -> u64 {
+        u64_at(self.bytes, 0)
+    }
+    pub fn kind(&self) -> u16 {
+        u16_at(self.bytes, 8)
+    }
+    pub fn cpu(&self) -> u16 {
+        u16_at(self.bytes, 10)
+    }
+    pub fn pid(&self) -> u32 {
+        u32_at(self.bytes, 12)
+    }
+    pub fn tid(&self) -> u32 {
+        u32_at(self.bytes, 16)
+    }
+    pub fn flags(&self) -> u32 {
+        u32_at(self.bytes, 20)
+    }
+}
+
 pub struct TraceReader<R: Read> {
     src: Source<R>,
     offset: u64,
@@ -142,6 +181,25 @@ impl<R: Read> TraceReader<R> {
     }
 
     pub fn next_record(&mut self) -> Option<Result<Record, TraceError>> {
+        Some(self.next_raw()?.map(|(at, len)| Record {
+            bytes: self.payload[at..at + len].to_vec(),
+            block_offset: self.block_offset,
+        }))
+    }
+
+    /// [`TraceReader::next_record`], with the record's bytes appended to `out`
+    /// instead of a buffer of its own: returns the offset of the record's
+    /// block. Readers that keep many records (to sort them) keep them in one
+    /// buffer this way.
+    pub fn append_record(&mut self, out: &mut Vec<u8>) -> Option<Result<u64, TraceError>> {
+        Some(self.next_raw()?.map(|(at, len)| {
+            out.extend_from_slice(&self.payload[at..at + len]);
+            self.block_offset
+        }))
+    }
+
+    /// The next record's place in the current block's payload.
+    fn next_raw(&mut self) -> Option<Result<(usize, usize), TraceError>> {
         loop {
             if self.pos < self.payload.len() {
                 return Some(self.record_in_block());
@@ -165,7 +223,7 @@ impl<R: Read> TraceReader<R> {
         }
     }
 
-    fn record_in_block(&mut self) -> Result<Record, TraceError> {
+    fn record_in_block(&mut self) -> Result<(usize, usize), TraceError> {
         let p = &self.payload;
         let index = self.index;
         let bad = |reason: String| TraceError::BadRecord {
@@ -185,13 +243,9 @@ impl<R: Read> TraceReader<R> {
                 "record length {len} does not fit the block; rest of block skipped"
             )));
         }
-        let bytes = p[start..start + len].to_vec();
         self.pos = start + len;
         self.index += 1;
-        Ok(Record {
-            bytes,
-            block_offset: self.block_offset,
-        })
+        Ok((start, len))
     }
 
     /// Loads the next block. Ok(false) at a clean end (END block).

@@ -72,6 +72,11 @@ impl<W: Write> TraceWriter<W> {
             .map_err(|source| TraceError::Io { offset, source })
     }
 
+    /// The output as written so far, without an END block (a trace cut short).
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
     pub fn records(&self) -> u64 {
         self.records
     }

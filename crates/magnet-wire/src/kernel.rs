@@ -123,8 +123,9 @@ pub struct Kernel {
     /// In order of first sighting.
     pub packets: Vec<KPacket>,
     pub owners: HashMap<u64, Owner>,
-    /// Each socket's calls in time order.
-    pub calls: HashMap<u64, Vec<AppCall>>,
+    /// Each socket's send calls, and its receive calls, in time order.
+    pub sends: HashMap<u64, Vec<AppCall>>,
+    pub recvs: HashMap<u64, Vec<AppCall>>,
     pub lost: Vec<LostRegion>,
     /// Kind names by id, from the trace's own catalog.
     pub kind_names: HashMap<u16, String>,
@@ -249,7 +250,12 @@ impl Kernel {
                             .entry(cookie)
                             .or_insert(Owner { pid: r.pid(), comm });
                     }
-                    k.calls.entry(cookie).or_default().push(AppCall {
+                    let calls = if kd == kind::APP_SEND {
+                        &mut k.sends
+                    } else {
+                        &mut k.recvs
+                    };
+                    calls.entry(cookie).or_default().push(AppCall {
                         ts_ns: ts,
                         send: kd == kind::APP_SEND,
                         ret: f
@@ -271,14 +277,39 @@ impl Kernel {
             // An id whose skb was reused without the recorder noticing. A packet is
             // born at LOCAL_OUT; after a driver took it (transmit) the next device
             // event is a receive (the veth peer), and after a receive the next is a
-            // transmit (forwarded) or LOCAL_IN. Anything else starts a new packet.
+            // transmit (forwarded) or LOCAL_IN. Anything else, with another length,
+            // starts a new packet.
+            let len = num(b, &f.len).unwrap_or(0) as u32;
+            let new_ip = if f.ip.is_empty() {
+                None
+            } else {
+                ip_fields(b, &f.ip)
+            };
             let reused = by_id.get(&id).is_some_and(|&i| {
+                // IP fields that disagree with the packet's: another packet.
+                if let (Some(a), Some(n)) = (k.packets[i].ip, new_ip) {
+                    if (a.saddr, a.daddr, a.protocol, a.ip_id)
+                        != (n.saddr, n.daddr, n.protocol, n.ip_id)
+                    {
+                        return true;
+                    }
+                }
                 let h = &k.packets[i].hops;
                 let last_dev = h
                     .iter()
                     .rev()
-                    .find(|h| matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX))
-                    .map(|h| h.kind);
+                    .find(|h| matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX));
+                // Lengths without the link header: a transmit's includes it.
+                let net_len = |h: &Hop| {
+                    if h.kind == kind::DEV_START_XMIT {
+                        h.len.saturating_sub(14)
+                    } else {
+                        h.len
+                    }
+                };
+                // The trace misses a hop now and then (a receive the filters did not
+                // attribute): only a length that changed says the skb is another one.
+                let other = |h: &Hop| len != 0 && h.len != 0 && net_len(h) != len;
                 match kd {
                     kind::IP_LOCAL_OUT => h.iter().any(|h| {
                         matches!(
@@ -289,13 +320,28 @@ impl Kernel {
                                 | kind::DEV_RX
                         )
                     }),
-                    kind::IP_LOCAL_IN => last_dev == Some(kind::DEV_START_XMIT),
-                    kind::DEV_RX => last_dev == Some(kind::DEV_RX),
+                    kind::IP_LOCAL_IN => {
+                        last_dev.is_some_and(|h| h.kind == kind::DEV_START_XMIT && other(h))
+                    }
+                    kind::DEV_RX => last_dev.is_some_and(|h| h.kind == kind::DEV_RX && other(h)),
                     _ => false,
                 }
             });
+            let mut carried = None;
             if reused {
-                by_id.remove(&id);
+                let old = by_id.remove(&id).expect("reused ids are known");
+                // The receive just before a LOCAL_IN on the same device belongs to
+                // the new packet.
+                let hops = &mut k.packets[old].hops;
+                if kd == kind::IP_LOCAL_IN
+                    && hops.len() > 1
+                    && hops.last().is_some_and(|h| {
+                        h.kind == kind::DEV_RX
+                            && h.ifindex == num(b, &f.ifindex).unwrap_or(0) as u32
+                    })
+                {
+                    carried = hops.pop();
+                }
             }
             let i = *by_id.entry(id).or_insert_with(|| {
                 k.packets.push(KPacket {
@@ -310,11 +356,12 @@ impl Kernel {
                 k.packets.len() - 1
             });
             let p = &mut k.packets[i];
+            p.hops.extend(carried);
             p.hops.push(Hop {
                 ts_ns: ts,
                 kind: kd,
                 ifindex: num(b, &f.ifindex).unwrap_or(0) as u32,
-                len: num(b, &f.len).unwrap_or(0) as u32,
+                len,
                 cookie,
                 tid: r.tid(),
             });
@@ -330,8 +377,8 @@ impl Kernel {
                         .unwrap_or_else(|| format!("reason {reason}")),
                 );
             }
-            if p.ip.is_none() && !f.ip.is_empty() {
-                p.ip = ip_fields(b, &f.ip);
+            if p.ip.is_none() {
+                p.ip = new_ip;
             }
         }
         for p in &mut k.packets {
@@ -358,7 +405,7 @@ impl Kernel {
                 }
             }
         }
-        for c in k.calls.values_mut() {
+        for c in k.sends.values_mut().chain(k.recvs.values_mut()) {
             c.sort_by_key(|c| c.ts_ns);
         }
         k.header = Some(header);
@@ -542,22 +589,14 @@ impl Kernel {
     /// opened) to the socket's last send before it. A receive: the socket's first
     /// receive at or after `ts`.
     pub fn call_for(&self, cookie: u64, ts: i64, send: bool, tid: u32) -> Option<&AppCall> {
-        let calls = self.calls.get(&cookie)?;
-        if send {
-            let i = calls.partition_point(|c| c.ts_ns < ts);
-            if let Some(c) = calls[i..].iter().find(|c| c.send && c.tid == tid) {
-                if calls[i..]
-                    .iter()
-                    .find(|c| c.send)
-                    .is_some_and(|n| n.tid == tid)
-                {
-                    return Some(c);
-                }
-            }
-            calls[..i].iter().rev().find(|c| c.send)
-        } else {
-            let i = calls.partition_point(|c| c.ts_ns < ts);
-            calls[i..].iter().find(|c| !c.send)
+        let calls = if send { &self.sends } else { &self.recvs }.get(&cookie)?;
+        let i = calls.partition_point(|c| c.ts_ns < ts);
+        if !send {
+            return calls.get(i);
+        }
+        match calls.get(i) {
+            Some(next) if next.tid == tid => Some(next),
+            _ => i.checked_sub(1).map(|j| &calls[j]),
         }
     }
 

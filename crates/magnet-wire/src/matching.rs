@@ -119,7 +119,10 @@ pub fn associate(k: &Kernel, captured: Vec<(u64, i64, u32, Vec<u8>)>) -> Associa
 
 /// [`associate`] on frames already parsed.
 pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Association {
-    let mut index: HashMap<Footprint, Vec<usize>> = HashMap::new();
+    // One packet per footprint in the common case; the rare repeats (SYN-ACKs with
+    // identification 0, retransmissions) in a second map.
+    let mut index: HashMap<Footprint, usize> = HashMap::with_capacity(k.packets.len());
+    let mut repeats: HashMap<Footprint, Vec<usize>> = HashMap::new();
     let mut flows: HashSet<Footprint> = HashSet::new();
     let mut arp: Vec<usize> = Vec::new();
     for (i, p) in k.packets.iter().enumerate() {
@@ -128,19 +131,32 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
             Some(_) if p.gso_segments > 0 => {}
             Some(ip) => {
                 let fp = Footprint::from_kernel(&ip);
-                index.entry(fp).or_default().push(i);
+                match index.entry(fp) {
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(i);
+                    }
+                    std::collections::hash_map::Entry::Occupied(o) => {
+                        repeats.entry(fp).or_insert_with(|| vec![*o.get()]).push(i);
+                    }
+                }
                 flows.insert(flow(&fp));
             }
             None if p.ethertype == 0x0806 => arp.push(i),
             None => {}
         }
     }
+    let candidates = |fp: &Footprint| -> &[usize] {
+        match repeats.get(fp) {
+            Some(v) => v,
+            None => index.get(fp).map(std::slice::from_ref).unwrap_or(&[]),
+        }
+    };
     // Offset from unique footprints.
     let unique: Vec<(i64, usize)> = frames
         .iter()
         .filter_map(|(_, ts, f)| match f {
-            Frame::Ip { fp, .. } => match index.get(fp).map(Vec::as_slice) {
-                Some([one]) => Some((*ts, *one)),
+            Frame::Ip { fp, .. } => match candidates(fp) {
+                [one] => Some((*ts, *one)),
                 _ => None,
             },
             _ => None,
@@ -260,7 +276,7 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
                 } else {
                     s.ipv6_frames += 1;
                 }
-                let c = index.get(&fp).map(Vec::as_slice).unwrap_or(&[]);
+                let c = candidates(&fp);
                 let best = c
                     .iter()
                     .filter_map(|&i| Some((used[i], (ref_hop(&k.packets[i], t)?.1 - t).abs(), i)))

@@ -115,7 +115,8 @@ fn dev(cat: &Catalog, k: u16, ts: u64, cookie: u64, pkt: u64, ifx: u64, len: u64
 
 /// The trace: client (cookie 7, pid 100) sends 3000 bytes as one GSO packet (0x10)
 /// cut into segments 0x11..0x13 on ifindex 3, received on ifindex 4 by the server
-/// (cookie 8, pid 200), which ACKs (0x20). Packet id 0x30 is used twice.
+/// (cookie 8, pid 200), which ACKs (0x20). Packet id 0x30 is used twice; 0x40
+/// misses a hop.
 fn trace() -> Vec<u8> {
     let mut h = Header::new(
         "h".into(),
@@ -211,7 +212,7 @@ fn trace() -> Vec<u8> {
         ),
         dev(&cat, kind::DEV_START_XMIT, 13_100, 7, 0x30, 3, 66),
         dev(&cat, kind::DEV_RX, 13_150, 7, 0x30, 4, 52),
-        dev(&cat, kind::DEV_RX, 14_000, 0, 0x30, 3, 52),
+        dev(&cat, kind::DEV_RX, 14_000, 0, 0x30, 3, 152),
         ip(
             &cat,
             kind::IP_LOCAL_IN,
@@ -219,13 +220,33 @@ fn trace() -> Vec<u8> {
             7,
             0x30,
             3,
-            52,
+            152,
             78,
             B,
             A,
             2049,
             40000,
             0x11,
+            9,
+            4001,
+        ),
+        // 0x40: sent by the server, its receive on ifindex 3 missing from the trace
+        // (the length agrees: one packet, not a reused id).
+        dev(&cat, kind::DEV_START_XMIT, 15_000, 8, 0x40, 4, 66),
+        ip(
+            &cat,
+            kind::IP_LOCAL_IN,
+            15_100,
+            7,
+            0x40,
+            3,
+            52,
+            79,
+            B,
+            A,
+            2049,
+            40000,
+            0x10,
             9,
             4001,
         ),
@@ -294,6 +315,9 @@ fn gso_segments_take_their_parents_fields() {
     let two: Vec<_> = k.packets.iter().filter(|p| p.id == 0x30).collect();
     assert_eq!(two.len(), 2);
     assert_eq!(two[1].ip.unwrap().ip_id, 78);
+    let one: Vec<_> = k.packets.iter().filter(|p| p.id == 0x40).collect();
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].ip.unwrap().ip_id, 79);
     assert_eq!(
         two[1].hops.iter().map(|h| h.kind).collect::<Vec<_>>(),
         vec![kind::DEV_RX, kind::IP_LOCAL_IN]
@@ -399,11 +423,11 @@ fn pcapng_frames_carry_owners_and_headers_that_match_back() {
     let k = load();
     let mut out = Vec::new();
     let st = magnet_wire::export::write_pcapng(&k, &mut out).unwrap();
-    // 3 segments x 2 devices, the ACK x 2, 0x30 out x 2 and in x 1.
-    assert_eq!(st.frames, 11);
+    // 3 segments x 2 devices, the ACK x 2, 0x30 out x 2 and in x 1, 0x40 out x 1.
+    assert_eq!(st.frames, 12);
     assert_eq!(
         st.interfaces,
-        vec![("ifindex3".to_string(), 6), ("ifindex4".to_string(), 5)]
+        vec![("ifindex3".to_string(), 6), ("ifindex4".to_string(), 6)]
     );
     let mut r = CaptureReader::new(&out[..], Path::new("x")).unwrap();
     let mut frames = Vec::new();
@@ -448,7 +472,7 @@ fn pcapng_frames_carry_owners_and_headers_that_match_back() {
     let a = associate(&k, frames);
     assert_eq!(
         (a.summary.matched, a.summary.frames, a.summary.offset_ns),
-        (11, 11, 0)
+        (12, 12, 0)
     );
 }
 

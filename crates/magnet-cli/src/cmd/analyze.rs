@@ -143,11 +143,20 @@ fn lat(s: &Option<Stats>) -> String {
     }
 }
 
+/// The mark of a row that a LOST region overlaps.
+fn lost_note(lost: u64) -> String {
+    if lost > 0 {
+        format!("  LOST {lost} nearby")
+    } else {
+        String::new()
+    }
+}
+
 fn print_text(out: &mut impl Write, file: &std::path::Path, a: &Analysis) -> Result<()> {
     let t = &a.trace;
     writeln!(
         out,
-        "trace {}: host {} kernel {}, {:.3} s, {} records, {} events lost{}",
+        "trace {}: host {} kernel {}, recorded for {:.3} s, {} records, {} events lost{}",
         file.display(),
         t.host,
         t.kernel,
@@ -213,6 +222,13 @@ fn print_conn(out: &mut impl Write, c: &Connection) -> Result<()> {
         c.last_s,
         c.states.join(">")
     )?;
+    if c.lost_in_span > 0 {
+        writeln!(
+            out,
+            "  LOST: {} events (of any socket) were lost while this socket was active: rows marked LOST may be missing units",
+            c.lost_in_span
+        )?;
+    }
     let app = &c.app;
     writeln!(
         out,
@@ -232,10 +248,11 @@ fn print_conn(out: &mut impl Write, c: &Connection) -> Result<()> {
     if !c.modulation.is_empty() {
         writeln!(
             out,
-            "  {:<5} {:<3} {:>8} {:>10} {:>9} {:>7} {:>7} {:>10} {:>10} {:>10} {:>5} {:>11}",
+            "  {:<5} {:<3} {:>8} {:<8} {:>10} {:>9} {:>7} {:>7} {:>10} {:>10} {:>10} {:>5} {:>11}",
             "layer",
             "dir",
             "units",
+            "(unit)",
             "bytes",
             "size:mean",
             "median",
@@ -258,10 +275,11 @@ fn print_conn(out: &mut impl Write, c: &Connection) -> Result<()> {
             };
             writeln!(
                 out,
-                "  {:<5} {:<3} {:>8} {:>10} {:>9} {:>7} {:>7} {:>10} {:>10} {:>10} {:>5} {:>11}",
+                "  {:<5} {:<3} {:>8} {:<8} {:>10} {:>9} {:>7} {:>7} {:>10} {:>10} {:>10} {:>5} {:>11}{}",
                 r.layer,
                 r.dir,
                 r.units,
+                r.unit,
                 r.bytes,
                 bytes(r.size.mean),
                 r.size.median,
@@ -270,15 +288,23 @@ fn print_conn(out: &mut impl Write, c: &Connection) -> Result<()> {
                 imed,
                 ip99,
                 cv,
-                bps(r.rate_bps)
+                bps(r.rate_bps),
+                lost_note(r.lost_in_span)
+            )?;
+        }
+        if c.modulation.iter().any(|r| r.unit == "rcv unit") {
+            writeln!(
+                out,
+                "  (rcv unit: one tcp_probe call; TCP may have merged several queued segments into it — record the ip layer to count wire segments)"
             )?;
         }
     }
     for k in &c.coalescing {
         if let Some(p) = k.packets_per_call {
+            let unit = c.row("tcp", &k.dir).map_or("segment", |r| r.unit.as_str());
             writeln!(
                 out,
-                "  {}: {} app calls -> {} tcp segments, {} ip packets, {} dev packets ({:.2} packets per call)",
+                "  {}: {} app calls -> {} tcp {unit}s, {} ip packets, {} dev packets ({:.2} packets per call)",
                 k.dir, k.app_calls, k.tcp_segments, k.ip_packets, k.dev_packets, p
             )?;
         }

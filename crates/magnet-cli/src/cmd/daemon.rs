@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 use clap::Args;
@@ -59,11 +58,11 @@ pub fn run(a: DaemonArgs) -> anyhow::Result<ExitCode> {
     if let Some(s) = &a.socket {
         config.socket = (!s.as_os_str().is_empty()).then(|| s.clone());
     }
-    let control = Control::default();
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, control.stop.clone())?;
-    }
-    signal_hook::flag::register(signal_hook::consts::SIGHUP, control.reload.clone())?;
+    let stop = magnet_common::stop::Stop::install()?;
+    let control = Control {
+        stop: stop.flag(),
+        reload: magnet_common::stop::Stop::reload_flag()?,
+    };
     magnet_daemon::run(
         config,
         path,
@@ -71,7 +70,7 @@ pub fn run(a: DaemonArgs) -> anyhow::Result<ExitCode> {
         Box::new(|m| eprintln!("magnetd: {m}")),
         &mut || eprintln!("magnetd: ready"),
     )?;
-    let _ = control.stop.load(Ordering::Relaxed);
+    // A daemon asked to stop has done its work: 0 (docs/exit-codes.md).
     eprintln!("magnetd: stopped");
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(magnet_common::exit::OK))
 }

@@ -34,6 +34,9 @@ pub struct FuncsArgs {
     /// Read this BTF (raw .BTF or an ELF vmlinux) instead of the running kernel's.
     #[arg(long, value_name = "FILE")]
     btf: Option<PathBuf>,
+    /// With --btf: a module's BTF on top of it (a .ko, or raw split BTF); repeatable.
+    #[arg(long, value_name = "FILE", requires = "btf")]
+    btf_module: Vec<PathBuf>,
     /// Only vmlinux: leave out the modules under /sys/kernel/btf.
     #[arg(long)]
     no_modules: bool,
@@ -75,7 +78,21 @@ pub fn run(args: FuncsArgs) -> Result<ExitCode> {
         pointer_depth: args.pointer_depth,
     };
     let (btf, what, warnings) = match &args.btf {
-        Some(p) => (Btf::from_file(p)?, p.display().to_string(), Vec::new()),
+        Some(p) => {
+            let mut b = Btf::from_file(p)?;
+            for m in &args.btf_module {
+                b.add_split_file(m)?;
+            }
+            let what = match args.btf_module.len() {
+                0 => p.display().to_string(),
+                n => format!(
+                    "{} + {n} module{}",
+                    p.display(),
+                    if n == 1 { "" } else { "s" }
+                ),
+            };
+            (b, what, Vec::new())
+        }
         None => {
             let (b, w) = Btf::running(!args.no_modules)?;
             let n = b.units.len() - 1;
@@ -237,4 +254,94 @@ fn why(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `record --funcs SPEC`: the functions to probe on the running kernel, each
+/// with the parameter (1-5) that holds its `struct sk_buff *`.
+pub fn resolve_spec(spec: &str) -> Result<Vec<(String, u8)>> {
+    let (btf, _) = Btf::running(true)?;
+    let sel = select(&btf, Rules::default());
+    let avail = ftrace::running_available().ok().map(|(_, s)| s);
+    // Functions whose skb is a plain parameter 1-5 (the programs read it there).
+    let skb_pos = |f: &magnet_funcs::Selected| -> Option<u8> {
+        f.reasons
+            .iter()
+            .find(|r| {
+                (1..=5).contains(&r.position)
+                    && matches!(r.category, Category::Direct | Category::Typedef)
+                    && r.ty.ends_with("sk_buff *")
+                    && !r.ty.ends_with("* *")
+            })
+            .map(|r| r.position as u8)
+    };
+    let probeable = |name: &str| avail.as_ref().is_none_or(|a| a.contains(name));
+    let mut out = Vec::new();
+    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if part == "auto" {
+            out.extend(
+                sel.funcs
+                    .values()
+                    .filter(|f| probeable(&f.name))
+                    .filter_map(|f| skb_pos(f).map(|p| (f.name.clone(), p))),
+            );
+            continue;
+        }
+        let before = out.len();
+        for f in sel.funcs.values().filter(|f| glob(part, &f.name)) {
+            if let Some(p) = skb_pos(f) {
+                if probeable(&f.name) {
+                    out.push((f.name.clone(), p));
+                }
+            }
+        }
+        if out.len() == before {
+            bail!(
+                "--funcs {part}: no function matches with a struct sk_buff * among parameters 1-5 \
+                 that can be probed (see `magnet funcs --why NAME`)"
+            );
+        }
+    }
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0);
+    Ok(out)
+}
+
+/// Shell-style `*` and `?` matching.
+fn glob(pat: &str, s: &str) -> bool {
+    let (p, s) = (pat.as_bytes(), s.as_bytes());
+    let (mut pi, mut si, mut star, mut mark) = (0, 0, None, 0);
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == b'?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some(pi);
+            mark = si;
+            pi += 1;
+        } else if let Some(st) = star {
+            pi = st + 1;
+            mark += 1;
+            si = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == b'*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn glob() {
+        use super::glob;
+        assert!(glob("tcp_*", "tcp_v4_rcv"));
+        assert!(glob("*xmit", "dev_hard_start_xmit"));
+        assert!(glob("ip_rcv", "ip_rcv"));
+        assert!(!glob("ip_rcv", "ip_rcv_finish"));
+        assert!(glob("ip_?cv*", "ip_rcv_finish"));
+        assert!(!glob("udp_*", "tcp_v4_rcv"));
+    }
 }

@@ -1,13 +1,12 @@
 //! `magnet info`: what a trace holds — header, host, kernel, duration, events per
 //! kind and layer, where each layer's events came from, and what was lost.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use magnet_trace::{kind, KindIndex};
+use magnet_trace::{summarize, TraceInfo};
 use serde::Serialize;
 
 use super::trace_input;
@@ -23,32 +22,12 @@ pub struct InfoArgs {
     json: bool,
 }
 
-#[derive(Serialize, Default)]
-struct KindCount {
-    layer: String,
-    hook: String,
-    events: u64,
-}
-
+/// The file name and magnet-trace's summary of it.
 #[derive(Serialize)]
 struct Info {
     file: PathBuf,
-    writer: String,
-    host: String,
-    kernel: String,
-    cpus: u32,
-    start_realtime_ns: u64,
-    duration_s: f64,
-    records: u64,
-    kinds: BTreeMap<String, KindCount>,
-    layers: BTreeMap<String, u64>,
-    sources: Vec<magnet_trace::LayerSource>,
-    lost_events: u64,
-    lost_records: u64,
-    complete: bool,
-    end_reason: Option<String>,
-    damage: Vec<String>,
-    settings: serde_json::Value,
+    #[serde(flatten)]
+    summary: TraceInfo,
 }
 
 impl InfoArgs {
@@ -59,67 +38,9 @@ impl InfoArgs {
 
 pub fn run(args: InfoArgs) -> Result<ExitCode> {
     let mut r = trace_input::open(&args.file)?;
-    let header = r.header().clone();
-    let index = KindIndex::new(&header.catalog);
-    let mut counts: BTreeMap<u16, u64> = BTreeMap::new();
-    let (mut first, mut last, mut records, mut lost, mut lost_records) =
-        (u64::MAX, 0u64, 0u64, 0u64, 0u64);
-    let mut damage = Vec::new();
-    while let Some(item) = r.next_record() {
-        match item {
-            Ok(rec) => {
-                records += 1;
-                *counts.entry(rec.kind()).or_default() += 1;
-                first = first.min(rec.ts_ns());
-                last = last.max(rec.ts_ns());
-                if rec.kind() == kind::LOST && rec.bytes.len() >= 32 {
-                    lost_records += 1;
-                    lost += u64::from_le_bytes(rec.bytes[24..32].try_into().expect("8 bytes"));
-                }
-            }
-            Err(e) => damage.push(e.to_string()),
-        }
-    }
-    let mut kinds = BTreeMap::new();
-    let mut layers: BTreeMap<String, u64> = BTreeMap::new();
-    for (k, n) in &counts {
-        let (name, layer, hook) = match index.get(*k) {
-            Some(d) => (d.name.clone(), d.layer.clone(), d.hook.clone()),
-            None => (format!("unknown_{k}"), "?".into(), "?".into()),
-        };
-        *layers.entry(layer.clone()).or_default() += n;
-        kinds.insert(
-            name,
-            KindCount {
-                layer,
-                hook,
-                events: *n,
-            },
-        );
-    }
-    let footer = r.footer().cloned();
     let info = Info {
         file: args.file.clone(),
-        writer: header.writer.clone(),
-        host: header.host.clone(),
-        kernel: header.kernel.clone(),
-        cpus: header.cpus,
-        start_realtime_ns: header.clock.realtime_ns,
-        duration_s: if records > 0 && last >= first {
-            (last - first) as f64 / 1e9
-        } else {
-            0.0
-        },
-        records,
-        kinds,
-        layers,
-        sources: header.layers.clone(),
-        lost_events: lost,
-        lost_records,
-        complete: footer.is_some(),
-        end_reason: footer.map(|f| f.end_reason),
-        damage,
-        settings: header.settings.clone(),
+        summary: summarize(&mut r),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
@@ -129,8 +50,9 @@ pub fn run(args: InfoArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_text(i: &Info) {
-    println!("file      {}", i.file.display());
+fn print_text(info: &Info) {
+    let i = &info.summary;
+    println!("file      {}", info.file.display());
     println!(
         "written   by {} on host {} (kernel {}, {} CPUs)",
         i.writer, i.host, i.kernel, i.cpus
@@ -142,7 +64,7 @@ fn print_text(i: &Info) {
         secs,
         i.start_realtime_ns % 1_000_000_000
     );
-    println!("duration  {:.6} s", i.duration_s);
+    println!("duration  {:.6} s: {}", i.duration_s, i.duration_source);
     println!("records   {}", i.records);
     println!(
         "lost      {} events in {} LOST records{}",
@@ -183,9 +105,21 @@ fn print_text(i: &Info) {
         }
     }
     println!();
-    println!("{:<16} {:<6} {:>10}  hook", "kind", "layer", "events");
+    // generated: passed the kernel's filters (END block); lost: generated but
+    // not in the file.
+    println!(
+        "{:<16} {:<6} {:>10} {:>10} {:>8}  hook",
+        "kind", "layer", "events", "generated", "lost"
+    );
     for (name, k) in &i.kinds {
-        println!("{name:<16} {:<6} {:>10}  {}", k.layer, k.events, k.hook);
+        let (generated, lost) = match k.generated {
+            Some(g) => (g.to_string(), g.saturating_sub(k.events).to_string()),
+            None => ("-".to_string(), "-".to_string()),
+        };
+        println!(
+            "{name:<16} {:<6} {:>10} {:>10} {:>8}  {}",
+            k.layer, k.events, generated, lost, k.hook
+        );
     }
 }
 

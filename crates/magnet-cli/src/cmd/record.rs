@@ -77,6 +77,10 @@ pub struct RecordArgs {
     /// Only tasks in this cgroup v2 directory (e.g. /sys/fs/cgroup/system.slice/nginx.service).
     #[arg(long, value_name = "PATH")]
     cgroup: Option<PathBuf>,
+    /// Only tasks of this container (id or prefix: docker, containerd/CRI,
+    /// CRI-O, podman, systemd-nspawn), found by its cgroup v2 directory.
+    #[arg(long, value_name = "ID", conflicts_with = "cgroup")]
+    container: Option<String>,
 
     /// Only flows with this port at either end.
     #[arg(long, value_name = "PORT")]
@@ -106,6 +110,12 @@ pub struct RecordArgs {
     /// Add MAGNeT's TCP snapshot (windows, RTT, cwnd, sequence numbers) to every tcp event.
     #[arg(long)]
     tcp_state: bool,
+
+    /// Also record the entry of kernel functions that take an skb: `auto` (every
+    /// one `magnet funcs` selects with a struct sk_buff * among parameters 1-5
+    /// that can be probed) or names and globs, comma-separated (tcp_*,ip_rcv).
+    #[arg(long, value_name = "SPEC")]
+    funcs: Option<String>,
 
     /// Ring buffer space in total, split into one ring per CPU (each rounded up to a
     /// power of two), e.g. 64MiB.
@@ -137,7 +147,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         Target::Command(args.command.clone())
     } else if !args.pid.is_empty() {
         Target::Pids
-    } else if args.all || args.comm.is_some() || args.cgroup.is_some() {
+    } else if args.all || args.comm.is_some() || args.cgroup.is_some() || args.container.is_some() {
         Target::All
     } else {
         bail!("say what to trace: `-- COMMAND [ARGS]`, `-p PID`, `--comm NAME`, `--cgroup PATH` or `--all`");
@@ -149,11 +159,25 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     }
     config.kinds = args.kinds.clone().unwrap_or_default();
     config.tcp_state = args.tcp_state;
+    if let Some(spec) = &args.funcs {
+        config.funcs = super::funcs::resolve_spec(spec)?;
+    }
     config.set_buffer(args.buffer);
     config.filters = Filters {
         pids: args.pid.clone(),
         comm: args.comm.clone(),
-        cgroup: args.cgroup.clone(),
+        cgroup: match &args.container {
+            Some(id) => {
+                let root = magnet_daemon::summaries::cgroup2_root().ok_or_else(|| {
+                    anyhow::anyhow!("--container: no cgroup v2 hierarchy is mounted")
+                })?;
+                Some(
+                    magnet_daemon::container::find_container(&root, id)
+                        .map_err(|e| anyhow::anyhow!(e))?,
+                )
+            }
+            None => args.cgroup.clone(),
+        },
         port: args.port,
         host: args.host,
     };
@@ -251,7 +275,10 @@ fn check(args: &RecordArgs) -> Result<ExitCode> {
             format!("{} (+)", l.kind)
         };
         match (&l.hook, &l.missing) {
-            (Some(h), _) => println!("{:<6} {:<20} {h}", l.layer, kind),
+            (Some(h), _) => match &l.refused {
+                Some(r) => println!("{:<6} {:<20} {h} ({r})", l.layer, kind),
+                None => println!("{:<6} {:<20} {h}", l.layer, kind),
+            },
             (None, Some(m)) => println!("{:<6} {:<20} cannot be recorded: {m}", l.layer, kind),
             (None, None) => {}
         }

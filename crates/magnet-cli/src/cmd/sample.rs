@@ -404,12 +404,22 @@ fn plot_cmd(a: PlotArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn merge_cmd(a: MergeArgs) -> anyhow::Result<ExitCode> {
-    let runs = a
-        .runs
-        .iter()
-        .map(|p| Run::load(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let names: Vec<String> = a.runs.iter().map(|p| p.display().to_string()).collect();
+    // A file that is not a run (e.g. a data-set file without ingressBytes)
+    // is reported and left out; the others are still merged.
+    let mut runs = Vec::new();
+    let mut names = Vec::new();
+    for p in &a.runs {
+        match Run::load(p) {
+            Ok(r) => {
+                runs.push(r);
+                names.push(p.display().to_string());
+            }
+            Err(e) => eprintln!("magnet: skipped {e}"),
+        }
+    }
+    if runs.is_empty() {
+        bail!("none of the {} files is a run", a.runs.len());
+    }
     let merged = merge(runs, &names)?;
     let text = match a.output.extension().and_then(|e| e.to_str()) {
         Some("svg") => plot::merged_svg(&merged),

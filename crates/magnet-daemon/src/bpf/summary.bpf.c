@@ -172,9 +172,13 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	if (!c)
 		return 0;
 	c->last_ns = now;
-	c->pid = bpf_get_current_pid_tgid() >> 32;
-	c->cgroup_id = bpf_get_current_cgroup_id();
-	bpf_get_current_comm(c->comm, sizeof(c->comm));
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	if (c->pid != pid) {
+		/* a new caller: who it is and where (cheap check first) */
+		c->pid = pid;
+		c->cgroup_id = bpf_get_current_cgroup_id();
+		bpf_get_current_comm(c->comm, sizeof(c->comm));
+	}
 	/* TCP connects after the record may exist (a recv before connect is
 	 * rare; a send after connect is the rule): refresh the ends. */
 	if (!c->dport || !c->sport) {
@@ -314,14 +318,17 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 			}
 		}
 	}
+	/* Latency marks: parse the TCP header only when a mark waits for it. */
+	__u64 mark = c->tx_mark_ns;
+	if (tx ? !mark : c->rx_mark_ns != 0)
+		return;
 	__u32 seq = 0;
 	__u32 payload = tcp_payload(skb, &seq);
 	if (!payload)
 		return;
 	__u64 now = bpf_ktime_get_ns();
 	if (tx) {
-		__u64 mark = c->tx_mark_ns;
-		if (mark && (__s32)(seq + payload - c->tx_mark_seq) >= 0) {
+		if ((__s32)(seq + payload - c->tx_mark_seq) >= 0) {
 			__u32 s = hist_slot(now > mark ? now - mark : 0);
 			if (s < MG_HIST_SLOTS)
 				__sync_fetch_and_add(&c->app_to_wire_hist[s], 1);

@@ -50,6 +50,7 @@ enum mg_kind {
 	MG_SCHED_WAKEUP = 71, /* sched:sched_wakeup */
 	MG_SCHED_FORK = 72,   /* sched:sched_process_fork */
 	MG_SCHED_EXIT = 73,   /* sched:sched_process_exit */
+	MG_FUNC = 80,         /* record --funcs: entry of a kernel function with an skb (funcs.bpf.c) */
 
 	MG_KIND_MAX = 128,
 };
@@ -236,6 +237,25 @@ struct mg_task {
 	__s32 arg;
 	__u32 _pad0;
 	char comm[16];
+};
+
+/* record --funcs: a kernel function entered with an skb (kprobe / kprobe-multi). */
+struct mg_func {
+	struct mg_hdr hdr;
+	__u64 func;     /* bpf_get_func_ip(): the function (may be +4 past an ENDBR) */
+	__u64 caller;   /* return address: inside the calling function */
+	__u64 skb;      /* the sk_buff's address */
+	__u64 pkt_id;   /* the recorder's packet id, 0 before the packet has one */
+	__u32 len;      /* skb->len */
+	__u16 ip_id;
+	__u8 version;   /* 4, 6, or 0 when the IP header is not there yet */
+	__u8 protocol;
+	__u16 sport;
+	__u16 dport;
+	__u8 tcp_flags;
+	__u8 _pad0[3];
+	__u8 saddr[16];
+	__u8 daddr[16];
 };
 
 /* Per-CPU counters read by user space at the end of a run. */

@@ -251,6 +251,7 @@ struct mg_dev _mg_dev = {};
 struct mg_drop _mg_drop = {};
 struct mg_sched_switch _mg_sched_switch = {};
 struct mg_task _mg_task = {};
+struct mg_func _mg_func = {};
 
 /* ---- record plumbing ------------------------------------------------------ */
 
@@ -1809,3 +1810,4 @@ int sock_cookie_at_create(struct bpf_sock *ctx)
 /* ---- the same records from other hooks (older kernels) -------------------- */
 
 #include "hooks_fn.bpf.c"
+#include "funcs.bpf.c"

@@ -6,33 +6,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::Error;
 
-/// Parses `100us`, `1ms`, `10ms`, `1.5s`, `30s`, `1m`, `2h`, `3d`, `250ns`.
+/// Parses `100us`, `1ms`, `10ms`, `1.5s`, `30s`, `1m`, `2h`, `3d`, `250ns`:
+/// the one duration syntax of every magnet command (`magnet_common::units`).
 pub fn parse_duration(s: &str) -> Result<Duration, Error> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| {
-        Error::Config(format!(
-            "'{s}': not a duration (examples: 100us, 1ms, 2s, 1m, 3d)"
-        ))
-    })?;
-    let ns_per = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" | "" => 1e9,
-        "m" | "min" => 60e9,
-        "h" => 3600e9,
-        "d" => 86400e9,
-        _ => {
-            return Err(Error::Config(format!(
-                "'{s}': unknown unit '{unit}' (use ns, us, ms, s, m, h, d)"
-            )))
-        }
-    };
-    Ok(Duration::from_nanos((n * ns_per).round() as u64))
+    magnet_common::units::parse_duration(s).map_err(Error::Config)
 }
 
 /// `100us`, `1ms`, `10ms`, `1.5s`: the shortest exact spelling.
@@ -184,11 +161,18 @@ pub fn parse_compact_instant(s: &str) -> Option<u64> {
         &s[13..15],
         &s[16..19]
     );
-    parse_instant(&iso).ok().map(crate::sampler::unix_ns)
+    parse_instant(&iso).ok().map(unix_ns)
+}
+
+/// A wall-clock instant as Unix nanoseconds (0 before the epoch).
+pub fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 pub fn now_ns() -> u64 {
-    crate::sampler::unix_ns(SystemTime::now())
+    unix_ns(SystemTime::now())
 }
 
 #[cfg(test)]
@@ -213,9 +197,9 @@ mod tests {
     #[test]
     fn instants_round_trip() {
         let t = parse_instant("2026-11-22T10:00:00Z").unwrap();
-        assert_eq!(crate::sampler::unix_ns(t), 1_795_341_600_000_000_000);
+        assert_eq!(unix_ns(t), 1_795_341_600_000_000_000);
         let t2 = parse_instant("2026-11-22T11:00:00.25+01:00").unwrap();
-        assert_eq!(crate::sampler::unix_ns(t2), 1_795_341_600_250_000_000);
+        assert_eq!(unix_ns(t2), 1_795_341_600_250_000_000);
         assert_eq!(
             format_instant_ns(1_795_341_600_250_000_000),
             "2026-11-22T10:00:00.250000000Z"
@@ -229,9 +213,6 @@ mod tests {
             Some(1_795_341_600_250_000_000)
         );
         assert!(parse_instant("yesterday").is_err());
-        assert_eq!(
-            crate::sampler::unix_ns(parse_instant("@1.5").unwrap()),
-            1_500_000_000
-        );
+        assert_eq!(unix_ns(parse_instant("@1.5").unwrap()), 1_500_000_000);
     }
 }

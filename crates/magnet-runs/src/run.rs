@@ -497,6 +497,11 @@ impl Run {
             path: what.clone(),
             source: e,
         })?;
+        let b = if b.starts_with(&[0x1f, 0x8b]) {
+            gunzip(&b, &what)?
+        } else {
+            b
+        };
         if b.starts_with(NATIVE_MAGIC) {
             Run::from_native(&b, &what)
         } else {
@@ -511,6 +516,29 @@ impl Run {
 }
 
 const NATIVE_MAGIC: &[u8; 4] = b"MGSR";
+
+/// Largest run a gzip'd file may inflate to (Meta's files are a few MB).
+const MAX_INFLATED: u64 = 1 << 30;
+
+/// Meta's data-set files are gzip'd JSON (`*.txt.gz`): inflate, bounded.
+fn gunzip(b: &[u8], what: &str) -> Result<Vec<u8>, Error> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let mut d = flate2::read::MultiGzDecoder::new(b).take(MAX_INFLATED + 1);
+    d.read_to_end(&mut out).map_err(|e| Error::Format {
+        path: what.to_string(),
+        offset: Some(out.len() as u64),
+        reason: format!("gzip: {e} (after {} inflated bytes)", out.len()),
+    })?;
+    if out.len() as u64 > MAX_INFLATED {
+        return Err(Error::Format {
+            path: what.to_string(),
+            offset: None,
+            reason: format!("inflates to more than {MAX_INFLATED} bytes"),
+        });
+    }
+    Ok(out)
+}
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -663,6 +691,51 @@ mod tests {
             let p = dir.path().join(name);
             r.save(&p).unwrap();
             assert_eq!(Run::load(&p).unwrap(), r, "{name}");
+        }
+    }
+
+    fn gz(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+        use std::io::Write;
+        let p = dir.join(name);
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(text.as_bytes()).unwrap();
+        std::fs::write(&p, e.finish().unwrap()).unwrap();
+        p
+    }
+
+    #[test]
+    fn metas_gzipped_data_set_files_load() {
+        let d = tempfile::tempdir().unwrap();
+        // The data set's shape: one object, Meta's keys, an optional burst_result.
+        let p = gz(
+            d.path(),
+            "host1.txt.gz",
+            r#"{"ingressBytes": [10, 0, 30], "egressBytes": [1, 2, 3], "inRxmitBytes": [0, 0, 1],
+               "outRxmitBytes": [0, 0, 0], "inCongestionExperiencedBytes": [0, 5, 0],
+               "connections": [1, 1, 2], "sampling_freq": 1000,
+               "burst_result": {"bursts": [[2, 2]]}}"#,
+        );
+        let r = Run::load(&p).unwrap();
+        assert_eq!(r.get(Metric::InBytes), &[10, 0, 30]);
+        assert_eq!(r.get(Metric::InCeBytes), &[0, 5, 0]);
+        assert_eq!(r.connections, vec![1, 1, 2]);
+        assert_eq!(r.meta.interval_ns, 1_000_000);
+
+        // No ingressBytes: a one-line error naming the file.
+        let p = gz(d.path(), "other.txt.gz", r#"{"egressBytes": [1]}"#);
+        let e = Run::load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("other.txt.gz") && e.contains("no ingressBytes"),
+            "{e}"
+        );
+
+        // Cut short: an error naming the file and how far it got, no panic.
+        let full = std::fs::read(d.path().join("host1.txt.gz")).unwrap();
+        for cut in [3, full.len() / 2, full.len() - 4] {
+            let p = d.path().join("cut.txt.gz");
+            std::fs::write(&p, &full[..cut]).unwrap();
+            let e = Run::load(&p).unwrap_err().to_string();
+            assert!(e.contains("cut.txt.gz"), "{e}");
         }
     }
 }

@@ -1,0 +1,365 @@
+//! Connections: one per socket cookie, with its identity (5-tuple, processes,
+//! states), the units each layer saw, TCP state and latency; and how a finished
+//! connection becomes its [`Connection`] report.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use magnet_trace::{catalog::tcp_state_name, kind, KindIndex};
+
+use crate::fields::{View, F};
+use crate::latency::{RecvPath, SendPath};
+use crate::model::{
+    AppTotals, Coalescing, ConnSeries, Connection, Latency, LayerRow, LostRegion, Marks,
+};
+use crate::series::LayerAcc;
+use crate::tcp::{SegTrack, Snap, TcpAcc};
+use crate::{secs, DIRS, LAYERS};
+
+pub(crate) const APP: usize = 0;
+pub(crate) const TCP: usize = 1;
+pub(crate) const IP: usize = 2;
+pub(crate) const DEV: usize = 3;
+pub(crate) const OUT: usize = 0;
+pub(crate) const IN: usize = 1;
+
+/// An address and port.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Endpoint {
+    pub addr: IpAddr,
+    pub port: u16,
+}
+
+impl Endpoint {
+    /// Both address and port set (not a wildcard).
+    pub fn is_known(&self) -> bool {
+        self.port != 0 && !self.addr.is_unspecified()
+    }
+}
+
+/// A record's source and destination (`saddr`, `sport`, `daddr`, `dport`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Endpoints {
+    pub src: Endpoint,
+    pub dst: Endpoint,
+}
+
+impl Endpoints {
+    pub fn read(v: &View) -> Option<Endpoints> {
+        Some(Endpoints {
+            src: Endpoint {
+                addr: v.addr(F::Saddr)?,
+                port: v.u(F::Sport)? as u16,
+            },
+            dst: Endpoint {
+                addr: v.addr(F::Daddr)?,
+                port: v.u(F::Dport)? as u16,
+            },
+        })
+    }
+}
+
+/// What a unit is and which hook saw it, per row: from the trace's catalog.
+pub(crate) struct RowNames {
+    hooks: [[String; 2]; 4],
+    tcp_in_probe: String,
+}
+
+impl RowNames {
+    pub fn new(index: &KindIndex) -> RowNames {
+        let hook = |k: u16| index.get(k).map_or_else(String::new, |d| d.hook.clone());
+        RowNames {
+            hooks: [
+                [hook(kind::APP_SEND), hook(kind::APP_RECV)],
+                [
+                    format!("{} (sequence numbers)", hook(kind::IP_LOCAL_OUT)),
+                    format!("{} (sequence numbers)", hook(kind::IP_LOCAL_IN)),
+                ],
+                [hook(kind::IP_LOCAL_OUT), hook(kind::IP_LOCAL_IN)],
+                [hook(kind::DEV_START_XMIT), hook(kind::DEV_RX)],
+            ],
+            tcp_in_probe: format!("{} (sequence numbers)", hook(kind::TCP_RCV)),
+        }
+    }
+
+    /// (unit, hook) of a row; `tcp_in_merged` when `tcp in` came from tcp_probe.
+    fn of(&self, layer: usize, dir: usize, tcp_in_merged: bool) -> (&'static str, &str) {
+        let unit = match (layer, dir) {
+            (APP, _) => "call",
+            (TCP, IN) if tcp_in_merged => "rcv unit",
+            (TCP, _) => "segment",
+            (IP, _) => "packet",
+            _ => "frame",
+        };
+        if layer == TCP && dir == IN && tcp_in_merged {
+            (unit, &self.tcp_in_probe)
+        } else {
+            (unit, &self.hooks[layer][dir])
+        }
+    }
+}
+
+/// snd_nxt and rcv_nxt of a snapshot.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NextSeq {
+    pub snd: u32,
+    pub rcv: u32,
+}
+
+pub(crate) struct Conn {
+    pub cookie: u64,
+    /// Seen in a SOCK, app or TCP record (not only on a packet of some socket
+    /// the recorder did not follow).
+    pub known: bool,
+    pub protocol: Option<u64>,
+    pub local: Option<Endpoint>,
+    pub remote: Option<Endpoint>,
+    pub netns: Option<u64>,
+    pub pids: BTreeSet<u32>,
+    pub comm: Option<String>,
+    pub states: Vec<u8>,
+    pub first: u64,
+    pub last: u64,
+    pub app: AppTotals,
+    pub layers: [[LayerAcc; 2]; 4],
+    /// Segments from sequence numbers: out at IP LOCAL_OUT, in at tcp_probe
+    /// (where TCP may have merged queued segments).
+    pub seg: [SegTrack; 2],
+    /// Received segments at IP LOCAL_IN, one per packet off the wire: the
+    /// `tcp in` row when the IP layer was recorded.
+    pub seg_in_wire: SegTrack,
+    pub tcp_in_wire: LayerAcc,
+    pub tcp: Option<TcpAcc>,
+    /// Next sequence numbers of the latest snapshot with meaningful ones.
+    pub next_seq: Option<NextSeq>,
+    pub send: SendPath,
+    pub recv: RecvPath,
+}
+
+impl Conn {
+    pub fn new(cookie: u64, ts: u64, series: Option<usize>) -> Conn {
+        let l = || [LayerAcc::new(series), LayerAcc::new(series)];
+        Conn {
+            cookie,
+            known: false,
+            protocol: None,
+            local: None,
+            remote: None,
+            netns: None,
+            pids: BTreeSet::new(),
+            comm: None,
+            states: Vec::new(),
+            first: ts,
+            last: ts,
+            app: AppTotals::default(),
+            layers: [l(), l(), l(), l()],
+            seg: Default::default(),
+            seg_in_wire: SegTrack::default(),
+            tcp_in_wire: LayerAcc::new(series),
+            tcp: None,
+            next_seq: None,
+            send: SendPath::default(),
+            recv: RecvPath::default(),
+        }
+    }
+
+    pub fn learn_tuple(&mut self, local: Endpoint, remote: Endpoint) {
+        if self.local.is_none() || local.is_known() {
+            self.local = Some(local);
+        }
+        if remote.is_known() {
+            self.remote = Some(remote);
+        }
+    }
+
+    /// A TCP snapshot at `ts` (`t_s` seconds into the trace).
+    pub fn tcp_sample(&mut self, ts: u64, t_s: f64, s: &Snap, series: Option<usize>) {
+        let t = self.tcp.get_or_insert_with(|| TcpAcc::new(series));
+        if !s.synchronized() && s.state != 7 {
+            return;
+        }
+        self.next_seq = Some(NextSeq {
+            snd: s.snd_nxt,
+            rcv: s.rcv_nxt,
+        });
+        for (dir, nxt) in [(OUT, s.snd_nxt), (IN, s.rcv_nxt)] {
+            if let Some(seg) = self.seg[dir].fin_end(nxt) {
+                self.layers[TCP][dir].unit(seg.ts, seg.bytes);
+            }
+        }
+        if let Some(seg) = self.seg_in_wire.fin_end(s.rcv_nxt) {
+            self.tcp_in_wire.unit(seg.ts, seg.bytes);
+        }
+        if !s.synchronized() {
+            return;
+        }
+        t.sample(ts, t_s, s);
+        self.recv.copied_seq(s.copied_seq);
+    }
+
+    /// The report of this connection. `lost`: every LOST region of the trace.
+    pub fn finish(
+        mut self,
+        origin: u64,
+        series: bool,
+        names: &RowNames,
+        lost: &[LostRegion],
+    ) -> Connection {
+        // A last data segment nothing followed ends at the latest snapshot's
+        // next sequence number.
+        if let Some(n) = self.next_seq {
+            for (dir, nxt) in [(OUT, n.snd), (IN, n.rcv)] {
+                if let Some(seg) = self.seg[dir].close(nxt) {
+                    self.layers[TCP][dir].unit(seg.ts, seg.bytes);
+                }
+            }
+            if let Some(seg) = self.seg_in_wire.close(n.rcv) {
+                self.tcp_in_wire.unit(seg.ts, seg.bytes);
+            }
+        }
+        // `tcp in` counts wire segments (IP LOCAL_IN) when IP saw them: all the
+        // bytes tcp_probe saw (IP events exist only in the recorder's namespace,
+        // and may be lost).
+        let wire = &self.tcp_in_wire;
+        let tcp_in_merged = wire.units == 0 || wire.bytes < self.layers[TCP][IN].bytes;
+        if !tcp_in_merged {
+            std::mem::swap(&mut self.layers[TCP][IN], &mut self.tcp_in_wire);
+        }
+        let lost_between = |from: f64, to: f64| -> u64 {
+            lost.iter()
+                .filter(|l| l.from_s <= to && l.to_s >= from)
+                .map(|l| l.count)
+                .sum()
+        };
+        let mut modulation = Vec::new();
+        let mut marks = Vec::new();
+        for (li, layer) in LAYERS.iter().enumerate() {
+            for (di, dir) in DIRS.iter().enumerate() {
+                let acc = &mut self.layers[li][di];
+                let (Some(first), Some(size)) = (acc.first, acc.size.stats()) else {
+                    continue;
+                };
+                let (first_s, last_s) = (secs(first, origin), secs(acc.last, origin));
+                let (unit, hook) = names.of(li, di, tcp_in_merged);
+                modulation.push(LayerRow {
+                    layer: layer.to_string(),
+                    dir: dir.to_string(),
+                    unit: unit.to_string(),
+                    hook: hook.to_string(),
+                    units: acc.units,
+                    bytes: acc.bytes,
+                    size,
+                    interval_ns: acc.interval.stats(),
+                    rate_bps: rate(acc.bytes, first, acc.last),
+                    first_s,
+                    last_s,
+                    lost_in_span: lost_between(first_s, last_s),
+                });
+                if let Some(m) = acc.marks.take() {
+                    marks.push(Marks {
+                        layer: layer.to_string(),
+                        dir: dir.to_string(),
+                        stride: m.stride,
+                        points: m
+                            .points
+                            .into_iter()
+                            .map(|p| (secs(p.ts, origin), p.size))
+                            .collect(),
+                    });
+                }
+            }
+        }
+        let coalescing = (0..2)
+            .filter(|&d| self.layers.iter().any(|l| l[d].units > 0))
+            .map(|d| {
+                let units = |l: usize| self.layers[l][d].units;
+                let (app, dev, ip) = (units(APP), units(DEV), units(IP));
+                let pk = if dev > 0 { dev } else { ip };
+                Coalescing {
+                    dir: DIRS[d].to_string(),
+                    app_calls: app,
+                    tcp_segments: units(TCP),
+                    ip_packets: ip,
+                    dev_packets: dev,
+                    packets_per_call: (app > 0 && pk > 0).then(|| pk as f64 / app as f64),
+                }
+            })
+            .collect();
+        let app_rate = |l: &LayerAcc| l.first.and_then(|f| rate(l.bytes, f, l.last));
+        self.app.out_bps = app_rate(&self.layers[APP][OUT]);
+        self.app.in_bps = app_rate(&self.layers[APP][IN]);
+        self.send.finish(self.layers[IP][OUT].units > 0);
+        self.recv.finish();
+        let mut tcp_series = Vec::new();
+        let tcp = self
+            .tcp
+            .take()
+            .filter(|t| t.samples > 0 || t.retransmits > 0)
+            .map(|mut t| {
+                if let Some(d) = t.series.take() {
+                    tcp_series = d.points;
+                }
+                t.summary()
+            });
+        let r = &self.recv;
+        let latency = Latency {
+            send: self.send.latency.stats(),
+            send_unmatched: self.send.unmatched,
+            recv: r.latency.stats(),
+            recv_unmatched: r.unmatched,
+            recv_cpu_wait: r.cpu_wait.stats(),
+            recv_cpu_wait_share: (r.delay_sum > 0).then(|| r.wait_sum as f64 / r.delay_sum as f64),
+        };
+        let series = series.then(|| ConnSeries {
+            marks,
+            tcp: tcp_series,
+            send_latency_hist: self.send.latency.histogram(40),
+            recv_latency_hist: r.latency.histogram(40),
+        });
+        let active_from_s = modulation.iter().map(|r| r.first_s).reduce(f64::min);
+        let active_to_s = modulation.iter().map(|r| r.last_s).reduce(f64::max);
+        let (first_s, last_s) = (secs(self.first, origin), secs(self.last, origin));
+        Connection {
+            cookie: self.cookie,
+            known: self.known,
+            protocol: match self.protocol {
+                Some(6) => "tcp".into(),
+                Some(17) => "udp".into(),
+                Some(p) => p.to_string(),
+                None => "?".into(),
+            },
+            local: fmt_end(self.local),
+            remote: fmt_end(self.remote),
+            netns: self.netns,
+            pids: self.pids.into_iter().collect(),
+            comm: self.comm.unwrap_or_default(),
+            states: self
+                .states
+                .iter()
+                .map(|&s| tcp_state_name(s).to_string())
+                .collect(),
+            first_s,
+            last_s,
+            active_from_s,
+            active_to_s,
+            lost_in_span: lost_between(first_s, last_s),
+            app: self.app,
+            modulation,
+            coalescing,
+            tcp,
+            latency,
+            series,
+        }
+    }
+}
+
+fn fmt_end(e: Option<Endpoint>) -> Option<String> {
+    e.map(|Endpoint { addr, port }| match addr {
+        IpAddr::V4(_) => format!("{addr}:{port}"),
+        IpAddr::V6(_) => format!("[{addr}]:{port}"),
+    })
+}
+
+fn rate(bytes: u64, first: u64, last: u64) -> Option<f64> {
+    (last > first).then(|| bytes as f64 * 8.0 / ((last - first) as f64 / 1e9))
+}

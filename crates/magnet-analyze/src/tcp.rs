@@ -1,0 +1,269 @@
+//! TCP: segments from sequence numbers, and the state snapshots (`--tcp-state`)
+//! summarised over a connection's life.
+
+use crate::dist::Dist;
+use crate::fields::{View, F};
+use crate::model::TcpSample;
+use crate::series::Decimator;
+
+pub(crate) const TCP_FIN: u64 = 0x01;
+pub(crate) const TCP_SYN: u64 = 0x02;
+pub(crate) const TCP_RST: u64 = 0x04;
+pub(crate) const TCP_ACK: u64 = 0x10;
+
+/// A sequence number and when it was seen.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SeqMark {
+    pub seq: u32,
+    pub ts: u64,
+}
+
+/// A segment whose payload is now known: when it was seen and its bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Segment {
+    pub ts: u64,
+    pub bytes: u64,
+}
+
+/// TCP payload per segment from sequence numbers: a segment's payload is known
+/// when the next new sequence number is seen.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SegTrack {
+    last: Option<SeqMark>,
+    pub retrans: u64,
+    /// A FIN segment (which may carry the last data) waiting for a snapshot
+    /// whose next sequence number tells where it ended.
+    fin: Option<SeqMark>,
+}
+
+impl SegTrack {
+    /// A segment at `seq` seen at `ts`: returns the previous one when this one
+    /// tells where it ended.
+    pub fn segment(&mut self, seq: u32, ts: u64, flags: u64) -> Option<Segment> {
+        if flags & TCP_SYN != 0 {
+            return None;
+        }
+        if flags & TCP_RST != 0 {
+            // A reset carries the next sequence number (snd_nxt): it ends the
+            // last data segment, which no other segment follows.
+            let last = self.last.take()?;
+            let d = seq.wrapping_sub(last.seq) as i32;
+            return (d > 0).then_some(Segment {
+                ts: last.ts,
+                bytes: d as u64,
+            });
+        }
+        let mut out = None;
+        match self.last {
+            None => self.last = Some(SeqMark { seq, ts }),
+            Some(last) => {
+                let d = seq.wrapping_sub(last.seq) as i32;
+                if d > 0 {
+                    out = Some(Segment {
+                        ts: last.ts,
+                        bytes: d as u64,
+                    });
+                    self.last = Some(SeqMark { seq, ts });
+                } else if d == 0 {
+                    // A later packet at the same sequence: the data after a pure
+                    // ACK, or a retransmission. The last one is what carried it.
+                    self.last = Some(SeqMark { seq, ts });
+                } else {
+                    self.retrans += 1;
+                }
+            }
+        }
+        if flags & TCP_FIN != 0 {
+            if self.last.is_some_and(|l| l.seq == seq) {
+                self.fin = Some(SeqMark { seq, ts });
+            }
+            self.last = None;
+        }
+        out
+    }
+
+    /// At the end of the trace, with the next sequence number of the latest
+    /// snapshot (snd_nxt or rcv_nxt): the last data segment, which no other
+    /// segment (a reset going the other way, the recording's end) followed.
+    pub fn close(&mut self, nxt: u32) -> Option<Segment> {
+        let last = self.last.take()?;
+        let d = nxt.wrapping_sub(last.seq) as i32;
+        (1..=1 << 20).contains(&d).then_some(Segment {
+            ts: last.ts,
+            bytes: d as u64,
+        })
+    }
+
+    /// With the next sequence number after a FIN (snd_nxt/rcv_nxt of a later
+    /// snapshot): the data the FIN segment carried, if any.
+    pub fn fin_end(&mut self, nxt: u32) -> Option<Segment> {
+        let fin = self.fin?;
+        let d = nxt.wrapping_sub(fin.seq) as i32;
+        if !(1..=1 << 20).contains(&d) {
+            return None;
+        }
+        self.fin = None;
+        (d > 1).then_some(Segment {
+            ts: fin.ts,
+            bytes: d as u64 - 1,
+        })
+    }
+}
+
+/// The TCP snapshot a record carries (with `--tcp-state`).
+pub(crate) struct Snap {
+    pub sndbuf: u32,
+    pub inflight: u32,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub srtt_us: u32,
+    pub snd_wnd: u32,
+    pub rcv_wnd: u32,
+    pub retrans_out: u32,
+    pub write_seq: u32,
+    pub copied_seq: u32,
+    pub snd_nxt: u32,
+    pub rcv_nxt: u32,
+    pub state: u8,
+}
+
+impl Snap {
+    pub fn read(v: &View) -> Option<Snap> {
+        let write_seq = v.u32(F::WriteSeq)?;
+        let snd_una = v.u32(F::SndUna)?;
+        let snd_nxt = v.u32(F::SndNxt)?;
+        Some(Snap {
+            sndbuf: write_seq.wrapping_sub(snd_una),
+            inflight: snd_nxt.wrapping_sub(snd_una),
+            cwnd: v.u32(F::SndCwnd)?,
+            ssthresh: v.u32(F::SndSsthresh)?,
+            srtt_us: v.u32(F::SrttUs)?,
+            snd_wnd: v.u32(F::SndWnd)?,
+            rcv_wnd: v.u32(F::RcvWnd)?,
+            retrans_out: v.u32(F::RetransOut)?,
+            write_seq,
+            copied_seq: v.u32(F::CopiedSeq)?,
+            snd_nxt,
+            rcv_nxt: v.u32(F::RcvNxt)?,
+            state: v.u(F::State)? as u8,
+        })
+    }
+
+    /// TCP states in which the sequence numbers of a snapshot are meaningful:
+    /// ESTABLISHED, FIN_WAIT1, FIN_WAIT2, CLOSE_WAIT, LAST_ACK, CLOSING.
+    pub fn synchronized(&self) -> bool {
+        matches!(self.state, 1 | 4 | 5 | 8 | 9 | 11)
+    }
+}
+
+/// A time-weighted sum: the value held since `since`.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    since: u64,
+    value: u32,
+}
+
+/// The snapshots of one connection, summarised.
+#[derive(Clone, Debug)]
+pub(crate) struct TcpAcc {
+    pub samples: u64,
+    pub retransmits: u64,
+    sndbuf_now: Option<Held>,
+    sndbuf_area: f64,
+    span: u64,
+    sndbuf_max: u64,
+    inflight_max: u64,
+    cwnd_min: u64,
+    cwnd_max: u64,
+    ssthresh_last: u64,
+    srtt: Dist,
+    snd_wnd_max: u64,
+    rcv_wnd_max: u64,
+    retrans_out_max: u64,
+    pub series: Option<Decimator<TcpSample>>,
+}
+
+impl TcpAcc {
+    pub fn new(series: Option<usize>) -> TcpAcc {
+        TcpAcc {
+            samples: 0,
+            retransmits: 0,
+            sndbuf_now: None,
+            sndbuf_area: 0.0,
+            span: 0,
+            sndbuf_max: 0,
+            inflight_max: 0,
+            cwnd_min: u64::MAX,
+            cwnd_max: 0,
+            ssthresh_last: 0,
+            srtt: Dist::default(),
+            snd_wnd_max: 0,
+            rcv_wnd_max: 0,
+            retrans_out_max: 0,
+            series: series.map(Decimator::new),
+        }
+    }
+
+    /// One synchronized snapshot at `ts` (`t_s` seconds into the trace).
+    pub fn sample(&mut self, ts: u64, t_s: f64, s: &Snap) {
+        self.samples += 1;
+        if let Some(h) = self.sndbuf_now {
+            let dt = ts.saturating_sub(h.since);
+            self.sndbuf_area += h.value as f64 * dt as f64;
+            self.span = self.span.saturating_add(dt);
+        }
+        self.sndbuf_now = Some(Held {
+            since: ts,
+            value: s.sndbuf,
+        });
+        self.sndbuf_max = self.sndbuf_max.max(s.sndbuf as u64);
+        self.inflight_max = self.inflight_max.max(s.inflight as u64);
+        self.cwnd_min = self.cwnd_min.min(s.cwnd as u64);
+        self.cwnd_max = self.cwnd_max.max(s.cwnd as u64);
+        self.ssthresh_last = s.ssthresh as u64;
+        if s.srtt_us > 0 {
+            self.srtt.add(s.srtt_us as u64);
+        }
+        self.snd_wnd_max = self.snd_wnd_max.max(s.snd_wnd as u64);
+        self.rcv_wnd_max = self.rcv_wnd_max.max(s.rcv_wnd as u64);
+        self.retrans_out_max = self.retrans_out_max.max(s.retrans_out as u64);
+        if let Some(d) = &mut self.series {
+            d.push(TcpSample {
+                t_s,
+                sndbuf: s.sndbuf,
+                inflight: s.inflight,
+                cwnd: s.cwnd,
+                ssthresh: s.ssthresh,
+                srtt_us: s.srtt_us,
+                snd_wnd: s.snd_wnd,
+                rcv_wnd: s.rcv_wnd,
+                retrans_out: s.retrans_out,
+            });
+        }
+    }
+
+    pub fn summary(&self) -> crate::model::TcpSummary {
+        crate::model::TcpSummary {
+            samples: self.samples,
+            retransmits: self.retransmits,
+            sndbuf_max: self.sndbuf_max,
+            sndbuf_mean: if self.span > 0 {
+                self.sndbuf_area / self.span as f64
+            } else {
+                self.sndbuf_now.map_or(0.0, |h| h.value as f64)
+            },
+            inflight_max: self.inflight_max,
+            cwnd_min: if self.cwnd_min == u64::MAX {
+                0
+            } else {
+                self.cwnd_min
+            },
+            cwnd_max: self.cwnd_max,
+            ssthresh_last: self.ssthresh_last,
+            srtt_us: self.srtt.stats(),
+            snd_wnd_max: self.snd_wnd_max,
+            rcv_wnd_max: self.rcv_wnd_max,
+            retrans_out_max: self.retrans_out_max,
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Conventions every magnet command shares (issue 14):
+//!
+//! - [`units`]: durations and sizes, parsed one way everywhere;
+//! - [`stop`]: one stop flag set by SIGINT/SIGTERM (and a reload flag for SIGHUP);
+//! - [`exit`]: one exit-code table, documented in docs/exit-codes.md.
+
+pub mod exit;
+pub mod stop;
+pub mod units;

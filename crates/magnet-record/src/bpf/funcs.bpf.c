@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * record --funcs: the entry of every selected kernel function that takes an
+ * skb (magnet funcs' selection; magnet-funcs picks the functions and the
+ * parameter that holds the skb). One program per parameter position, as a
+ * kprobe (one per function) or a kprobe-multi (one link for all of them);
+ * user space loads the set the kernel supports.
+ *
+ * A record names the function and its caller by address (user space puts the
+ * names in the trace header), and the packet by the recorder's packet id when
+ * it has one (after LOCAL_OUT on transmit, after the driver on receive) and by
+ * its skb address and footprint always. Kept: packets that have an id, and any
+ * skb met in a traced task (the sending path before the packet's birth).
+ *
+ * Included at the end of record.bpf.c: the maps and helpers there are shared.
+ */
+
+static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff *skb)
+{
+	if (!skb)
+		return 0;
+	__u64 a = (__u64)skb;
+	__u64 head = (__u64)BPF_CORE_READ(skb, head);
+	__u64 id = 0;
+	struct pkt_slot *slot = pkt_slot(a);
+	if (slot && slot->skb == a && slot->head == head)
+		id = slot->id;
+	if (!id && !task_traced())
+		return 0;
+	if (!id && filter_tasks) {
+		/* A traced task's own sends only: the skb belongs to a socket. */
+		if (!BPF_CORE_READ(skb, sk))
+			return 0;
+	}
+	struct mg_func *r;
+	if (!RESERVE(r, sizeof(*r), MG_FUNC))
+		return 0;
+	fill_hdr(&r->hdr, MG_FUNC, 0);
+	r->func = bpf_get_func_ip(ctx);
+	__u64 ret = 0;
+	bpf_probe_read_kernel(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
+	r->caller = ret;
+	r->skb = a;
+	r->pkt_id = id;
+	r->len = BPF_CORE_READ(skb, len);
+	struct pkt_info pi = {};
+	__u16 nh = BPF_CORE_READ(skb, network_header);
+	if (nh != (__u16)~0U && nh != 0 && head)
+		parse_l3((void *)(head + nh), &pi);
+	r->version = pi.ok ? pi.version : 0;
+	r->protocol = pi.protocol;
+	r->ip_id = pi.ip_id;
+	r->sport = pi.sport;
+	r->dport = pi.dport;
+	r->tcp_flags = pi.tcp_flags;
+	__builtin_memset(r->_pad0, 0, sizeof(r->_pad0));
+	__builtin_memcpy(r->saddr, pi.saddr, 16);
+	__builtin_memcpy(r->daddr, pi.daddr, 16);
+	submit(r);
+	return 0;
+}
+
+#define FUNC_PROGS(n)                                                             \
+	SEC("kprobe")                                                             \
+	int func_skb##n(struct pt_regs *ctx)                                      \
+	{                                                                         \
+		return func_event(ctx, (const struct sk_buff *)PT_REGS_PARM##n(ctx)); \
+	}                                                                         \
+	SEC("kprobe.multi")                                                       \
+	int func_skb##n##_multi(struct pt_regs *ctx)                              \
+	{                                                                         \
+		return func_event(ctx, (const struct sk_buff *)PT_REGS_PARM##n(ctx)); \
+	}
+
+FUNC_PROGS(1)
+FUNC_PROGS(2)
+FUNC_PROGS(3)
+FUNC_PROGS(4)
+FUNC_PROGS(5)

@@ -1,0 +1,176 @@
+//! `record --funcs`: entry probes on kernel functions that take an skb
+//! (`funcs.bpf.c`), attached as one kprobe-multi link per skb position where
+//! the kernel has kprobe-multi, else as one kprobe per function. The functions
+//! and the parameter holding each one's skb come from the caller (magnet-funcs
+//! selects them); their names go in the trace header once, by address.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use libbpf_rs::{Link, Object};
+use magnet_kernel::Features;
+use magnet_trace::{Header, LayerSource};
+
+/// Header enum table naming function addresses (the record's `func` field).
+pub const FUNC_TABLE: &str = "kfunc";
+/// Header table: function address -> the next kernel symbol's address, so a
+/// caller's return address can be placed inside a named function.
+pub const FUNC_END_TABLE: &str = "kfunc_end";
+
+pub(crate) struct Plan {
+    by_pos: [Vec<String>; 5],
+    multi: bool,
+    /// Why function probes cannot work here (None: they can).
+    no: Option<String>,
+}
+
+fn prog_name(pos: usize, multi: bool) -> String {
+    if multi {
+        format!("func_skb{pos}_multi")
+    } else {
+        format!("func_skb{pos}")
+    }
+}
+
+impl Plan {
+    pub fn new(funcs: &[(String, u8)], f: &Features) -> Plan {
+        let mut by_pos: [Vec<String>; 5] = Default::default();
+        for (name, pos) in funcs {
+            if (1..=5).contains(pos) {
+                by_pos[*pos as usize - 1].push(name.clone());
+            }
+        }
+        let multi = f.kprobe_multi.is_yes();
+        let no = if funcs.is_empty() || multi || f.kprobe.is_yes() {
+            None
+        } else {
+            Some(format!(
+                "no kprobes or kprobe-multi on this kernel ({}): kprobe: {}; kprobe-multi: {}",
+                f.release,
+                f.kprobe.reason(),
+                f.kprobe_multi.reason()
+            ))
+        };
+        Plan { by_pos, multi, no }
+    }
+
+    /// Whether `prog` (a program of funcs.bpf.c) is to be loaded.
+    pub fn wants(&self, prog: &str) -> bool {
+        self.no.is_none()
+            && (1..=5).any(|p| !self.by_pos[p - 1].is_empty() && prog == prog_name(p, self.multi))
+    }
+
+    /// Attaches the programs and names the functions in the header.
+    pub fn attach(&self, object: &Object, header: &mut Header) -> (LayerSource, Vec<Link>) {
+        let mut src = LayerSource {
+            layer: "func".into(),
+            hooks: Vec::new(),
+            missing: Vec::new(),
+        };
+        let mut links = Vec::new();
+        if let Some(why) = &self.no {
+            src.missing.push(format!(
+                "function probes not recorded: {why}; the other layers still record"
+            ));
+            return (src, links);
+        }
+        if !self.multi {
+            // One kprobe is one perf event, one file descriptor each.
+            let n: usize = self.by_pos.iter().map(Vec::len).sum();
+            raise_nofile(n as u64 + 4096);
+        }
+        let started = Instant::now();
+        let mut attached = Vec::new();
+        let mut failed = Vec::new();
+        for pos in 1..=5 {
+            let names = &self.by_pos[pos - 1];
+            if names.is_empty() {
+                continue;
+            }
+            let pname = prog_name(pos, self.multi);
+            let Some(prog) = object.progs_mut().find(|p| p.name() == pname.as_str()) else {
+                failed.push((pname, "program missing from the BPF object".to_string()));
+                continue;
+            };
+            let a = magnet_kernel::attach::attach_kprobes(&prog, names, false, self.multi);
+            links.extend(a.links);
+            attached.extend(a.funcs);
+            failed.extend(a.failed);
+        }
+        let secs = started.elapsed().as_secs_f64();
+        src.hooks.push(format!(
+            "{} on {} functions (attached in {secs:.2} s)",
+            if self.multi { "kprobe.multi" } else { "kprobe" },
+            attached.len()
+        ));
+        if !failed.is_empty() {
+            src.missing.push(format!(
+                "{} functions could not be probed (first: {}: {})",
+                failed.len(),
+                failed[0].0,
+                failed[0].1
+            ));
+        }
+        let (names, ends) = kallsyms_names(&attached);
+        header.enums.insert(FUNC_TABLE.into(), names);
+        header.enums.insert(FUNC_END_TABLE.into(), ends);
+        (src, links)
+    }
+}
+
+/// Raises the open-file limit to at least `want` (up to what root may set).
+fn raise_nofile(want: u64) {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit with a valid pointer to a local.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 || r.rlim_cur >= want {
+            return;
+        }
+        let mut n = libc::rlimit {
+            rlim_cur: want,
+            rlim_max: r.rlim_max.max(want),
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &n) != 0 {
+            n.rlim_cur = r.rlim_max;
+            n.rlim_max = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &n);
+        }
+    }
+}
+
+/// Addresses of `funcs` from /proc/kallsyms (each also at +4: on kernels with
+/// IBT a kprobe sits past the ENDBR and reports that address), and each
+/// function's end (the next symbol's address).
+fn kallsyms_names(funcs: &[String]) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let mut names = BTreeMap::new();
+    let mut ends = BTreeMap::new();
+    let Ok(text) = std::fs::read_to_string("/proc/kallsyms") else {
+        return (names, ends);
+    };
+    let want: std::collections::HashSet<&str> = funcs.iter().map(String::as_str).collect();
+    let mut syms: Vec<(u64, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+            let ty = it.next()?;
+            let name = it.next()?;
+            matches!(ty, "t" | "T").then_some((addr, name))
+        })
+        .collect();
+    syms.sort_unstable();
+    for (i, &(addr, name)) in syms.iter().enumerate() {
+        if addr == 0 || !want.contains(name) || names.contains_key(&addr.to_string()) {
+            continue;
+        }
+        names.insert(addr.to_string(), name.to_string());
+        names.insert((addr + 4).to_string(), name.to_string());
+        if let Some(&(next, _)) = syms[i + 1..].iter().find(|(a, _)| *a > addr) {
+            ends.insert(addr.to_string(), next.to_string());
+        }
+    }
+    (names, ends)
+}
