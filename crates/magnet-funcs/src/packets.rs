@@ -223,6 +223,21 @@ impl<'h> Paths<'h> {
             0
         };
         let id = ev.u64("pkt_id").unwrap_or(0);
+        // A clone (TCP's transmit copy) takes its parent's earlier function
+        // events: the parent never gets a packet id of its own.
+        let parent = if is_func {
+            ev.u64("parent").unwrap_or(0)
+        } else {
+            0
+        };
+        if parent != 0 && parent != skb && skb != 0 {
+            if let Some(mut early) = self.pending.remove(&parent) {
+                let mine = self.pending.entry(skb).or_default();
+                early.append(mine);
+                early.sort_by_key(|s| s.ts_ns);
+                *mine = early;
+            }
+        }
         if id == 0 {
             if is_func && skb != 0 {
                 let what = self.func_what(&ev);

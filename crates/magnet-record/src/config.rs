@@ -192,6 +192,11 @@ pub struct RecordConfig {
     /// parameter (1-5) that holds its skb (magnet-funcs chooses them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub funcs: Vec<(String, u8)>,
+    /// record --funcs: further kernel functions named in the trace header (not
+    /// probed), so that callers outside the probed set have names (magnet
+    /// funcs' whole selection: tcp_connect takes a socket that nests skbs).
+    #[serde(skip)]
+    pub func_names: Vec<String>,
 }
 
 mod duration_ms {
@@ -217,6 +222,7 @@ impl RecordConfig {
             poll_interval: Duration::from_millis(10),
             output,
             funcs: Vec::new(),
+            func_names: Vec::new(),
         }
     }
 

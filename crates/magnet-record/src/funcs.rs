@@ -20,6 +20,8 @@ pub const FUNC_END_TABLE: &str = "kfunc_end";
 pub(crate) struct Plan {
     by_pos: [Vec<String>; 5],
     multi: bool,
+    /// Functions named in the header but not probed (callers).
+    named: Vec<String>,
     /// Why function probes cannot work here (None: they can).
     no: Option<String>,
 }
@@ -33,7 +35,7 @@ fn prog_name(pos: usize, multi: bool) -> String {
 }
 
 impl Plan {
-    pub fn new(funcs: &[(String, u8)], f: &Features) -> Plan {
+    pub fn new(funcs: &[(String, u8)], named: &[String], f: &Features) -> Plan {
         let mut by_pos: [Vec<String>; 5] = Default::default();
         for (name, pos) in funcs {
             if (1..=5).contains(pos) {
@@ -51,7 +53,12 @@ impl Plan {
                 f.kprobe_multi.reason()
             ))
         };
-        Plan { by_pos, multi, no }
+        Plan {
+            by_pos,
+            multi,
+            named: named.to_vec(),
+            no,
+        }
     }
 
     /// Whether `prog` (a program of funcs.bpf.c) is to be loaded.
@@ -111,7 +118,7 @@ impl Plan {
                 failed[0].1
             ));
         }
-        let (names, ends) = kallsyms_names(&attached);
+        let (names, ends) = kallsyms_names(&attached, &self.named);
         header.enums.insert(FUNC_TABLE.into(), names);
         header.enums.insert(FUNC_END_TABLE.into(), ends);
         (src, links)
@@ -143,14 +150,19 @@ fn raise_nofile(want: u64) {
 
 /// Addresses of `funcs` from /proc/kallsyms (each also at +4: on kernels with
 /// IBT a kprobe sits past the ENDBR and reports that address), and each
-/// function's end (the next symbol's address).
-fn kallsyms_names(funcs: &[String]) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+/// function's end (the next symbol's address); `named` (callers) at their
+/// address only.
+fn kallsyms_names(
+    funcs: &[String],
+    named: &[String],
+) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
     let mut names = BTreeMap::new();
     let mut ends = BTreeMap::new();
     let Ok(text) = std::fs::read_to_string("/proc/kallsyms") else {
         return (names, ends);
     };
     let want: std::collections::HashSet<&str> = funcs.iter().map(String::as_str).collect();
+    let also: std::collections::HashSet<&str> = named.iter().map(String::as_str).collect();
     let mut syms: Vec<(u64, &str)> = text
         .lines()
         .filter_map(|l| {
@@ -163,11 +175,14 @@ fn kallsyms_names(funcs: &[String]) -> (BTreeMap<String, String>, BTreeMap<Strin
         .collect();
     syms.sort_unstable();
     for (i, &(addr, name)) in syms.iter().enumerate() {
-        if addr == 0 || !want.contains(name) || names.contains_key(&addr.to_string()) {
+        let probed = want.contains(name);
+        if addr == 0 || !(probed || also.contains(name)) || names.contains_key(&addr.to_string()) {
             continue;
         }
         names.insert(addr.to_string(), name.to_string());
-        names.insert((addr + 4).to_string(), name.to_string());
+        if probed {
+            names.insert((addr + 4).to_string(), name.to_string());
+        }
         if let Some(&(next, _)) = syms[i + 1..].iter().find(|(a, _)| *a > addr) {
             ends.insert(addr.to_string(), next.to_string());
         }

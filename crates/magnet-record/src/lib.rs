@@ -83,7 +83,7 @@ mod layout {
             types::mg_func,
             [
                 func, caller, skb, pkt_id, len, ip_id, version, protocol, sport, dport, tcp_flags,
-                saddr, daddr
+                saddr, daddr, parent
             ]
         );
 

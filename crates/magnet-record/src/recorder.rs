@@ -830,7 +830,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             .flat_map(|p| p.hooks.iter())
             .any(|h| h.progs.iter().any(|(p, _)| *p == name))
     };
-    let func_plan = crate::funcs::Plan::new(&config.funcs, &kernel.features);
+    let func_plan = crate::funcs::Plan::new(&config.funcs, &config.func_names, &kernel.features);
     let wanted = |chosen: &[Choice], name: &str| -> bool {
         if in_hooks(name) {
             return chosen.iter().any(|c| {

@@ -571,7 +571,7 @@ impl Catalog {
             "func",
             "func",
             "kprobe/* (record --funcs)",
-            104,
+            112,
             Layout::body()
                 .named("func", Hex64, "kfunc")
                 .f("caller", Hex64)
@@ -586,7 +586,8 @@ impl Catalog {
                 .f("tcp_flags", U8)
                 .pad(3)
                 .f("saddr", Addr)
-                .f("daddr", Addr),
+                .f("daddr", Addr)
+                .f("parent", Hex64),
         );
 
         Catalog {

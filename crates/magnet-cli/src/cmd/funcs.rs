@@ -257,8 +257,9 @@ fn why(
 }
 
 /// `record --funcs SPEC`: the functions to probe on the running kernel, each
-/// with the parameter (1-5) that holds its `struct sk_buff *`.
-pub fn resolve_spec(spec: &str) -> Result<Vec<(String, u8)>> {
+/// with the parameter (1-5) that holds its `struct sk_buff *`, and the names of
+/// the whole selection (to name callers in the trace).
+pub fn resolve_spec(spec: &str) -> Result<(Vec<(String, u8)>, Vec<String>)> {
     let (btf, _) = Btf::running(true)?;
     let sel = select(&btf, Rules::default());
     let avail = ftrace::running_available().ok().map(|(_, s)| s);
@@ -303,7 +304,9 @@ pub fn resolve_spec(spec: &str) -> Result<Vec<(String, u8)>> {
     }
     out.sort();
     out.dedup_by(|a, b| a.0 == b.0);
-    Ok(out)
+    // The whole selection is named in the trace: callers outside the probed set.
+    let named = sel.funcs.values().map(|f| f.name.clone()).collect();
+    Ok((out, named))
 }
 
 /// Shell-style `*` and `?` matching.

@@ -160,7 +160,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     config.kinds = args.kinds.clone().unwrap_or_default();
     config.tcp_state = args.tcp_state;
     if let Some(spec) = &args.funcs {
-        config.funcs = super::funcs::resolve_spec(spec)?;
+        (config.funcs, config.func_names) = super::funcs::resolve_spec(spec)?;
     }
     config.set_buffer(args.buffer);
     config.filters = Filters {

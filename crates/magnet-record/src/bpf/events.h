@@ -256,6 +256,7 @@ struct mg_func {
 	__u8 _pad0[3];
 	__u8 saddr[16];
 	__u8 daddr[16];
+	__u64 parent;   /* a clone's parent skb (TCP's fclone pair), else 0 */
 };
 
 /* Per-CPU counters read by user space at the end of a run. */

@@ -11,6 +11,9 @@
  * it has one (after LOCAL_OUT on transmit, after the driver on receive) and by
  * its skb address and footprint always. Kept: packets that have an id, and any
  * skb met in a traced task (the sending path before the packet's birth).
+ * A clone of an fclone pair (TCP's transmit copy) names its parent skb, so
+ * that the parent's functions (tcp_connect -> __tcp_transmit_skb) join the
+ * packet the clone becomes.
  *
  * Included at the end of record.bpf.c: the maps and helpers there are shared.
  */
@@ -27,9 +30,13 @@ static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff 
 		id = slot->id;
 	if (!id && !task_traced())
 		return 0;
+	/* TCP's queued skbs are fclone originals: the clone sent down the stack is
+	 * the second skb of the pair (skb_clone), and names it as its parent. */
+	__u8 fclone = BPF_CORE_READ_BITFIELD_PROBED(skb, fclone);
 	if (!id && filter_tasks) {
-		/* A traced task's own sends only: the skb belongs to a socket. */
-		if (!BPF_CORE_READ(skb, sk))
+		/* A traced task's own sends only: the skb belongs to a socket, or is
+		 * a TCP write-queue skb (no owner until its clone goes down). */
+		if (!BPF_CORE_READ(skb, sk) && fclone != SKB_FCLONE_ORIG)
 			return 0;
 	}
 	struct mg_func *r;
@@ -56,6 +63,9 @@ static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff 
 	__builtin_memset(r->_pad0, 0, sizeof(r->_pad0));
 	__builtin_memcpy(r->saddr, pi.saddr, 16);
 	__builtin_memcpy(r->daddr, pi.daddr, 16);
+	r->parent = fclone == SKB_FCLONE_CLONE
+			    ? a - bpf_core_field_offset(struct sk_buff_fclones, skb2)
+			    : 0;
 	submit(r);
 	return 0;
 }
