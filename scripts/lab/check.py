@@ -14,6 +14,9 @@ Checks, for every file:
     for every default layer;
   - every layer alone: exit 0 with its hooks named in the trace (and events, for the layers
     the workload must show), or a one-line error naming the layer, the hook and what is missing;
+  - `record --funcs` on 11 transmit/receive functions: where the kernel has function
+    probes (6.1, 6.12), the SYN's path from `magnet packets` runs __tcp_transmit_skb <- tcp_connect,
+    skb_clone, __ip_queue_xmit, ip_output, dev_hard_start_xmit in that order; elsewhere one note;
   - (guests) nothing left behind by a recording of every layer and kind and a 200 ms
     `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc.
 Prints a table of the rows per kernel; exits 1 on the first file with failures (after all).
@@ -23,6 +26,7 @@ import sys
 
 DEFAULT_LAYERS = ["app", "tcp", "ip", "dev"]
 named_missing = {}
+funcs_path = {}
 MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
 
 
@@ -179,6 +183,43 @@ def judge(path, ref_udp=None):
         )
     named_missing[kernel] = err if rc != "0" else "recorded (netfilter links)"
 
+    fn = s.get("funcs", [])
+    rc = next((l[3:] for l in fn if l.startswith("rc ")), "?")
+    js = []
+    for l in fn:
+        if l[:1] in "{[":
+            try:
+                js.append(json.loads(l))
+            except ValueError:
+                js.append(None)
+    if need(rc == "0" and len(js) == 3 and all(j is not None for j in js), f"record --funcs: exit {rc}, {len(js)} JSON lines"):
+        info, hs, pk = js
+        src = next((x for x in info.get("sources", []) if x["layer"] == "func"), None)
+        if need(src is not None, "record --funcs: no func source in the header"):
+            if expect is not None:
+                need(src["hooks"], f"record --funcs: no function probes on {kernel}: {src}")
+            if not src["hooks"]:
+                need(len(src["missing"]) == 1 and "function probes not recorded" in src["missing"][0],
+                     f"record --funcs without probes: want one note, got {src['missing']}")
+                need(((info.get("kinds") or {}).get("func") or {}).get("events", 0) == 0,
+                     "record --funcs without probes: func events recorded")
+            else:
+                syn = hs[0][0]["pkt_id"] if hs and hs[0] else None
+                path = next((p for p in pk if p["pkt_id"] == syn), None)
+                whats = [st["what"] for st in (path or {}).get("steps", []) if st["layer"] == "func"]
+                want = ["__tcp_transmit_skb <- tcp_connect", "skb_clone", "__ip_queue_xmit", "ip_output",
+                        "dev_hard_start_xmit"]
+                at, ok = 0, True
+                for w in want:
+                    i = next((j for j in range(at, len(whats)) if whats[j] == w or whats[j].startswith(w + " ")), None)
+                    if i is None:
+                        ok = False
+                        break
+                    at = i + 1
+                need(ok and whats and whats[0] == want[0],
+                     f"record --funcs: the SYN's path is not {' -> '.join(want)} in order: {whats}")
+                funcs_path[kernel] = " -> ".join(w.split(" ")[0] for w in whats[:6]) + " ..."
+
     if "leftovers" in s:
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)
         need(lo.get("rc") == "0", f"recording every layer and kind exited {lo.get('rc')}")
@@ -207,6 +248,8 @@ def main():
         print(f"  {' '.join(key):<16} " + " | ".join(cells))
     for k, line in named_missing.items():
         print(f"--layers ip, fentry denied, on {k}: {line}")
+    for k, line in funcs_path.items():
+        print(f"record --funcs, the SYN's path on {k}: {line}")
     bad = 0
     for k, f, _ in results:
         if f:

@@ -1,7 +1,8 @@
 //! `record --funcs` on this host. Where the kernel has no function probes
 //! (6.18 here: no kprobes, no kprobe-multi) the recording still holds exactly
 //! the workload's events and one layer note says why; where it has them, the
-//! SYN's path holds the functions of the transmit path in order. ~2 s.
+//! SYN's path holds the functions of the transmit path in order, from
+//! `__tcp_transmit_skb <- tcp_connect` on the queued skb through its clone. ~2 s.
 //! (Debian's 6.1 and 6.12 are exercised in the QEMU lab: docs/funcs.md.)
 
 mod common;
@@ -84,6 +85,13 @@ fn funcs_auto_records_or_says_why_not() {
         .stdout,
     )
     .unwrap();
+    let whats: Vec<&str> = p[0]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["layer"] == "func")
+        .map(|s| s["what"].as_str().unwrap())
+        .collect();
     let names: Vec<String> = p[0]["steps"]
         .as_array()
         .unwrap()
@@ -105,6 +113,13 @@ fn funcs_auto_records_or_says_why_not() {
             .position(|n| n == f)
             .unwrap_or_else(|| panic!("{f} in {names:?}"))
     };
+    // The write-queue skb's transmit (its clone is the packet) comes first.
+    let connect = whats
+        .iter()
+        .position(|w| *w == "__tcp_transmit_skb <- tcp_connect")
+        .unwrap_or_else(|| panic!("__tcp_transmit_skb <- tcp_connect in {whats:?}"));
+    assert!(connect < at("skb_clone"));
+    assert!(at("skb_clone") < at("__ip_queue_xmit"));
     assert!(at("__ip_queue_xmit") < at("ip_output"));
     assert!(at("ip_output") < at("dev_hard_start_xmit"));
 }
