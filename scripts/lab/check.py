@@ -17,6 +17,8 @@ Checks, for every file:
   - `record --funcs` on 11 transmit/receive functions: where the kernel has function
     probes (6.1, 6.12), the SYN's path from `magnet packets` runs __tcp_transmit_skb <- tcp_connect,
     skb_clone, __ip_queue_xmit, ip_output, dev_hard_start_xmit in that order; elsewhere one note;
+    again with --func-exits: as many returns as entries, every SYN step with its time inside,
+    and each caller's time enclosing its callees' on that path;
   - (guests) nothing left behind by a recording of every layer and kind and a 200 ms
     `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc.
 Prints a table of the rows per kernel; exits 1 on the first file with failures (after all).
@@ -27,6 +29,7 @@ import sys
 DEFAULT_LAYERS = ["app", "tcp", "ip", "dev"]
 named_missing = {}
 funcs_path = {}
+funcs_in = {}
 MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
 
 
@@ -61,6 +64,66 @@ def first_json(lines):
 
 def rows(conn):
     return {(m["layer"], m["dir"]): (m["units"], m["bytes"]) for m in conn.get("modulation", [])}
+
+
+def check_funcs(sec, fn, kernel, probes_expected, need):
+    """record --funcs [--func-exits] on 11 functions: the SYN's path, in order."""
+    exits = sec.endswith("--func-exits")
+    rc = next((l[3:] for l in fn if l.startswith("rc ")), "?")
+    js = []
+    for l in fn:
+        if l[:1] in "{[":
+            try:
+                js.append(json.loads(l))
+            except ValueError:
+                js.append(None)
+    if not need(rc == "0" and len(js) == 3 and all(j is not None for j in js), f"{sec}: exit {rc}, {len(js)} JSON lines"):
+        return
+    info, hs, pk = js
+    kinds = info.get("kinds") or {}
+    src = next((x for x in info.get("sources", []) if x["layer"] == "func"), None)
+    if not need(src is not None, f"{sec}: no func source in the header"):
+        return
+    if probes_expected:
+        need(src["hooks"], f"{sec}: no function probes on {kernel}: {src}")
+    if not src["hooks"]:
+        need(len(src["missing"]) == 1 and "function probes not recorded" in src["missing"][0],
+             f"{sec} without probes: want one note, got {src['missing']}")
+        need((kinds.get("func") or {}).get("events", 0) == 0, f"{sec} without probes: func events recorded")
+        return
+    syn = hs[0][0]["pkt_id"] if hs and hs[0] else None
+    path = next((p for p in pk if p["pkt_id"] == syn), None)
+    steps = [st for st in (path or {}).get("steps", []) if st["layer"] == "func"]
+    whats = [st["what"] for st in steps]
+    want = ["__tcp_transmit_skb <- tcp_connect", "skb_clone", "__ip_queue_xmit", "ip_output", "dev_hard_start_xmit"]
+    at, ok, pos = 0, True, {}
+    for w in want:
+        i = next((j for j in range(at, len(whats)) if whats[j] == w or whats[j].startswith(w + " ")), None)
+        if i is None:
+            ok = False
+            break
+        pos[w] = i
+        at = i + 1
+    need(ok and whats and whats[0] == want[0],
+         f"{sec}: the SYN's path is not {' -> '.join(want)} in order: {whats}")
+    funcs_path[kernel] = " -> ".join(w.split(" ")[0] for w in whats[:6]) + " ..."
+    if not exits:
+        return
+    # Every recorded entry returned within the recording, and each function's
+    # time encloses the functions it called on the SYN's path.
+    n_in, n_out = (kinds.get("func") or {}).get("events"), (kinds.get("func_exit") or {}).get("events")
+    need(n_in and n_in == n_out, f"{sec}: {n_in} function entries but {n_out} returns")
+    need(all("in_ns" in st for st in steps), f"{sec}: SYN steps without their time inside: {steps}")
+    if ok and all("in_ns" in st for st in steps):
+        def span(w):
+            st = steps[pos[w]]
+            return st["ts_ns"], st["ts_ns"] + st["in_ns"]
+        for outer, inner in [("__tcp_transmit_skb <- tcp_connect", "skb_clone"),
+                             ("__tcp_transmit_skb <- tcp_connect", "__ip_queue_xmit"),
+                             ("__ip_queue_xmit", "ip_output"), ("ip_output", "dev_hard_start_xmit")]:
+            (a, b), (c, d) = span(outer), span(inner)
+            need(a <= c and d <= b, f"{sec}: {inner} [{c}, {d}] not inside {outer} [{a}, {b}]")
+        funcs_in[kernel] = ", ".join(f"{w.split(' ')[0]} {steps[pos[w]]['in_ns'] / 1000:.0f} us" for w in want)
 
 
 def judge(path, ref_udp=None):
@@ -183,42 +246,8 @@ def judge(path, ref_udp=None):
         )
     named_missing[kernel] = err if rc != "0" else "recorded (netfilter links)"
 
-    fn = s.get("funcs", [])
-    rc = next((l[3:] for l in fn if l.startswith("rc ")), "?")
-    js = []
-    for l in fn:
-        if l[:1] in "{[":
-            try:
-                js.append(json.loads(l))
-            except ValueError:
-                js.append(None)
-    if need(rc == "0" and len(js) == 3 and all(j is not None for j in js), f"record --funcs: exit {rc}, {len(js)} JSON lines"):
-        info, hs, pk = js
-        src = next((x for x in info.get("sources", []) if x["layer"] == "func"), None)
-        if need(src is not None, "record --funcs: no func source in the header"):
-            if expect is not None:
-                need(src["hooks"], f"record --funcs: no function probes on {kernel}: {src}")
-            if not src["hooks"]:
-                need(len(src["missing"]) == 1 and "function probes not recorded" in src["missing"][0],
-                     f"record --funcs without probes: want one note, got {src['missing']}")
-                need(((info.get("kinds") or {}).get("func") or {}).get("events", 0) == 0,
-                     "record --funcs without probes: func events recorded")
-            else:
-                syn = hs[0][0]["pkt_id"] if hs and hs[0] else None
-                path = next((p for p in pk if p["pkt_id"] == syn), None)
-                whats = [st["what"] for st in (path or {}).get("steps", []) if st["layer"] == "func"]
-                want = ["__tcp_transmit_skb <- tcp_connect", "skb_clone", "__ip_queue_xmit", "ip_output",
-                        "dev_hard_start_xmit"]
-                at, ok = 0, True
-                for w in want:
-                    i = next((j for j in range(at, len(whats)) if whats[j] == w or whats[j].startswith(w + " ")), None)
-                    if i is None:
-                        ok = False
-                        break
-                    at = i + 1
-                need(ok and whats and whats[0] == want[0],
-                     f"record --funcs: the SYN's path is not {' -> '.join(want)} in order: {whats}")
-                funcs_path[kernel] = " -> ".join(w.split(" ")[0] for w in whats[:6]) + " ..."
+    for sec in ["funcs", "funcs--func-exits"]:
+        check_funcs(sec, s.get(sec, []), kernel, expect is not None, need)
 
     if "leftovers" in s:
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)
@@ -250,6 +279,8 @@ def main():
         print(f"--layers ip, fentry denied, on {k}: {line}")
     for k, line in funcs_path.items():
         print(f"record --funcs, the SYN's path on {k}: {line}")
+    for k, line in funcs_in.items():
+        print(f"record --funcs --func-exits, time in (TCG) on {k}: {line}")
     bad = 0
     for k, f, _ in results:
         if f:

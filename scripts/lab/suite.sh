@@ -37,22 +37,25 @@ MAGNET_HOOKS_DENY=fentry,fexit "$m" record -q --layers ip -o "$dir/nm.mgt" -- "$
 echo "rc $?"
 echo "lines $(wc -l < "$dir/nm.err")"
 echo "stderr $(tail -n 1 "$dir/nm.err")"
-echo "== funcs"
 # record --funcs on a few functions of the TCP transmit and receive paths; the
 # SYN's path (magnet packets) must run from __tcp_transmit_skb <- tcp_connect
-# through its clone down to dev_hard_start_xmit, where the kernel has probes.
+# through its clone down to dev_hard_start_xmit, where the kernel has probes;
+# again with return probes (--func-exits): every step with its time inside.
 F='__tcp_transmit_skb,skb_clone,ip_queue_xmit,__ip_queue_xmit,__ip_local_out,ip_output'
 F="$F,ip_finish_output2,__dev_queue_xmit,dev_hard_start_xmit,ip_rcv,tcp_v4_rcv"
-"$m" record -q --layers tcp,ip,dev --funcs "$F" -o "$dir/funcs.mgt" -- "$m" loadgen --tcp 2x1k \
-    > /dev/null 2> "$dir/funcs.err"
-echo "rc $?"
-echo "stderr $(tail -n 1 "$dir/funcs.err")"
-"$m" info --json "$dir/funcs.mgt" | tr -d '\n'
-echo
-"$m" packets --handshake --json "$dir/funcs.mgt" | tr -d '\n'
-echo
-"$m" packets --json "$dir/funcs.mgt" | tr -d '\n'
-echo
+for x in "" --func-exits; do
+    echo "== funcs$x"
+    "$m" record -q --layers tcp,ip,dev --funcs "$F" $x -o "$dir/funcs.mgt" -- "$m" loadgen --tcp 2x1k \
+        > /dev/null 2> "$dir/funcs.err"
+    echo "rc $?"
+    echo "stderr $(tail -n 1 "$dir/funcs.err")"
+    "$m" info --json "$dir/funcs.mgt" | tr -d '\n'
+    echo
+    "$m" packets --handshake --json "$dir/funcs.mgt" | tr -d '\n'
+    echo
+    "$m" packets --json "$dir/funcs.mgt" | tr -d '\n'
+    echo
+done
 if [ "$2" = "--leftovers" ]; then
     echo "== leftovers"
     # every layer and kind at once, then count what is left

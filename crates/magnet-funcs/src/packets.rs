@@ -64,6 +64,13 @@ pub struct Step {
     /// The function's name for function events; the interface index for
     /// device events; empty otherwise.
     pub what: String,
+    /// Time in the function, entry to return (function events of a trace
+    /// recorded with `--func-exits` whose return was recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_ns: Option<u64>,
+    /// (task, function) of a function event, to find its return.
+    #[serde(skip)]
+    call: Option<(u64, u64)>,
 }
 
 /// A packet and the path it took.
@@ -150,6 +157,10 @@ pub struct Paths<'h> {
     /// Function events of an skb that has no packet id yet (the sending path
     /// before LOCAL_OUT), by skb address: they join the packet the skb becomes.
     pending: HashMap<u64, Vec<Step>>,
+    /// Entries not yet returned, by (task, function): their times, innermost last.
+    calls: HashMap<(u64, u64), Vec<u64>>,
+    /// Time in the function by (task, function, entry time).
+    returned: HashMap<(u64, u64, u64), u64>,
 }
 
 /// Header tables written by `record --funcs`: function address -> name, and
@@ -180,6 +191,8 @@ impl<'h> Paths<'h> {
             paths: Vec::new(),
             funcs,
             pending: HashMap::new(),
+            calls: HashMap::new(),
+            returned: HashMap::new(),
         }
     }
 
@@ -215,8 +228,25 @@ impl<'h> Paths<'h> {
             bytes: &rec.bytes,
             desc,
         };
-        let is_func = desc.layer == "func";
         let ts = rec.ts_ns();
+        // The kernel runs one function call on one task (the idle task: per CPU).
+        let task = match rec.tid() {
+            0 => (1 << 63) | u64::from(rec.cpu()),
+            t => u64::from(t),
+        };
+        if desc.name == "func_exit" {
+            let f = ev.u64("func").unwrap_or(0);
+            if let Some(entry) = self.calls.get_mut(&(task, f)).and_then(Vec::pop) {
+                self.returned
+                    .insert((task, f, entry), ts.saturating_sub(entry));
+            }
+            return;
+        }
+        let is_func = desc.layer == "func";
+        let call = is_func.then(|| (task, ev.u64("func").unwrap_or(0)));
+        if let Some(c) = call {
+            self.calls.entry(c).or_default().push(ts);
+        }
         let skb = if is_func {
             ev.u64("skb").unwrap_or(0)
         } else {
@@ -248,6 +278,8 @@ impl<'h> Paths<'h> {
                     layer: desc.layer.clone(),
                     cpu: rec.cpu(),
                     what,
+                    in_ns: None,
+                    call,
                 });
             }
             return;
@@ -308,11 +340,20 @@ impl<'h> Paths<'h> {
             layer: desc.layer.clone(),
             cpu: rec.cpu(),
             what,
+            in_ns: None,
+            call,
         });
     }
 
     /// The paths, in order of each packet's first event.
-    pub fn finish(self) -> Vec<PacketPath> {
+    pub fn finish(mut self) -> Vec<PacketPath> {
+        for p in &mut self.paths {
+            for s in &mut p.steps {
+                if let Some((task, f)) = s.call {
+                    s.in_ns = self.returned.get(&(task, f, s.ts_ns)).copied();
+                }
+            }
+        }
         self.paths
     }
 }

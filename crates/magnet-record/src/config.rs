@@ -197,6 +197,9 @@ pub struct RecordConfig {
     /// funcs' whole selection: tcp_connect takes a socket that nests skbs).
     #[serde(skip)]
     pub func_names: Vec<String>,
+    /// record --func-exits: also a return probe on each of `funcs`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub func_exits: bool,
 }
 
 mod duration_ms {
@@ -223,6 +226,7 @@ impl RecordConfig {
             output,
             funcs: Vec::new(),
             func_names: Vec::new(),
+            func_exits: false,
         }
     }
 

@@ -22,6 +22,8 @@ pub(crate) struct Plan {
     multi: bool,
     /// Functions named in the header but not probed (callers).
     named: Vec<String>,
+    /// Return probes too (`--func-exits`).
+    exits: bool,
     /// Why function probes cannot work here (None: they can).
     no: Option<String>,
 }
@@ -34,8 +36,16 @@ fn prog_name(pos: usize, multi: bool) -> String {
     }
 }
 
+fn exit_prog_name(multi: bool) -> &'static str {
+    if multi {
+        "func_exit_multi"
+    } else {
+        "func_exit"
+    }
+}
+
 impl Plan {
-    pub fn new(funcs: &[(String, u8)], named: &[String], f: &Features) -> Plan {
+    pub fn new(funcs: &[(String, u8)], named: &[String], exits: bool, f: &Features) -> Plan {
         let mut by_pos: [Vec<String>; 5] = Default::default();
         for (name, pos) in funcs {
             if (1..=5).contains(pos) {
@@ -57,14 +67,20 @@ impl Plan {
             by_pos,
             multi,
             named: named.to_vec(),
+            exits,
             no,
         }
     }
 
     /// Whether `prog` (a program of funcs.bpf.c) is to be loaded.
     pub fn wants(&self, prog: &str) -> bool {
-        self.no.is_none()
-            && (1..=5).any(|p| !self.by_pos[p - 1].is_empty() && prog == prog_name(p, self.multi))
+        if self.no.is_some() {
+            return false;
+        }
+        if self.exits && prog == exit_prog_name(self.multi) {
+            return self.by_pos.iter().any(|v| !v.is_empty());
+        }
+        (1..=5).any(|p| !self.by_pos[p - 1].is_empty() && prog == prog_name(p, self.multi))
     }
 
     /// Attaches the programs and names the functions in the header.
@@ -84,7 +100,7 @@ impl Plan {
         if !self.multi {
             // One kprobe is one perf event, one file descriptor each.
             let n: usize = self.by_pos.iter().map(Vec::len).sum();
-            raise_nofile(n as u64 + 4096);
+            raise_nofile(n as u64 * (1 + u64::from(self.exits)) + 4096);
         }
         let started = Instant::now();
         let mut attached = Vec::new();
@@ -110,6 +126,39 @@ impl Plan {
             if self.multi { "kprobe.multi" } else { "kprobe" },
             attached.len()
         ));
+        if self.exits && !attached.is_empty() {
+            // Returns of the functions whose entries are probed.
+            let started = Instant::now();
+            let pname = exit_prog_name(self.multi);
+            match object.progs_mut().find(|p| p.name() == pname) {
+                Some(prog) => {
+                    let a =
+                        magnet_kernel::attach::attach_kprobes(&prog, &attached, true, self.multi);
+                    links.extend(a.links);
+                    src.hooks.push(format!(
+                        "{} on {} functions (attached in {:.2} s)",
+                        if self.multi {
+                            "kretprobe.multi"
+                        } else {
+                            "kretprobe"
+                        },
+                        a.funcs.len(),
+                        started.elapsed().as_secs_f64()
+                    ));
+                    if !a.failed.is_empty() {
+                        src.missing.push(format!(
+                            "{} function returns could not be probed (first: {}: {})",
+                            a.failed.len(),
+                            a.failed[0].0,
+                            a.failed[0].1
+                        ));
+                    }
+                }
+                None => src.missing.push(format!(
+                    "function returns not recorded: {pname} missing from the BPF object"
+                )),
+            }
+        }
         if !failed.is_empty() {
             src.missing.push(format!(
                 "{} functions could not be probed (first: {}: {})",

@@ -830,7 +830,12 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             .flat_map(|p| p.hooks.iter())
             .any(|h| h.progs.iter().any(|(p, _)| *p == name))
     };
-    let func_plan = crate::funcs::Plan::new(&config.funcs, &config.func_names, &kernel.features);
+    let func_plan = crate::funcs::Plan::new(
+        &config.funcs,
+        &config.func_names,
+        config.func_exits,
+        &kernel.features,
+    );
     let wanted = |chosen: &[Choice], name: &str| -> bool {
         if in_hooks(name) {
             return chosen.iter().any(|c| {
@@ -864,6 +869,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
                     .as_deref_mut()
                     .expect("the object has read-only settings");
                 ro.filter_tasks = filter_tasks;
+                ro.func_exits = config.func_exits && !config.funcs.is_empty();
                 ro.filter_pid = filter_pids;
                 if let Some(comm) = &config.filters.comm {
                     if comm.len() > 15 {

@@ -105,6 +105,8 @@ pub mod kind {
     pub const SCHED_EXIT: u16 = 73;
     /// `record --funcs`: a kernel function entered with an skb.
     pub const FUNC: u16 = 80;
+    /// `record --funcs --func-exits`: the return of a recorded function entry.
+    pub const FUNC_EXIT: u16 = 81;
     /// Kinds are below this bound (the kernel's per-kind counters use it).
     pub const MAX: u16 = 128;
 }
@@ -588,6 +590,14 @@ impl Catalog {
                 .f("saddr", Addr)
                 .f("daddr", Addr)
                 .f("parent", Hex64),
+        );
+        add(
+            kind::FUNC_EXIT,
+            "func_exit",
+            "func",
+            "kretprobe/* (record --funcs --func-exits)",
+            40,
+            Layout::body().named("func", Hex64, "kfunc").f("ret", Hex64),
         );
 
         Catalog {

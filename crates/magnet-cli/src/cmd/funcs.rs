@@ -256,10 +256,14 @@ fn why(
     Ok(ExitCode::SUCCESS)
 }
 
+/// The functions to probe with their skb parameter, and the names of the
+/// whole selection.
+pub type Resolved = (Vec<(String, u8)>, Vec<String>);
+
 /// `record --funcs SPEC`: the functions to probe on the running kernel, each
 /// with the parameter (1-5) that holds its `struct sk_buff *`, and the names of
 /// the whole selection (to name callers in the trace).
-pub fn resolve_spec(spec: &str) -> Result<(Vec<(String, u8)>, Vec<String>)> {
+pub fn resolve_spec(spec: &str) -> Result<Resolved> {
     let (btf, _) = Btf::running(true)?;
     let sel = select(&btf, Rules::default());
     let avail = ftrace::running_available().ok().map(|(_, s)| s);

@@ -249,7 +249,10 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
                 s.cpu,
                 s.layer,
                 s.kind,
-                s.what
+                match s.in_ns {
+                    Some(n) => format!("{}  (in {} us)", s.what, us(n)),
+                    None => s.what.clone(),
+                }
             )?;
         }
     }

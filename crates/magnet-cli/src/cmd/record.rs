@@ -117,6 +117,11 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SPEC")]
     funcs: Option<String>,
 
+    /// With --funcs: also probe each function's return (kretprobes), so that
+    /// `magnet packets` shows the time spent in each function.
+    #[arg(long, requires = "funcs")]
+    func_exits: bool,
+
     /// Ring buffer space in total, split into one ring per CPU (each rounded up to a
     /// power of two), e.g. 64MiB.
     #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size)]
@@ -161,6 +166,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     config.tcp_state = args.tcp_state;
     if let Some(spec) = &args.funcs {
         (config.funcs, config.func_names) = super::funcs::resolve_spec(spec)?;
+        config.func_exits = args.func_exits;
     }
     config.set_buffer(args.buffer);
     config.filters = Filters {

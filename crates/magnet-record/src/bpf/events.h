@@ -51,6 +51,7 @@ enum mg_kind {
 	MG_SCHED_FORK = 72,   /* sched:sched_process_fork */
 	MG_SCHED_EXIT = 73,   /* sched:sched_process_exit */
 	MG_FUNC = 80,         /* record --funcs: entry of a kernel function with an skb (funcs.bpf.c) */
+	MG_FUNC_EXIT = 81,    /* record --funcs --func-exits: return of a recorded entry */
 
 	MG_KIND_MAX = 128,
 };
@@ -257,6 +258,13 @@ struct mg_func {
 	__u8 saddr[16];
 	__u8 daddr[16];
 	__u64 parent;   /* a clone's parent skb (TCP's fclone pair), else 0 */
+};
+
+/* record --func-exits: a function whose recorded entry (mg_func) returns. */
+struct mg_func_exit {
+	struct mg_hdr hdr;
+	__u64 func;     /* the function, as in its entry's mg_func */
+	__u64 ret;      /* its return value (register) */
 };
 
 /* Per-CPU counters read by user space at the end of a run. */

@@ -18,6 +18,32 @@
  * Included at the end of record.bpf.c: the maps and helpers there are shared.
  */
 
+/* record --func-exits: return probes on the same functions. An entry that was
+ * recorded counts in func_open under (task, function) (the CPU for the idle
+ * task); a return finds its count there, so only returns of recorded entries
+ * are recorded. */
+const volatile bool func_exits = false;
+
+struct func_key {
+	__u64 task;
+	__u64 ip;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct func_key);
+	__type(value, __u32);
+} func_open SEC(".maps");
+
+static __always_inline __u64 func_task(void)
+{
+	__u64 t = bpf_get_current_pid_tgid();
+	if ((__u32)t == 0)
+		return (1ULL << 63) | bpf_get_smp_processor_id();
+	return t;
+}
+
 static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff *skb)
 {
 	if (!skb)
@@ -43,9 +69,18 @@ static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff 
 	if (!RESERVE(r, sizeof(*r), MG_FUNC))
 		return 0;
 	fill_hdr(&r->hdr, MG_FUNC, 0);
-	r->func = bpf_get_func_ip(ctx);
+	__u64 ip = bpf_get_func_ip(ctx);
+	r->func = ip;
 	__u64 ret = 0;
-	bpf_probe_read_kernel(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
+	if (func_exits) {
+		/* A return probe has replaced the return address on the stack
+		 * with its trampoline; the unwinder gives the real one back. */
+		__u64 st[2] = {};
+		if (bpf_get_stack(ctx, st, sizeof(st), 0) == sizeof(st))
+			ret = st[1];
+	} else {
+		bpf_probe_read_kernel(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
+	}
 	r->caller = ret;
 	r->skb = a;
 	r->pkt_id = id;
@@ -67,7 +102,49 @@ static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff 
 			    ? a - bpf_core_field_offset(struct sk_buff_fclones, skb2)
 			    : 0;
 	submit(r);
+	if (func_exits) {
+		struct func_key k = { .task = func_task(), .ip = ip };
+		__u32 *n = bpf_map_lookup_elem(&func_open, &k);
+		if (n) {
+			__sync_fetch_and_add(n, 1);
+		} else {
+			__u32 one = 1;
+			bpf_map_update_elem(&func_open, &k, &one, BPF_ANY);
+		}
+	}
 	return 0;
+}
+
+static __always_inline int func_exit_event(struct pt_regs *ctx)
+{
+	struct func_key k = { .task = func_task(), .ip = bpf_get_func_ip(ctx) };
+	__u32 *n = bpf_map_lookup_elem(&func_open, &k);
+	if (!n)
+		return 0;
+	if (*n <= 1)
+		bpf_map_delete_elem(&func_open, &k);
+	else
+		__sync_fetch_and_sub(n, 1);
+	struct mg_func_exit *r;
+	if (!RESERVE(r, sizeof(*r), MG_FUNC_EXIT))
+		return 0;
+	fill_hdr(&r->hdr, MG_FUNC_EXIT, 0);
+	r->func = k.ip;
+	r->ret = PT_REGS_RC(ctx);
+	submit(r);
+	return 0;
+}
+
+SEC("kretprobe")
+int func_exit(struct pt_regs *ctx)
+{
+	return func_exit_event(ctx);
+}
+
+SEC("kretprobe.multi")
+int func_exit_multi(struct pt_regs *ctx)
+{
+	return func_exit_event(ctx);
 }
 
 #define FUNC_PROGS(n)                                                             \

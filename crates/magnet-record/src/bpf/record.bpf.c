@@ -252,6 +252,7 @@ struct mg_drop _mg_drop = {};
 struct mg_sched_switch _mg_sched_switch = {};
 struct mg_task _mg_task = {};
 struct mg_func _mg_func = {};
+struct mg_func_exit _mg_func_exit = {};
 
 /* ---- record plumbing ------------------------------------------------------ */
 
