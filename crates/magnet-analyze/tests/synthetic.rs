@@ -1083,3 +1083,22 @@ mod robustness {
         }
     }
 }
+
+#[test]
+fn dev_rx_naming_its_socket_counts_once() {
+    // The recorder names the receiving socket on dev_rx (its flow): counted at
+    // once, and the packet's LOCAL_IN and tcp_rcv (same id) do not count it again.
+    let t = T0 + MS;
+    let recs = vec![
+        sock(T0, 2, PB, PA),
+        dev(kind::DEV_RX, t, 2, 60, 1514),
+        ip(kind::IP_LOCAL_IN, t + 1_000, 2, 60, 1500, ISN, 0x18, PA, PB),
+        dev(kind::DEV_RX, t + MS, 2, 61, 66),
+    ];
+    let a = run(&recs);
+    let c = a.connections.iter().find(|c| c.cookie == 2).unwrap();
+    let d = c.row("dev", "in").unwrap();
+    assert_eq!((d.units, d.bytes), (2, 1580));
+    assert_eq!(c.row("ip", "in").unwrap().units, 1);
+    assert_eq!(a.trace.unattributed.dev_rx, 0);
+}

@@ -312,7 +312,8 @@ fn known_workload_across_namespaces() {
         .filter(|e| {
             e.kind_id == kind::DEV_RX
                 && e.u("ifindex") == b.ifindex() as u64
-                && e.u("len") == UDP_U + 28
+                // The frame: Ethernet header included, as on transmit.
+                && e.u("len") == UDP_U + 28 + 14
         })
         .count();
     assert_eq!(

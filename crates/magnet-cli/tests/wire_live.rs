@@ -155,6 +155,27 @@ fn match_and_pcap_between_namespaces() {
         vec![a.ifindex() as u64, b.ifindex() as u64]
     );
 
+    // The thesis's Table 6-6 for the first handshake: entry <= exit per packet, and
+    // the three packets in order in the capture and in the kernel.
+    let hs = m
+        .iter()
+        .find(|l| l.get("handshake").is_some())
+        .expect("a handshake line");
+    let rows = hs["handshake"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["packet"].as_str().unwrap()).collect();
+    assert_eq!(names, ["SYN", "SYN-ACK", "ACK"]);
+    let col = |k: &str| -> Vec<i64> { rows.iter().map(|r| r[k].as_i64().unwrap()).collect() };
+    let (arr, entry, exit) = (col("arrival_ns"), col("entry_ns"), col("exit_ns"));
+    assert!(
+        arr.windows(2).all(|w| w[0] < w[1]) && entry.windows(2).all(|w| w[0] < w[1]),
+        "{hs}"
+    );
+    assert!(entry.iter().zip(&exit).all(|(a, b)| a <= b), "{hs}");
+    assert!(
+        rows.iter().all(|r| r["events"].as_u64().unwrap() >= 2),
+        "{hs}"
+    );
+
     // ---- the same capture 3.25 s later: offset moves by 3.25 s, matches do not --------
     let shifted = tmp("shifted.pcap");
     let st = Command::new("editcap")
@@ -210,6 +231,7 @@ fn match_and_pcap_between_namespaces() {
     let pids: Vec<u64> = loads.iter().map(|l| l["pid"].as_u64().unwrap()).collect();
     let ports = [7411u16, 7412];
     let (mut total, mut right) = (0u64, 0u64);
+    let mut wrong = Vec::new();
     for line in rows.lines() {
         let f: Vec<&str> = line.split('\t').collect();
         *per_if.entry(f[0].to_string()).or_default() += 1;
@@ -223,6 +245,8 @@ fn match_and_pcap_between_namespaces() {
             && (c.contains("comm=magnet ") || c.contains("comm=loadgen-rx "))
         {
             right += 1;
+        } else {
+            wrong.push(c.to_string());
         }
     }
     assert_eq!(
@@ -232,7 +256,7 @@ fn match_and_pcap_between_namespaces() {
     );
     assert!(
         right * 1000 >= total * 999,
-        "{right} of {total} frames name the right pid and comm"
+        "{right} of {total} frames name the right pid and comm: {wrong:#?}"
     );
     // A display filter on the comment selects exactly one process's frames.
     let (one, _) = tshark(&[

@@ -127,13 +127,14 @@ pub struct Kernel {
     pub sends: HashMap<u64, Vec<AppCall>>,
     pub recvs: HashMap<u64, Vec<AppCall>>,
     pub lost: Vec<LostRegion>,
-    /// Kind names by id, from the trace's own catalog.
+    /// Kind names and layers by id, from the trace's own catalog.
     pub kind_names: HashMap<u16, String>,
+    pub kind_layers: HashMap<u16, String>,
     /// The socket that sent, and the one that received, each flow direction
     /// (source, source port, destination, destination port), learnt from the hops
     /// that name a socket: who sent or received a packet whose own hops do not say.
-    pub senders: HashMap<(IpAddr, u16, IpAddr, u16), u64>,
-    pub receivers: HashMap<(IpAddr, u16, IpAddr, u16), u64>,
+    pub senders: HashMap<FlowKey, u64>,
+    pub receivers: HashMap<FlowKey, u64>,
     /// Damage the reader stepped over, one line each.
     pub warnings: Vec<String>,
     pub header: Option<Header>,
@@ -186,6 +187,7 @@ impl Kernel {
         let mut k = Kernel::default();
         for d in &header.catalog.kinds {
             k.kind_names.insert(d.id, d.name.clone());
+            k.kind_layers.insert(d.id, d.layer.clone());
             if let Some(slot) = fields.get_mut(d.id as usize) {
                 let f = |n: &str| d.field(n).cloned();
                 *slot = Some(Fields {
@@ -386,7 +388,7 @@ impl Kernel {
         }
         k.packets.sort_by_key(|p| p.first_ts());
         k.assign_gso_segments();
-        for p in &mut k.packets {
+        for p in &k.packets {
             if let Some(ip) = p.ip {
                 let key = (ip.saddr, ip.sport, ip.daddr, ip.dport);
                 if let Some(c) = p
@@ -394,14 +396,14 @@ impl Kernel {
                     .iter()
                     .find(|h| is_send_side(h.kind) && h.cookie != 0)
                 {
-                    k.senders.entry(key).or_insert(c.cookie);
+                    learn(&mut k.senders, &k.owners, key, c.cookie);
                 }
                 if let Some(c) =
                     p.hops.iter().rev().find(|h| {
                         matches!(h.kind, kind::TCP_RCV | kind::IP_LOCAL_IN) && h.cookie != 0
                     })
                 {
-                    k.receivers.entry(key).or_insert(c.cookie);
+                    learn(&mut k.receivers, &k.owners, key, c.cookie);
                 }
             }
         }
@@ -548,33 +550,40 @@ impl Kernel {
     /// The socket that sent `p` (as of its hop `upto`): the first send-side hop
     /// naming one, else the flow's sender.
     pub fn sender_of(&self, p: &KPacket, upto: usize) -> u64 {
-        if let Some(h) = p.hops[..=upto.min(p.hops.len().saturating_sub(1))]
+        let own = p.hops[..=upto.min(p.hops.len().saturating_sub(1))]
             .iter()
             .find(|h| is_send_side(h.kind) && h.cookie != 0)
-        {
-            return h.cookie;
-        }
-        p.ip.and_then(|ip| {
+            .map_or(0, |h| h.cookie);
+        let flow = p.ip.and_then(|ip| {
             self.senders
                 .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
                 .copied()
-        })
-        .unwrap_or(0)
+        });
+        self.prefer_owned(own, flow)
     }
 
     /// The socket that received `p`: its TCP receive or LOCAL_IN hop's, else the
     /// flow's receiver.
     pub fn receiver_of(&self, p: &KPacket) -> u64 {
-        match p.receiver_cookie() {
-            0 => {
-                p.ip.and_then(|ip| {
-                    self.receivers
-                        .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
-                        .copied()
-                })
-                .unwrap_or(0)
+        let flow = p.ip.and_then(|ip| {
+            self.receivers
+                .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
+                .copied()
+        });
+        self.prefer_owned(p.receiver_cookie(), flow)
+    }
+
+    /// The packet's own socket, unless it made no calls (a listener or request socket
+    /// answering a SYN) and the flow's socket did.
+    fn prefer_owned(&self, own: u64, flow: Option<u64>) -> u64 {
+        match flow {
+            Some(f)
+                if own == 0
+                    || (!self.owners.contains_key(&own) && self.owners.contains_key(&f)) =>
+            {
+                f
             }
-            c => c,
+            _ => own,
         }
     }
 
@@ -603,6 +612,17 @@ impl Kernel {
     /// The LOST region covering `ts`, if any.
     pub fn lost_at(&self, ts: i64) -> Option<&LostRegion> {
         self.lost.iter().find(|l| l.from_ns <= ts && ts <= l.to_ns)
+    }
+}
+
+type FlowKey = (IpAddr, u16, IpAddr, u16);
+
+/// Remembers `cookie` for a flow direction; a socket whose process is known (it made
+/// calls) wins over one that made none (a listener, a request socket).
+fn learn(map: &mut HashMap<FlowKey, u64>, owners: &HashMap<u64, Owner>, key: FlowKey, cookie: u64) {
+    let e = map.entry(key).or_insert(cookie);
+    if !owners.contains_key(e) && owners.contains_key(&cookie) {
+        *e = cookie;
     }
 }
 

@@ -417,3 +417,87 @@ fn slope(pts: &[(i64, i64)]) -> f64 {
         (n * sxy - sx * sy) / den
     }
 }
+
+/// One column of the thesis's Table 6-6: a handshake packet in the capture and in
+/// the kernel.
+#[derive(Debug, Clone, Serialize)]
+pub struct HandshakeRow {
+    /// `SYN`, `SYN-ACK` or `ACK`.
+    pub packet: &'static str,
+    pub frame: u64,
+    pub pkt_id: u64,
+    /// Capture time of the frame (the capture's clock).
+    pub arrival_ns: i64,
+    /// First and last kernel event of the packet, on the capture's clock (offset
+    /// applied).
+    pub entry_ns: i64,
+    pub exit_ns: i64,
+    /// Events of the `func` layer on the packet (recorded with function probes), and
+    /// all its events.
+    pub functions: usize,
+    pub events: usize,
+    pub cost_ns: i64,
+}
+
+/// The thesis's Table 6-6 for the first TCP handshake whose three packets matched:
+/// for SYN, SYN-ACK and ACK, the arrival in the capture, entry and exit times in the
+/// kernel, the functions (and events) that handled it, and the time between.
+pub fn handshake(k: &Kernel, a: &Association) -> Option<[HandshakeRow; 3]> {
+    let ip = |m: &FrameMatch| match m.kind {
+        Frame::Ip { fp, tcp_flags, .. } if fp.protocol == 6 && m.packet.is_some() => {
+            Some((fp, tcp_flags))
+        }
+        _ => None,
+    };
+    let row = |name: &'static str, m: &FrameMatch| -> Option<HandshakeRow> {
+        let p = &k.packets[m.packet?];
+        let entry = p.hops.first()?.ts_ns + a.summary.offset_ns;
+        let exit = p.hops.last()?.ts_ns + a.summary.offset_ns;
+        let functions = p
+            .hops
+            .iter()
+            .filter(|h| k.kind_layers.get(&h.kind).is_some_and(|l| l == "func"))
+            .count();
+        Some(HandshakeRow {
+            packet: name,
+            frame: m.frame,
+            pkt_id: p.id,
+            arrival_ns: m.ts_ns,
+            entry_ns: entry,
+            exit_ns: exit,
+            functions,
+            events: p.hops.len(),
+            cost_ns: exit - entry,
+        })
+    };
+    for (i, syn) in a.frames.iter().enumerate() {
+        let Some((s, f)) = ip(syn) else { continue };
+        if f & 0x12 != 0x02 {
+            continue;
+        }
+        let Some(sa) = a.frames[i + 1..].iter().find(|m| {
+            ip(m).is_some_and(|(fp, fl)| {
+                fl & 0x12 == 0x12
+                    && fp.src == s.dst
+                    && fp.sport == s.dport
+                    && fp.dport == s.sport
+                    && fp.ack == s.seq.wrapping_add(1)
+            })
+        }) else {
+            continue;
+        };
+        let (sfp, _) = ip(sa)?;
+        let Some(ack) = a.frames[i + 1..].iter().find(|m| {
+            ip(m).is_some_and(|(fp, fl)| {
+                fl & 0x17 == 0x10
+                    && fp.src == s.src
+                    && fp.sport == s.sport
+                    && fp.ack == sfp.seq.wrapping_add(1)
+            })
+        }) else {
+            continue;
+        };
+        return Some([row("SYN", syn)?, row("SYN-ACK", sa)?, row("ACK", ack)?]);
+    }
+    None
+}

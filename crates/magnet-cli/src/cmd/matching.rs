@@ -9,7 +9,7 @@ use clap::Args;
 use magnet_pcap::CaptureReader;
 use magnet_wire::footprint::{tcp_flags_str, Frame};
 use magnet_wire::kernel::Kernel;
-use magnet_wire::matching::{associate_parsed, Association};
+use magnet_wire::matching::{associate_parsed, handshake, Association};
 
 use super::trace_input;
 
@@ -41,6 +41,9 @@ pub struct MatchArgs {
     #[arg(short, long)]
     pub quiet: bool,
 }
+
+/// One cell of the handshake table.
+type Cell<'a> = &'a dyn Fn(&magnet_wire::matching::HandshakeRow) -> String;
 
 /// Frames as (number, capture time, what it is).
 type Frames = Vec<(u64, i64, Frame)>;
@@ -157,6 +160,9 @@ fn json(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Res
             )?;
         }
     }
+    if let Some(h) = handshake(k, asc) {
+        writeln!(out, "{}", serde_json::json!({ "handshake": h }))?;
+    }
     writeln!(out, "{}", serde_json::json!({ "summary": s }))?;
     Ok(())
 }
@@ -243,6 +249,43 @@ fn text(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Res
     )?;
     for (r, n) in &s.kernel_unmatched {
         writeln!(out, "#   unmatched kernel packets, {r}: {n}")?;
+    }
+    if let Some(h) = handshake(k, asc) {
+        fn t(ns: i64) -> String {
+            format!("{:.6}", ns as f64 / 1e9)
+        }
+        writeln!(
+            out,
+            "# handshake (the thesis's Table 6-6; kernel times on the capture's clock)"
+        )?;
+        writeln!(
+            out,
+            "#   {:<22} {:>20} {:>20} {:>20}",
+            "", "SYN", "SYN-ACK", "ACK"
+        )?;
+        let rows: [(&str, Cell); 7] = [
+            ("frame / packet id", &|r| {
+                format!("{} {:#x}", r.frame, r.pkt_id)
+            }),
+            ("arrival in capture", &|r| t(r.arrival_ns)),
+            ("entry (first event)", &|r| t(r.entry_ns)),
+            ("exit (last event)", &|r| t(r.exit_ns)),
+            ("functions", &|r| r.functions.to_string()),
+            ("events", &|r| r.events.to_string()),
+            ("cost (exit - entry) us", &|r| {
+                format!("{:.1}", r.cost_ns as f64 / 1000.0)
+            }),
+        ];
+        for (name, f) in rows.iter() {
+            writeln!(
+                out,
+                "#   {:<22} {:>20} {:>20} {:>20}",
+                name,
+                f(&h[0]),
+                f(&h[1]),
+                f(&h[2])
+            )?;
+        }
     }
     Ok(())
 }

@@ -801,6 +801,27 @@ static __always_inline __u64 skb_cookie(const struct sk_buff *skb, __u64 *sk_out
 	return sk->__sk_common.skc_cookie.counter;
 }
 
+/* A socket bound to `k`'s local port with any remote end (k->remote is zero):
+ * to its address, or to the wildcard address (0.0.0.0 as ::ffff:0.0.0.0, or ::). */
+static __always_inline struct flow_val *bound_flow(struct flow_key *k)
+{
+	struct flow_val *v = bpf_map_lookup_elem(&traced_flows, k);
+	if (v)
+		return v;
+	bool v4 = k->local[10] == 0xff && k->local[11] == 0xff;
+	__builtin_memset(k->local, 0, 16);
+	if (v4) {
+		k->local[10] = 0xff;
+		k->local[11] = 0xff;
+		v = bpf_map_lookup_elem(&traced_flows, k);
+		if (v)
+			return v;
+		k->local[10] = 0;
+		k->local[11] = 0;
+	}
+	return bpf_map_lookup_elem(&traced_flows, k);
+}
+
 /* The socket of a packet's flow (`rx`: the packet's destination is the local
  * end): the connected socket's exact flow, else a socket bound to the local
  * address and port (listening or unconnected; `exact` says which). */
@@ -825,7 +846,7 @@ static __always_inline struct flow_val *flow_of_any(const struct pkt_info *pi, b
 		return v;
 	__builtin_memset(k.remote, 0, 16);
 	k.rport = 0;
-	return bpf_map_lookup_elem(&traced_flows, &k);
+	return bound_flow(&k);
 }
 
 /* The socket of a packet seen in network namespace `netns`: a packet passing
@@ -1221,7 +1242,7 @@ int BPF_PROG(tcp_state_change, const struct sock *sk, const int oldstate, const 
 		__builtin_memcpy(k.local, t.saddr, 16);
 		k.lport = t.sport;
 		k.protocol = IPPROTO_TCP;
-		if (!bpf_map_lookup_elem(&traced_flows, &k))
+		if (!bound_flow(&k))
 			return 0;
 		mark_traced(sk, cookie);
 		track_flow(&t, cookie, addr_of(sk));
@@ -1524,12 +1545,17 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
 	if (st == TCP_ESTABLISHED || st == TCP_LISTEN || st == TCP_NEW_SYN_RECV || st == TCP_CLOSE ||
 	    st == TCP_TIME_WAIT)
 		return;
+	/* Only segments that carry sequence space: data, or a FIN. (Pure ACKs
+	 * in the closing states move no bytes.) */
+	__u32 len = l3len > pi->l4_off ? l3len - pi->l4_off : 0;
+	if (len <= pi->doff && !(pi->tcp_flags & 0x01))
+		return;
 	struct mg_tcp *r = tcp_reserve(MG_TCP_RCV);
 	if (!r)
 		return;
 	r->cookie = fv->cookie;
 	r->pkt_id = id;
-	r->len = l3len > pi->l4_off ? l3len - pi->l4_off : 0;
+	r->len = len;
 	r->seq = pi->seq;
 	r->ack = pi->ack;
 	r->arg = pi->tcp_flags;
