@@ -134,4 +134,41 @@ fn snaplen_frames_equal_tcpdump() {
         "snaplen: {} frames equal tcpdump's first {SNAP} bytes ({full} all of them, the rest the linear part)",
         ours.len()
     );
+
+    // `magnet match` takes footprints from the frame bytes: recorded without the
+    // IP layer (the dev layer records no addresses or ports, so without the frame
+    // bytes no frame could match), every IPv4 frame of tcpdump's still matches.
+    let cap = Capture::start(b.netns(), b.name(), &["-s", &SNAP.to_string()]).unwrap();
+    let o = magnet(&[
+        "record",
+        "-q",
+        "--layers",
+        "app,dev",
+        "--snaplen",
+        &SNAP.to_string(),
+        "-o",
+        trace.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let pcap = cap.stop().unwrap();
+    let o = magnet(&[
+        "match",
+        trace.to_str().unwrap(),
+        pcap.path().to_str().unwrap(),
+        "--json",
+    ]);
+    let _ = std::fs::remove_file(&trace);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v.get("summary").cloned())
+        .expect("summary line");
+    let n = summary["ipv4_frames"].as_u64().unwrap();
+    assert!(n >= 20, "{summary}");
+    assert_eq!(summary["ipv4_matched"], n, "{summary}");
 }
