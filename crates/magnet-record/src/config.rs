@@ -192,7 +192,18 @@ pub struct RecordConfig {
     /// parameter (1-5) that holds its skb (magnet-funcs chooses them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub funcs: Vec<(String, u8)>,
+    /// record --snaplen: keep this many bytes of each dev_start_xmit /
+    /// dev_rx frame (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub snaplen: u32,
 }
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The most frame bytes a `frame` record carries (MG_SNAPLEN_MAX in events.h).
+pub const SNAPLEN_MAX: u32 = 2048;
 
 mod duration_ms {
     use serde::Serializer;
@@ -217,6 +228,7 @@ impl RecordConfig {
             poll_interval: Duration::from_millis(10),
             output,
             funcs: Vec::new(),
+            snaplen: 0,
         }
     }
 

@@ -77,6 +77,13 @@ mod layout {
         );
         assert_eq!(size(kind::SCHED_WAKEUP), size_of::<types::mg_task>());
         assert_eq!(size(kind::FUNC), size_of::<types::mg_func>());
+        assert_eq!(size(kind::FRAME), size_of::<types::mg_frame>());
+        check!(
+            c,
+            kind::FRAME,
+            types::mg_frame,
+            [pkt_id, ifindex, len, caplen, dev_kind]
+        );
         check!(
             c,
             kind::FUNC,
