@@ -179,6 +179,11 @@ def judge(path, ref_udp=None):
         r = rows(c)
         for k in [("tcp", "out"), ("ip", "out"), ("dev", "out")]:
             need(k in r and r[k][0] > 0, f"TCP sender has no {k[0]} {k[1]} row")
+        # Segment counts follow timing (TCG, load); payload bytes do not.
+        need(
+            r.get(("tcp", "out"), (0, 0))[1] == 200 * 16384,
+            f"TCP sender's tcp out: {r.get(('tcp', 'out'))}, want 3276800 B",
+        )
         table.update({("tcp-tx",) + k: v for k, v in r.items()})
     if need(len(tcp_rx) == 1, f"{len(tcp_rx)} TCP receiving sockets, want 1"):
         c = tcp_rx[0]
@@ -186,6 +191,10 @@ def judge(path, ref_udp=None):
         r = rows(c)
         for k in [("tcp", "in"), ("ip", "in"), ("dev", "in")]:
             need(k in r and r[k][0] > 0, f"TCP receiver has no {k[0]} {k[1]} row")
+        need(
+            r.get(("tcp", "in"), (0, 0))[1] == 200 * 16384,
+            f"TCP receiver's tcp in: {r.get(('tcp', 'in'))}, want 3276800 B",
+        )
         table.update({("tcp-rx",) + k: v for k, v in r.items()})
     udp_rows = None
     if need(len(udp_tx) == 1, f"{len(udp_tx)} UDP sending sockets, want 1"):

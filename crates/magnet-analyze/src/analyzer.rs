@@ -12,7 +12,7 @@ use crate::flows::{FlowKey, Flows, IpPacket, Orphan};
 use crate::latency::{IpSegment, RxSource, SendWait};
 use crate::model::{Analysis, Connection, LostRegion, TraceSummary, Unattributed};
 use crate::sched::{SchedAcc, SwitchedIn, SwitchedOut};
-use crate::tcp::Snap;
+use crate::tcp::{Snap, TCP_ACK};
 use crate::{secs, Map, Options};
 
 /// Age after which per-packet state (pending dev_rx, packets waiting for their
@@ -403,6 +403,9 @@ impl Analyzer {
         let c = self.conn(cookie, ts);
         c.layers[IP][OUT].unit(ts, len);
         if tcp {
+            if flags & TCP_ACK != 0 {
+                c.acked(IN, p.ack);
+            }
             if let Some(seg) = c.seg[OUT].segment(seq, ts, flags) {
                 c.layers[TCP][OUT].unit(seg.ts, seg.bytes);
             }
@@ -465,6 +468,9 @@ impl Analyzer {
         }
         c.layers[IP][IN].unit(p.ts, p.len);
         if p.proto == 6 {
+            if p.flags & TCP_ACK != 0 {
+                c.acked(OUT, p.ack);
+            }
             // One wire segment: its payload from sequence numbers, its arrival
             // at the device when the device saw it.
             if let Some(seg) = c.seg_in_wire.segment(p.seq, p.ts, p.flags) {

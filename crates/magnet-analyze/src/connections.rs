@@ -129,6 +129,10 @@ pub(crate) struct Conn {
     /// `tcp in` row when the IP layer was recorded.
     pub seg_in_wire: SegTrack,
     pub tcp_in_wire: LayerAcc,
+    /// The highest acknowledgment each direction's data received: for `out`
+    /// from the peer's packets, for `in` from this socket's own. It sizes a
+    /// FIN that carried data when no snapshot (`--tcp-state`) tells snd_nxt.
+    pub acked: [Option<u32>; 2],
     pub tcp: Option<TcpAcc>,
     /// Next sequence numbers of the latest snapshot with meaningful ones.
     pub next_seq: Option<NextSeq>,
@@ -156,6 +160,7 @@ impl Conn {
             seg: Default::default(),
             seg_in_wire: SegTrack::default(),
             tcp_in_wire: LayerAcc::new(series),
+            acked: [None, None],
             tcp: None,
             next_seq: None,
             send: SendPath::default(),
@@ -169,6 +174,15 @@ impl Conn {
         }
         if remote.is_known() {
             self.remote = Some(remote);
+        }
+    }
+
+    /// An acknowledgment `ack` for direction `dir`'s data: keep the highest
+    /// (sequence numbers wrap, so "highest" is relative to the last one).
+    pub fn acked(&mut self, dir: usize, ack: u32) {
+        let a = &mut self.acked[dir];
+        if a.is_none_or(|old| (ack.wrapping_sub(old) as i32) > 0) {
+            *a = Some(ack);
         }
     }
 
@@ -205,6 +219,21 @@ impl Conn {
         names: &RowNames,
         lost: &[LostRegion],
     ) -> Connection {
+        // A FIN that carried data ends one before the highest acknowledgment
+        // of its direction (the FIN takes one sequence number): what a
+        // snapshot would tell, from the wire alone.
+        for dir in [OUT, IN] {
+            if let Some(a) = self.acked[dir] {
+                if let Some(seg) = self.seg[dir].fin_end(a) {
+                    self.layers[TCP][dir].unit(seg.ts, seg.bytes);
+                }
+            }
+        }
+        if let Some(a) = self.acked[IN] {
+            if let Some(seg) = self.seg_in_wire.fin_end(a) {
+                self.tcp_in_wire.unit(seg.ts, seg.bytes);
+            }
+        }
         // A last data segment nothing followed ends at the latest snapshot's
         // next sequence number.
         if let Some(n) = self.next_seq {

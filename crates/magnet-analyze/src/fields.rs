@@ -55,6 +55,7 @@ pub enum F {
     TaskTid,
     TaskTgid,
     RcvNxt,
+    Ack,
 }
 
 const NAMES: &[&str] = &[
@@ -100,6 +101,7 @@ const NAMES: &[&str] = &[
     "task_tid",
     "task_tgid",
     "rcv_nxt",
+    "ack",
 ];
 
 type Slot = Option<(u32, FieldType)>;
@@ -204,6 +206,6 @@ mod tests {
         for n in NAMES {
             assert!(c.kinds.iter().any(|k| k.field(n).is_some()), "{n}");
         }
-        assert_eq!(NAMES.len(), F::RcvNxt as usize + 1);
+        assert_eq!(NAMES.len(), F::Ack as usize + 1);
     }
 }

@@ -84,6 +84,8 @@ pub(crate) struct IpPacket {
     /// TCP sequence number and flags (0 for other protocols).
     pub seq: u32,
     pub flags: u64,
+    /// TCP acknowledgment number (valid when `flags` has ACK).
+    pub ack: u32,
 }
 
 impl IpPacket {
@@ -95,6 +97,7 @@ impl IpPacket {
             proto: v.u(F::Protocol).unwrap_or(0) as u8,
             seq: v.u32(F::Seq).unwrap_or(0),
             flags: v.u(F::TcpFlags).unwrap_or(0),
+            ack: v.u32(F::Ack).unwrap_or(0),
         }
     }
 }

@@ -1102,3 +1102,54 @@ fn dev_rx_naming_its_socket_counts_once() {
     assert_eq!(c.row("ip", "in").unwrap().units, 1);
     assert_eq!(a.trace.unattributed.dev_rx, 0);
 }
+
+/// A FIN that carries the last data, recorded without `--tcp-state` (no
+/// snapshot tells snd_nxt or rcv_nxt): the peer's acknowledgment of the FIN
+/// (ack = FIN's seq + data + 1) sizes it, on the sender (ACK at LOCAL_IN) and on
+/// the receiver (its own ACK at LOCAL_OUT). Found on `magnet record -- magnet
+/// loadgen --tcp 200x16k`: tcp out/in 3,243,979 B of 3,276,800 without the
+/// snapshot, exact with it.
+#[test]
+fn fin_carrying_data_sized_by_the_peers_ack_without_snapshots() {
+    let t = T0 + MS;
+    let (a, b) = (PA, PB);
+    let hdr = 20 + 32;
+    let ack = |r: Rec, n: u64| r.set("ack", n);
+    // Sender (cookie 1) and receiver (cookie 2), both traced, loopback.
+    let data =
+        |ts, ck, pkt, seq, len, flags, k| ack(ip(k, ts, ck, pkt, hdr + len, seq, flags, a, b), 100);
+    let recs = vec![
+        sock(T0, 1, a, b),
+        sock(T0, 2, b, a),
+        data(t, 1, 1, ISN, 1000, 0x18, kind::IP_LOCAL_OUT),
+        data(t + 10, 2, 1, ISN, 1000, 0x18, kind::IP_LOCAL_IN),
+        // 500 bytes and the FIN in one segment.
+        data(t + MS, 1, 2, ISN + 1000, 500, 0x19, kind::IP_LOCAL_OUT),
+        data(t + MS + 10, 2, 2, ISN + 1000, 500, 0x19, kind::IP_LOCAL_IN),
+        // The receiver acknowledges data and FIN: ISN + 1500 + 1.
+        ack(
+            ip(kind::IP_LOCAL_OUT, t + 2 * MS, 2, 3, hdr, 100, 0x10, b, a),
+            ISN + 1501,
+        ),
+        ack(
+            ip(
+                kind::IP_LOCAL_IN,
+                t + 2 * MS + 10,
+                1,
+                3,
+                hdr,
+                100,
+                0x10,
+                b,
+                a,
+            ),
+            ISN + 1501,
+        ),
+    ];
+    let an = run(&recs);
+    let conn = |ck: u64| an.connections.iter().find(|c| c.cookie == ck).unwrap();
+    let out = conn(1).row("tcp", "out").unwrap().clone();
+    assert_eq!((out.units, out.bytes), (2, 1500), "sender's tcp out");
+    let inn = conn(2).row("tcp", "in").unwrap().clone();
+    assert_eq!((inn.units, inn.bytes), (2, 1500), "receiver's tcp in");
+}

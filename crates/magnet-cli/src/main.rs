@@ -76,8 +76,36 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+impl Command {
+    /// Commands that only read a file and print: a reader that stops early
+    /// (`magnet info run.mgt | head`) ends them quietly, as it ends grep or cat.
+    /// Recorders, the sampler and the daemon keep Rust's ignored SIGPIPE, so a
+    /// vanished consumer or client is an error they handle, never a silent kill.
+    fn ends_on_closed_pipe(&self) -> bool {
+        matches!(
+            self,
+            Command::Info(_)
+                | Command::Parse(_)
+                | Command::Analyze(_)
+                | Command::Export(_)
+                | Command::Rpc(_)
+                | Command::Nfs(_)
+                | Command::Match(_)
+                | Command::Funcs(_)
+                | Command::Packets(_)
+        )
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.command.ends_on_closed_pipe() {
+        // SAFETY: restoring the default disposition of one signal before any
+        // thread is started; no handler runs Rust code.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match run(cli) {
         Ok(code) => code,
         Err(err) => {

@@ -221,3 +221,33 @@ fn report_page_carries_the_numbers() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `magnet info run.mgt | head -1`: a reader that goes away early ends the
+/// readers quietly (as it ends cat or grep), never with a panic message.
+#[test]
+fn readers_end_quietly_on_a_closed_pipe() {
+    use std::os::unix::process::ExitStatusExt;
+    let path = write_trace("pipe.mgt", 0);
+    let path = path.to_str().unwrap();
+    for args in [
+        vec!["info", path],
+        vec!["parse", path],
+        vec!["analyze", path],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader); // every write now meets a closed pipe
+        let out = std::process::Command::new(common::MAGNET)
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "magnet {args:?}: {err}");
+        assert!(
+            out.status.success() || out.status.signal() == Some(libc::SIGPIPE),
+            "magnet {args:?} ended with {:?}: {err}",
+            out.status
+        );
+    }
+}

@@ -1101,7 +1101,12 @@ fn a_slow_reader_triggers_a_latency_dump() {
                 .unwrap_or(None);
         }
         if let Some(dir) = &found {
-            // The dump holds the write that waited.
+            // Once magnetd says the dump is written, it holds the write that waited.
+            let said = format!("trigger {}: dumped", &want[1..]);
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while !d.log().contains(&said) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let files: Vec<String> = std::fs::read_dir(dir)
                 .unwrap()
                 .flatten()

@@ -281,6 +281,9 @@ fn match_and_pcap_between_namespaces() {
     ]);
     assert_eq!(one.lines().count(), by_port.lines().count());
     assert!(one.lines().count() > 20);
+    for f in [&trace, &shifted, &png] {
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 /// iperf3 with MTU-sized packets (offloads off) for 3 s: at least 99.9 % of the
@@ -355,4 +358,5 @@ fn match_iperf3_mtu_sized() {
         frames - matched + (s["frames"].as_u64().unwrap() - frames),
         "every unmatched frame has a reason"
     );
+    let _ = std::fs::remove_file(&trace);
 }

@@ -165,7 +165,6 @@ impl Flight {
     /// per segment, oldest first, up to now (the current segment is ended
     /// first, and the next one starts right after). Returns the files written.
     pub fn dump(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-        std::fs::create_dir_all(dir)?;
         let current = self
             .segments
             .lock()
@@ -199,13 +198,17 @@ impl Flight {
             .filter(|(_, complete)| *complete)
             .cloned()
             .collect();
+        // The directory appears only once there is something to put in it;
+        // each file appears whole (copied under a temporary name, renamed).
+        std::fs::create_dir_all(dir)?;
         let mut out = Vec::new();
         for (i, (p, complete)) in segs.iter().enumerate() {
             let _ = complete;
             let name = format!("flight-{}.mgt", i + 1);
-            let dst = dir.join(name);
-            match std::fs::copy(p, &dst) {
-                Ok(_) => out.push(dst),
+            let dst = dir.join(&name);
+            let tmp = dir.join(format!(".{name}.partial"));
+            match std::fs::copy(p, &tmp).and_then(|_| std::fs::rename(&tmp, &dst)) {
+                Ok(()) => out.push(dst),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }

@@ -200,7 +200,18 @@ pub struct RecordConfig {
     /// record --func-exits: also a return probe on each of `funcs`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub func_exits: bool,
+    /// record --snaplen: keep this many bytes of each dev_start_xmit /
+    /// dev_rx frame (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub snaplen: u32,
 }
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// The most frame bytes a `frame` record carries (MG_SNAPLEN_MAX in events.h).
+pub const SNAPLEN_MAX: u32 = 2048;
 
 mod duration_ms {
     use serde::Serializer;
@@ -227,6 +238,7 @@ impl RecordConfig {
             funcs: Vec::new(),
             func_names: Vec::new(),
             func_exits: false,
+            snaplen: 0,
         }
     }
 

@@ -79,6 +79,13 @@ mod layout {
         assert_eq!(size(kind::FUNC), size_of::<types::mg_func>());
         assert_eq!(size(kind::FUNC_EXIT), size_of::<types::mg_func_exit>());
         check!(c, kind::FUNC_EXIT, types::mg_func_exit, [func, ret]);
+        assert_eq!(size(kind::FRAME), size_of::<types::mg_frame>());
+        check!(
+            c,
+            kind::FRAME,
+            types::mg_frame,
+            [pkt_id, ifindex, len, caplen, dev_kind]
+        );
         check!(
             c,
             kind::FUNC,

@@ -887,6 +887,7 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
                     ro.host_filter = addr16(h);
                 }
                 ro.tcp_state = config.tcp_state;
+                ro.snaplen = config.snaplen.min(crate::config::SNAPLEN_MAX);
                 // Received packets are attributed by flow: keep every announced
                 // socket's flow when a layer sees packets.
                 ro.track_all_flows = config.layers.iter().any(|l| l.follows_packets());

@@ -98,6 +98,8 @@ pub mod kind {
     pub const DEV_START_XMIT: u16 = 51;
     pub const DEV_XMIT: u16 = 52;
     pub const DEV_RX: u16 = 53;
+    /// `record --snaplen`: the first bytes of a dev_start_xmit / dev_rx frame.
+    pub const FRAME: u16 = 54;
     pub const DROP: u16 = 60;
     pub const SCHED_SWITCH: u16 = 70;
     pub const SCHED_WAKEUP: u16 = 71;
@@ -110,6 +112,9 @@ pub mod kind {
     /// Kinds are below this bound (the kernel's per-kind counters use it).
     pub const MAX: u16 = 128;
 }
+
+/// Size of a `frame` record before its bytes.
+pub const FRAME_LEN: usize = 48;
 
 /// Flag in the common header: a TCP snapshot follows the body.
 pub const FLAG_TCP_STATE: u32 = 1;
@@ -503,6 +508,22 @@ impl Catalog {
             "tp_btf/netif_receive_skb",
             56,
             dev(),
+        );
+        // `caplen` frame bytes follow the 48 bytes of the record (a tail that
+        // no field describes: the record's length is 48 + caplen).
+        add(
+            kind::FRAME,
+            "frame",
+            "dev",
+            "record --snaplen: frame bytes after a dev_start_xmit or dev_rx record",
+            FRAME_LEN as u32,
+            Layout::body()
+                .f("pkt_id", Hex64)
+                .f("ifindex", U32)
+                .f("len", U32)
+                .f("caplen", U16)
+                .f("dev_kind", U16)
+                .pad(4),
         );
 
         add(

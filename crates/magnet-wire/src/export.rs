@@ -6,8 +6,10 @@
 //! trace saw only at the IP layer (the dev layer was not recorded) become one raw-IP
 //! frame at LOCAL_OUT or LOCAL_IN on an interface block of their own.
 //!
-//! The trace carries no frame bytes, so headers are synthesised from the recorded
-//! fields: Ethernet (zero MAC addresses, the recorded ethertype), IPv4/IPv6 (every
+//! A trace recorded with `magnet record --snaplen N` carries the first bytes of
+//! each frame: those are written as they are (captured length = what was kept,
+//! original length = the frame). Without them, headers are synthesised from the
+//! recorded fields: Ethernet (zero MAC addresses, the recorded ethertype), IPv4/IPv6 (every
 //! field the IP layer recorded, header checksum computed), TCP (ports, sequence and
 //! acknowledgement numbers, flags) or UDP (ports, length). The captured length is the
 //! headers; the original length is what the device saw. Each comment ends with
@@ -33,6 +35,8 @@ use crate::kernel::{IpFields, KPacket, Kernel};
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct ExportStats {
     pub frames: u64,
+    /// Frames with the bytes the trace kept (`record --snaplen`).
+    pub captured: u64,
     /// Frames with IP and transport headers made from the trace's fields.
     pub synthesized_ip: u64,
     /// Frames with only a link header (no IP event for the packet).
@@ -61,7 +65,7 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
         .map_or("", |h| h.host.as_str())
         .to_string();
     let mut shb: Vec<(u16, &[u8])> =
-        vec![(4, b"magnet pcap (headers synthesised from a magnet trace)")];
+        vec![(4, b"magnet pcap (from a magnet trace; frames without recorded bytes have synthesised headers)")];
     if !host.is_empty() {
         shb.push((2, host.as_bytes()));
     }
@@ -124,17 +128,28 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
         let outbound = matches!(h.kind, kind::DEV_START_XMIT | kind::IP_LOCAL_OUT);
         data.clear();
         let link = matches!(key, IfKey::Dev(_));
-        let made = synthesise(p, link, &mut data);
-        let orig = match (p.ip, link) {
-            (Some(ip), true) => 14 + ip.tot_len as usize,
-            (Some(ip), false) => ip.tot_len as usize,
-            (None, _) => h.len as usize + if h.kind == kind::DEV_RX { 14 } else { 0 },
-        }
-        .max(data.len());
-        if p.ip.is_some() {
-            st.synthesized_ip += 1;
+        let frame = p.frame_at(&h).filter(|b| !b.is_empty());
+        let made;
+        let orig;
+        if let Some(bytes) = frame {
+            data.extend_from_slice(bytes);
+            made = "";
+            // The dev record's length is the whole frame, link header included.
+            orig = (h.len as usize).max(data.len());
+            st.captured += 1;
         } else {
-            st.link_only += 1;
+            made = synthesise(p, link, &mut data);
+            orig = match (p.ip, link) {
+                (Some(ip), true) => 14 + ip.tot_len as usize,
+                (Some(ip), false) => ip.tot_len as usize,
+                (None, _) => h.len as usize + if h.kind == kind::DEV_RX { 14 } else { 0 },
+            }
+            .max(data.len());
+            if p.ip.is_some() {
+                st.synthesized_ip += 1;
+            } else {
+                st.link_only += 1;
+            }
         }
         comment.clear();
         let cookie = if outbound {
@@ -182,7 +197,11 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
         if let Some(parent) = p.gso_parent {
             let _ = write!(comment, " gso_parent={parent:#x}");
         }
-        let _ = write!(comment, " synthesized={made}");
+        if made.is_empty() {
+            let _ = write!(comment, " snap={}", data.len());
+        } else {
+            let _ = write!(comment, " synthesized={made}");
+        }
         let op = OutPacket::new(entry.0, ts.max(0), &data)
             .orig_len(orig as u32)
             .comment(&comment)

@@ -68,9 +68,31 @@ pub struct KPacket {
     /// For a segment of a GSO packet: the parent's id (its `ip` fields were derived:
     /// identification and sequence number advanced per segment).
     pub gso_parent: Option<u64>,
+    /// Frame bytes the trace kept (`record --snaplen`), each for one device hop.
+    pub frames: Vec<Frame>,
+}
+
+/// The first bytes of a frame at a device hop (`record --snaplen`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// The hop's time, kind (dev_start_xmit or dev_rx) and ifindex.
+    pub ts_ns: i64,
+    pub kind: u16,
+    pub ifindex: u32,
+    /// From the link header on; may be shorter than the snap length (the skb's
+    /// page fragments are not read).
+    pub bytes: Vec<u8>,
 }
 
 impl KPacket {
+    /// The frame bytes recorded at hop `h`, if any.
+    pub fn frame_at(&self, h: &Hop) -> Option<&[u8]> {
+        self.frames
+            .iter()
+            .find(|f| f.ts_ns == h.ts_ns && f.kind == h.kind && f.ifindex == h.ifindex)
+            .map(|f| f.bytes.as_slice())
+    }
+
     pub fn first_ts(&self) -> i64 {
         self.hops.first().map_or(0, |h| h.ts_ns)
     }
@@ -172,6 +194,93 @@ const IP_FIELDS: [&str; 14] = [
     "ack",
 ];
 
+/// The IP and transport header fields of an Ethernet frame, when its bytes hold
+/// the IP header and the transport ports (TCP: through the flags).
+pub fn ip_of_frame(f: &[u8]) -> Option<IpFields> {
+    let be16 = |b: &[u8], at: usize| Some(u16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?));
+    let be32 = |b: &[u8], at: usize| Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?));
+    let mut et = be16(f, 12)?;
+    let mut l3 = 14;
+    if et == 0x8100 {
+        et = be16(f, 16)?;
+        l3 = 18;
+    }
+    let ip = f.get(l3..)?;
+    let (mut fields, l4) = match et {
+        0x0800 if ip.first()? >> 4 == 4 => {
+            let ihl = ((ip[0] & 0x0f) as usize) * 4;
+            let a = |at: usize| -> Option<IpAddr> {
+                let o: [u8; 4] = ip.get(at..at + 4)?.try_into().ok()?;
+                Some(IpAddr::from(o))
+            };
+            (
+                IpFields {
+                    version: 4,
+                    tos: *ip.get(1)?,
+                    ttl: *ip.get(8)?,
+                    protocol: *ip.get(9)?,
+                    tot_len: be16(ip, 2)? as u32,
+                    ip_id: be16(ip, 4)?,
+                    frag_off: be16(ip, 6)?,
+                    saddr: a(12)?,
+                    daddr: a(16)?,
+                    sport: 0,
+                    dport: 0,
+                    tcp_flags: 0,
+                    seq: 0,
+                    ack: 0,
+                },
+                ihl,
+            )
+        }
+        0x86dd if ip.first()? >> 4 == 6 => {
+            let a = |at: usize| -> Option<IpAddr> {
+                let o: [u8; 16] = ip.get(at..at + 16)?.try_into().ok()?;
+                Some(IpAddr::from(o))
+            };
+            (
+                IpFields {
+                    version: 6,
+                    tos: ((be16(ip, 0)? >> 4) & 0xff) as u8,
+                    ttl: *ip.get(7)?,
+                    protocol: *ip.get(6)?,
+                    tot_len: be16(ip, 4)? as u32 + 40,
+                    ip_id: 0,
+                    frag_off: 0,
+                    saddr: a(8)?,
+                    daddr: a(24)?,
+                    sport: 0,
+                    dport: 0,
+                    tcp_flags: 0,
+                    seq: 0,
+                    ack: 0,
+                },
+                40,
+            )
+        }
+        _ => return None,
+    };
+    // Later IPv4 fragments carry no transport header.
+    if fields.frag_off & 0x1fff == 0 {
+        let t = ip.get(l4..)?;
+        match fields.protocol {
+            6 => {
+                fields.sport = be16(t, 0)?;
+                fields.dport = be16(t, 2)?;
+                fields.seq = be32(t, 4)?;
+                fields.ack = be32(t, 8)?;
+                fields.tcp_flags = *t.get(13)?;
+            }
+            17 => {
+                fields.sport = be16(t, 0)?;
+                fields.dport = be16(t, 2)?;
+            }
+            _ => {}
+        }
+    }
+    Some(fields)
+}
+
 fn num(bytes: &[u8], f: &Option<FieldDesc>) -> Option<u64> {
     decode_field(bytes, f.as_ref()?)?.as_u64()
 }
@@ -213,6 +322,18 @@ impl Kernel {
             .get("skb_drop_reason")
             .cloned()
             .unwrap_or_default();
+        // record --snaplen: frame records (pkt_id, ifindex, caplen, dev_kind, then
+        // the bytes after the catalog's size).
+        let frame_desc = header.catalog.get(kind::FRAME).and_then(|d| {
+            let f = |n: &str| d.field(n).cloned();
+            Some((
+                f("pkt_id")?,
+                f("ifindex")?,
+                f("caplen")?,
+                f("dev_kind")?,
+                d.size as usize,
+            ))
+        });
         let mut by_id: HashMap<u64, usize> = HashMap::new();
         let mut last_ts_by_cpu: HashMap<u16, i64> = HashMap::new();
         while let Some(r) = rd.next_record() {
@@ -231,6 +352,28 @@ impl Kernel {
             let b = &r.bytes;
             let kd = r.kind();
             let ts = wall(r.ts_ns());
+            if kd == kind::FRAME {
+                if let Some((fid, fif, fcap, fkind, at)) = &frame_desc {
+                    let n = |d: &FieldDesc| num(b, &Some(d.clone())).unwrap_or(0);
+                    let (id, ifindex, cap, dk) =
+                        (n(fid), n(fif) as u32, n(fcap) as usize, n(fkind));
+                    if b.len() < at + cap {
+                        k.warnings.push(format!(
+                            "frame record of packet {id:#x}: {} bytes, its caplen says {}",
+                            b.len(),
+                            at + cap
+                        ));
+                    } else if let Some(&i) = by_id.get(&id) {
+                        k.packets[i].frames.push(Frame {
+                            ts_ns: ts,
+                            kind: dk as u16,
+                            ifindex,
+                            bytes: b[*at..at + cap].to_vec(),
+                        });
+                    }
+                }
+                continue;
+            }
             let Some(Some(f)) = fields.get(kd as usize) else {
                 continue;
             };
@@ -330,6 +473,7 @@ impl Kernel {
                 }
             });
             let mut carried = None;
+            let mut carried_frame = None;
             if reused {
                 let old = by_id.remove(&id).expect("reused ids are known");
                 // The receive just before a LOCAL_IN on the same device belongs to
@@ -343,8 +487,16 @@ impl Kernel {
                     })
                 {
                     carried = hops.pop();
+                    let old = &mut k.packets[old];
+                    carried_frame = carried.and_then(|h| {
+                        let at = old.frames.iter().position(|f| {
+                            (f.ts_ns, f.kind, f.ifindex) == (h.ts_ns, h.kind, h.ifindex)
+                        })?;
+                        Some(old.frames.remove(at))
+                    });
                 }
             }
+
             let i = *by_id.entry(id).or_insert_with(|| {
                 k.packets.push(KPacket {
                     id,
@@ -354,11 +506,13 @@ impl Kernel {
                     drop: None,
                     gso_segments: 0,
                     gso_parent: None,
+                    frames: Vec::new(),
                 });
                 k.packets.len() - 1
             });
             let p = &mut k.packets[i];
             p.hops.extend(carried);
+            p.frames.extend(carried_frame);
             p.hops.push(Hop {
                 ts_ns: ts,
                 kind: kd,
@@ -388,6 +542,18 @@ impl Kernel {
         }
         k.packets.sort_by_key(|p| p.first_ts());
         k.assign_gso_segments();
+        // record --snaplen: a packet the IP layer did not see (or whose fields
+        // were derived, a GSO segment) takes its header fields from its frame.
+        for p in &mut k.packets {
+            if p.ip.is_none() || p.gso_parent.is_some() {
+                if let Some(ip) = p.frames.iter().find_map(|f| ip_of_frame(&f.bytes)) {
+                    p.ip = Some(ip);
+                    if p.ethertype == 0 {
+                        p.ethertype = if ip.version == 6 { 0x86dd } else { 0x0800 };
+                    }
+                }
+            }
+        }
         for p in &k.packets {
             if let Some(ip) = p.ip {
                 let key = (ip.saddr, ip.sport, ip.daddr, ip.dport);

@@ -56,10 +56,11 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
             .map(|(n, c)| format!("{n} {c}"))
             .collect();
         eprintln!(
-            "magnet: {} frames to {} ({}); {} with IP/transport headers synthesised from the trace's fields, {} link header only; {} name their process",
+            "magnet: {} frames to {} ({}); {} with the bytes the trace kept (--snaplen), {} with IP/transport headers synthesised from the trace's fields, {} link header only; {} name their process",
             st.frames,
             a.output.display(),
             ifs.join(", "),
+            st.captured,
             st.synthesized_ip,
             st.link_only,
             st.with_process

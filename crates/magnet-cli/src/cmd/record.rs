@@ -111,6 +111,13 @@ pub struct RecordArgs {
     #[arg(long)]
     tcp_state: bool,
 
+    /// Keep the first N bytes of every frame the dev layer sees (dev_start_xmit
+    /// and dev_rx, both directions, every interface), like tcpdump's -s; at most
+    /// 2048, and only what the skb holds linearly (TCP payload in page fragments
+    /// is not read). `magnet pcap` then writes these bytes. Off by default.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=2048))]
+    snaplen: Option<u32>,
+
     /// Also record the entry of kernel functions that take an skb: `auto` (every
     /// one `magnet funcs` selects with a struct sk_buff * among parameters 1-5
     /// that can be probed) or names and globs, comma-separated (tcp_*,ip_rcv).
@@ -164,6 +171,12 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     }
     config.kinds = args.kinds.clone().unwrap_or_default();
     config.tcp_state = args.tcp_state;
+    if let Some(n) = args.snaplen {
+        if !config.layers.contains(&magnet_record::config::Layer::Dev) {
+            bail!("--snaplen keeps frames at the dev layer: add dev to --layers");
+        }
+        config.snaplen = n;
+    }
     if let Some(spec) = &args.funcs {
         (config.funcs, config.func_names) = super::funcs::resolve_spec(spec)?;
         config.func_exits = args.func_exits;

@@ -43,6 +43,7 @@ enum mg_kind {
 	MG_DEV_START_XMIT = 51, /* net:net_dev_start_xmit */
 	MG_DEV_XMIT = 52,     /* net:net_dev_xmit */
 	MG_DEV_RX = 53,       /* net:netif_receive_skb; cookie from the packet's flow */
+	MG_FRAME = 54,        /* record --snaplen: the first bytes of a dev_start_xmit / dev_rx frame */
 
 	MG_DROP = 60,         /* skb:kfree_skb */
 
@@ -204,6 +205,22 @@ struct mg_dev {
 	__s32 rc;
 	__u16 ethertype;
 	__u16 _pad0;
+};
+
+/* record --snaplen N: written right after a dev_start_xmit or dev_rx record,
+ * with the same time, packet id and ifindex; `caplen` bytes of the frame from
+ * its link header follow the struct (the record is 48 + caplen bytes long).
+ * Only the skb's linear part is read: caplen < min(N, len) when the rest of
+ * the frame is in page fragments. */
+#define MG_SNAPLEN_MAX 2048
+struct mg_frame {
+	struct mg_hdr hdr;
+	__u64 pkt_id;
+	__u32 ifindex;
+	__u32 len;      /* the whole frame, as in the dev record */
+	__u16 caplen;   /* bytes that follow */
+	__u16 dev_kind; /* MG_DEV_START_XMIT or MG_DEV_RX */
+	__u32 _pad0;
 };
 
 struct mg_drop {

@@ -54,6 +54,8 @@ const volatile bool tcp_rx_other = false;
  * that a full event ring never costs a socket its 5-tuple. */
 const volatile __u32 id_ring_index = 0;
 const volatile bool has_id_ring = false;
+/* record --snaplen: bytes of each dev_start_xmit / dev_rx frame to keep, 0 = none. */
+const volatile __u32 snaplen = 0;
 
 /* ---- maps ----------------------------------------------------------------- */
 
@@ -209,6 +211,19 @@ struct {
 	__type(value, __u64);
 } pkt_seq SEC(".maps");
 
+/* record --snaplen: a frame record is built here and copied into the ring.
+ * Slot 0 for transmit, 1 for receive (a softirq may interrupt a sender). */
+struct frame_buf {
+	struct mg_frame f;
+	__u8 data[MG_SNAPLEN_MAX];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct frame_buf);
+} frame_bufs SEC(".maps");
+
 /* The socket send/recv syscall in flight on each traced thread: the bytes it
  * asked for (for app events) and its socket (so that the socket's first packets,
  * sent before its first app event, are attributed to it). */
@@ -253,6 +268,7 @@ struct mg_sched_switch _mg_sched_switch = {};
 struct mg_task _mg_task = {};
 struct mg_func _mg_func = {};
 struct mg_func_exit _mg_func_exit = {};
+struct mg_frame _mg_frame = {};
 
 /* ---- record plumbing ------------------------------------------------------ */
 
@@ -1442,6 +1458,64 @@ static __always_inline void track_connecting(const struct sk_buff *skb)
 	track_flow(&t, cookie, addr_of(s));
 }
 
+/* record --snaplen: the first `snaplen` bytes of the frame from its link
+ * header, as far as the skb's linear part holds them; same time, packet id
+ * and ifindex as the dev record `d` just written. */
+static __always_inline void frame_event(const struct sk_buff *skb, const struct mg_dev *d, bool rx)
+{
+	__u32 slot = rx ? 1 : 0;
+	struct frame_buf *b = bpf_map_lookup_elem(&frame_bufs, &slot);
+	if (!b)
+		return;
+	unsigned char *head = skb->head;
+	unsigned char *data = skb->data;
+	__u32 linear = skb->len - skb->data_len;
+	unsigned char *start = data;
+	if (rx) {
+		/* The link header is already pulled: start there when it is in reach. */
+		__u16 mh = skb->mac_header;
+		__u64 off = (__u64)data - (__u64)head;
+		if (mh != (__u16)~0U && off > mh && off - mh <= 64) {
+			start = head + mh;
+			linear += off - mh;
+		}
+	}
+	__u32 n = snaplen;
+	if (n > d->len)
+		n = d->len;
+	if (n > linear)
+		n = linear;
+	if (n > MG_SNAPLEN_MAX)
+		n = MG_SNAPLEN_MAX;
+	if (bpf_probe_read_kernel(b->data, n, start))
+		n = 0;
+	b->f.hdr = d->hdr;
+	b->f.hdr.kind = MG_FRAME;
+	b->f.hdr.flags = 0;
+	b->f.pkt_id = d->pkt_id;
+	b->f.ifindex = d->ifindex;
+	b->f.len = d->len;
+	b->f.caplen = n;
+	b->f.dev_kind = d->hdr.kind;
+	b->f._pad0 = 0;
+	struct mg_cpu_stats *st = stats();
+	void *ring = my_ring();
+	if (!st)
+		return;
+	__sync_fetch_and_add(&st->generated[MG_FRAME], 1);
+	if (ring)
+		flush_lost(st, ring);
+	__u64 size = sizeof(b->f) + n;
+	if (size > sizeof(*b))
+		return;
+	__u64 queued = ring ? bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) : 0;
+	if (!ring || bpf_ringbuf_output(ring, b, size,
+					queued >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)) {
+		__sync_fetch_and_add(&st->lost, 1);
+		__sync_fetch_and_add(&st->lost_total, 1);
+	}
+}
+
 static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u32 ifindex,
 				      __u32 len, int rc, bool rx, bool read_skb)
 {
@@ -1491,6 +1565,12 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	r->rc = rc;
 	r->ethertype = read_skb ? bpf_ntohs(skb->protocol) : 0;
 	r->_pad0 = 0;
+	if (snaplen && kind == MG_DEV_START_XMIT) {
+		struct mg_dev d = *r;
+		submit(r);
+		frame_event(skb, &d, false);
+		return;
+	}
 	submit(r);
 }
 
@@ -1624,7 +1704,10 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 			r->rc = 0;
 			r->ethertype = bpf_ntohs(skb->protocol);
 			r->_pad0 = 0;
+			struct mg_dev d = *r;
 			submit(r);
+			if (snaplen)
+				frame_event(skb, &d, true);
 		}
 	}
 	if (rec_tcp && fv && exact && pi.protocol == IPPROTO_TCP) {
