@@ -510,3 +510,55 @@ mod tests {
         assert!(Filter::default().keeps(&nofp));
     }
 }
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+    use magnet_trace::emit::{synthetic_trace, Emitter};
+    use magnet_trace::{kind, TraceReader};
+
+    /// A parent skb's entry (no packet id) joins the packet its clone becomes,
+    /// and each return gives its entry the time inside; a return with no
+    /// recorded entry on its task is ignored.
+    #[test]
+    fn clone_joins_parent_and_returns_time_each_function() {
+        let e = Emitter::builtin();
+        let enter = |ts, func, skb, parent, id| {
+            e.record(kind::FUNC, ts)
+                .tid(5)
+                .set("func", func)
+                .set("skb", skb)
+                .set("parent", parent)
+                .set("pkt_id", id)
+                .into_bytes()
+        };
+        let ret = |ts, tid, func| {
+            e.record(kind::FUNC_EXIT, ts)
+                .tid(tid)
+                .set("func", func)
+                .into_bytes()
+        };
+        let recs = vec![
+            enter(100, 0x10, 0x100, 0, 0),     // __tcp_transmit_skb(parent)
+            enter(200, 0x20, 0x200, 0x100, 0), // ip_queue_xmit(clone), no id yet
+            enter(300, 0x30, 0x200, 0x100, 7), // ip_output(clone), packet 7
+            ret(350, 6, 0x30),                 // another task: not this call's
+            ret(400, 5, 0x30),
+            ret(550, 5, 0x20),
+            ret(700, 5, 0x10),
+        ];
+        let bytes = synthetic_trace(1_000, recs, Some(&magnet_trace::Footer::default()));
+        let mut r = TraceReader::new(&bytes[..]).unwrap();
+        let header = r.header().clone();
+        let mut paths = Paths::new(&header);
+        while let Some(Ok(rec)) = r.next_record() {
+            paths.push(&rec);
+        }
+        let out = paths.finish();
+        assert_eq!(out.len(), 1);
+        let p = &out[0];
+        assert_eq!((p.pkt_id, p.functions), (7, 3));
+        let got: Vec<(u64, Option<u64>)> = p.steps.iter().map(|s| (s.ts_ns, s.in_ns)).collect();
+        assert_eq!(got, [(100, Some(600)), (200, Some(350)), (300, Some(100))]);
+    }
+}
