@@ -131,21 +131,7 @@ static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *
 							     : PKT_FOLLOW);
 	r->ifindex = dev ? BPF_CORE_READ(dev, ifindex) : 0;
 	r->tot_len = ip_len(skb, nh, &pi);
-	r->ip_id = pi.ip_id;
-	r->frag_off = pi.frag_off;
-	r->version = pi.version;
-	r->tos = pi.tos;
-	r->ttl = pi.ttl;
-	r->protocol = pi.protocol;
-	r->sport = pi.sport;
-	r->dport = pi.dport;
-	r->tcp_flags = pi.tcp_flags;
-	r->_pad0 = 0;
-	r->_pad1 = 0;
-	r->seq = pi.seq;
-	r->ack = pi.ack;
-	__builtin_memcpy(r->saddr, pi.saddr, 16);
-	__builtin_memcpy(r->daddr, pi.daddr, 16);
+	ip_fill(r, &pi);
 	submit(r);
 }
 

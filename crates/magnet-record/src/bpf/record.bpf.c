@@ -734,6 +734,27 @@ static __always_inline __u32 ip_len(const struct sk_buff *skb, __u16 nh, const s
 	return l > 0 ? (__u32)l : 0;
 }
 
+/* The header fields of an IP record, from the parsed packet (shared by the
+ * netfilter programs and their function-probe twins in hooks_fn.bpf.c). */
+static __always_inline void ip_fill(struct mg_ip *r, const struct pkt_info *pi)
+{
+	r->ip_id = pi->ip_id;
+	r->frag_off = pi->frag_off;
+	r->version = pi->version;
+	r->tos = pi->tos;
+	r->ttl = pi->ttl;
+	r->protocol = pi->protocol;
+	r->sport = pi->sport;
+	r->dport = pi->dport;
+	r->tcp_flags = pi->tcp_flags;
+	r->_pad0 = 0;
+	r->_pad1 = 0;
+	r->seq = pi->seq;
+	r->ack = pi->ack;
+	__builtin_memcpy(r->saddr, pi->saddr, 16);
+	__builtin_memcpy(r->daddr, pi->daddr, 16);
+}
+
 /* IP header of an skb on the transmit path (network_header is set). */
 static __always_inline void parse_skb_tx(const struct sk_buff *skb, struct pkt_info *pi)
 {
@@ -1332,21 +1353,7 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	struct net_device *dev = rx ? st->in : st->out;
 	r->ifindex = dev ? dev->ifindex : 0;
 	r->tot_len = ip_len(skb, nh, &pi);
-	r->ip_id = pi.ip_id;
-	r->frag_off = pi.frag_off;
-	r->version = pi.version;
-	r->tos = pi.tos;
-	r->ttl = pi.ttl;
-	r->protocol = pi.protocol;
-	r->sport = pi.sport;
-	r->dport = pi.dport;
-	r->tcp_flags = pi.tcp_flags;
-	r->_pad0 = 0;
-	r->_pad1 = 0;
-	r->seq = pi.seq;
-	r->ack = pi.ack;
-	__builtin_memcpy(r->saddr, pi.saddr, 16);
-	__builtin_memcpy(r->daddr, pi.daddr, 16);
+	ip_fill(r, &pi);
 	submit(r);
 	return NF_ACCEPT;
 }
