@@ -78,7 +78,7 @@ mod layout {
         assert_eq!(size(kind::SCHED_WAKEUP), size_of::<types::mg_task>());
         assert_eq!(size(kind::FUNC), size_of::<types::mg_func>());
         assert_eq!(size(kind::FUNC_EXIT), size_of::<types::mg_func_exit>());
-        check!(c, kind::FUNC_EXIT, types::mg_func_exit, [func, ret]);
+        check!(c, kind::FUNC_EXIT, types::mg_func_exit, [func, retval]);
         assert_eq!(size(kind::FRAME), size_of::<types::mg_frame>());
         check!(
             c,

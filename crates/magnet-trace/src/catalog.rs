@@ -618,7 +618,9 @@ impl Catalog {
             "func",
             "kretprobe/* (record --funcs --func-exits)",
             40,
-            Layout::body().named("func", Hex64, "kfunc").f("ret", Hex64),
+            Layout::body()
+                .named("func", Hex64, "kfunc")
+                .f("retval", Hex64),
         );
 
         Catalog {

@@ -281,7 +281,7 @@ struct mg_func {
 struct mg_func_exit {
 	struct mg_hdr hdr;
 	__u64 func;     /* the function, as in its entry's mg_func */
-	__u64 ret;      /* its return value (register) */
+	__u64 retval;   /* its return value (register); not "ret", which app records use as a signed int */
 };
 
 /* Per-CPU counters read by user space at the end of a run. */

@@ -130,7 +130,7 @@ static __always_inline int func_exit_event(struct pt_regs *ctx)
 		return 0;
 	fill_hdr(&r->hdr, MG_FUNC_EXIT, 0);
 	r->func = k.ip;
-	r->ret = PT_REGS_RC(ctx);
+	r->retval = PT_REGS_RC(ctx);
 	submit(r);
 	return 0;
 }
