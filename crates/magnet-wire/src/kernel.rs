@@ -582,108 +582,106 @@ impl Kernel {
 
     /// GSO: TCP packets larger than the device's MTU leave LOCAL_OUT whole and are cut
     /// into segments just before the driver; each segment is a new skb, so the device
-    /// layer sees packet ids the IP layer never saw. Each such segment (a packet whose
-    /// first sighting is a transmit with a socket and no IP fields) is given to the
-    /// oldest unfinished GSO packet of its socket, in order: identification + k,
-    /// sequence number + the payload of the segments before it, the parent's hops
-    /// before its own. The TCP header length (not recorded) is the smallest header-only
-    /// packet of the connection in either direction.
+    /// layer sees packet ids the IP layer never saw. A segment (a packet whose first
+    /// sighting is a transmit with a socket and no IP fields) takes its parent's fields:
+    /// identification + k, sequence number + the payload of the segments before it,
+    /// PSH/FIN on the last only, and the parent's hops before its own.
+    ///
+    /// Which parent: segments are made and sent in one go right after the parent's
+    /// LOCAL_OUT on the same CPU, so their ids follow the parent's (ids are per-CPU
+    /// counters). Each parent takes the segments whose ids follow its own, as many as
+    /// its payload needs. Segments left over (the parent waited in a qdisc and was cut
+    /// later, on dequeue) go, run by run, to the oldest earlier parent of their socket
+    /// that found none, unless a later parent of that socket went out with its own
+    /// segments in between (then the waiting parent's segments are missing from the
+    /// trace). A parent that has segments takes no more, so one missing event cannot
+    /// shift every later packet's fields.
+    ///
+    /// The TCP header length (not recorded) is the most common length of the
+    /// connection's header-only packets (pure ACKs and FINs; a RST has no options).
     fn assign_gso_segments(&mut self) {
-        use std::collections::VecDeque;
-        // Header length per connection (either direction), from header-only packets.
-        let mut thl: HashMap<(IpAddr, u16, IpAddr, u16), u32> = HashMap::new();
-        for p in &self.packets {
-            if let Some(ip) =
-                p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x02 == 0)
-            {
-                let ihl = if ip.version == 6 { 40 } else { 20 };
-                let h = ip.tot_len.saturating_sub(ihl);
-                for key in [
-                    (ip.saddr, ip.sport, ip.daddr, ip.dport),
-                    (ip.daddr, ip.dport, ip.saddr, ip.sport),
-                ] {
-                    let e = thl.entry(key).or_insert(h);
-                    *e = (*e).min(h);
-                }
+        type Conn = (IpAddr, u16, IpAddr, u16);
+        let ihl_of = |ip: &IpFields| -> i64 {
+            if ip.version == 6 {
+                40
+            } else {
+                20
             }
-        }
-        // Parents: TCP packets through LOCAL_OUT never handed to a driver whole.
-        struct Parent {
-            idx: usize,
-            /// The id the next segment should have.
-            expect: u64,
-            remaining: i64,
-            next_seq: u32,
-            k: u32,
-        }
-        let mut open: HashMap<u64, VecDeque<Parent>> = HashMap::new();
-        let n = self.packets.len();
-        for i in 0..n {
-            let p = &self.packets[i];
-            if let Some(ip) = p.ip {
-                let out = p.hops.iter().any(|h| h.kind == kind::IP_LOCAL_OUT);
-                let xmit = p.hops.iter().any(|h| h.kind == kind::DEV_START_XMIT);
-                let cookie = p.sender_cookie();
-                if ip.protocol == 6 && out && !xmit && cookie != 0 {
-                    let ihl = if ip.version == 6 { 40 } else { 20 };
-                    let h = thl
-                        .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
-                        .copied()
-                        .unwrap_or(20);
-                    let payload = ip.tot_len as i64 - ihl - h as i64;
-                    if payload > 0 {
-                        open.entry(cookie).or_default().push_back(Parent {
-                            idx: i,
-                            expect: p.id.wrapping_add(1),
-                            remaining: payload,
-                            next_seq: ip.seq,
-                            k: 0,
-                        });
-                    }
-                }
+        };
+        let mut thl_counts: HashMap<Conn, HashMap<u32, u64>> = HashMap::new();
+        for p in &self.packets {
+            let Some(ip) =
+                p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x06 == 0)
+            else {
+                continue;
+            };
+            let h = ip.tot_len.saturating_sub(ihl_of(&ip) as u32);
+            if !(20..=60).contains(&h) {
                 continue;
             }
+            for key in [
+                (ip.saddr, ip.sport, ip.daddr, ip.dport),
+                (ip.daddr, ip.dport, ip.saddr, ip.sport),
+            ] {
+                *thl_counts.entry(key).or_default().entry(h).or_default() += 1;
+            }
+        }
+        let thl: HashMap<Conn, i64> = thl_counts
+            .into_iter()
+            .filter_map(|(k, c)| {
+                let (h, _) = c
+                    .into_iter()
+                    .max_by_key(|&(h, n)| (n, std::cmp::Reverse(h)))?;
+                Some((k, h as i64))
+            })
+            .collect();
+        let header_len = |ip: &IpFields| -> i64 {
+            ihl_of(ip)
+                + thl
+                    .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
+                    .copied()
+                    .unwrap_or(20)
+        };
+
+        // Segments: no IP fields, first seen on the transmit side with a socket.
+        let mut seg_by_id: HashMap<u64, usize> = HashMap::new();
+        for (i, p) in self.packets.iter().enumerate() {
             let Some(first) = p.hops.first() else {
                 continue;
             };
-            if !matches!(
-                first.kind,
-                kind::DEV_QUEUE | kind::DEV_START_XMIT | kind::QDISC_ENQ
-            ) || first.cookie == 0
-                || !matches!(p.ethertype, 0x0800 | 0x86dd)
+            if p.ip.is_none()
+                && matches!(
+                    first.kind,
+                    kind::DEV_QUEUE | kind::DEV_START_XMIT | kind::QDISC_ENQ
+                )
+                && first.cookie != 0
+                && matches!(p.ethertype, 0x0800 | 0x86dd)
             {
-                continue;
+                seg_by_id.insert(p.id, i);
             }
-            let Some(q) = open.get_mut(&first.cookie) else {
-                continue;
-            };
-            // Segments get the ids right after their parent's (or the previous
-            // segment's): follow that chain first, and drop parents left behind it
-            // (a segment the trace lost, or whose id was reused); else take the oldest.
-            if let Some(pos) = q.iter().position(|par| par.expect == p.id) {
-                q.drain(..pos);
-            }
-            let Some(par) = q.front_mut() else { continue };
-            let parent = &self.packets[par.idx];
-            let Some(pip) = parent.ip else { continue };
-            if parent.first_ts() > first.ts_ns {
-                continue;
-            }
-            let ihl: u32 = if pip.version == 6 { 40 } else { 20 };
-            let h = thl
-                .get(&(pip.saddr, pip.sport, pip.daddr, pip.dport))
-                .copied()
-                .unwrap_or(20);
-            // The device's length includes the 14-byte Ethernet header.
-            let seg_tot = p
-                .hops
-                .iter()
-                .find(|h| h.len > 0)
-                .map_or(0, |h| h.len.saturating_sub(14));
-            let payload = seg_tot as i64 - ihl as i64 - h as i64;
-            if payload <= 0 {
-                continue;
-            }
+        }
+        if seg_by_id.is_empty() {
+            return;
+        }
+        // The payload a segment carries (its device length includes the 14-byte
+        // Ethernet header), or None when it carries none.
+        let seg_payload = |p: &KPacket, hl: i64| -> Option<(u32, i64)> {
+            let tot = p.hops.iter().find(|h| h.len > 0)?.len.saturating_sub(14);
+            let pl = tot as i64 - hl;
+            (pl > 0).then_some((tot, pl))
+        };
+        struct Parent {
+            idx: usize,
+            first_ts: i64,
+            remaining: i64,
+            next_seq: u32,
+            k: u32,
+            last_ts: i64,
+        }
+        // (segment, parent, fields)
+        let mut assigned: Vec<(usize, usize, IpFields)> = Vec::new();
+        let mut claimed = vec![false; self.packets.len()];
+        let take = |par: &mut Parent, pip: &IpFields, seg_tot: u32, payload: i64| -> IpFields {
             let last = par.remaining - payload <= 0;
             let ip = IpFields {
                 tot_len: seg_tot,
@@ -694,21 +692,119 @@ impl Kernel {
                 } else {
                     pip.tcp_flags & !0x09
                 },
-                ..pip
+                ..*pip
             };
             par.k += 1;
-            par.expect = p.id.wrapping_add(1);
             par.next_seq = par.next_seq.wrapping_add(payload as u32);
             par.remaining -= payload;
-            let (pidx, pid, k) = (par.idx, parent.id, par.k);
-            let parent_hops: Vec<Hop> = parent.hops.clone();
-            if last {
-                q.pop_front();
+            ip
+        };
+        // Pass 1: each parent follows its id chain.
+        let mut waiting: HashMap<u64, Vec<Parent>> = HashMap::new();
+        // First times of the parents that found their chain, per socket (ascending).
+        let mut chained: HashMap<u64, Vec<i64>> = HashMap::new();
+        for (i, p) in self.packets.iter().enumerate() {
+            let Some(pip) = p.ip.filter(|ip| ip.protocol == 6) else {
+                continue;
+            };
+            let out = p.hops.iter().any(|h| h.kind == kind::IP_LOCAL_OUT);
+            let xmit = p.hops.iter().any(|h| h.kind == kind::DEV_START_XMIT);
+            let cookie = p.sender_cookie();
+            if !out || xmit || cookie == 0 {
+                continue;
             }
-            self.packets[pidx].gso_segments = k;
-            let seg = &mut self.packets[i];
+            let hl = header_len(&pip);
+            let payload = pip.tot_len as i64 - hl;
+            if payload <= 0 {
+                continue;
+            }
+            let mut par = Parent {
+                idx: i,
+                first_ts: p.first_ts(),
+                remaining: payload,
+                next_seq: pip.seq,
+                k: 0,
+                last_ts: p.hops.last().map_or(0, |h| h.ts_ns),
+            };
+            let mut id = p.id;
+            while par.remaining > 0 {
+                id = id.wrapping_add(1);
+                let Some(&s) = seg_by_id.get(&id) else { break };
+                let seg = &self.packets[s];
+                if claimed[s] || seg.hops[0].cookie != cookie || seg.first_ts() < p.first_ts() {
+                    break;
+                }
+                let Some((tot, pl)) = seg_payload(seg, hl) else {
+                    break;
+                };
+                claimed[s] = true;
+                assigned.push((s, i, take(&mut par, &pip, tot, pl)));
+            }
+            if par.k == 0 {
+                waiting.entry(cookie).or_default().push(par);
+            } else {
+                chained.entry(cookie).or_default().push(p.first_ts());
+            }
+        }
+        // Pass 2: runs of consecutive ids nobody claimed, to the latest earlier parent
+        // of their socket that has no segments.
+        let mut left: Vec<usize> = seg_by_id
+            .values()
+            .copied()
+            .filter(|&s| !claimed[s])
+            .collect();
+        left.sort_by_key(|&s| self.packets[s].id);
+        let mut prev_id: Option<u64> = None;
+        let mut cur: Option<(u64, usize)> = None; // (cookie, index in waiting[cookie])
+        for s in left {
+            let seg = &self.packets[s];
+            let cookie = seg.hops[0].cookie;
+            let continues = prev_id.is_some_and(|p| p.wrapping_add(1) == seg.id)
+                && cur.is_some_and(|(c, _)| c == cookie);
+            prev_id = Some(seg.id);
+            let Some(list) = waiting.get_mut(&cookie) else {
+                cur = None;
+                continue;
+            };
+            let ts = seg.first_ts();
+            // A waiting parent can still be cut at `ts` if no later parent of its
+            // socket went out whole with its segments before then.
+            let times = chained.get(&cookie).map_or(&[][..], |v| &v[..]);
+            let open = |par: &Parent| {
+                par.k == 0 && par.last_ts <= ts && {
+                    let after = times.partition_point(|&t| t <= par.first_ts);
+                    times.get(after).is_none_or(|&t| t > ts)
+                }
+            };
+            let pick = match cur {
+                Some((_, j)) if continues && list[j].remaining > 0 => Some(j),
+                // The run goes on past its parent: the next waiting one after it.
+                Some((_, j)) if continues => (j + 1..list.len()).find(|&n| open(&list[n])),
+                _ => list.iter().position(open),
+            };
+            let Some(j) = pick else {
+                cur = None;
+                continue;
+            };
+            let par = &mut list[j];
+            let Some(pip) = self.packets[par.idx].ip else {
+                continue;
+            };
+            let Some((tot, pl)) = seg_payload(seg, header_len(&pip)) else {
+                cur = None;
+                continue;
+            };
+            cur = Some((cookie, j));
+            let pidx = par.idx;
+            assigned.push((s, pidx, take(par, &pip, tot, pl)));
+        }
+        for (s, pidx, ip) in assigned {
+            let parent_id = self.packets[pidx].id;
+            self.packets[pidx].gso_segments += 1;
+            let parent_hops: Vec<Hop> = self.packets[pidx].hops.clone();
+            let seg = &mut self.packets[s];
             seg.ip = Some(ip);
-            seg.gso_parent = Some(pid);
+            seg.gso_parent = Some(parent_id);
             seg.hops.splice(0..0, parent_hops);
         }
     }

@@ -494,3 +494,128 @@ fn tcp_rcv(cat: &Catalog, ts: u64, pkt: u64) -> Vec<u8> {
         &[("cookie", V::N(8)), ("pkt_id", V::N(pkt))],
     )
 }
+
+/// GSO packets whose events are not all in the trace: the recorder's events can be
+/// missing (a GSO packet's segments, or its LOCAL_OUT, were not recorded). Client
+/// cookie 7 on ifindex 3; header-only ACKs of 52 bytes (TCP header 32) and one RST
+/// of 40 bytes (no options), which must not set the header length.
+/// - 0x40 (ip_id 600) went out whole at LOCAL_OUT; its segments are missing;
+/// - 0x60 (ip_id 700) and its segments 0x61..0x63;
+/// - 0x51..0x53: segments whose LOCAL_OUT is missing;
+/// - 0x80 (ip_id 800) and its segments 0x81..0x83;
+/// - 0x90 (ip_id 900), cut later (ids not following its own: 0xa5..0xa7).
+fn trace_with_gaps() -> Vec<u8> {
+    let mut h = Header::new(
+        "h".into(),
+        "k".into(),
+        1,
+        ClockMap {
+            monotonic_ns: MONO0,
+            realtime_ns: WALL0 as u64,
+        },
+    );
+    h.catalog = Catalog::builtin();
+    let cat = h.catalog.clone();
+    let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
+    let out = |ts: u64, pkt: u64, tot: u64, id: u64, flags: u64, seq: u64| {
+        ip(
+            &cat,
+            kind::IP_LOCAL_OUT,
+            ts,
+            7,
+            pkt,
+            3,
+            tot,
+            id,
+            A,
+            B,
+            40000,
+            2049,
+            flags,
+            seq,
+            9,
+        )
+    };
+    let segs = |ts: u64, first: u64| {
+        [1514, 1514, 170]
+            .iter()
+            .enumerate()
+            .map(|(n, &len)| {
+                dev(
+                    &cat,
+                    kind::DEV_START_XMIT,
+                    ts + 100 * n as u64,
+                    7,
+                    first + n as u64,
+                    3,
+                    len,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut recs = Vec::new();
+    for n in 0..3u64 {
+        recs.push(ip(
+            &cat,
+            kind::IP_LOCAL_IN,
+            10_000 + n * 100,
+            7,
+            0x200 + n,
+            3,
+            52,
+            70 + n,
+            B,
+            A,
+            2049,
+            40000,
+            0x10,
+            9,
+            10_000,
+        ));
+    }
+    recs.push(out(11_000, 0x210, 40, 999, 0x14, 10_000));
+    recs.push(out(20_000, 0x40, 3052, 600, 0x18, 10_000));
+    recs.push(out(21_000, 0x60, 3052, 700, 0x18, 13_000));
+    recs.extend(segs(21_100, 0x61));
+    recs.extend(segs(22_000, 0x51));
+    recs.push(out(23_000, 0x80, 3052, 800, 0x18, 16_000));
+    recs.extend(segs(23_100, 0x81));
+    recs.push(out(30_000, 0x90, 3052, 900, 0x18, 19_000));
+    recs.extend(segs(30_500, 0xa5));
+    recs.sort_by_key(|r| u64::from_le_bytes(r[0..8].try_into().unwrap()));
+    for r in recs {
+        w.push(&r).unwrap();
+    }
+    w.finish(&Footer::default()).unwrap()
+}
+
+#[test]
+fn gso_segments_follow_their_parents_ids_and_a_gap_shifts_nothing() {
+    let t = trace_with_gaps();
+    let k = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+    let fields = |first: u64| -> Vec<Option<(u16, u32, u32, u8)>> {
+        (first..first + 3)
+            .map(|id| {
+                let p = k.packets.iter().find(|p| p.id == id).unwrap();
+                p.ip.map(|ip| (ip.ip_id, ip.seq, ip.tot_len, ip.tcp_flags))
+            })
+            .collect()
+    };
+    // TCP header 32 (the ACKs), not 20 (the RST): payloads 1448, 1448, 104.
+    let expect = |id: u16, seq: u32| {
+        vec![
+            Some((id, seq, 1500, 0x10)),
+            Some((id + 1, seq + 1448, 1500, 0x10)),
+            Some((id + 2, seq + 2896, 156, 0x18)),
+        ]
+    };
+    assert_eq!(fields(0x61), expect(700, 13_000));
+    assert_eq!(fields(0x81), expect(800, 16_000));
+    // Cut on dequeue, ids elsewhere: the waiting parent.
+    assert_eq!(fields(0xa5), expect(900, 19_000));
+    // No parent for these: they stay without fields rather than take 0x40's (a
+    // later parent, 0x60, went out with its own segments after 0x40).
+    assert_eq!(fields(0x51), vec![None, None, None]);
+    let gso = |id: u64| k.packets.iter().find(|p| p.id == id).unwrap().gso_segments;
+    assert_eq!((gso(0x40), gso(0x60), gso(0x80), gso(0x90)), (0, 3, 3, 3));
+}
