@@ -204,7 +204,18 @@ pub struct RecordConfig {
     /// dev_rx frame (0: none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub snaplen: u32,
+    /// record -f EXPR: the pcap-filter expression, as given. Packet events (ip,
+    /// qdisc, dev, drop, and the frames) are recorded only for packets it matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap_filter: Option<String>,
+    /// Its classic BPF program, compiled by libpcap for raw IP packets (the
+    /// program starts at the IP header): (code, jt, jf, k) per instruction.
+    #[serde(skip)]
+    pub pcap_filter_insns: Vec<(u16, u8, u8, u32)>,
 }
+
+/// The most instructions a pcap-filter program may have (PF_MAX_INSNS in filter.bpf.c).
+pub const PCAP_FILTER_MAX_INSNS: usize = 512;
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
@@ -239,6 +250,8 @@ impl RecordConfig {
             func_names: Vec::new(),
             func_exits: false,
             snaplen: 0,
+            pcap_filter: None,
+            pcap_filter_insns: Vec::new(),
         }
     }
 

@@ -888,6 +888,14 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
                 }
                 ro.tcp_state = config.tcp_state;
                 ro.snaplen = config.snaplen.min(crate::config::SNAPLEN_MAX);
+                if config.pcap_filter_insns.len() > crate::config::PCAP_FILTER_MAX_INSNS {
+                    bail!(
+                        "the filter expression compiles to {} instructions; at most {} fit",
+                        config.pcap_filter_insns.len(),
+                        crate::config::PCAP_FILTER_MAX_INSNS
+                    );
+                }
+                ro.pf_len = config.pcap_filter_insns.len() as u32;
                 // Received packets are attributed by flow: keep every announced
                 // socket's flow when a layer sees packets.
                 ro.track_all_flows = config.layers.iter().any(|l| l.follows_packets());
@@ -945,6 +953,19 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             .update(&cpu.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
             .with_context(|| format!("installing the ring buffer of CPU {cpu}"))?;
         rings.push(ring);
+    }
+
+    // ---- record -f: the filter's instructions, before any program runs -------
+    for (i, &(code, jt, jf, k)) in config.pcap_filter_insns.iter().enumerate() {
+        let mut insn = [0u8; 8];
+        insn[0..2].copy_from_slice(&code.to_ne_bytes());
+        insn[2] = jt;
+        insn[3] = jf;
+        insn[4..8].copy_from_slice(&k.to_ne_bytes());
+        skel.maps
+            .pf_prog
+            .update(&(i as u32).to_ne_bytes(), &insn, MapFlags::ANY)
+            .with_context(|| format!("loading instruction {i} of the filter expression"))?;
     }
 
     // ---- attach ---------------------------------------------------------------

@@ -146,9 +146,53 @@ pub struct RecordArgs {
     #[arg(long)]
     json: bool,
 
+    /// Record packet events (ip, qdisc, dev, drop, frames) only for packets this
+    /// pcap-filter expression matches (tcpdump's syntax, evaluated in the kernel
+    /// from the IP header on: `ether`/`vlan` primitives do not apply; app and tcp
+    /// events are not filtered by it).
+    #[arg(
+        short = 'f',
+        long = "filter",
+        value_name = "EXPR",
+        conflicts_with = "expression"
+    )]
+    filter: Option<String>,
+
+    /// The filter expression as tcpdump takes it: the words before `--`.
+    #[arg(value_name = "EXPRESSION")]
+    expression: Vec<String>,
+
     /// The command to run and trace (after --).
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
+}
+
+/// Compiles a pcap-filter expression with libpcap for raw IP packets (DLT_RAW,
+/// 12: the program starts at the IP header, which every packet hook has) into
+/// its classic BPF instructions. Errors read as tcpdump's.
+pub fn compile_filter(expr: &str) -> Result<Vec<(u16, u8, u8, u32)>> {
+    let reason = |e: pcap::Error| match e {
+        pcap::Error::PcapError(s) => s,
+        e => e.to_string(),
+    };
+    let dead = pcap::Capture::dead(pcap::Linktype(12))
+        .map_err(|e| anyhow::anyhow!("can't compile filter expression: {}", reason(e)))?;
+    let prog = dead
+        .compile(expr, true)
+        .map_err(|e| anyhow::anyhow!("{}", reason(e)))?;
+    prog.get_instructions()
+        .iter()
+        .map(|i| {
+            let s = i.to_string();
+            let f: Vec<u64> = s.split(' ').filter_map(|x| x.parse().ok()).collect();
+            match f[..] {
+                [code, jt, jf, k] => Ok((code as u16, jt as u8, jf as u8, k as u32)),
+                _ => Err(anyhow::anyhow!(
+                    "libpcap gave an instruction we cannot read: {s}"
+                )),
+            }
+        })
+        .collect()
 }
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
@@ -165,6 +209,15 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         bail!("say what to trace: `-- COMMAND [ARGS]`, `-p PID`, `--comm NAME`, `--cgroup PATH` or `--all`");
     };
     let mut config = RecordConfig::new(args.output.clone());
+    // The filter first: a bad expression fails before anything is written.
+    let expr = args
+        .filter
+        .clone()
+        .or_else(|| (!args.expression.is_empty()).then(|| args.expression.join(" ")));
+    if let Some(expr) = expr {
+        config.pcap_filter_insns = compile_filter(&expr)?;
+        config.pcap_filter = Some(expr);
+    }
     if let Some(l) = &args.layers {
         config.layers = l.clone();
         config.layers_named = true;

@@ -109,6 +109,8 @@ static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *
 	parse_l3(skb->head + nh, &pi);
 	if (!pi.ok)
 		return;
+	if (pf_len && !pf_skb(skb, PF_AT_NH, rx))
+		return;
 	__u64 sk;
 	__u64 cookie = skb_cookie(skb, &sk);
 	if (!pkt_traced(cookie, sk, &pi, rx))

@@ -950,9 +950,11 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 	return pi->ok && tuple_matches(pi->saddr, pi->daddr, pi->sport, pi->dport);
 }
 
+#include "filter.bpf.c"
+
 static __always_inline bool need_parse(void)
 {
-	return filter_tasks || tuple_filtered();
+	return filter_tasks || tuple_filtered() || pf_len;
 }
 
 /* ---- layer: app ----------------------------------------------------------- */
@@ -1327,6 +1329,8 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	parse_l3(skb->head + nh, &pi);
 	if (!pi.ok)
 		return NF_ACCEPT;
+	if (pf_len && !pf_skb(skb, PF_AT_NH, rx))
+		return NF_ACCEPT;
 	__u64 sk;
 	__u64 cookie = skb_cookie(skb, &sk);
 	if (!pkt_traced(cookie, sk, &pi, rx))
@@ -1389,6 +1393,8 @@ static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64
 {
 	__u64 sk;
 	*cookie = skb_cookie(skb, &sk);
+	if (pf_len && !pf_skb(skb, rx ? PF_AT_DATA : PF_AT_NH, rx))
+		return false;
 	if (!need_parse())
 		return true;
 	struct pkt_info pi = {};
@@ -1660,6 +1666,8 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
  */
 static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec_tcp)
 {
+	if (pf_len && !pf_skb(skb, PF_AT_DATA, 1))
+		return;
 	__u64 sk;
 	__u64 skb_ck = skb_cookie(skb, &sk);
 	__u64 cookie = 0;
