@@ -258,6 +258,24 @@ def judge(path, ref_udp=None):
     for sec in ["funcs", "funcs--func-exits"]:
         check_funcs(sec, s.get(sec, []), kernel, expect is not None, need)
 
+    fl = s.get("filter", [])
+    rc = next((l[3:] for l in fl if l.startswith("rc ")), "?")
+    if need(rc.split(" ")[0] == "0", f"record -f 'udp port 5353': exit {rc}"):
+        fi = first_json([l for l in fl if l.startswith("{")]) or {}
+        kinds = fi.get("kinds") or {}
+        for k in ["ip_local_out", "ip_local_in", "dev_start_xmit", "dev_rx"]:
+            n = (kinds.get(k) or {}).get("events")
+            need(n == 30, f"record -f 'udp port 5353': {k} {n}, want the 30 datagrams to 5353")
+        app = (kinds.get("app_send") or {}).get("events")
+        need(app == 55, f"record -f: app_send {app}, want 55 (30 + 20 + 5: app events are not filtered)")
+    bad = dict(l.split(" ", 1) for l in fl if l.startswith("bad_") and " " in l)
+    need(
+        bad.get("bad_rc") == "2"
+        and bad.get("bad_trace") == "none"
+        and bad.get("bad_stderr") == "magnet: error: can't parse filter expression: syntax error",
+        f"record -f with a bad expression: {bad}",
+    )
+
     if "leftovers" in s:
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)
         need(lo.get("rc") == "0", f"recording every layer and kind exited {lo.get('rc')}")

@@ -56,6 +56,18 @@ for x in "" --func-exits; do
     "$m" packets --json "$dir/funcs.mgt" | tr -d '\n'
     echo
 done
+# record -f: a pcap-filter expression run in the kernel keeps exactly the 30
+# datagrams to 5353 of a mixed workload at every packet hook; a bad one is
+# refused with tcpdump's message, exit 2, and no trace.
+echo "== filter"
+"$m" record -q -o "$dir/filter.mgt" -f 'udp port 5353' -- sh -c "\"$m\" loadgen --udp 30x100 --port 5353 >/dev/null && \"$m\" loadgen --udp 20x200 --port 5354 >/dev/null && \"$m\" loadgen --tcp 5x1k --port 5355 >/dev/null" 2> "$dir/filter.err"
+echo "rc $? $(tail -n 1 "$dir/filter.err")"
+[ -s "$dir/filter.mgt" ] && "$m" info --json "$dir/filter.mgt" | tr -d '\n'
+echo
+"$m" record -q -o "$dir/badf.mgt" -f 'udp prt 5353' -- true 2> "$dir/badf.err"
+echo "bad_rc $?"
+echo "bad_trace $(test -e "$dir/badf.mgt" && echo written || echo none)"
+echo "bad_stderr $(tail -n 1 "$dir/badf.err")"
 if [ "$2" = "--leftovers" ]; then
     echo "== leftovers"
     # every layer and kind at once, then count what is left
