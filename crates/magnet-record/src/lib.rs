@@ -7,6 +7,7 @@
 
 pub mod config;
 mod funcs;
+mod netdevs;
 pub mod probes;
 mod recorder;
 

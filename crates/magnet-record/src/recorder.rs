@@ -170,6 +170,7 @@ fn host_header(config: &RecordConfig, target: &Target) -> Header {
         Target::Pids => serde_json::json!({ "pids": config.filters.pids }),
     };
     h.enums = kernel_enums();
+    h.interfaces = crate::netdevs::all_interfaces();
     let mut settings = serde_json::to_value(config).expect("config serializes");
     settings["target"] = target;
     h.settings = settings;

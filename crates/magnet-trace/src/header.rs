@@ -49,6 +49,35 @@ pub struct Header {
     /// differ between kernels): table -> value (decimal string) -> name.
     #[serde(default)]
     pub enums: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+    /// Network interfaces when the recording started, in every network namespace
+    /// the recorder could enter: device events carry only an ifindex, and these
+    /// give it a name (`magnet pcap` names its interface blocks with them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces: Vec<Interface>,
+}
+
+/// A network interface of some network namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interface {
+    /// The namespace's inode number (as in /proc/PID/ns/net and SOCK records).
+    pub netns: u64,
+    pub ifindex: u32,
+    pub name: String,
+}
+
+impl Header {
+    /// The name of interface `ifindex`, when the trace knows it and no two
+    /// namespaces give that ifindex different names (device events carry no
+    /// namespace).
+    pub fn interface_name(&self, ifindex: u32) -> Option<&str> {
+        let mut names = self
+            .interfaces
+            .iter()
+            .filter(|i| i.ifindex == ifindex)
+            .map(|i| i.name.as_str());
+        let first = names.next()?;
+        names.all(|n| n == first).then_some(first)
+    }
 }
 
 impl Header {
@@ -76,6 +105,7 @@ impl Header {
             layers: Vec::new(),
             settings: serde_json::Value::Null,
             enums: Default::default(),
+            interfaces: Vec::new(),
         }
     }
 }

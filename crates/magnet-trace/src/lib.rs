@@ -32,7 +32,7 @@ pub mod writer;
 pub use catalog::{kind, Catalog, FieldDesc, FieldType, KindDesc};
 pub use error::TraceError;
 pub use event::{Event, KindIndex, Value};
-pub use header::{ClockMap, Footer, Header, LayerSource};
+pub use header::{ClockMap, Footer, Header, Interface, LayerSource};
 pub use order::TimeOrdered;
 pub use reader::{Record, RecordRef, TraceReader};
 pub use summary::{recording_span_ns, summarize, KindCount, TraceInfo};

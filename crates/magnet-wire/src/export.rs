@@ -49,7 +49,8 @@ pub struct ExportStats {
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum IfKey {
-    Dev(u32),
+    /// A device: ifindex, network namespace (0: not known).
+    Dev(u32, u64),
     Ip(u32),
 }
 
@@ -59,6 +60,7 @@ fn us(ns: i64) -> String {
 
 /// Writes `k` as pcapng to `w`.
 pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
+    let header = k.header.as_ref();
     let host = k
         .header
         .as_ref()
@@ -80,7 +82,7 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
         for (hi, h) in p.hops.iter().enumerate() {
             if matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX) {
                 any_dev = true;
-                frames.push((h.ts_ns, pi as u32, hi as u16, IfKey::Dev(h.ifindex)));
+                frames.push((h.ts_ns, pi as u32, hi as u16, IfKey::Dev(h.ifindex, 0)));
             }
         }
         if !any_dev {
@@ -92,6 +94,33 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
             {
                 frames.push((h.ts_ns, pi as u32, hi as u16, IfKey::Ip(h.ifindex)));
             }
+        }
+    }
+    // Device events carry no namespace: a hop's socket tells it (a transmit's
+    // socket, a receive's flow socket, both in the device's namespace); a hop
+    // without one takes the only namespace its ifindex was seen in with a socket.
+    let hop_ns = |pi: u32, hi: u16| -> u64 {
+        let h = &k.packets[pi as usize].hops[hi as usize];
+        k.sock_netns.get(&h.cookie).copied().unwrap_or(0)
+    };
+    let mut seen_ns: BTreeMap<u32, std::collections::BTreeSet<u64>> = BTreeMap::new();
+    for &(_, pi, hi, key) in &frames {
+        if let IfKey::Dev(i, _) = key {
+            let ns = hop_ns(pi, hi);
+            if ns != 0 {
+                seen_ns.entry(i).or_default().insert(ns);
+            }
+        }
+    }
+    for f in &mut frames {
+        if let IfKey::Dev(i, _) = f.3 {
+            let mut ns = hop_ns(f.1, f.2);
+            if ns == 0 {
+                if let Some(only) = seen_ns.get(&i).filter(|s| s.len() == 1) {
+                    ns = *only.iter().next().expect("one");
+                }
+            }
+            f.3 = IfKey::Dev(i, ns);
         }
     }
     frames.sort_unstable();
@@ -107,11 +136,40 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => {
                 let (lt, name, desc) = match key {
-                    IfKey::Dev(i) => (
-                        linktype::ETHERNET,
-                        format!("ifindex{i}"),
-                        format!("{host}: device ifindex {i} (its name and network namespace are not in the trace)"),
-                    ),
+                    IfKey::Dev(i, ns) => {
+                        let known: Vec<&magnet_trace::Interface> = header
+                            .map(|h| h.interfaces.iter().filter(|f| f.ifindex == i).collect())
+                            .unwrap_or_default();
+                        let exact = known.iter().find(|f| ns != 0 && f.netns == ns);
+                        let name = exact
+                            .map(|f| f.name.as_str())
+                            .or_else(|| header.and_then(|h| h.interface_name(i)));
+                        let list = known
+                            .iter()
+                            .map(|f| format!("{} in netns {}", f.name, f.netns))
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        match name {
+                            Some(name) => (
+                                linktype::ETHERNET,
+                                name.to_owned(),
+                                match exact {
+                                    Some(f) => format!("{host}: {name}, ifindex {i}, netns {}", f.netns),
+                                    None => format!("{host}: {name}, ifindex {i} ({list})"),
+                                },
+                            ),
+                            None if known.is_empty() => (
+                                linktype::ETHERNET,
+                                format!("ifindex{i}"),
+                                format!("{host}: device ifindex {i} (not among the interfaces when the recording started)"),
+                            ),
+                            None => (
+                                linktype::ETHERNET,
+                                format!("ifindex{i}"),
+                                format!("{host}: device ifindex {i}: one of {list} (its events name no socket to tell the namespace)"),
+                            ),
+                        }
+                    }
                     IfKey::Ip(i) => (
                         linktype::RAW,
                         format!("ip-ifindex{i}"),
@@ -127,7 +185,7 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
         entry.2 += 1;
         let outbound = matches!(h.kind, kind::DEV_START_XMIT | kind::IP_LOCAL_OUT);
         data.clear();
-        let link = matches!(key, IfKey::Dev(_));
+        let link = matches!(key, IfKey::Dev(..));
         let frame = p.frame_at(&h).filter(|b| !b.is_empty());
         let made;
         let orig;

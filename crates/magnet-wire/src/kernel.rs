@@ -160,6 +160,8 @@ pub struct Kernel {
     /// Damage the reader stepped over, one line each.
     pub warnings: Vec<String>,
     pub header: Option<Header>,
+    /// Each socket's network namespace (inode number), from its SOCK record.
+    pub sock_netns: HashMap<u64, u64>,
 }
 
 /// Field positions of one kind, looked up once.
@@ -281,6 +283,12 @@ pub fn ip_of_frame(f: &[u8]) -> Option<IpFields> {
     Some(fields)
 }
 
+/// The `netns` field of a SOCK record.
+fn d_netns(h: &Header, b: &[u8]) -> Option<u64> {
+    let d = h.catalog.get(kind::SOCK)?.field("netns")?;
+    decode_field(b, d)?.as_u64().filter(|&n| n != 0)
+}
+
 fn num(bytes: &[u8], f: &Option<FieldDesc>) -> Option<u64> {
     decode_field(bytes, f.as_ref()?)?.as_u64()
 }
@@ -387,6 +395,11 @@ impl Kernel {
                         count: num(b, &f.count).unwrap_or(0),
                     });
                     continue;
+                }
+                kind::SOCK if cookie != 0 => {
+                    if let Some(ns) = d_netns(&header, b) {
+                        k.sock_netns.insert(cookie, ns);
+                    }
                 }
                 kind::APP_SEND | kind::APP_RECV if cookie != 0 => {
                     if let Some(Value::Str(comm)) = f.comm.as_ref().and_then(|d| decode_field(b, d))
