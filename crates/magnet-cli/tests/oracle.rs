@@ -975,7 +975,7 @@ fn oracle_reset_tcp_bytes() {
 /// The sender's TCP never sees those drops, so it retransmits; each byte still
 /// counts once at tcp, every frame at dev.
 #[test]
-#[ignore = "about one run in three misses 1-28 device frames: those handled in softirq on this sandbox VM's pid-1 agent threads (tokio-rt-worker) never reach tp_btf programs (ftrace shows the tracepoints firing there, the programs' generated counters do not move and the kernel counts no recursion miss; netfilter programs do run), and this test's retransmission timers often fire there; tcp bytes are exact in every kept run"]
+#[ignore = "about one run in three misses 1-28 device frames: those handled in softirq on this sandbox VM's pid-1 agent threads (tokio-rt-worker) never reach tp_btf programs (ftrace shows the tracepoints firing there, the programs' generated counters do not move and the kernel counts no recursion miss; netfilter programs do run; an independent bpftrace tracepoint program misses them too), and this test's retransmission timers often fire there; tcp bytes are exact in every kept run"]
 fn oracle_loss_and_retransmission() {
     if !live("oracle_loss_and_retransmission") {
         return;
