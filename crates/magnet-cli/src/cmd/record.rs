@@ -24,6 +24,8 @@ Examples:
   magnet record -o run.mgt --all --duration 10s                    the whole host for 10 s
   magnet record -o run.mgt -p 1234 --layers app,tcp,ip,dev --tcp-state --buffer 64MiB
   magnet record -o run.mgt --all --port 5201 --layers all          one port, every layer
+  magnet record -o run.mgt 'tcp port 443 and host 10.0.0.2' -- CMD  packets a pcap-filter matches
+  magnet record -o run.mgt --all -f 'udp port 53' -d 10s
 
 Layers: app (send/recv calls), tcp (state changes, segments received, data queued,
 retransmits, resets), ip (netfilter hooks in and out), qdisc (enqueue/dequeue), dev
@@ -38,7 +40,10 @@ they matter for forwarded or NATed packets). `--kinds all` records everything.
 Filters run in the kernel: an event that does not match costs a map lookup, not a
 record. Task filters (-- COMMAND, -p, --comm, --cgroup) decide which sockets are
 traced; packets are then attributed to those sockets (transmit: by the skb's socket;
-receive: by the socket's flow). --port and --host narrow any of them further.
+receive: by the socket's flow). --port and --host narrow any of them further. A
+pcap-filter expression (-f EXPR, or the words before --, as tcpdump takes them) keeps
+only the packet events (ip, qdisc, dev, drop, frames) of packets it matches; it is
+compiled by libpcap for raw IP and run in the kernel (docs/record.md).
 
 When the ring buffer is full the kernel counts what it could not record and writes a
 LOST record with the count as soon as there is room: nothing is lost silently.
