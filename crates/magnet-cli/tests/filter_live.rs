@@ -1,7 +1,8 @@
 //! `magnet record -f EXPR` (and `magnet record 'EXPR' -- CMD`): a pcap-filter
 //! expression evaluated in the kernel. A mixed loopback workload in a namespace of
 //! the test's own (UDP to 5353 and 5354, TCP to 5355), tcpdump with the same
-//! expression beside it. Root and real BPF; about 3 s. A bad expression needs
+//! expression beside it, and IPv6/payload/length expressions on ::1. Root and real
+//! BPF; about 11 s. A bad expression needs
 //! neither.
 
 mod common;
@@ -152,4 +153,71 @@ fn bad_filter_expression_is_refused_like_tcpdump() {
             "{err}"
         );
     }
+}
+
+/// The interpreter on IPv6 headers, payload bytes and lengths: loopback datagrams
+/// (10 IPv6 of 100 B "x" to port P, 5 IPv6 "y" to P+1, 7 IPv4 "z" to P; both
+/// families received), one expression at a time; the packets each keeps at
+/// LOCAL_OUT are the ones it names. About 7 s.
+#[test]
+fn filter_reads_ipv6_payload_and_length() {
+    if !live_or_skip(
+        "filter_reads_ipv6_payload_and_length",
+        &[Need::Btf, Need::Tool("python3")],
+    ) {
+        return;
+    }
+    if !std::path::Path::new("/proc/sys/net/ipv6").exists() {
+        eprintln!("filter_reads_ipv6_payload_and_length: skipped: no IPv6");
+        return;
+    }
+    let p = 30_000 + (std::process::id() % 20_000) as u16;
+    let q = p + 1;
+    let script = format!(
+        "import socket\n\
+         r=[socket.socket(f,socket.SOCK_DGRAM) for f in (socket.AF_INET6,socket.AF_INET6,socket.AF_INET)]\n\
+         r[0].bind(('::1',{p})); r[1].bind(('::1',{q})); r[2].bind(('127.0.0.1',{p}))\n\
+         s6=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM); s4=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n\
+         [s6.sendto(b'x'*100,('::1',{p})) for _ in range(10)]\n\
+         [s6.sendto(b'y'*100,('::1',{q})) for _ in range(5)]\n\
+         [s4.sendto(b'z'*100,('127.0.0.1',{p})) for _ in range(7)]\n\
+         n=[len([x.recv(200) for _ in range(c)]) for x,c in zip(r,(10,5,7))]\n"
+    );
+    let trace = tmp("v6.mgt");
+    for (expr, want) in [
+        (format!("ip6 and udp port {p}"), 10),
+        (format!("udp port {p}"), 17),
+        (format!("udp[8:4] = 0x7a7a7a7a and udp port {p}"), 7),
+        (format!("ip6[48] = 0x79 and udp port {q}"), 5),
+        (format!("len = 148 and udp portrange {p}-{q}"), 15),
+        (format!("len = 128 and udp portrange {p}-{q}"), 7),
+    ] {
+        let out = magnet(&[
+            "record",
+            "-q",
+            "-o",
+            trace.to_str().unwrap(),
+            "-f",
+            &expr,
+            "--",
+            "python3",
+            "-c",
+            &script,
+        ]);
+        assert!(
+            out.status.success(),
+            "{expr}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let parsed = magnet(&[
+            "parse",
+            "--json",
+            "--kind",
+            "ip_local_out",
+            trace.to_str().unwrap(),
+        ]);
+        let n = String::from_utf8_lossy(&parsed.stdout).lines().count();
+        assert_eq!(n, want, "{expr}: {n} packets at LOCAL_OUT, want {want}");
+    }
+    let _ = std::fs::remove_file(&trace);
 }
