@@ -295,7 +295,8 @@ fn match_and_pcap_between_namespaces() {
 /// 99.5 %, not the 99.9 %: on the development machines (6.18) the kernel now
 /// and then does not run the recorder's tp_btf programs during a softirq (ftrace sees
 /// the tracepoints fire, the programs' entry counts are short by one GSO packet's 45
-/// segments, recursion_misses stays 0; netfilter programs still run), so a whole GSO
+/// segments, recursion_misses stays 0; netfilter programs still run; only on the
+/// sandbox VM's pid-1 agent threads, see docs/analyze.md), so a whole GSO
 /// packet's segments are missing from the trace: 0-0.45 % of frames in 14 runs, each
 /// `flow traced, packet not`. The 16.3 % regression (segments given the wrong
 /// sequence numbers) fails this by far.
