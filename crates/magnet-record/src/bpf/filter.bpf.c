@@ -36,6 +36,7 @@ struct {
 } pf_prog SEC(".maps");
 
 struct pf_state {
+	__u32 busy; /* taken by a run on this CPU (which an interrupt may nest in) */
 	__u8 pkt[PF_BUF];
 	__u32 caplen; /* bytes of pkt held */
 	__u32 wirelen; /* the IP packet's length (BPF_LEN) */
@@ -43,10 +44,13 @@ struct pf_state {
 	__u32 mem[16];
 };
 
-/* Slot 0 for the transmit path, 1 for receive (a softirq may interrupt a sender). */
+/* A run takes the first free slot of its CPU: a softirq can interrupt a program
+ * running in process context (a sender's LOCAL_OUT) and run one itself. Nesting is
+ * last in, first out, so a slot is never shared by two unfinished runs. */
+#define PF_SLOTS 4
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, PF_SLOTS);
 	__type(key, __u32);
 	__type(value, struct pf_state);
 } pf_scratch SEC(".maps");
@@ -206,17 +210,27 @@ reject:
 
 /* Does the packet whose IP header is at `l3` match? `caplen`: bytes readable
  * there (the skb's linear part), `wirelen`: the IP packet's whole length. */
-static __always_inline bool pf_match(const void *l3, __u32 caplen, __u32 wirelen, __u32 slot)
+static __always_inline bool pf_match(const void *l3, __u32 caplen, __u32 wirelen)
 {
-	struct pf_loop_ctx c = { .slot = slot };
-	struct pf_state *s = bpf_map_lookup_elem(&pf_scratch, &c.slot);
+	struct pf_loop_ctx c = {};
+	struct pf_state *s = NULL;
+	for (__u32 i = 0; i < PF_SLOTS; i++) {
+		c.slot = i;
+		s = bpf_map_lookup_elem(&pf_scratch, &c.slot);
+		if (s && !s->busy)
+			break;
+		s = NULL;
+	}
 	if (!s)
-		return false;
+		return false; /* nested deeper than PF_SLOTS: not expected */
+	s->busy = 1;
 	__u32 n = caplen;
 	if (n > PF_BUF)
 		n = PF_BUF;
-	if (bpf_probe_read_kernel(s->pkt, n, l3))
+	if (bpf_probe_read_kernel(s->pkt, n, l3)) {
+		s->busy = 0;
 		return false;
+	}
 	s->caplen = n;
 	s->wirelen = wirelen;
 	s->a = 0;
@@ -224,14 +238,16 @@ static __always_inline bool pf_match(const void *l3, __u32 caplen, __u32 wirelen
 	s->pc = 0;
 	s->ret = 0;
 	bpf_loop(PF_MAX_INSNS, pf_step, &c, 0);
-	return s->ret != 0;
+	bool ok = s->ret != 0;
+	s->busy = 0;
+	return ok;
 }
 
 #define PF_AT_NH 0   /* the IP header is at network_header (transmit path, netfilter) */
 #define PF_AT_DATA 1 /* the IP header is at data (a received packet, before the stack) */
 
-/* The same for an skb. `slot`: 1 on the receive path, 0 on transmit. */
-static __always_inline bool pf_skb(const struct sk_buff *skb, int at, __u32 slot)
+/* The same for an skb. */
+static __always_inline bool pf_skb(const struct sk_buff *skb, int at)
 {
 	unsigned char *head = skb->head;
 	__u64 data_off = (__u64)skb->data - (__u64)head;
@@ -246,5 +262,5 @@ static __always_inline bool pf_skb(const struct sk_buff *skb, int at, __u32 slot
 	__u64 linear_end = data_off + (skb->len - skb->data_len);
 	if (off >= linear_end || end <= off)
 		return false;
-	return pf_match(head + off, (__u32)(linear_end - off), (__u32)(end - off), slot);
+	return pf_match(head + off, (__u32)(linear_end - off), (__u32)(end - off));
 }

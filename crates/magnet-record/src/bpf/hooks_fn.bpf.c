@@ -109,7 +109,7 @@ static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *
 	parse_l3(skb->head + nh, &pi);
 	if (!pi.ok)
 		return;
-	if (pf_len && !pf_skb(skb, PF_AT_NH, rx))
+	if (pf_len && !pf_skb(skb, PF_AT_NH))
 		return;
 	__u64 sk;
 	__u64 cookie = skb_cookie(skb, &sk);

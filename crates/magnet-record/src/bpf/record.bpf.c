@@ -1338,7 +1338,7 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	parse_l3(skb->head + nh, &pi);
 	if (!pi.ok)
 		return NF_ACCEPT;
-	if (pf_len && !pf_skb(skb, PF_AT_NH, rx))
+	if (pf_len && !pf_skb(skb, PF_AT_NH))
 		return NF_ACCEPT;
 	__u64 sk;
 	__u64 cookie = skb_cookie(skb, &sk);
@@ -1402,7 +1402,7 @@ static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64
 {
 	__u64 sk;
 	*cookie = skb_cookie(skb, &sk);
-	if (pf_len && !pf_skb(skb, rx ? PF_AT_DATA : PF_AT_NH, rx))
+	if (pf_len && !pf_skb(skb, rx ? PF_AT_DATA : PF_AT_NH))
 		return false;
 	if (!need_parse())
 		return true;
@@ -1677,7 +1677,7 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
  */
 static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec_tcp)
 {
-	if (pf_len && !pf_skb(skb, PF_AT_DATA, 1))
+	if (pf_len && !pf_skb(skb, PF_AT_DATA))
 		return;
 	__u64 sk;
 	__u64 skb_ck = skb_cookie(skb, &sk);
