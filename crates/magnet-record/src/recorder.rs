@@ -278,7 +278,9 @@ impl Drain {
 struct KernelStats {
     unreported_lost: Vec<u64>,
     lost_total: u64,
-    generated: Vec<u64>,
+    /// Events lost by kind; the kernel counts only loss (no per-event
+    /// counter on the hot path), so generated = recorded + lost.
+    lost_kind: Vec<u64>,
 }
 
 fn read_kernel_stats(map: &dyn MapCore) -> Result<KernelStats> {
@@ -289,7 +291,7 @@ fn read_kernel_stats(map: &dyn MapCore) -> Result<KernelStats> {
     let mut s = KernelStats {
         unreported_lost: Vec::new(),
         lost_total: 0,
-        generated: vec![0; kind::MAX as usize],
+        lost_kind: vec![0; kind::MAX as usize],
     };
     let at =
         |b: &[u8], i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
@@ -297,7 +299,7 @@ fn read_kernel_stats(map: &dyn MapCore) -> Result<KernelStats> {
         s.unreported_lost.push(at(cpu, 0));
         s.lost_total += at(cpu, 1);
         for k in 0..kind::MAX as usize {
-            s.generated[k] += at(cpu, 2 + k);
+            s.lost_kind[k] += at(cpu, 2 + k);
         }
     }
     Ok(s)
@@ -1232,12 +1234,16 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         .filter(|(_, &n)| n > 0)
         .map(|(k, &n)| (name(k), n))
         .collect();
+    // Generated = recorded + lost, by kind (LOST records are the stream's own).
     let generated: BTreeMap<String, u64> = stats
-        .generated
+        .lost_kind
         .iter()
+        .zip(&d.by_kind)
         .enumerate()
-        .filter(|(_, &n)| n > 0)
-        .map(|(k, &n)| (name(k), n))
+        .filter(|&(k, _)| k != kind::LOST as usize)
+        .map(|(k, (&lost, &rec))| (k, lost + rec))
+        .filter(|&(_, n)| n > 0)
+        .map(|(k, n)| (name(k), n))
         .collect();
     // The recording's span (start: the header's clock, stop: now) is the one
     // duration `record`, `info` and `analyze` show.

@@ -284,11 +284,14 @@ struct mg_func_exit {
 	__u64 retval;   /* its return value (register); not "ret", which app records use as a signed int */
 };
 
-/* Per-CPU counters read by user space at the end of a run. */
+/* Per-CPU counters read by user space at the end of a run. Only loss is
+ * counted here: events generated = records of the kind + lost_kind[kind], so
+ * the hot path pays no per-event counter (issue 13). */
 struct mg_cpu_stats {
 	__u64 lost;                  /* events not yet reported by a LOST record */
 	__u64 lost_total;            /* all events this CPU could not record */
-	__u64 generated[MG_KIND_MAX];/* events that passed the filters, by kind */
+	__u64 lost_kind[MG_KIND_MAX];/* events that passed the filters but were lost, by kind */
+	__u64 scratch;               /* addr_of(): a pointer stored and read back as a number */
 };
 
 #endif
