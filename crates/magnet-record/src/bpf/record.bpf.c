@@ -1635,20 +1635,30 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
 {
 	if (!fv->sk || !fv->cookie)
 		return;
-	/* Read only with BPF_CORE_READ (probe reads): no bpf_rdonly_cast, which
-	 * 6.1 lacks. */
-	const struct sock *sk = (const struct sock *)fv->sk;
-	/* The socket may have been freed since: its cookie tells. */
-	if (BPF_CORE_READ(sk, __sk_common.skc_cookie.counter) != fv->cookie)
-		return;
-	__u8 st = BPF_CORE_READ(sk, __sk_common.skc_state);
-	if (st == TCP_ESTABLISHED || st == TCP_LISTEN || st == TCP_NEW_SYN_RECV || st == TCP_CLOSE ||
-	    st == TCP_TIME_WAIT)
-		return;
 	/* Only segments that carry sequence space: data, or a FIN. (Pure ACKs
-	 * in the closing states move no bytes.) */
+	 * in the closing states move no bytes.) Checked first: it needs no
+	 * read of the socket. */
 	__u32 len = l3len > pi->l4_off ? l3len - pi->l4_off : 0;
 	if (len <= pi->doff && !(pi->tcp_flags & 0x01))
+		return;
+	const struct sock *sk = (const struct sock *)fv->sk;
+	__u64 cookie;
+	__u8 st;
+	if (bpf_ksym_exists(bpf_rdonly_cast)) {
+		/* Direct loads (6.2+): no helper call per received segment. */
+		const struct sock *s = bpf_core_cast(sk, struct sock);
+		cookie = s->__sk_common.skc_cookie.counter;
+		st = s->__sk_common.skc_state;
+	} else {
+		/* 6.1 has no bpf_rdonly_cast: probe reads. */
+		cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+		st = BPF_CORE_READ(sk, __sk_common.skc_state);
+	}
+	/* The socket may have been freed since: its cookie tells. */
+	if (cookie != fv->cookie)
+		return;
+	if (st == TCP_ESTABLISHED || st == TCP_LISTEN || st == TCP_NEW_SYN_RECV || st == TCP_CLOSE ||
+	    st == TCP_TIME_WAIT)
 		return;
 	struct mg_tcp *r = tcp_reserve(MG_TCP_RCV);
 	if (!r)
