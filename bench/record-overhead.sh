@@ -267,6 +267,35 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
             continue
         print(f"| {names[case]} | " + " | ".join(f"{float(r['bps'])/1e9:.2f}" for r in rs) + " |")
     print()
+# Issue 13's goals, judged on this run's medians (a quiet host is needed for a verdict).
+print("### Goals (issue 13), from the medians above\n")
+def ratio(mode, case):
+    b = [float(r["bytes"]) / float(r["secs"]) for r in rows if r["mode"] == mode and r["case"] == "base"]
+    c = [float(r["bytes"]) / float(r["secs"]) for r in rows if r["mode"] == mode and r["case"] == case]
+    return med(c) / med(b) if b and c else None
+def lost(mode, case):
+    return max((int(r["lost"]) for r in rows if r["mode"] == mode and r["case"] == case), default=None)
+goals = []
+m, t = ratio("mtu", "magnet"), ratio("mtu", "tcpdump")
+if m is not None and t is not None:
+    goals.append(("MTU-sized: magnet's cost <= half of tcpdump's", f"magnet cost {1-m:.3f}, tcpdump cost {1-t:.3f}, half = {(1-t)/2:.3f}", (1 - m) <= (1 - t) / 2))
+g = ratio("gso", "magnet")
+if g is not None:
+    goals.append(("default offloads: magnet >= 0.97 of no monitor", f"{g:.3f}", g >= 0.97))
+for mode in ("gso", "mtu"):
+    a, b = ratio(mode, "magnet"), ratio(mode, "mag+st")
+    if a is not None and b is not None:
+        goals.append((f"{mode}: --tcp-state within 2 % of without", f"{b:.3f} vs {a:.3f} ({100*(b/a-1):+.1f} %)", b >= 0.98 * a))
+for mode in ("gso", "mtu"):
+    for case in ("magnet", "mag+st"):
+        l = lost(mode, case)
+        if l is not None:
+            goals.append((f"{mode} {names[case]}: 0 events lost (default buffer)", f"max {l} per run", l == 0))
+print("| goal | measured | met? |")
+print("|---|---|---|")
+for name, val, ok in goals:
+    print(f"| {name} | {val} | {'yes' if ok else '**no**'} |")
+print()
 if os.path.exists(drain_raw):
     print("### Drain ceiling: `magnet record --buffer B -- sh -c 'magnet loadgen --udp Nx16 --flood [& …]'` (in ns A, loopback)\n")
     print("| buffer | parallel floods | records | records/s | lost | lost % | generated (kernel) | sendto() recorded |")
