@@ -33,6 +33,7 @@
 #   compare two builds of magnet side by side in the same rounds),
 #   BUFFER (magnet --buffer, default: magnet's default), DRAIN (1; 0 skips steps 2 and 3),
 #   DRAIN_N (1000000 sendto() calls per flood), DRAIN_BUFFERS ("16KiB 256KiB 32MiB"),
+#   PARSE (1; 0 skips step 3),
 #   OUT (bench/out).
 # Needs root, iperf3, tcpdump, ethtool, ip, python3. Installs nothing.
 set -euo pipefail
@@ -204,6 +205,8 @@ print("\t".join(map(str,[sys.argv[2],sys.argv[3],"app,tcp,ip,dev",d["records"],d
             if ((sz > best)); then best=$sz; mv "$work/d.mgt" "$work/parse.mgt"; else rm -f "$work/d.mgt"; fi
         done
     done
+fi
+if [[ $DRAIN == 1 && ${PARSE:-1} == 1 ]]; then
     # ---- parse / info speed -------------------------------------------------------------
     printf 'command\trecords\tseconds\tbytes\n' >"$parse_raw"
     recs=$("$MAGNET" info "$work/parse.mgt" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["records"])')
