@@ -105,9 +105,7 @@ impl<'a> Needs<'a> {
         }
         let config = self.config;
         match name {
-            probes::FOLLOW_FORKS => {
-                self.tasks.filter_pids || config.layers.contains(&Layer::Sched)
-            }
+            probes::FOLLOW_FORKS => self.tasks.filter_pids || config.layers.contains(&Layer::Sched),
             probes::PKT_FREE => self.packets && !config.layers.contains(&Layer::Drop),
             probes::PKT_CONSUME => self.packets,
             probes::FLOWS_AT_BIND => self.packets,

@@ -40,7 +40,11 @@ pub(super) fn ring_bytes(config: &RecordConfig, cpus: u32) -> Result<u32> {
 
 /// One ring per CPU plus the identity ring (index `cpus`), installed in the
 /// object's ring array.
-pub(super) fn make_rings(rings_map: &dyn MapCore, cpus: u32, ring_bytes: u32) -> Result<Vec<MapHandle>> {
+pub(super) fn make_rings(
+    rings_map: &dyn MapCore,
+    cpus: u32,
+    ring_bytes: u32,
+) -> Result<Vec<MapHandle>> {
     let mut rings = Vec::with_capacity(cpus as usize + 1);
     for cpu in 0..=cpus {
         // The identity ring (index `cpus`) holds one 72-byte SOCK record per
@@ -479,10 +483,17 @@ mod tests {
         let mut c = RecordConfig::new("x.mgt".into());
         c.buffer_bytes = 32 << 20;
         assert_eq!(ring_bytes(&c, 2).unwrap(), 16 << 20);
-        assert_eq!(ring_bytes(&c, 3).unwrap(), 16 << 20, "rounded up to a power of two");
+        assert_eq!(
+            ring_bytes(&c, 3).unwrap(),
+            16 << 20,
+            "rounded up to a power of two"
+        );
         c.buffer_bytes = 1024;
         assert_eq!(ring_bytes(&c, 8).unwrap(), 4096, "at least a page");
         c.buffer_bytes = 8 << 30;
-        assert!(ring_bytes(&c, 2).unwrap_err().to_string().contains("maximum is 2GiB"));
+        assert!(ring_bytes(&c, 2)
+            .unwrap_err()
+            .to_string()
+            .contains("maximum is 2GiB"));
     }
 }
