@@ -300,8 +300,8 @@ pub struct Kernel {
 
 impl Kernel {
     /// Reads BTF and probes the attach types (needs root).
-    pub fn detect() -> anyhow::Result<Kernel> {
-        let btf = KernelBtf::load()?;
+    pub fn detect() -> Result<Kernel, crate::Error> {
+        let btf = KernelBtf::load().map_err(|e| crate::Error::Record(format!("{e:#}")))?;
         let features = Features::detect(&btf);
         let traceable = magnet_kernel::attach::traceable_functions().ok();
         Ok(Kernel {

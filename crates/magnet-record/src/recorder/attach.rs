@@ -4,12 +4,11 @@
 //! programs, cgroup and netfilter links. `magnet record --check` shares it.
 
 use std::collections::BTreeMap;
-use std::mem::MaybeUninit;
 
 use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::Link;
-use libbpf_rs::{NetfilterOpts, NFPROTO_IPV4, NFPROTO_IPV6};
+use libbpf_rs::{NFPROTO_IPV4, NFPROTO_IPV6};
 use magnet_trace::{Header, LayerSource};
 
 use super::host::{kernel_release, preflight};
@@ -228,7 +227,10 @@ pub(super) fn attach(
                     netfilter_used = true;
                     [NFPROTO_IPV4, NFPROTO_IPV6]
                         .into_iter()
-                        .map(|pf| attach_netfilter(&prog, pf, *hooknum, priority))
+                        .map(|pf| {
+                            magnet_host::attach::attach_netfilter(&prog, pf, *hooknum, priority)
+                                .map_err(anyhow::Error::from)
+                        })
                         .collect()
                 }
             };
@@ -334,42 +336,6 @@ pub(super) fn attach(
     Ok(links)
 }
 
-/// A netfilter link at `priority`, or the nearest free priority towards the
-/// middle: the kernel allows one BPF program per priority and hook (EBUSY), and
-/// another recorder (or another tool) may hold it.
-fn attach_netfilter(
-    prog: &libbpf_rs::ProgramMut<'_>,
-    pf: i32,
-    hooknum: i32,
-    priority: i32,
-) -> Result<Link> {
-    let step = if priority > 0 { -1 } else { 1 };
-    let mut last = None;
-    for i in 0..64 {
-        let opts = NetfilterOpts {
-            protocol_family: pf,
-            hooknum,
-            priority: priority + i * step,
-            ..Default::default()
-        };
-        match prog.attach_netfilter_with_opts(opts) {
-            Ok(l) => return Ok(l),
-            Err(e) if is_busy(&e) => last = Some(e),
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(anyhow!(
-        "no free netfilter priority near {priority}: {}",
-        last.map(|e| e.to_string()).unwrap_or_default()
-    ))
-}
-
-fn is_busy(e: &libbpf_rs::Error) -> bool {
-    // libbpf-rs keeps the errno in an inner error that is not an io::Error in
-    // the source chain; its alternate display does include "(os error N)".
-    format!("{e:#}").contains(&format!("(os error {})", libc::EBUSY))
-}
-
 /// Whether a probe is wanted: its layer is selected and its kind enabled.
 fn probe_on(config: &RecordConfig, probe: &probes::Probe) -> bool {
     let layer = probe.layer;
@@ -379,56 +345,7 @@ fn probe_on(config: &RecordConfig, probe: &probes::Probe) -> bool {
             .is_none_or(|k| config.kinds.enabled(k, probe.default_on))
 }
 
-/// libbpf's messages while loading, kept to name the program the kernel refused.
-mod load_log {
-    use std::sync::Mutex;
-
-    use libbpf_rs::PrintLevel;
-
-    static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-    fn keep(_level: PrintLevel, msg: String) {
-        if std::env::var_os("LIBBPF_DEBUG").is_some() {
-            eprint!("{msg}");
-        }
-        if let Ok(mut l) = LOG.lock() {
-            l.push(msg);
-        }
-    }
-
-    /// Runs `f` with libbpf's messages captured (not printed unless
-    /// LIBBPF_DEBUG is set), then restores the previous printer.
-    pub fn capture<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
-        let prev = libbpf_rs::set_print(Some((PrintLevel::Debug, keep)));
-        let out = f();
-        libbpf_rs::set_print(prev);
-        let log = LOG
-            .lock()
-            .map(|mut l| std::mem::take(&mut *l))
-            .unwrap_or_default();
-        (out, log)
-    }
-
-    /// `libbpf: prog 'NAME': failed to load: …` → NAME.
-    pub fn failed_program(log: &[String]) -> Option<String> {
-        log.iter().rev().find_map(|l| {
-            let rest = l.split("prog '").nth(1)?;
-            let (name, tail) = rest.split_once('\'')?;
-            tail.contains("failed to load").then(|| name.to_string())
-        })
-    }
-
-    /// The verifier's last word before its statistics line.
-    pub fn verifier_reason(log: &[String]) -> Option<String> {
-        let lines: Vec<&str> = log.iter().flat_map(|m| m.lines()).collect();
-        let end = lines.iter().rposition(|l| l.starts_with("processed "))?;
-        lines[..end]
-            .iter()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .map(|l| l.trim().to_string())
-    }
-}
+use magnet_host::libbpf_log as load_log;
 
 /// A probe that cannot attach on this kernel. Optional ones (and those of
 /// default layers) are left out with one line in the trace's layer notes (the
@@ -476,8 +393,12 @@ pub struct CheckLine {
 /// layer, and what the kernel offers: the chosen programs are loaded once, as
 /// for a recording of a command or pids (`--all` may keep a hook a task filter
 /// costs). Needs root (it probes attach types).
-pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
+pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>), crate::Error> {
     preflight()?;
+    Ok(check_inner()?)
+}
+
+fn check_inner() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
     let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
     let plan = probes::plan(&kernel);
     // Load every chosen program once (nothing is attached): what the verifier
@@ -573,7 +494,7 @@ fn load_with_fallback(
 ) -> Result<RecordSkel<'static>> {
     loop {
         // One small allocation per attempt, kept for the recording's life.
-        let storage = Box::leak(Box::new(MaybeUninit::uninit()));
+        let storage = magnet_host::object_storage();
         let mut open = RecordSkelBuilder::default()
             .open(storage)
             .context("opening the BPF object failed")?;
@@ -664,23 +585,5 @@ mod tests {
         c.kinds = crate::config::parse_kinds("+qdisc_enq").unwrap();
         let e = check_kinds(&c).unwrap_err();
         assert!(e.to_string().contains("not selected"), "{e}");
-    }
-
-    #[test]
-    fn the_load_log_names_the_refused_program() {
-        let log = vec![
-            "libbpf: prog 'ip_local_out': BPF program load failed: Invalid argument\n".to_string(),
-            "0: R1=ctx() R10=fp0\nunknown func bpf_get_current_task#35\nprocessed 12 insns\n"
-                .to_string(),
-            "libbpf: prog 'ip_local_out': failed to load: -22\n".to_string(),
-        ];
-        assert_eq!(
-            load_log::failed_program(&log).as_deref(),
-            Some("ip_local_out")
-        );
-        assert_eq!(
-            load_log::verifier_reason(&log).as_deref(),
-            Some("unknown func bpf_get_current_task#35")
-        );
     }
 }

@@ -2,52 +2,33 @@
 //! pair that maps record timestamps to wall-clock time, and the trace header
 //! that describes the host, its kernel and the recording's settings.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
-use anyhow::{bail, Result};
 use magnet_trace::{ClockMap, Header};
+use std::collections::BTreeMap;
 
 use super::Target;
 use crate::config::RecordConfig;
 
+/// What recording needs root for, said when it is missing.
+pub const PRIVILEGE: magnet_host::Privilege = magnet_host::Privilege {
+    what: "recording",
+    needs: "it loads BPF programs: CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN",
+};
+
 /// Refuses early, with what to do, when the host cannot record.
-pub fn preflight() -> Result<()> {
-    if !nix::unistd::geteuid().is_root() {
-        bail!(
-            "recording needs root (it loads BPF programs: CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN); \
-             run it with sudo"
-        );
-    }
-    let btf = Path::new("/sys/kernel/btf/vmlinux");
-    if !btf.exists() {
-        bail!(
-            "this kernel exposes no BTF ({} is missing); magnet needs a kernel built with \
-             CONFIG_DEBUG_INFO_BTF=y (Linux 5.8 or later; most distributions enable it)",
-            btf.display()
-        );
-    }
-    Ok(())
+pub fn preflight() -> Result<(), crate::Error> {
+    magnet_host::preflight(PRIVILEGE).map_err(crate::Error::Host)
 }
 
 pub(super) fn clock_map() -> ClockMap {
-    use nix::time::{clock_gettime, ClockId};
-    let ns = |t: nix::sys::time::TimeSpec| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64;
-    // Read monotonic on both sides of realtime and take the midpoint.
-    let m1 = ns(clock_gettime(ClockId::CLOCK_MONOTONIC).expect("monotonic clock"));
-    let r = ns(clock_gettime(ClockId::CLOCK_REALTIME).expect("realtime clock"));
-    let m2 = ns(clock_gettime(ClockId::CLOCK_MONOTONIC).expect("monotonic clock"));
+    let p = magnet_host::clock::clock_pair();
     ClockMap {
-        monotonic_ns: m1 + (m2 - m1) / 2,
-        realtime_ns: r,
+        monotonic_ns: p.monotonic_ns,
+        realtime_ns: p.realtime_ns,
     }
 }
 
-pub(super) fn monotonic_now() -> u64 {
-    use nix::time::{clock_gettime, ClockId};
-    let t = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("monotonic clock");
-    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
-}
+pub(super) use magnet_host::clock::monotonic_ns as monotonic_now;
+pub(super) use magnet_host::kernel_release;
 
 /// Names of the kernel enums that trace fields refer to, from this kernel's BTF
 /// (drop reasons are renumbered between releases, so a trace keeps its own).
@@ -74,24 +55,11 @@ fn kernel_enums() -> BTreeMap<String, BTreeMap<String, String>> {
     out
 }
 
-pub(super) fn kernel_release() -> String {
-    nix::sys::utsname::uname()
-        .map(|u| u.release().to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 /// The trace header: host, kernel, clock pair (time zero of the trace), the
 /// kernel enums trace fields refer to, and the settings as given.
 pub(super) fn header(config: &RecordConfig, target: &Target) -> Header {
-    let uts = nix::sys::utsname::uname().ok();
-    let host = uts
-        .as_ref()
-        .map(|u| u.nodename().to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let kernel = uts
-        .as_ref()
-        .map(|u| u.release().to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let host = magnet_host::host_name();
+    let kernel = kernel_release();
     let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1) as u32;
     let mut h = Header::new(host, kernel, cpus, clock_map());
     let target = match target {

@@ -26,7 +26,7 @@ mod host;
 mod targets;
 
 pub use attach::{check, CheckLine};
-pub use host::preflight;
+pub use host::{preflight, PRIVILEGE};
 
 /// What to trace.
 #[derive(Clone, Debug)]
@@ -86,8 +86,12 @@ pub struct Summary {
 }
 
 /// Records until the target ends, the duration passes, or `stop` is set.
-pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
+pub fn record(config: &RecordConfig, opts: RunOptions) -> Result<Summary, crate::Error> {
     host::preflight()?;
+    Ok(run(config, opts)?)
+}
+
+fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     attach::check_kinds(config)?;
     let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
     let mut plan = attach::Plan::new(config, &kernel)?;
