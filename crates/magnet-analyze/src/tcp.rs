@@ -37,9 +37,9 @@ pub(crate) struct SegTrack {
     /// The highest segment whose end is not known yet.
     last: Option<SeqMark>,
     pub retrans: u64,
-    /// A FIN segment (which may carry the last data) waiting for a later
-    /// sequence number of its direction, a snapshot's next sequence number or
-    /// the peer's acknowledgment to tell where it ended.
+    /// A FIN segment (which may carry the last data) waiting for a
+    /// snapshot's next sequence number or the peer's acknowledgment to tell
+    /// where it ended.
     fin: Option<SeqMark>,
     /// The direction's FIN was seen: the stream's end.
     closed: bool,
@@ -53,13 +53,10 @@ impl SegTrack {
             return None;
         }
         if self.closed {
-            // After the FIN: a later sequence number (an ACK, a reset) is the
-            // one after the FIN; a lower one is data sent again.
-            let fin_seq = self.fin.map(|f| f.seq);
-            if fin_seq.is_some_and(|f| (seq.wrapping_sub(f) as i32) > 0) {
-                return self.fin_end(seq);
-            }
-            if fin_seq.is_some_and(|f| (seq.wrapping_sub(f) as i32) < 0) {
+            // After the FIN only data sent again (below the FIN, or the tail
+            // of the FIN segment itself: a sequence number after its start
+            // does not tell where it ended), ACKs and the FIN again.
+            if self.fin.is_some_and(|f| (seq.wrapping_sub(f.seq) as i32) < 0) {
                 self.retrans += 1;
             }
             return None;
@@ -115,9 +112,9 @@ impl SegTrack {
         })
     }
 
-    /// With the sequence number after a FIN (the direction's next segment,
-    /// snd_nxt/rcv_nxt of a later snapshot, or the acknowledgment of the
-    /// FIN): the data the FIN segment carried, if any.
+    /// With the sequence number after a FIN (snd_nxt/rcv_nxt of a later
+    /// snapshot, or the acknowledgment of the FIN): the data the FIN segment
+    /// carried, if any.
     pub fn fin_end(&mut self, nxt: u32) -> Option<Segment> {
         let fin = self.fin?;
         let d = nxt.wrapping_sub(fin.seq) as i32;

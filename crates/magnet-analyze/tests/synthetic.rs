@@ -1184,8 +1184,11 @@ fn retransmissions_after_the_fin_count_once() {
         // The second segment was lost: sent again, then the FIN again.
         out(t + MS, 4, ISN + 1000, 1000, 0x18),
         out(t + MS + 10, 5, ISN + 2000, 500, 0x19),
+        // A probe sends the FIN segment's tail again: a sequence number past
+        // the FIN's start that does not end it.
+        out(t + MS + 20, 6, ISN + 2250, 250, 0x19),
         // The peer acknowledges everything and the FIN.
-        ip(kind::IP_LOCAL_IN, t + 2 * MS, 1, 6, hdr, 100, 0x10, PB, PA).set("ack", ISN + 2501),
+        ip(kind::IP_LOCAL_IN, t + 2 * MS, 1, 7, hdr, 100, 0x10, PB, PA).set("ack", ISN + 2501),
     ];
     let a = run(&recs);
     let r = a.connections[0].row("tcp", "out").unwrap().clone();
