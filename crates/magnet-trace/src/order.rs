@@ -80,7 +80,13 @@ where
 /// call), so reading allocates nothing once the window is full.
 pub struct ReorderBuffer<'r, R: std::io::Read> {
     reader: &'r mut crate::reader::TraceReader<R>,
+    /// Runs of records that arrived in time order (one per CPU's ring, in
+    /// practice), each sorted by construction; what fits no run goes to the
+    /// heap. The window's next record is the least of the runs' fronts and the
+    /// heap's top.
+    runs: Vec<std::collections::VecDeque<(u64, u64, u32)>>,
     heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    held: usize,
     /// Record bytes and block offset per slot.
     slots: Vec<(Vec<u8>, u64)>,
     free: Vec<u32>,
@@ -95,7 +101,9 @@ impl<'r, R: std::io::Read> ReorderBuffer<'r, R> {
     pub fn new(reader: &'r mut crate::reader::TraceReader<R>, window: usize) -> Self {
         ReorderBuffer {
             reader,
+            runs: Vec::new(),
             heap: BinaryHeap::new(),
+            held: 0,
             slots: Vec::new(),
             free: Vec::new(),
             lent: None,
@@ -103,6 +111,54 @@ impl<'r, R: std::io::Read> ReorderBuffer<'r, R> {
             seq: 0,
             done: false,
         }
+    }
+
+    /// Most runs kept; the heap takes what fits none of them.
+    const MAX_RUNS: usize = 16;
+
+    fn hold(&mut self, key: (u64, u64, u32)) {
+        self.held += 1;
+        // The run whose last key is the greatest not above this one.
+        let mut best: Option<usize> = None;
+        for (i, r) in self.runs.iter().enumerate() {
+            let back = r.back().expect("runs are never empty");
+            if *back <= key && best.is_none_or(|b| self.runs[b].back() < Some(back)) {
+                best = Some(i);
+            }
+        }
+        match best {
+            Some(i) => self.runs[i].push_back(key),
+            None if self.runs.len() < Self::MAX_RUNS => {
+                self.runs.push(std::collections::VecDeque::from([key]))
+            }
+            None => self.heap.push(Reverse(key)),
+        }
+    }
+
+    fn take(&mut self) -> Option<(u64, u64, u32)> {
+        let mut best: Option<usize> = None;
+        for (i, r) in self.runs.iter().enumerate() {
+            let front = r.front().expect("runs are never empty");
+            if best.is_none_or(|b| self.runs[b].front() > Some(front)) {
+                best = Some(i);
+            }
+        }
+        let from_heap = match (best, self.heap.peek()) {
+            (None, None) => return None,
+            (None, Some(_)) => true,
+            (Some(_), None) => false,
+            (Some(b), Some(Reverse(h))) => h < self.runs[b].front().expect("not empty"),
+        };
+        self.held -= 1;
+        if from_heap {
+            return self.heap.pop().map(|Reverse(k)| k);
+        }
+        let b = best.expect("a run");
+        let k = self.runs[b].pop_front();
+        if self.runs[b].is_empty() {
+            self.runs.swap_remove(b);
+        }
+        k
     }
 
     /// The next record in time order; errors pass through at once, in stream
@@ -114,7 +170,7 @@ impl<'r, R: std::io::Read> ReorderBuffer<'r, R> {
         if let Some(s) = self.lent.take() {
             self.free.push(s);
         }
-        while !self.done && self.heap.len() < self.window {
+        while !self.done && self.held < self.window {
             let slot = match self.free.pop() {
                 Some(s) => s,
                 None => {
@@ -129,7 +185,7 @@ impl<'r, R: std::io::Read> ReorderBuffer<'r, R> {
                     buf.1 = block_offset;
                     self.seq += 1;
                     let ts = crate::block::u64_at(&buf.0, 0);
-                    self.heap.push(Reverse((ts, self.seq, slot)));
+                    self.hold((ts, self.seq, slot));
                 }
                 Some(Err(e)) => {
                     self.free.push(slot);
@@ -141,7 +197,7 @@ impl<'r, R: std::io::Read> ReorderBuffer<'r, R> {
                 }
             }
         }
-        let Reverse((_, _, slot)) = self.heap.pop()?;
+        let (_, _, slot) = self.take()?;
         self.lent = Some(slot);
         let (bytes, block_offset) = &self.slots[slot as usize];
         Some(Ok(crate::reader::RecordRef {
