@@ -56,7 +56,10 @@ impl SegTrack {
             // After the FIN only data sent again (below the FIN, or the tail
             // of the FIN segment itself: a sequence number after its start
             // does not tell where it ended), ACKs and the FIN again.
-            if self.fin.is_some_and(|f| (seq.wrapping_sub(f.seq) as i32) < 0) {
+            if self
+                .fin
+                .is_some_and(|f| (seq.wrapping_sub(f.seq) as i32) < 0)
+            {
                 self.retrans += 1;
             }
             return None;
