@@ -166,6 +166,39 @@ pub struct Record {
     pub conn: Connection,
     pub closed_ns: u64,
     pub last_ns: u64,
+    /// How long the application has let data wait, if it does now (TCP):
+    /// see [`Stall`].
+    pub stall: Stall,
+}
+
+/// What the app-stall trigger looks at (TCP only; all times CLOCK_MONOTONIC
+/// ns as the kernel keeps them, 0 = not waiting).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stall {
+    /// Unread data has waited since this time with no recv call returning
+    /// data: set at the arrival of new data while nothing waited, and again
+    /// at every read that leaves data waiting.
+    pub unread_since_ns: u64,
+    /// Data the application wrote has waited since this time without a
+    /// single data packet leaving: the later of the send call that queued
+    /// unsent data and the last data packet out since.
+    pub unsent_since_ns: u64,
+    /// Now, on the same clock, when the record was read.
+    pub now_ns: u64,
+}
+
+impl Stall {
+    /// How long the reader has let data wait, if it does.
+    pub fn unread_for(&self) -> Option<Duration> {
+        (self.unread_since_ns != 0)
+            .then(|| Duration::from_nanos(self.now_ns.saturating_sub(self.unread_since_ns)))
+    }
+
+    /// How long written data has waited without any leaving, if it does.
+    pub fn unsent_for(&self) -> Option<Duration> {
+        (self.unsent_since_ns != 0)
+            .then(|| Duration::from_nanos(self.now_ns.saturating_sub(self.unsent_since_ns)))
+    }
 }
 
 fn monotonic_ns() -> u64 {
@@ -243,6 +276,15 @@ fn decode(cookie: u64, raw: &[u8], now: u64) -> Option<Record> {
         conn,
         closed_ns: c.closed_ns,
         last_ns: c.last_ns,
+        stall: Stall {
+            unread_since_ns: c.rx_mark_ns,
+            unsent_since_ns: if c.tx_mark_ns == 0 {
+                0
+            } else {
+                c.tx_mark_ns.max(c.tx_progress_ns)
+            },
+            now_ns: now,
+        },
     })
 }
 

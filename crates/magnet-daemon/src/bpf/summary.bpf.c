@@ -125,6 +125,9 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 		return NULL;
 	__builtin_memset(n, 0, sizeof(*n));
 	n->first_ns = now;
+	/* idle from creation on, not from boot: a record made at the handshake
+	 * of a socket that never calls would otherwise be reaped as idle */
+	n->last_ns = now;
 	n->family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	n->protocol = BPF_CORE_READ(sk, sk_protocol);
 	n->uid = BPF_CORE_READ(sk, sk_uid.val);
@@ -221,6 +224,13 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 				__sync_fetch_and_add(&c->wire_to_app_hist[s], 1);
 			c->rx_mark_ns = 0;
 		}
+		if (bytes && c->protocol == IPPROTO_TCP) {
+			/* A read that leaves data waiting: the rest waits from now
+			 * (what the stall trigger and the next sample measure). */
+			struct tcp_sock *tp = (struct tcp_sock *)sk;
+			if (BPF_CORE_READ(tp, rcv_nxt) != BPF_CORE_READ(tp, copied_seq))
+				c->rx_mark_ns = now;
+		}
 	}
 	return 0;
 }
@@ -308,6 +318,7 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	if (c->protocol != IPPROTO_TCP)
 		return;
 	struct bpf_sock *sk = skb->sk;
+	__u32 rcv_nxt = 0;
 	if (sk) {
 		sk = bpf_sk_fullsock(sk);
 		if (sk) {
@@ -315,6 +326,7 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 			if (tp) {
 				c->srtt_us = tp->srtt_us >> 3;
 				c->snd_cwnd = tp->snd_cwnd;
+				rcv_nxt = tp->rcv_nxt;
 			}
 		}
 	}
@@ -328,13 +340,16 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 		return;
 	__u64 now = bpf_ktime_get_ns();
 	if (tx) {
+		c->tx_progress_ns = now;
 		if ((__s32)(seq + payload - c->tx_mark_seq) >= 0) {
 			__u32 s = hist_slot(now > mark ? now - mark : 0);
 			if (s < MG_HIST_SLOTS)
 				__sync_fetch_and_add(&c->app_to_wire_hist[s], 1);
 			c->tx_mark_ns = 0;
 		}
-	} else if (!c->rx_mark_ns) {
+	} else if (!c->rx_mark_ns && (!rcv_nxt || (__s32)(seq + payload - rcv_nxt) > 0)) {
+		/* new data (not a duplicate of what the socket already has)
+		 * waits for the reader from now */
 		c->rx_mark_ns = now;
 	}
 }
