@@ -144,7 +144,11 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
             }
             let mut cfg = SampleConfig::new(&s.interface, planned.interval, samples);
             cfg.start = Start::At(UNIX_EPOCH + Duration::from_nanos(planned.start_ns));
-            match sample(&cfg, &stop, &mut |_| {}) {
+            match sample(&cfg, &stop, &mut |st| {
+                for line in &st.cleaned {
+                    shared.log(&format!("sampler: {line}"));
+                }
+            }) {
                 Ok(run) => {
                     if let Err(e) = store.save(&run) {
                         shared.log(&format!("sampler: {e}"));

@@ -18,6 +18,7 @@
 //! The library never prints or exits; errors name what failed and where.
 
 pub mod sampler;
+pub mod stale;
 
 pub use magnet_runs::{merge, plot, run, schedule, sketch, store, units};
 pub use magnet_runs::{Metric, Run, RunMeta};

@@ -211,6 +211,9 @@ fn sample_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
         cfg.start = Start::At(parse_instant(at)?);
     }
     let run = sample(&cfg, &stop, &mut |s| {
+        for line in &s.cleaned {
+            eprintln!("magnet: {line}");
+        }
         eprintln!(
             "magnet: sampling {iface} ({}): {} x {} from {}",
             s.attach,
@@ -279,7 +282,11 @@ fn scheduled(
             }
             let mut cfg = config(a, iface, planned.interval);
             cfg.start = Start::At(UNIX_EPOCH + Duration::from_nanos(planned.start_ns));
-            match sample(&cfg, stop, &mut |_| {}) {
+            match sample(&cfg, stop, &mut |s| {
+                for line in &s.cleaned {
+                    eprintln!("magnet: {line}");
+                }
+            }) {
                 Ok(run) => {
                     let p = store.save(&run)?;
                     eprintln!(
