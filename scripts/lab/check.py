@@ -20,7 +20,9 @@ Checks, for every file:
     again with --func-exits: as many returns as entries, every SYN step with its time inside,
     and each caller's time enclosing its callees' on that path;
   - (guests) nothing left behind by a recording of every layer and kind and a 200 ms
-    `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc.
+    `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc;
+    a sampler killed by SIGKILL before it (clsact on 6.1: its qdisc is left) is
+    cleaned up by that 200 ms run's start (it says so); on TCX nothing is left.
 Prints a table of the rows per kernel; exits 1 on the first file with failures (after all).
 """
 import json
@@ -262,6 +264,16 @@ def judge(path, ref_udp=None):
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)
         need(lo.get("rc") == "0", f"recording every layer and kind exited {lo.get('rc')}")
         need((lo.get("sample_rc") or "?").split(" ")[0] == "0", f"magnet sample -i lo: {lo.get('sample_rc')}")
+        # kill -9 of a sampler: on the clsact path (no TCX) it leaves its qdisc
+        # and filters, and the next start removes them; with TCX nothing is left.
+        killed = lo.get("killed_attach")
+        need(killed in ("clsact", "tcx"), f"the sampler to kill did not start: {killed}")
+        if killed == "clsact":
+            need(lo.get("killed_left") == "1", f"kill -9 left no clsact qdisc to clean: {lo.get('killed_left')}")
+            need(lo.get("sample_cleaned") == "1", "the next sampler start did not remove what the killed one left")
+        elif killed == "tcx":
+            need(lo.get("killed_left") == "0", f"kill -9 on TCX left a clsact qdisc: {lo.get('killed_left')}")
+            need(lo.get("sample_cleaned") == "0", "a sampler start after a TCX run removed something")
         for k in ["link_fds", "kprobe_events", "pinned", "clsact"]:
             need(lo.get(k) == "0", f"left behind after detach: {k} = {lo.get(k)}")
     need("end" in s, "the suite did not finish")

@@ -185,7 +185,10 @@ fn kill_9_on_the_clsact_path_is_cleaned_up_by_the_next_start() {
 /// finds nothing to remove.
 #[test]
 fn kill_9_on_tcx_leaves_no_link() {
-    if !live_or_skip("kill_9_on_tcx_leaves_no_link", &[Need::Btf, Need::Tool("tc")]) {
+    if !live_or_skip(
+        "kill_9_on_tcx_leaves_no_link",
+        &[Need::Btf, Need::Tool("tc")],
+    ) {
         return;
     }
     let ns = Netns::new().unwrap();
@@ -195,7 +198,11 @@ fn kill_9_on_tcx_leaves_no_link() {
     // The links a run holds are its fds (link_type in fdinfo).
     let links = |pid: u32| -> Vec<u32> {
         let mut ids = Vec::new();
-        for e in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).into_iter().flatten().flatten() {
+        for e in std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let t = std::fs::read_to_string(e.path()).unwrap_or_default();
             if t.contains("link_type:") {
                 if let Some(id) = t.lines().find_map(|l| l.strip_prefix("link_id:")) {
@@ -206,7 +213,11 @@ fn kill_9_on_tcx_leaves_no_link() {
         ids
     };
     let ids = links(a.pid());
-    assert_eq!(ids.len(), 3, "tcx ingress, egress, tcp_retransmit_skb: {ids:?}");
+    assert_eq!(
+        ids.len(),
+        3,
+        "tcx ingress, egress, tcp_retransmit_skb: {ids:?}"
+    );
     a.kill9();
     let deadline = Instant::now() + Duration::from_secs(5);
     let alive = |id: u32| {

@@ -5,9 +5,9 @@
 //! per-CPU counters into a [`Run`].
 
 use std::mem::MaybeUninit;
-use std::path::PathBuf;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -195,7 +195,9 @@ impl Drop for Attached {
             if let Some(q) = qdisc.take() {
                 // Another sampler still uses the qdisc: it inherits it (and
                 // removes it when it is the last one).
-                let heir = me.as_ref().and_then(|o| crate::stale::heir(o.netns, o.ifindex, o.pid));
+                let heir = me
+                    .as_ref()
+                    .and_then(|o| crate::stale::heir(o.netns, o.ifindex, o.pid));
                 match heir {
                     Some(h) => crate::stale::inherit_qdisc(&h),
                     // Someone else's filters on it since we made it: theirs now.

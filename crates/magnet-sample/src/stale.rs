@@ -201,7 +201,8 @@ pub fn clsact_filters(ifindex: u32) -> std::io::Result<Vec<(u16, u32)>> {
             }
             let mut msg = &buf[..n as usize];
             while msg.len() >= 16 {
-                let u32_at = |b: &[u8], i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().unwrap());
+                let u32_at =
+                    |b: &[u8], i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().unwrap());
                 let len = u32_at(msg, 0) as usize;
                 let kind = u16::from_ne_bytes([msg[4], msg[5]]);
                 if len < 16 || len > msg.len() {
@@ -210,7 +211,11 @@ pub fn clsact_filters(ifindex: u32) -> std::io::Result<Vec<(u16, u32)>> {
                 match kind {
                     k if k == libc::NLMSG_DONE as u16 => break 'recv,
                     k if k == libc::NLMSG_ERROR as u16 => {
-                        let errno = if len >= 20 { -(u32_at(msg, 16) as i32) } else { 0 };
+                        let errno = if len >= 20 {
+                            -(u32_at(msg, 16) as i32)
+                        } else {
+                            0
+                        };
                         if errno == 0 {
                             break 'recv;
                         }
@@ -256,9 +261,7 @@ pub fn prog_id(fd: std::os::fd::BorrowedFd<'_>) -> u32 {
     let mut info = libbpf_sys::bpf_prog_info::default();
     let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
     // SAFETY: `info` is a zeroed bpf_prog_info of `len` bytes.
-    let rc = unsafe {
-        libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
-    };
+    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
     if rc == 0 {
         info.id
     } else {
