@@ -1232,3 +1232,55 @@ fn an_app_stall_triggers_one_dump_and_a_healthy_run_none() {
     );
     assert!(d.stop().success());
 }
+
+#[test]
+fn a_full_send_queue_triggers_a_send_stall_dump() {
+    if !live("a_full_send_queue_triggers_a_send_stall_dump") {
+        return;
+    }
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let probe = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&format!(
+        "[recorder]\nseconds = \"2s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_stall = \"1s\"\ntrigger_stall_ports = [{port}]\n",
+        probe.path().display()
+    ));
+    let dumps = probe.path().join("dumps");
+    // A reader that never reads: the writer fills its peer's receive buffer,
+    // the window closes, and what the writer queues next cannot leave.
+    let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, _) = l.accept().unwrap();
+    c.set_nonblocking(true).unwrap();
+    let chunk = vec![3u8; 65536];
+    let mut sent = 0usize;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match c.write(&chunk) {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(Instant::now() < deadline, "the send buffer never filled");
+    }
+    let writer = format!("-stall-send-{}", socket_cookie(c.as_raw_fd()).unwrap());
+    let reader = format!("-stall-read-{}", socket_cookie(s.as_raw_fd()).unwrap());
+    // Both stalls fire, each once: the reader's first (its data waits from
+    // the first byte), the writer's after the 2 s between dumps.
+    let deadline = Instant::now() + Duration::from_secs(12);
+    let names = |dir: &Path| -> Vec<String> {
+        trigger_dirs(dir)
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
+    };
+    while Instant::now() < deadline && !names(&dumps).iter().any(|n| n.ends_with(&writer)) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    let got = names(&dumps);
+    assert_eq!(got.len(), 2, "{got:?} ({sent} bytes queued)\n{}", d.log());
+    assert!(got.iter().any(|n| n.ends_with(&reader)), "{got:?}");
+    assert!(got.iter().any(|n| n.ends_with(&writer)), "{got:?}");
+    drop(s);
+    assert!(d.stop().success());
+}
