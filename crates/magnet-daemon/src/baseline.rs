@@ -4,7 +4,6 @@
 //! Not used by magnetd itself.
 
 use std::mem::MaybeUninit;
-use std::os::fd::AsRawFd;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::Link;
@@ -47,30 +46,18 @@ pub fn attach_empty() -> Result<EmptyHooks, Error> {
     let sk = open
         .load()
         .map_err(|e| Error::bpf("loading the empty programs", e))?;
-    let mut links = Vec::new();
     let p = &sk.progs;
-    for (name, prog) in [
-        ("sock_send_length", &p.app_send),
-        ("sock_recv_length", &p.app_recv),
-        ("tcp_retransmit_skb", &p.tcp_retrans),
-        ("kfree_skb", &p.drop),
-        ("inet_sock_set_state", &p.tcp_state),
-    ] {
-        links.push(
-            prog.attach()
-                .map_err(|e| Error::bpf(format!("attaching tp_btf/{name}"), e))?,
-        );
-    }
-    let cg = std::fs::File::open(&root).map_err(|source| Error::Io {
-        path: root.display().to_string(),
-        source,
-    })?;
-    for prog in [&p.wire_egress, &p.wire_ingress] {
-        links.push(
-            prog.attach_cgroup(cg.as_raw_fd())
-                .map_err(|e| Error::bpf("attaching cgroup_skb", e))?,
-        );
-    }
+    let links = crate::summaries::attach_hooks(
+        &[
+            ("sock_send_length", &p.app_send),
+            ("sock_recv_length", &p.app_recv),
+            ("tcp_retransmit_skb", &p.tcp_retrans),
+            ("kfree_skb", &p.drop),
+            ("inet_sock_set_state", &p.tcp_state),
+        ],
+        [&p.wire_egress, &p.wire_ingress],
+        &root,
+    )?;
     Ok(EmptyHooks {
         links,
         _skel: Box::new(sk),

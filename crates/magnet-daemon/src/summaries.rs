@@ -85,32 +85,18 @@ pub fn attach(max_connections: u32) -> Result<(Attached, Reader), Error> {
             e,
         )
     })?;
-    let mut links = Vec::new();
     let p = &skel.progs;
-    for (name, prog) in [
-        ("sock_send_length", &p.app_send),
-        ("sock_recv_length", &p.app_recv),
-        ("tcp_retransmit_skb", &p.tcp_retrans),
-        ("kfree_skb", &p.drop),
-        ("inet_sock_set_state", &p.tcp_state),
-    ] {
-        links.push(
-            prog.attach()
-                .map_err(|e| Error::bpf(format!("attaching tp_btf/{name}"), e))?,
-        );
-    }
-    let cg = std::fs::File::open(&cgroup_root).map_err(|source| Error::Io {
-        path: cgroup_root.display().to_string(),
-        source,
-    })?;
-    for (name, prog) in [
-        ("cgroup_skb/egress", &p.wire_egress),
-        ("cgroup_skb/ingress", &p.wire_ingress),
-    ] {
-        links.push(prog.attach_cgroup(cg.as_raw_fd()).map_err(|e| {
-            Error::bpf(format!("attaching {name} to {}", cgroup_root.display()), e)
-        })?);
-    }
+    let links = attach_hooks(
+        &[
+            ("sock_send_length", &p.app_send),
+            ("sock_recv_length", &p.app_recv),
+            ("tcp_retransmit_skb", &p.tcp_retrans),
+            ("kfree_skb", &p.drop),
+            ("inet_sock_set_state", &p.tcp_state),
+        ],
+        [&p.wire_egress, &p.wire_ingress],
+        &cgroup_root,
+    )?;
     let handle = |m: &libbpf_rs::Map<'_>, what: &str| {
         MapHandle::try_from(m).map_err(|e| Error::bpf(format!("opening the {what} map"), e))
     };
@@ -129,6 +115,37 @@ pub fn attach(max_connections: u32) -> Result<(Attached, Reader), Error> {
         },
         reader,
     ))
+}
+
+/// Attaches `tp_btf` programs (named by tracepoint, for messages) and the
+/// cgroup_skb egress and ingress programs on the cgroup v2 root `root`.
+/// magnetd's object and the cost bench's empty one (crate::baseline) share it.
+pub(crate) fn attach_hooks(
+    tp_btf: &[(&str, &libbpf_rs::ProgramMut<'_>)],
+    cgroup_skb: [&libbpf_rs::ProgramMut<'_>; 2],
+    root: &Path,
+) -> Result<Vec<Link>, Error> {
+    let mut links = Vec::new();
+    for (name, prog) in tp_btf {
+        links.push(
+            prog.attach()
+                .map_err(|e| Error::bpf(format!("attaching tp_btf/{name}"), e))?,
+        );
+    }
+    let cg = std::fs::File::open(root).map_err(|source| Error::Io {
+        path: root.display().to_string(),
+        source,
+    })?;
+    for (name, prog) in ["cgroup_skb/egress", "cgroup_skb/ingress"]
+        .into_iter()
+        .zip(cgroup_skb)
+    {
+        links.push(
+            prog.attach_cgroup(cg.as_raw_fd())
+                .map_err(|e| Error::bpf(format!("attaching {name} to {}", root.display()), e))?,
+        );
+    }
+    Ok(links)
 }
 
 /// Names of the kernel's drop reasons, by value, from this kernel's BTF.
