@@ -37,12 +37,14 @@ impl Sampler {
         let e2 = err.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                {
+                    let mut e = e2.lock().unwrap();
+                    e.push_str(&line);
+                    e.push('\n');
+                }
                 if line.contains("sampling lo") {
                     let _ = tx.send(());
                 }
-                let mut e = e2.lock().unwrap();
-                e.push_str(&line);
-                e.push('\n');
             }
         });
         if rx.recv_timeout(Duration::from_secs(20)).is_err() {

@@ -14,8 +14,9 @@
 //! A file whose owner is gone (no such pid, or a pid with another start time)
 //! is a killed run's: its filters are removed only where the filter at that
 //! handle and priority still runs the recorded program (nothing else is ever
-//! touched), and its qdisc only if it made it, no live sampler uses the
-//! interface and no other filter sits on it (a netlink dump says). Files of other namespaces are left to runs in those namespaces.
+//! touched), and its qdisc only if it made it, its filters were still there,
+//! no live sampler uses the interface and no other filter sits on it (a
+//! netlink dump says). Files of other namespaces are left to runs in those namespaces.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -332,7 +333,10 @@ pub fn clean(netns: u32) -> Vec<String> {
         let users = all
             .iter()
             .any(|(_, x)| x.ifindex == o.ifindex && x.pid != o.pid && x.alive());
-        if o.made_qdisc && !users && !foreign_filters(o.ifindex, &[]) {
+        // The qdisc only with evidence that this is the dead run's interface
+        // (its filters were still there): a namespace's inode number, and so
+        // an owner file, can outlive the namespace and match a new one.
+        if o.made_qdisc && !removed.is_empty() && !users && !foreign_filters(o.ifindex, &[]) {
             let mut hook = tc_hook(
                 o.ifindex,
                 libbpf_sys::BPF_TC_INGRESS | libbpf_sys::BPF_TC_EGRESS,
