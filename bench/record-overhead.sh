@@ -33,6 +33,7 @@
 #   compare two builds of magnet side by side in the same rounds),
 #   BUFFER (magnet --buffer, default: magnet's default), DRAIN (1; 0 skips steps 2 and 3),
 #   DRAIN_N (1000000 sendto() calls per flood), DRAIN_BUFFERS ("16KiB 256KiB 32MiB"),
+#   PARSE (1; 0 skips step 3),
 #   OUT (bench/out).
 # Needs root, iperf3, tcpdump, ethtool, ip, python3. Installs nothing.
 set -euo pipefail
@@ -204,6 +205,8 @@ print("\t".join(map(str,[sys.argv[2],sys.argv[3],"app,tcp,ip,dev",d["records"],d
             if ((sz > best)); then best=$sz; mv "$work/d.mgt" "$work/parse.mgt"; else rm -f "$work/d.mgt"; fi
         done
     done
+fi
+if [[ $DRAIN == 1 && ${PARSE:-1} == 1 ]]; then
     # ---- parse / info speed -------------------------------------------------------------
     printf 'command\trecords\tseconds\tbytes\n' >"$parse_raw"
     recs=$("$MAGNET" info "$work/parse.mgt" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["records"])')
@@ -267,6 +270,47 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
             continue
         print(f"| {names[case]} | " + " | ".join(f"{float(r['bps'])/1e9:.2f}" for r in rs) + " |")
     print()
+# Issue 13's goals, judged on this run's medians (a quiet host is needed for a verdict).
+print("### Goals (issue 13), from the medians above\n")
+def ratio(mode, case):
+    b = [float(r["bytes"]) / float(r["secs"]) for r in rows if r["mode"] == mode and r["case"] == "base"]
+    c = [float(r["bytes"]) / float(r["secs"]) for r in rows if r["mode"] == mode and r["case"] == case]
+    return med(c) / med(b) if b and c else None
+def lost(mode, case):
+    return max((int(r["lost"]) for r in rows if r["mode"] == mode and r["case"] == case), default=None)
+goals = []
+m, t = ratio("mtu", "magnet"), ratio("mtu", "tcpdump")
+if m is not None and t is not None:
+    goals.append(("MTU-sized: magnet's cost <= half of tcpdump's", f"magnet cost {1-m:.3f}, tcpdump cost {1-t:.3f}, half = {(1-t)/2:.3f}", (1 - m) <= (1 - t) / 2))
+g = ratio("gso", "magnet")
+if g is not None:
+    goals.append(("default offloads: magnet >= 0.97 of no monitor", f"{g:.3f}", g >= 0.97))
+for mode in ("gso", "mtu"):
+    a, b = ratio(mode, "magnet"), ratio(mode, "mag+st")
+    if a is not None and b is not None:
+        goals.append((f"{mode}: --tcp-state within 2 % of without", f"{b:.3f} vs {a:.3f} ({100*(b/a-1):+.1f} %)", b >= 0.98 * a))
+for mode in ("gso", "mtu"):
+    for case in ("magnet", "mag+st"):
+        l = lost(mode, case)
+        if l is not None:
+            goals.append((f"{mode} {names[case]}: 0 events lost (default buffer)", f"max {l} per run", l == 0))
+# A verdict needs a quiet host: with the no-monitor rounds spread by more than
+# 10 % of their median, differences of a few percent are noise.
+spread = {}
+for mode in dict.fromkeys(r["mode"] for r in rows):
+    b = [float(r["bytes"]) / float(r["secs"]) for r in rows if r["mode"] == mode and r["case"] == "base"]
+    if len(b) > 1:
+        spread[mode] = (max(b) - min(b)) / med(b)
+noisy = any(v > 0.10 for v in spread.values())
+print("Noise: no-monitor rounds spread (max − min) ÷ median: " +
+      ", ".join(f"{m} {100*v:.0f} %" for m, v in spread.items()) +
+      (" — **more than 10 %: the host was too busy for these verdicts; re-run on a quiet host**" if noisy else " (≤ 10 %: verdicts usable)") + "\n")
+print("| goal | measured | met? |")
+print("|---|---|---|")
+for name, val, ok in goals:
+    verdict = "yes" if ok else "**no**"
+    print(f"| {name} | {val} | {verdict + ' (noisy)' if noisy and 'lost' not in name else verdict} |")
+print()
 if os.path.exists(drain_raw):
     print("### Drain ceiling: `magnet record --buffer B -- sh -c 'magnet loadgen --udp Nx16 --flood [& …]'` (in ns A, loopback)\n")
     print("| buffer | parallel floods | records | records/s | lost | lost % | generated (kernel) | sendto() recorded |")

@@ -23,7 +23,8 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, RingBufferBuilder};
 use libbpf_rs::{NetfilterOpts, NFPROTO_IPV4, NFPROTO_IPV6};
 use magnet_trace::block::BlockBuilder;
-use magnet_trace::catalog::{kind, HEADER_LEN};
+use magnet_trace::catalog::kind;
+use magnet_trace::events::{CpuStats, Hdr, Lost};
 use magnet_trace::{Catalog, ClockMap, Footer, Header, KindIndex, LayerSource, TraceWriter};
 
 use crate::config::{Layer, RecordConfig};
@@ -236,22 +237,24 @@ const BLOCK_TARGET: usize = 256 << 10;
 
 impl Drain {
     fn push(&mut self, rec: &[u8]) {
-        if rec.len() < HEADER_LEN {
+        let Some(hdr) = Hdr::new_checked(rec) else {
             self.dropped_user += 1;
             return;
-        }
-        let kind = u16::from_le_bytes([rec[8], rec[9]]);
+        };
+        let kind = hdr.kind();
         if kind >= kind::MAX {
             self.dropped_user += 1;
             return;
         }
-        let ts = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
+        let ts = hdr.ts_ns();
         if self.first_ts == 0 || ts < self.first_ts {
             self.first_ts = ts;
         }
         self.last_ts = self.last_ts.max(ts);
-        if kind == kind::LOST && rec.len() >= 32 {
-            self.lost_in_stream += u64::from_le_bytes(rec[24..32].try_into().expect("8 bytes"));
+        if kind == kind::LOST {
+            if let Some(lost) = Lost::new_checked(rec) {
+                self.lost_in_stream += lost.count();
+            }
         }
         self.by_kind[kind as usize] += 1;
         self.block.push(rec);
@@ -278,7 +281,9 @@ impl Drain {
 struct KernelStats {
     unreported_lost: Vec<u64>,
     lost_total: u64,
-    generated: Vec<u64>,
+    /// Events lost by kind; the kernel counts only loss (no per-event
+    /// counter on the hot path), so generated = recorded + lost.
+    lost_kind: Vec<u64>,
 }
 
 fn read_kernel_stats(map: &dyn MapCore) -> Result<KernelStats> {
@@ -289,15 +294,21 @@ fn read_kernel_stats(map: &dyn MapCore) -> Result<KernelStats> {
     let mut s = KernelStats {
         unreported_lost: Vec::new(),
         lost_total: 0,
-        generated: vec![0; kind::MAX as usize],
+        lost_kind: vec![0; kind::MAX as usize],
     };
-    let at =
-        |b: &[u8], i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
     for cpu in &per_cpu {
-        s.unreported_lost.push(at(cpu, 0));
-        s.lost_total += at(cpu, 1);
+        // Little-endian hosts only (as the trace): native order is the views' order.
+        let c = CpuStats::new_checked(cpu.as_slice()).ok_or_else(|| {
+            anyhow!(
+                "cpu_stats value is {} bytes, not {}",
+                cpu.len(),
+                CpuStats::<&[u8]>::SIZE
+            )
+        })?;
+        s.unreported_lost.push(c.lost());
+        s.lost_total += c.lost_total();
         for k in 0..kind::MAX as usize {
-            s.generated[k] += at(cpu, 2 + k);
+            s.lost_kind[k] += c.lost_kind(k);
         }
     }
     Ok(s)
@@ -306,13 +317,15 @@ fn read_kernel_stats(map: &dyn MapCore) -> Result<KernelStats> {
 /// A LOST record made in user space (reason 2: counted by the kernel but not
 /// yet reported in the stream when the recording ended).
 fn residual_lost_record(cpu: u16, count: u64) -> Vec<u8> {
-    let mut r = vec![0u8; 40];
-    r[0..8].copy_from_slice(&monotonic_now().to_le_bytes());
-    r[8..10].copy_from_slice(&kind::LOST.to_le_bytes());
-    r[10..12].copy_from_slice(&cpu.to_le_bytes());
-    r[24..32].copy_from_slice(&count.to_le_bytes());
-    r[32..36].copy_from_slice(&(cpu as u32).to_le_bytes());
-    r[36..40].copy_from_slice(&2u32.to_le_bytes());
+    let mut r = vec![0u8; Lost::<&[u8]>::LEN];
+    let mut l = Lost::new_checked(&mut r[..]).expect("LEN bytes");
+    let mut h = l.hdr_mut();
+    h.set_ts_ns(monotonic_now());
+    h.set_kind(kind::LOST);
+    h.set_cpu(cpu);
+    l.set_count(count);
+    l.set_lost_cpu(cpu as u32);
+    l.set_reason(2);
     r
 }
 
@@ -1232,12 +1245,16 @@ pub fn record(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         .filter(|(_, &n)| n > 0)
         .map(|(k, &n)| (name(k), n))
         .collect();
+    // Generated = recorded + lost, by kind (LOST records are the stream's own).
     let generated: BTreeMap<String, u64> = stats
-        .generated
+        .lost_kind
         .iter()
+        .zip(&d.by_kind)
         .enumerate()
-        .filter(|(_, &n)| n > 0)
-        .map(|(k, &n)| (name(k), n))
+        .filter(|&(k, _)| k != kind::LOST as usize)
+        .map(|(k, (&lost, &rec))| (k, lost + rec))
+        .filter(|&(_, n)| n > 0)
+        .map(|(k, n)| (name(k), n))
         .collect();
     // The recording's span (start: the header's clock, stop: now) is the one
     // duration `record`, `info` and `analyze` show.

@@ -18,6 +18,7 @@
 use std::net::IpAddr;
 
 use crate::catalog::{Catalog, FieldType, KindDesc, FLAG_TCP_STATE, HEADER_LEN, TCP_SNAP_LEN};
+use crate::events::Hdr;
 use crate::header::{ClockMap, Footer, Header};
 use crate::writer::TraceWriter;
 
@@ -59,8 +60,9 @@ impl Emitter {
             .map(|i| &self.catalog.kinds[i])
             .unwrap_or_else(|| panic!("emit: the catalog has no kind {kind}"));
         let mut bytes = vec![0u8; (desc.size as usize).max(HEADER_LEN)];
-        bytes[0..8].copy_from_slice(&ts_ns.to_le_bytes());
-        bytes[8..10].copy_from_slice(&kind.to_le_bytes());
+        let mut h = Hdr::new_checked(&mut bytes[..]).expect("HEADER_LEN bytes");
+        h.set_ts_ns(ts_ns);
+        h.set_kind(kind);
         RecordBuilder { desc, bytes }
     }
 }
@@ -73,15 +75,15 @@ pub struct RecordBuilder<'c> {
 
 impl RecordBuilder<'_> {
     pub fn cpu(mut self, cpu: u16) -> Self {
-        self.bytes[10..12].copy_from_slice(&cpu.to_le_bytes());
+        self.hdr().set_cpu(cpu);
         self
     }
     pub fn pid(mut self, pid: u32) -> Self {
-        self.bytes[12..16].copy_from_slice(&pid.to_le_bytes());
+        self.hdr().set_pid(pid);
         self
     }
     pub fn tid(mut self, tid: u32) -> Self {
-        self.bytes[16..20].copy_from_slice(&tid.to_le_bytes());
+        self.hdr().set_tid(tid);
         self
     }
     /// Appends the TCP snapshot (`--tcp-state`) and sets its header flag; its
@@ -91,9 +93,14 @@ impl RecordBuilder<'_> {
         if self.bytes.len() < want {
             self.bytes.resize(want, 0);
         }
-        let flags = u32::from_le_bytes(self.bytes[20..24].try_into().expect("4 bytes"));
-        self.bytes[20..24].copy_from_slice(&(flags | FLAG_TCP_STATE).to_le_bytes());
+        let mut h = self.hdr();
+        let flags = h.flags();
+        h.set_flags(flags | FLAG_TCP_STATE);
         self
+    }
+
+    fn hdr(&mut self) -> Hdr<&mut [u8]> {
+        Hdr::new_checked(&mut self.bytes[..]).expect("records are at least HEADER_LEN long")
     }
 
     fn slot(&self, name: &str, size: usize) -> usize {
@@ -141,10 +148,14 @@ impl RecordBuilder<'_> {
         self
     }
     pub fn kind(&self) -> u16 {
-        u16::from_le_bytes([self.bytes[8], self.bytes[9]])
+        Hdr::new_checked(&self.bytes[..])
+            .expect("HEADER_LEN")
+            .kind()
     }
     pub fn ts_ns(&self) -> u64 {
-        u64::from_le_bytes(self.bytes[0..8].try_into().expect("8 bytes"))
+        Hdr::new_checked(&self.bytes[..])
+            .expect("HEADER_LEN")
+            .ts_ns()
     }
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes

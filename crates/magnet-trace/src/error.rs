@@ -13,7 +13,7 @@ pub enum TraceError {
     },
     #[error("not a magnet trace (bad magic at byte 0)")]
     NotATrace,
-    #[error("trace format version {0} is not supported (this magnet reads version {1})")]
+    #[error("trace format version {0} is not supported (this magnet reads versions 1 to {1})")]
     Version(u16, u16),
     #[error("trace written on a big-endian host; only little-endian traces are supported")]
     ByteOrder,

@@ -23,6 +23,7 @@ pub mod catalog;
 pub mod emit;
 pub mod error;
 pub mod event;
+pub mod events;
 pub mod header;
 pub mod order;
 pub mod reader;

@@ -121,7 +121,9 @@ impl<R: Read> TraceReader<R> {
             return Err(TraceError::NotATrace);
         }
         let version = u16_at(&pre, 8);
-        if version != VERSION {
+        // Every version up to this build's reads: the header carries the
+        // catalog the trace was written with, so older layouts decode by it.
+        if version == 0 || version > VERSION {
             return Err(TraceError::Version(version, VERSION));
         }
         if u16_at(&pre, 10) != BOM {

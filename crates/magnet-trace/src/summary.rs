@@ -82,15 +82,24 @@ pub fn summarize<R: Read>(reader: &mut TraceReader<R>) -> TraceInfo {
     let mut counts = vec![0u64; 1 << 16];
     let (mut last, mut records, mut lost, mut lost_records) = (0u64, 0u64, 0u64, 0u64);
     let mut damage = Vec::new();
+    // The trace's own catalog says where a LOST record keeps its count.
+    let count_at = header
+        .catalog
+        .get(kind::LOST)
+        .and_then(|k| k.field("count"))
+        .filter(|f| f.ty.size() == 8)
+        .map(|f| f.offset as usize);
     while let Some(item) = reader.next_record() {
         match item {
             Ok(rec) => {
                 records += 1;
                 counts[rec.kind() as usize] += 1;
                 last = last.max(rec.ts_ns());
-                if rec.kind() == kind::LOST && rec.bytes.len() >= 32 {
-                    lost_records += 1;
-                    lost += u64::from_le_bytes(rec.bytes[24..32].try_into().expect("8 bytes"));
+                if rec.kind() == kind::LOST {
+                    if let Some(b) = count_at.and_then(|at| rec.bytes.get(at..at + 8)) {
+                        lost_records += 1;
+                        lost += u64::from_le_bytes(b.try_into().expect("8 bytes"));
+                    }
                 }
             }
             Err(e) => damage.push(e.to_string()),
