@@ -47,9 +47,11 @@ mkdir -p "$OUT"
 tmp=$(mktemp -d)
 A=mgcost-a-$$; B=mgcost-b-$$
 lpid=""
+spid=""
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 cleanup() {
   [ -n "$lpid" ] && kill "$lpid" 2>/dev/null && wait "$lpid" 2>/dev/null || true
+  [ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null || true
   ip netns del $A 2>/dev/null || true; ip netns del $B 2>/dev/null || true
   sysctl -q -w kernel.bpf_stats_enabled="$old_stats"
   rm -rf "$tmp"
@@ -89,8 +91,8 @@ packets() { # packets that crossed the veth, both ways
 
 one() { # mode round case
   local mode=$1 round=$2 case=$3
-  ip netns exec $B iperf3 -s -D -1 >/dev/null 2>&1
-  sleep 0.3
+  # the iperf3 server of this case (one client), killed on exit if left
+  ip netns exec $B iperf3 -s -1 >/dev/null 2>&1 & spid=$!
   if [ "$case" = daemon ]; then
     "$MAGNET" daemon --http "" --socket "$tmp/magnetd.sock" 2>"$tmp/log" & lpid=$!
     ready="magnetd: ready"
@@ -102,7 +104,12 @@ one() { # mode round case
   grep -q "$ready" "$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
   progs_of "$lpid" > "$tmp/before"
   local p0; p0=$(packets)
-  local json; json=$(ip netns exec $A iperf3 -c 10.234.0.2 -t "$SECS" -J)
+  local json="" try
+  for try in 1 2 3 4 5; do # the server may not listen yet on a loaded host
+    json=$(ip netns exec $A iperf3 -c 10.234.0.2 -t "$SECS" -J) && break
+    sleep 0.5
+  done
+  wait "$spid" 2>/dev/null || true; spid=""
   local p1; p1=$(packets)
   progs_of "$lpid" > "$tmp/after"
   kill -TERM "$lpid"; wait "$lpid" 2>/dev/null || true; lpid=""
