@@ -359,3 +359,43 @@ fn scheduler_store_survives_restart_and_retention_is_exact() {
         .success());
     assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
 }
+
+/// A non-root `magnet sample` names what sampling needs (not what recording
+/// needs: the sampler no longer goes through the recorder's preflight).
+#[test]
+fn without_root_sampling_says_what_it_needs() {
+    if !live_or_skip(
+        "without_root_sampling_says_what_it_needs",
+        &[Need::Tool("setpriv")],
+    ) {
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_magnet"),
+            "sample",
+            "-i",
+            "lo",
+            "--interval",
+            "1ms",
+            "--samples",
+            "10",
+            "-o",
+            "/tmp/magnet-sample-nonroot.run",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("sampling needs root")
+            && err.contains("CAP_NET_ADMIN")
+            && err.contains("sudo"),
+        "{err}"
+    );
+    assert!(!err.contains("recording"), "{err}");
+}

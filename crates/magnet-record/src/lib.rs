@@ -6,6 +6,7 @@
 //! through a callback.
 
 pub mod config;
+mod error;
 mod funcs;
 pub mod probes;
 mod recorder;
@@ -13,8 +14,10 @@ mod recorder;
 pub use config::{
     parse_kinds, parse_layers, parse_size, Filters, KindSelection, Layer, RecordConfig,
 };
+pub use error::Error;
 pub use recorder::{
-    check, preflight, record, CheckLine, Progress, ProgressFn, ReadyFn, RunOptions, Summary, Target,
+    check, preflight, record, CheckLine, Progress, ProgressFn, ReadyFn, RunOptions, Summary,
+    Target, PRIVILEGE,
 };
 
 #[allow(

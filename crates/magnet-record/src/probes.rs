@@ -300,8 +300,8 @@ pub struct Kernel {
 
 impl Kernel {
     /// Reads BTF and probes the attach types (needs root).
-    pub fn detect() -> anyhow::Result<Kernel> {
-        let btf = KernelBtf::load()?;
+    pub fn detect() -> Result<Kernel, crate::Error> {
+        let btf = KernelBtf::load().map_err(|e| crate::Error::Record(format!("{e:#}")))?;
         let features = Features::detect(&btf);
         let traceable = magnet_kernel::attach::traceable_functions().ok();
         Ok(Kernel {
@@ -408,6 +408,37 @@ pub fn plan(k: &Kernel) -> Vec<Choice> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The probe table, the layers and the catalog generated from events.h
+    /// agree: every probe's kind is a catalog kind of the probe's layer, every
+    /// kind of a recordable layer has a probe, and the layers are the same
+    /// list in the same order.
+    #[test]
+    fn probes_layers_and_the_catalog_agree() {
+        let cat = magnet_trace::Catalog::builtin();
+        for p in PROBES {
+            let Some(k) = p.kind else { continue };
+            let d = cat
+                .by_name(k)
+                .unwrap_or_else(|| panic!("probe {k}: no such kind in events.h"));
+            assert_eq!(d.layer, p.layer.name(), "{k}");
+        }
+        let layers: Vec<&str> = Layer::ALL.iter().map(|l| l.name()).collect();
+        let named: Vec<&str> = magnet_trace::catalog::LAYERS.iter().map(|l| l.0).collect();
+        assert_eq!(layers, named);
+        // Written by support programs, not by a probe of their own.
+        let support = ["sched_fork", "frame"];
+        for k in &cat.kinds {
+            if layers.contains(&k.layer.as_str()) && !support.contains(&k.name.as_str()) {
+                assert!(
+                    PROBES.iter().any(|p| p.kind == Some(k.name.as_str())),
+                    "kind {} (layer {}) has no probe",
+                    k.name,
+                    k.layer
+                );
+            }
+        }
+    }
 
     #[test]
     fn every_program_is_in_the_object_once() {

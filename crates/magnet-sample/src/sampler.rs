@@ -8,14 +8,11 @@ use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{
-    AsRawLibbpf, Link, MapCore, MapFlags, ProgramAttachType, TcHook, TC_EGRESS, TC_INGRESS,
-};
+use libbpf_rs::{Link, MapCore, MapFlags, ProgramAttachType, TcHook, TC_EGRESS, TC_INGRESS};
 
 use crate::skel::{types, SampleSkelBuilder};
 use crate::Error;
@@ -112,18 +109,10 @@ pub struct Started {
     pub cleaned: Vec<String>,
 }
 
-fn clock_ns(id: nix::time::ClockId) -> u64 {
-    let t = nix::time::clock_gettime(id).expect("clock_gettime");
-    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
-}
-
 /// (monotonic, realtime) read together; monotonic is the BPF clock.
 fn clock_pair() -> (u64, u64) {
-    use nix::time::ClockId;
-    let m1 = clock_ns(ClockId::CLOCK_MONOTONIC);
-    let r = clock_ns(ClockId::CLOCK_REALTIME);
-    let m2 = clock_ns(ClockId::CLOCK_MONOTONIC);
-    (m1 + (m2 - m1) / 2, r)
+    let p = magnet_host::clock::clock_pair();
+    (p.monotonic_ns, p.realtime_ns)
 }
 
 fn ifindex(iface: &str) -> Result<u32, Error> {
@@ -201,7 +190,9 @@ impl Drop for Attached {
                 match heir {
                     Some(h) => crate::stale::inherit_qdisc(&h),
                     // Someone else's filters on it since we made it: theirs now.
-                    None if crate::stale::foreign_filters(q.ifindex, &[]) => {}
+                    None if me
+                        .as_ref()
+                        .is_some_and(|o| crate::stale::foreign_filters(o.ifindex, &[])) => {}
                     None => {
                         let _ = q.destroy();
                     }
@@ -214,64 +205,15 @@ impl Drop for Attached {
     }
 }
 
-/// A clsact qdisc on one interface, as libbpf's tc hook names it.
-#[derive(Debug)]
-pub struct ClsactQdisc {
-    ifindex: u32,
-}
+use magnet_host::attach::attach_tcx;
+pub use magnet_host::attach::ClsactQdisc;
 
-impl ClsactQdisc {
-    fn hook(&self) -> libbpf_sys::bpf_tc_hook {
-        libbpf_sys::bpf_tc_hook {
-            sz: std::mem::size_of::<libbpf_sys::bpf_tc_hook>() as libbpf_sys::size_t,
-            ifindex: self.ifindex as i32,
-            attach_point: libbpf_sys::BPF_TC_INGRESS | libbpf_sys::BPF_TC_EGRESS,
-            ..Default::default()
-        }
-    }
-
-    /// Creates the clsact qdisc on `ifindex`: `Some` if this call created it,
-    /// `None` if one was already there (someone else's, left alone).
-    pub fn create(ifindex: u32) -> Result<Option<ClsactQdisc>, std::io::Error> {
-        let q = ClsactQdisc { ifindex };
-        let mut hook = q.hook();
-        // SAFETY: a fully initialised hook struct of the size libbpf expects.
-        let rc = unsafe { libbpf_sys::bpf_tc_hook_create(&mut hook) };
-        match rc {
-            0 => Ok(Some(q)),
-            rc if -rc == libc::EEXIST => Ok(None),
-            rc => Err(std::io::Error::from_raw_os_error(-rc)),
-        }
-    }
-
-    /// Removes the qdisc (with every filter on it).
-    pub fn destroy(self) -> Result<(), std::io::Error> {
-        let mut hook = self.hook();
-        // SAFETY: as in `create`.
-        let rc = unsafe { libbpf_sys::bpf_tc_hook_destroy(&mut hook) };
-        match rc {
-            0 => Ok(()),
-            rc => Err(std::io::Error::from_raw_os_error(-rc)),
-        }
-    }
-}
-
-fn attach_tcx(prog: &libbpf_rs::ProgramMut<'_>, ifindex: u32) -> Result<Link, std::io::Error> {
-    let opts = libbpf_sys::bpf_tcx_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_tcx_opts>() as libbpf_sys::size_t,
-        ..Default::default()
-    };
-    // SAFETY: the program is loaded and outlives the link (both live in the
-    // skeleton for the whole run); libbpf returns NULL and sets errno on failure.
-    let ptr = unsafe {
-        libbpf_sys::bpf_program__attach_tcx(prog.as_libbpf_object().as_ptr(), ifindex as i32, &opts)
-    };
-    match NonNull::new(ptr) {
-        // SAFETY: a link fresh from libbpf, owned by nobody else.
-        Some(p) => Ok(unsafe { Link::from_ptr(p) }),
-        None => Err(std::io::Error::last_os_error()),
-    }
-}
+/// What sampling needs root for, said when it is missing.
+pub const PRIVILEGE: magnet_host::Privilege = magnet_host::Privilege {
+    what: "sampling",
+    needs: "it loads BPF programs and attaches them to the interface's tc hooks: \
+            CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN",
+};
 
 /// Samples one run. Blocks until the last bucket has passed or `stop` is set
 /// (then the run holds the buckets completed so far and `complete` is false).
@@ -281,7 +223,7 @@ pub fn sample(
     on_started: &mut dyn FnMut(&Started),
 ) -> Result<Run, Error> {
     config.validate()?;
-    magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
+    magnet_host::preflight(PRIVILEGE).map_err(|e| Error::Host(e.to_string()))?;
     let ifindex = ifindex(&config.iface)?;
     let interval_ns = config.interval.as_nanos() as u64;
 
@@ -446,7 +388,7 @@ pub fn sample(
     let end_mono = start_mono + run_ns;
     let mut completed = config.samples;
     loop {
-        let now = clock_ns(nix::time::ClockId::CLOCK_MONOTONIC);
+        let now = magnet_host::clock::monotonic_ns();
         if now >= end_mono {
             break;
         }

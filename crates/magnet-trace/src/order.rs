@@ -72,3 +72,177 @@ where
         self.heap.pop().map(|Reverse((_, _, Keyed(r)))| Ok(r))
     }
 }
+
+/// [`TimeOrdered`] over a reader without a buffer per record: the window's
+/// records live in reusable slots and the heap holds (time, arrival, slot).
+/// The order is the same as `TimeOrdered`'s (time, then arrival, within the
+/// window); records are lent out one at a time (`next` borrows until the next
+/// call), so reading allocates nothing once the window is full.
+pub struct ReorderBuffer<'r, R: std::io::Read> {
+    reader: &'r mut crate::reader::TraceReader<R>,
+    /// Runs of records that arrived in time order (one per CPU's ring, in
+    /// practice), each sorted by construction; what fits no run goes to the
+    /// heap. The window's next record is the least of the runs' fronts and the
+    /// heap's top.
+    runs: Vec<std::collections::VecDeque<(u64, u64, u32)>>,
+    heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
+    held: usize,
+    /// Record bytes and block offset per slot.
+    slots: Vec<(Vec<u8>, u64)>,
+    free: Vec<u32>,
+    /// The slot lent out by the last `next`, freed by the following one.
+    lent: Option<u32>,
+    window: usize,
+    seq: u64,
+    done: bool,
+}
+
+impl<'r, R: std::io::Read> ReorderBuffer<'r, R> {
+    pub fn new(reader: &'r mut crate::reader::TraceReader<R>, window: usize) -> Self {
+        ReorderBuffer {
+            reader,
+            runs: Vec::new(),
+            heap: BinaryHeap::new(),
+            held: 0,
+            slots: Vec::new(),
+            free: Vec::new(),
+            lent: None,
+            window: window.max(1),
+            seq: 0,
+            done: false,
+        }
+    }
+
+    /// Most runs kept; the heap takes what fits none of them.
+    const MAX_RUNS: usize = 16;
+
+    fn hold(&mut self, key: (u64, u64, u32)) {
+        self.held += 1;
+        // The run whose last key is the greatest not above this one.
+        let mut best: Option<usize> = None;
+        for (i, r) in self.runs.iter().enumerate() {
+            let back = r.back().expect("runs are never empty");
+            if *back <= key && best.is_none_or(|b| self.runs[b].back() < Some(back)) {
+                best = Some(i);
+            }
+        }
+        match best {
+            Some(i) => self.runs[i].push_back(key),
+            None if self.runs.len() < Self::MAX_RUNS => {
+                self.runs.push(std::collections::VecDeque::from([key]))
+            }
+            None => self.heap.push(Reverse(key)),
+        }
+    }
+
+    fn take(&mut self) -> Option<(u64, u64, u32)> {
+        let mut best: Option<usize> = None;
+        for (i, r) in self.runs.iter().enumerate() {
+            let front = r.front().expect("runs are never empty");
+            if best.is_none_or(|b| self.runs[b].front() > Some(front)) {
+                best = Some(i);
+            }
+        }
+        let from_heap = match (best, self.heap.peek()) {
+            (None, None) => return None,
+            (None, Some(_)) => true,
+            (Some(_), None) => false,
+            (Some(b), Some(Reverse(h))) => h < self.runs[b].front().expect("not empty"),
+        };
+        self.held -= 1;
+        if from_heap {
+            return self.heap.pop().map(|Reverse(k)| k);
+        }
+        let b = best.expect("a run");
+        let k = self.runs[b].pop_front();
+        if self.runs[b].is_empty() {
+            self.runs.swap_remove(b);
+        }
+        k
+    }
+
+    /// The next record in time order; errors pass through at once, in stream
+    /// position, as in [`TimeOrdered`].
+    #[allow(clippy::should_implement_trait)] // a lending iterator: not `Iterator`
+    pub fn next(
+        &mut self,
+    ) -> Option<Result<crate::reader::RecordRef<'_>, crate::error::TraceError>> {
+        if let Some(s) = self.lent.take() {
+            self.free.push(s);
+        }
+        while !self.done && self.held < self.window {
+            let slot = match self.free.pop() {
+                Some(s) => s,
+                None => {
+                    self.slots.push((Vec::new(), 0));
+                    (self.slots.len() - 1) as u32
+                }
+            };
+            let buf = &mut self.slots[slot as usize];
+            buf.0.clear();
+            match self.reader.append_record(&mut buf.0) {
+                Some(Ok(block_offset)) => {
+                    buf.1 = block_offset;
+                    self.seq += 1;
+                    let ts = crate::block::u64_at(&buf.0, 0);
+                    self.hold((ts, self.seq, slot));
+                }
+                Some(Err(e)) => {
+                    self.free.push(slot);
+                    return Some(Err(e));
+                }
+                None => {
+                    self.free.push(slot);
+                    self.done = true;
+                }
+            }
+        }
+        let (_, _, slot) = self.take()?;
+        self.lent = Some(slot);
+        let (bytes, block_offset) = &self.slots[slot as usize];
+        Some(Ok(crate::reader::RecordRef {
+            bytes,
+            block_offset: *block_offset,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::emit::{synthetic_trace, Emitter};
+    use crate::kind;
+    use crate::{Footer, Records, TraceReader};
+
+    /// Same records, same order as `TimeOrdered`, for windows from 1 to more
+    /// than the trace, with out-of-order and equal timestamps.
+    #[test]
+    fn the_reorder_buffer_orders_as_time_ordered_does() {
+        let e = Emitter::builtin();
+        let mut recs = Vec::new();
+        let mut x: u64 = 12345;
+        for i in 0..3000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // Pairs share a time; up to ~55 records out of order.
+            let ts = 1_000_000 + (i / 2) * 10 - (x >> 60) * 37;
+            recs.push(e.record(kind::DEV_RX, ts).tid(i as u32).into_bytes());
+        }
+        let bytes = synthetic_trace(1_000, recs, Some(&Footer::default()));
+        for window in [1, 2, 7, 100, 5000] {
+            let mut a = TraceReader::new(&bytes[..]).unwrap();
+            let want: Vec<Vec<u8>> = TimeOrdered::new(Records(&mut a), window)
+                .map(|r| r.unwrap().bytes)
+                .collect();
+            let mut b = TraceReader::new(&bytes[..]).unwrap();
+            let mut ro = ReorderBuffer::new(&mut b, window);
+            let mut got = Vec::new();
+            while let Some(r) = ro.next() {
+                got.push(r.unwrap().bytes.to_vec());
+            }
+            assert_eq!(got.len(), 3000);
+            assert!(got == want, "window {window}");
+        }
+    }
+}

@@ -7,14 +7,15 @@
 //! ```
 
 use std::collections::HashSet;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use magnet_trace::{Event, KindIndex, Records, TimeOrdered};
+use magnet_trace::print::{LinePrinter, TimeColumn};
+use magnet_trace::{Event, KindIndex, ReorderBuffer};
 
 use super::trace_input;
 use super::units::parse_duration;
@@ -92,10 +93,12 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
     let until = args.until.map(|d| start + d.as_nanos() as u64);
 
     let stdout = std::io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut out = stdout.lock();
+    // Lines are built in one buffer and written in large pieces.
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 17);
     if !args.json {
         writeln!(
-            out,
+            buf,
             "# magnet parse {} host={} kernel={}\n# {} cpu pid tid layer kind field=value ...",
             args.file.display(),
             header.host,
@@ -103,12 +106,17 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
             if args.wall { "wall_ns" } else { "time_s" }
         )?;
     }
+    let printer = LinePrinter::new(&header);
+    let time = if args.wall {
+        TimeColumn::Wall
+    } else {
+        TimeColumn::Relative
+    };
     let mut printed = 0u64;
     let mut damaged = 0u64;
     let path = args.file.clone();
-    let ordered = TimeOrdered::new(Records(&mut reader), args.window);
-    let mut line = String::with_capacity(256);
-    for item in ordered {
+    let mut ordered = ReorderBuffer::new(&mut reader, args.window);
+    while let Some(item) = ordered.next() {
         let rec = match item {
             Ok(r) => r,
             Err(e) => {
@@ -128,7 +136,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
             // Unknown kinds are kept, shown by number.
             if layers.is_empty() && kinds.is_empty() && args.sock.is_none() {
                 writeln!(
-                    out,
+                    buf,
                     "{} {} {} {} ? kind{} len={}",
                     ts,
                     rec.cpu(),
@@ -146,81 +154,31 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
         if !kinds.is_empty() && !kinds.contains(desc.name.as_str()) {
             continue;
         }
-        let ev = Event {
-            bytes: &rec.bytes,
-            desc,
-        };
         if let Some(c) = args.sock {
+            let ev = Event {
+                bytes: rec.bytes,
+                desc,
+            };
             if ev.u64("cookie") != Some(c) {
                 continue;
             }
         }
-        line.clear();
         if args.json {
-            let mut obj = serde_json::Map::new();
-            obj.insert("ts_ns".into(), ts.into());
-            obj.insert(
-                "time_s".into(),
-                ((ts as i128 - start as i128) as f64 / 1e9).into(),
-            );
-            obj.insert(
-                "wall_ns".into(),
-                serde_json::Value::from(header.clock.to_realtime(ts) as i64),
-            );
-            obj.insert("cpu".into(), rec.cpu().into());
-            obj.insert("pid".into(), rec.pid().into());
-            obj.insert("tid".into(), rec.tid().into());
-            obj.insert("layer".into(), desc.layer.clone().into());
-            obj.insert("kind".into(), desc.name.clone().into());
-            for (f, v) in ev.described_fields() {
-                let name = v
-                    .as_u64()
-                    .and_then(|n| header.value_name(f, n))
-                    .map(str::to_string);
-                obj.insert(f.name.clone(), serde_json::to_value(&v)?);
-                if let Some(name) = name {
-                    obj.insert(format!("{}_name", f.name), name.into());
-                }
-            }
-            serde_json::to_writer(&mut out, &obj)?;
-            out.write_all(b"\n")?;
+            printer.json(&rec, &mut buf);
         } else {
-            use std::fmt::Write as _;
-            if args.wall {
-                let _ = write!(line, "{}", header.clock.to_realtime(ts));
-            } else {
-                let rel = ts as i128 - start as i128;
-                let sign = if rel < 0 { "-" } else { "" };
-                let a = rel.unsigned_abs();
-                let _ = write!(line, "{sign}{}.{:09}", a / 1_000_000_000, a % 1_000_000_000);
-            }
-            let _ = write!(
-                line,
-                " {} {} {} {} {}",
-                rec.cpu(),
-                rec.pid(),
-                rec.tid(),
-                desc.layer,
-                desc.name
-            );
-            for (f, v) in ev.described_fields() {
-                match v.as_u64().and_then(|n| header.value_name(f, n)) {
-                    Some(name) => {
-                        let _ = write!(line, " {}={name}", f.name);
-                    }
-                    None => {
-                        let _ = write!(line, " {}={v}", f.name);
-                    }
-                }
-            }
-            line.push('\n');
-            out.write_all(line.as_bytes())?;
+            printer.text(&rec, time, &mut buf);
+        }
+        if buf.len() >= 1 << 16 {
+            out.write_all(&buf)?;
+            buf.clear();
         }
         printed += 1;
         if args.count.is_some_and(|c| printed >= c) {
             break;
         }
     }
+    drop(ordered);
+    out.write_all(&buf)?;
     out.flush()?;
     if reader.footer().is_none() && damaged == 0 && args.count.is_none() {
         eprintln!(

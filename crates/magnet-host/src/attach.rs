@@ -1,0 +1,114 @@
+//! Attach helpers libbpf-rs lacks or makes awkward: netfilter links that find a
+//! free priority, TCX links, and a clsact qdisc that is removed only by whoever
+//! created it.
+
+use std::ptr::NonNull;
+
+use libbpf_rs::{AsRawLibbpf, Link, NetfilterOpts};
+
+/// Why a link could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    #[error(transparent)]
+    Bpf(#[from] libbpf_rs::Error),
+    #[error("no free netfilter priority near {priority}: {last}")]
+    NoFreePriority { priority: i32, last: String },
+}
+
+/// A netfilter link at `priority`, or the nearest free priority towards the
+/// middle: the kernel allows one BPF program per priority and hook (EBUSY), and
+/// another recorder (or another tool) may hold it.
+pub fn attach_netfilter(
+    prog: &libbpf_rs::ProgramMut<'_>,
+    pf: i32,
+    hooknum: i32,
+    priority: i32,
+) -> Result<Link, AttachError> {
+    let step = if priority > 0 { -1 } else { 1 };
+    let mut last = None;
+    for i in 0..64 {
+        let opts = NetfilterOpts {
+            protocol_family: pf,
+            hooknum,
+            priority: priority + i * step,
+            ..Default::default()
+        };
+        match prog.attach_netfilter_with_opts(opts) {
+            Ok(l) => return Ok(l),
+            Err(e) if is_busy(&e) => last = Some(e),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(AttachError::NoFreePriority {
+        priority,
+        last: last.map(|e| e.to_string()).unwrap_or_default(),
+    })
+}
+
+/// Whether libbpf said EBUSY.
+pub fn is_busy(e: &libbpf_rs::Error) -> bool {
+    // libbpf-rs keeps the errno in an inner error that is not an io::Error in
+    // the source chain; its alternate display does include "(os error N)".
+    format!("{e:#}").contains(&format!("(os error {})", libc::EBUSY))
+}
+
+/// A clsact qdisc on one interface, as libbpf's tc hook names it.
+#[derive(Debug)]
+pub struct ClsactQdisc {
+    ifindex: u32,
+}
+
+impl ClsactQdisc {
+    fn hook(&self) -> libbpf_sys::bpf_tc_hook {
+        libbpf_sys::bpf_tc_hook {
+            sz: std::mem::size_of::<libbpf_sys::bpf_tc_hook>() as libbpf_sys::size_t,
+            ifindex: self.ifindex as i32,
+            attach_point: libbpf_sys::BPF_TC_INGRESS | libbpf_sys::BPF_TC_EGRESS,
+            ..Default::default()
+        }
+    }
+
+    /// Creates the clsact qdisc on `ifindex`: `Some` if this call created it,
+    /// `None` if one was already there (someone else's, left alone).
+    pub fn create(ifindex: u32) -> Result<Option<ClsactQdisc>, std::io::Error> {
+        let q = ClsactQdisc { ifindex };
+        let mut hook = q.hook();
+        // SAFETY: a fully initialised hook struct of the size libbpf expects.
+        let rc = unsafe { libbpf_sys::bpf_tc_hook_create(&mut hook) };
+        match rc {
+            0 => Ok(Some(q)),
+            rc if -rc == libc::EEXIST => Ok(None),
+            rc => Err(std::io::Error::from_raw_os_error(-rc)),
+        }
+    }
+
+    /// Removes the qdisc (with every filter on it).
+    pub fn destroy(self) -> Result<(), std::io::Error> {
+        let mut hook = self.hook();
+        // SAFETY: as in `create`.
+        let rc = unsafe { libbpf_sys::bpf_tc_hook_destroy(&mut hook) };
+        match rc {
+            0 => Ok(()),
+            rc => Err(std::io::Error::from_raw_os_error(-rc)),
+        }
+    }
+}
+
+/// A TCX link (Linux 6.6+) of `prog` on `ifindex`, in the direction the
+/// program's attach type says.
+pub fn attach_tcx(prog: &libbpf_rs::ProgramMut<'_>, ifindex: u32) -> Result<Link, std::io::Error> {
+    let opts = libbpf_sys::bpf_tcx_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_tcx_opts>() as libbpf_sys::size_t,
+        ..Default::default()
+    };
+    // SAFETY: the program is loaded and outlives the link (both live in the
+    // skeleton for the whole run); libbpf returns NULL and sets errno on failure.
+    let ptr = unsafe {
+        libbpf_sys::bpf_program__attach_tcx(prog.as_libbpf_object().as_ptr(), ifindex as i32, &opts)
+    };
+    match NonNull::new(ptr) {
+        // SAFETY: a link fresh from libbpf, owned by nobody else.
+        Some(p) => Ok(unsafe { Link::from_ptr(p) }),
+        None => Err(std::io::Error::last_os_error()),
+    }
+}

@@ -1,0 +1,589 @@
+//! Attach: which hook feeds each probe on this kernel, loading the BPF object
+//! with the settings of the recording (falling back to a probe's next hook when
+//! the verifier refuses one), and attaching the chosen programs, support
+//! programs, cgroup and netfilter links. `magnet record --check` shares it.
+
+use std::collections::BTreeMap;
+
+use anyhow::{anyhow, bail, Context, Result};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::Link;
+use libbpf_rs::{NFPROTO_IPV4, NFPROTO_IPV6};
+use magnet_trace::{Header, LayerSource};
+
+use super::host::{kernel_release, preflight};
+use super::targets::{addr16, Cgroup2Root, Tasks};
+use crate::config::{Layer, RecordConfig};
+use crate::probes::{self, Attach, Choice, PROBES};
+use crate::skel::{OpenRecordSkel, RecordSkel, RecordSkelBuilder};
+
+/// `--kinds` may only adjust kinds of selected layers.
+pub(super) fn check_kinds(config: &RecordConfig) -> Result<()> {
+    for k in config.kinds.add.iter().chain(&config.kinds.remove) {
+        let p = PROBES
+            .iter()
+            .find(|p| p.kind == Some(k.as_str()))
+            .expect("parse_kinds checked the name");
+        let layer = p.layer;
+        if !config.layers.contains(&layer) {
+            bail!("--kinds {k}: that kind is in layer {layer}, which is not selected (add it to --layers)");
+        }
+    }
+    Ok(())
+}
+
+/// Which hook feeds each wanted probe, and what each layer is fed by (or
+/// lacks, with the reason).
+pub(super) struct Plan {
+    pub sources: BTreeMap<Layer, LayerSource>,
+    pub chosen: Vec<Choice>,
+}
+
+impl Plan {
+    pub(super) fn new(config: &RecordConfig, kernel: &probes::Kernel) -> Result<Plan> {
+        let mut sources: BTreeMap<Layer, LayerSource> = BTreeMap::new();
+        for layer in &config.layers {
+            sources.insert(
+                *layer,
+                LayerSource {
+                    layer: layer.name().into(),
+                    hooks: vec![],
+                    missing: vec![],
+                },
+            );
+        }
+        let mut chosen: Vec<Choice> = Vec::new();
+        for c in probes::plan(kernel) {
+            if !probe_on(config, c.probe) {
+                continue;
+            }
+            match &c.hook {
+                Ok(_) => chosen.push(c),
+                Err(why) => left_out(config, &mut sources, c.probe, why)?,
+            }
+        }
+        Ok(Plan { sources, chosen })
+    }
+}
+
+/// Which programs of the object a recording needs: those of the chosen hooks
+/// and the support programs its layers and filters call for.
+pub(super) struct Needs<'a> {
+    pub config: &'a RecordConfig,
+    pub tasks: Tasks,
+    /// A layer sees packets (packet ids, flows, cookies).
+    pub packets: bool,
+    pub funcs: crate::funcs::Plan,
+}
+
+impl<'a> Needs<'a> {
+    pub(super) fn new(config: &'a RecordConfig, tasks: Tasks, kernel: &probes::Kernel) -> Self {
+        Needs {
+            config,
+            tasks,
+            packets: config.layers.iter().any(|l| l.follows_packets()),
+            funcs: crate::funcs::Plan::new(
+                &config.funcs,
+                &config.func_names,
+                config.func_exits,
+                &kernel.features,
+            ),
+        }
+    }
+
+    pub(super) fn wants(&self, chosen: &[Choice], name: &str) -> bool {
+        let in_hooks = PROBES
+            .iter()
+            .flat_map(|p| p.hooks.iter())
+            .any(|h| h.progs.iter().any(|(p, _)| *p == name));
+        if in_hooks {
+            return chosen.iter().any(|c| {
+                c.hook()
+                    .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == name))
+            });
+        }
+        let config = self.config;
+        match name {
+            probes::FOLLOW_FORKS => self.tasks.filter_pids || config.layers.contains(&Layer::Sched),
+            probes::PKT_FREE => self.packets && !config.layers.contains(&Layer::Drop),
+            probes::PKT_CONSUME => self.packets,
+            probes::FLOWS_AT_BIND => self.packets,
+            probes::TCP_RX_SEG => tcp_rcv_on(config) && !config.layers.contains(&Layer::Dev),
+            probes::COOKIE_AT_CREATE => self.packets,
+            n => self.funcs.wants(n),
+        }
+    }
+}
+
+/// Opens, configures (filters, options, ring array size) and loads the
+/// object. A hook the table allows can still be refused by this kernel's
+/// verifier (e.g. 6.12 lets netfilter programs call fewer helpers than 6.18):
+/// its probe moves on to its next hook and the object is loaded again.
+pub(super) fn load(
+    kernel: &probes::Kernel,
+    plan: &mut Plan,
+    needs: &Needs<'_>,
+    cpus: u32,
+    ring_bytes: u32,
+) -> Result<RecordSkel<'static>> {
+    let config = needs.config;
+    let tasks = needs.tasks;
+    let sources = &mut plan.sources;
+    load_with_fallback(
+        kernel,
+        &mut plan.chosen,
+        |probe, why| left_out(config, sources, probe, why),
+        |open| {
+            {
+                let ro = open
+                    .maps
+                    .rodata_data
+                    .as_deref_mut()
+                    .expect("the object has read-only settings");
+                ro.filter_tasks = tasks.filter_tasks;
+                ro.func_exits = config.func_exits && !config.funcs.is_empty();
+                ro.filter_pid = tasks.filter_pids;
+                if let Some(comm) = &config.filters.comm {
+                    if comm.len() > 15 {
+                        bail!("--comm '{comm}': task names are at most 15 bytes (the kernel truncates longer ones)");
+                    }
+                    ro.filter_comm = true;
+                    for (i, b) in comm.bytes().enumerate() {
+                        ro.comm_filter[i] = b as i8;
+                    }
+                }
+                ro.cgroup_filter = tasks.cgroup.unwrap_or(0);
+                ro.port_filter = config.filters.port.unwrap_or(0);
+                if let Some(h) = config.filters.host {
+                    ro.filter_host = true;
+                    ro.host_filter = addr16(h);
+                }
+                ro.tcp_state = config.tcp_state;
+                ro.snaplen = config.snaplen.min(crate::config::SNAPLEN_MAX);
+                // Received packets are attributed by flow: keep every announced
+                // socket's flow when a layer sees packets.
+                ro.track_all_flows = needs.packets;
+                ro.tcp_rx_other = tcp_rcv_on(config);
+                ro.wakeup_bytes = config.wakeup_bytes;
+                ro.record_fork = config.layers.contains(&Layer::Sched);
+                ro.id_ring_index = cpus;
+                ro.has_id_ring = true;
+            }
+            // One more ring after the CPUs' for identity (SOCK) records only.
+            open.maps
+                .rings
+                .set_max_entries(cpus + 1)
+                .context("sizing the ring array")?;
+            // Wake the reader well before one CPU's ring fills.
+            open.maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("the object has read-only settings")
+                .wakeup_bytes = config.wakeup_bytes.min(ring_bytes as u64 / 8);
+            Ok(())
+        },
+        &|chosen, name| needs.wants(chosen, name),
+    )
+}
+
+/// Attaches the chosen programs (a probe whose hook fails to attach is left
+/// out, or fails the recording when its layer was named), the support
+/// programs, the cgroup link for socket cookies and the function probes, and
+/// writes into the header which hook fed each kind and layer. The links
+/// detach when dropped.
+pub(super) fn attach(
+    plan: &mut Plan,
+    needs: &Needs<'_>,
+    skel: &RecordSkel<'static>,
+    header: &mut Header,
+) -> Result<Vec<Link>> {
+    let config = needs.config;
+    let sources = &mut plan.sources;
+    let wanted = |name: &str| needs.wants(&plan.chosen, name);
+    let cgroup2_root = needs.packets.then(Cgroup2Root::find);
+    let mut hooks_by_kind: BTreeMap<&str, String> = BTreeMap::new();
+    let mut links: Vec<Link> = Vec::new();
+    let object = skel.object();
+    let mut netfilter_used = false;
+    for c in &plan.chosen {
+        let probe = c.probe;
+        let hook = c.hook().expect("only chosen probes");
+        let mut hook_links = Vec::new();
+        let mut failed = None;
+        for (name, attach) in hook.progs {
+            let prog = object
+                .progs_mut()
+                .find(|p| p.name() == *name)
+                .ok_or_else(|| anyhow!("program {name} missing from the BPF object"))?;
+            let attached: Result<Vec<Link>> = match attach {
+                Attach::TpBtf { .. } | Attach::Fentry(_) | Attach::Fexit(_) => {
+                    prog.attach().map(|l| vec![l]).map_err(Into::into)
+                }
+                Attach::Netfilter(hooknum) => {
+                    // Observe last on the way out (final headers), first on the way in.
+                    let out = *hooknum == libbpf_rs::NF_INET_LOCAL_OUT
+                        || *hooknum == libbpf_rs::NF_INET_POST_ROUTING;
+                    let priority = if out { i32::MAX - 1 } else { i32::MIN + 1 };
+                    netfilter_used = true;
+                    [NFPROTO_IPV4, NFPROTO_IPV6]
+                        .into_iter()
+                        .map(|pf| {
+                            magnet_host::attach::attach_netfilter(&prog, pf, *hooknum, priority)
+                                .map_err(anyhow::Error::from)
+                        })
+                        .collect()
+                }
+            };
+            match attached {
+                Ok(ls) => hook_links.extend(ls),
+                Err(e) => {
+                    failed = Some(format!("{}: {e:#}", probes::attach_name(*attach)));
+                    break;
+                }
+            }
+        }
+        let src = sources
+            .get_mut(&probe.layer)
+            .expect("source per selected layer");
+        match failed {
+            None => {
+                links.extend(hook_links);
+                let name = probes::hook_name(hook);
+                if let Some(k) = probe.kind {
+                    hooks_by_kind.insert(k, name.clone());
+                }
+                if !src.hooks.contains(&name) {
+                    src.hooks.push(name);
+                }
+            }
+            Some(why) => left_out(config, sources, probe, &why)?,
+        }
+    }
+    for name in [
+        probes::FOLLOW_FORKS,
+        probes::PKT_FREE,
+        probes::PKT_CONSUME,
+        probes::FLOWS_AT_BIND,
+        probes::TCP_RX_SEG,
+    ] {
+        if !wanted(name) {
+            continue;
+        }
+        let prog = object
+            .progs_mut()
+            .find(|p| p.name() == name)
+            .expect("support program in object");
+        links.push(
+            prog.attach()
+                .with_context(|| format!("attaching support program {name}"))?,
+        );
+    }
+    // Sockets get their cookie when created (see sock_cookie_at_create): a
+    // cgroup link on the v2 root, which every task is under.
+    if let (true, Some(root)) = (wanted(probes::COOKIE_AT_CREATE), &cgroup2_root) {
+        let prog = object
+            .progs_mut()
+            .find(|p| p.name() == probes::COOKIE_AT_CREATE)
+            .expect("support program in object");
+        let dir = root.open();
+        let attached = dir
+            .as_ref()
+            .map_err(|e| anyhow!("{e:#}"))
+            .and_then(|d| Ok(prog.attach_cgroup(std::os::fd::AsRawFd::as_raw_fd(d))?));
+        match attached {
+            Ok(l) => links.push(l),
+            // Without it only a socket's very first packets lack their cookie.
+            Err(e) => {
+                if let Some(src) = sources
+                    .iter_mut()
+                    .find(|(l, _)| l.follows_packets())
+                    .map(|(_, s)| s)
+                {
+                    src.missing.push(format!(
+                        "cgroup/sock_create on the cgroup v2 root: {e:#} (a socket's first packets may lack its cookie)"
+                    ));
+                }
+            }
+        }
+    }
+    if config.layers.contains(&Layer::Sched) {
+        if let Some(s) = sources.get_mut(&Layer::Sched) {
+            s.hooks.push("tp_btf/sched_process_fork".into());
+        }
+    }
+    let func_source = if config.funcs.is_empty() {
+        None
+    } else {
+        let (src, flinks) = needs.funcs.attach(object, header);
+        links.extend(flinks);
+        Some(src)
+    };
+    if netfilter_used {
+        if let Some(s) = sources.get_mut(&Layer::Ip) {
+            s.missing
+                .push("netfilter hooks see only the recorder's network namespace".into());
+        }
+    }
+
+    // The catalog names the hook that fed each kind on this kernel.
+    for k in header.catalog.kinds.iter_mut() {
+        if let Some(h) = hooks_by_kind.get(k.name.as_str()) {
+            k.hook = h.clone();
+        }
+    }
+    header.layers = sources.values().cloned().collect();
+    header.layers.extend(func_source);
+    Ok(links)
+}
+
+/// Whether a probe is wanted: its layer is selected and its kind enabled.
+fn probe_on(config: &RecordConfig, probe: &probes::Probe) -> bool {
+    let layer = probe.layer;
+    config.layers.contains(&layer)
+        && probe
+            .kind
+            .is_none_or(|k| config.kinds.enabled(k, probe.default_on))
+}
+
+use magnet_host::libbpf_log as load_log;
+
+/// A probe that cannot attach on this kernel. Optional ones (and those of
+/// default layers) are left out with one line in the trace's layer notes (the
+/// CLI prints them); a layer the user asked for by name fails with that line.
+fn left_out(
+    config: &RecordConfig,
+    sources: &mut BTreeMap<Layer, LayerSource>,
+    probe: &probes::Probe,
+    why: &str,
+) -> Result<()> {
+    let layer = probe.layer;
+    let what = match probe.kind {
+        Some(k) => format!("{k} not recorded"),
+        None => format!("{} left out", probe.name()),
+    };
+    if !probe.optional && config.layers_named {
+        bail!(
+            "layer {layer} cannot be recorded on this kernel ({}): {}: {why} \
+             (leave the layer out of --layers, or see `magnet record --check`)",
+            kernel_release(),
+            probe.name()
+        );
+    }
+    if let Some(src) = sources.get_mut(&layer) {
+        src.missing.push(format!("{what}: {why}"));
+    }
+    Ok(())
+}
+
+/// One line of `magnet record --check`: the hook that will feed a kind on
+/// this kernel, or why none can.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CheckLine {
+    pub layer: String,
+    pub kind: String,
+    pub default_on: bool,
+    pub hook: Option<String>,
+    pub missing: Option<String>,
+    /// A better hook this kernel has but whose program its verifier refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+/// What `magnet record` would attach on this kernel, for every kind of every
+/// layer, and what the kernel offers: the chosen programs are loaded once, as
+/// for a recording of a command or pids (`--all` may keep a hook a task filter
+/// costs). Needs root (it probes attach types).
+pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>), crate::Error> {
+    preflight()?;
+    Ok(check_inner()?)
+}
+
+fn check_inner() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
+    let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
+    let plan = probes::plan(&kernel);
+    // Load every chosen program once (nothing is attached): what the verifier
+    // refuses moves on to its next hook, as it would when recording.
+    let mut chosen: Vec<Choice> = plan.iter().filter(|c| c.hook.is_ok()).cloned().collect();
+    let mut refused: BTreeMap<&str, String> = BTreeMap::new();
+    let wanted = |chosen: &[Choice], name: &str| {
+        chosen.iter().any(|c| {
+            c.hook()
+                .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == name))
+        })
+    };
+    let skel = load_with_fallback(
+        &kernel,
+        &mut chosen,
+        |probe, why| {
+            refused.insert(probe.name(), why.to_string());
+            Ok(())
+        },
+        |open| {
+            // As for `-- COMMAND` and `-p`: the task filters are what some
+            // verifiers refuse (6.12: task storage in netfilter programs).
+            let ro = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("the object has read-only settings");
+            ro.filter_tasks = true;
+            ro.filter_pid = true;
+            Ok(())
+        },
+        &wanted,
+    )?;
+    drop(skel);
+    // Probes that moved on to a later hook: say which one was refused.
+    let moved: BTreeMap<&str, String> = plan
+        .iter()
+        .filter_map(|c| {
+            let first = c.hook.as_ref().ok()?;
+            let now = chosen.iter().find(|d| std::ptr::eq(d.probe, c.probe))?;
+            let later = now.hook.as_ref().ok()?;
+            (later != first).then(|| {
+                (
+                    c.probe.name(),
+                    format!(
+                        "{} refused by this kernel's verifier",
+                        probes::hook_name(&c.probe.hooks[*first])
+                    ),
+                )
+            })
+        })
+        .collect();
+    let lines = plan
+        .into_iter()
+        .map(|c| {
+            let now = chosen.iter().find(|d| std::ptr::eq(d.probe, c.probe));
+            CheckLine {
+                layer: c.probe.layer.name().to_string(),
+                kind: c.probe.name().to_string(),
+                default_on: c.probe.default_on,
+                hook: now.and_then(|d| d.hook()).map(probes::hook_name),
+                refused: moved.get(c.probe.name()).cloned(),
+                missing: match now {
+                    Some(_) => None,
+                    None => refused.get(c.probe.name()).cloned().or(c.hook.err()),
+                },
+            }
+        })
+        .collect();
+    Ok((kernel.features, lines))
+}
+
+/// Whether tcp_rcv events are recorded (the tcp layer with its tcp_rcv kind).
+fn tcp_rcv_on(config: &RecordConfig) -> bool {
+    PROBES
+        .iter()
+        .find(|p| p.kind == Some("tcp_rcv"))
+        .is_some_and(|p| probe_on(config, p))
+}
+
+/// The loaded object holding the programs of the `chosen` hooks (and the
+/// support programs `wanted` names). A hook the table allows can still be
+/// refused by this kernel's verifier (6.12 lets netfilter programs call fewer
+/// helpers than 6.18): the program that failed is named in libbpf's log; its
+/// probe moves on to its next hook the kernel has (or, with none left, goes to
+/// `refused`) and the object is loaded again.
+fn load_with_fallback(
+    kernel: &probes::Kernel,
+    chosen: &mut Vec<Choice>,
+    mut refused: impl FnMut(&'static probes::Probe, &str) -> Result<()>,
+    mut configure: impl FnMut(&mut OpenRecordSkel<'static>) -> Result<()>,
+    wanted: &dyn Fn(&[Choice], &str) -> bool,
+) -> Result<RecordSkel<'static>> {
+    loop {
+        // One small allocation per attempt, kept for the recording's life.
+        let storage = magnet_host::object_storage();
+        let mut open = RecordSkelBuilder::default()
+            .open(storage)
+            .context("opening the BPF object failed")?;
+        configure(&mut open)?;
+        for mut prog in open.open_object_mut().progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            prog.set_autoload(wanted(chosen, &name));
+        }
+        let (loaded, log) = load_log::capture(|| open.load());
+        let e = match loaded {
+            Ok(skel) => return Ok(skel),
+            Err(e) => e,
+        };
+        let failed = load_log::failed_program(&log);
+        let reason = load_log::verifier_reason(&log);
+        let next = failed.as_deref().and_then(|prog| {
+            chosen.iter().position(|c| {
+                c.hook()
+                    .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == prog))
+            })
+        });
+        let Some(i) = next else {
+            let progs: Vec<String> = chosen
+                .iter()
+                .filter_map(|c| c.hook())
+                .map(probes::hook_name)
+                .collect();
+            bail!(
+                "loading the BPF programs failed on Linux {}: {e}{}{}\n\
+                 hooks chosen for this kernel: {}; `magnet record --check` lists them; \
+                 run with LIBBPF_DEBUG=1 to see the verifier log",
+                kernel.features.release,
+                failed
+                    .map(|p| format!(" (program {p})"))
+                    .unwrap_or_default(),
+                reason.map(|r| format!(": {r}")).unwrap_or_default(),
+                progs.join(", ")
+            );
+        };
+        let c = chosen.remove(i);
+        let from = c.hook.as_ref().map(|&h| h + 1).unwrap_or(0);
+        let why = format!(
+            "{}: the verifier refused {}: {}",
+            probes::hook_name(c.hook().expect("chosen")),
+            failed.as_deref().unwrap_or("?"),
+            reason.as_deref().unwrap_or("see LIBBPF_DEBUG=1")
+        );
+        match (from..c.probe.hooks.len())
+            .find(|&h| kernel.hook_missing(&c.probe.hooks[h]).is_none())
+        {
+            Some(h) => chosen.push(Choice {
+                probe: c.probe,
+                hook: Ok(h),
+            }),
+            None => {
+                // Name every later candidate too, with what it lacks.
+                let rest: Vec<String> = c.probe.hooks[from..]
+                    .iter()
+                    .filter_map(|h| {
+                        let m = kernel.hook_missing(h)?;
+                        Some(format!("{}: {m}", probes::hook_name(h)))
+                    })
+                    .collect();
+                let why = std::iter::once(why)
+                    .chain(rest)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                refused(c.probe, &why)?
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_follow_layers_and_kinds() {
+        let mut c = RecordConfig::new("x.mgt".into());
+        let p = |k: &str| PROBES.iter().find(|p| p.kind == Some(k)).unwrap();
+        assert!(probe_on(&c, p("app_send")));
+        assert!(!probe_on(&c, p("dev_xmit")), "off by default");
+        assert!(!probe_on(&c, p("qdisc_enq")), "layer not selected");
+        assert!(tcp_rcv_on(&c));
+        c.layers.remove(&Layer::Tcp);
+        assert!(!tcp_rcv_on(&c));
+        c.kinds = crate::config::parse_kinds("+qdisc_enq").unwrap();
+        let e = check_kinds(&c).unwrap_err();
+        assert!(e.to_string().contains("not selected"), "{e}");
+    }
+}

@@ -1,0 +1,505 @@
+//! Drain: one ring buffer per CPU (and one for identity records), a loop that
+//! moves records into checksummed blocks for the writer thread until the
+//! recording ends, then the stop: detach, drain the rest, account for every
+//! event the kernel could not record, and close the trace with its totals.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+use std::process::{Child, ExitStatus};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, RingBufferBuilder};
+use magnet_trace::block::BlockBuilder;
+use magnet_trace::catalog::kind;
+use magnet_trace::events::{CpuStats, Hdr, Lost};
+use magnet_trace::{Footer, Header, KindIndex, TraceWriter};
+
+use super::host::monotonic_now;
+use super::{Progress, RunOptions, Summary};
+use crate::config::RecordConfig;
+
+/// Bytes of each CPU's ring: the buffer split over the possible CPUs, each a
+/// power of two of at least one page.
+pub(super) fn ring_bytes(config: &RecordConfig, cpus: u32) -> Result<u32> {
+    let buffer = u32::try_from(config.buffer_bytes).map_err(|_| {
+        anyhow!(
+            "--buffer: {} MiB (sizes round up to a power of two) is more than a BPF ring \
+             buffer holds; the maximum is 2GiB",
+            config.buffer_bytes >> 20
+        )
+    })?;
+    Ok((buffer / cpus.max(1)).max(4096).next_power_of_two())
+}
+
+/// One ring per CPU plus the identity ring (index `cpus`), installed in the
+/// object's ring array.
+pub(super) fn make_rings(
+    rings_map: &dyn MapCore,
+    cpus: u32,
+    ring_bytes: u32,
+) -> Result<Vec<MapHandle>> {
+    let mut rings = Vec::with_capacity(cpus as usize + 1);
+    for cpu in 0..=cpus {
+        // The identity ring (index `cpus`) holds one 72-byte SOCK record per
+        // socket: a fixed 256 KiB.
+        let ring_bytes = if cpu == cpus { 256 * 1024 } else { ring_bytes };
+        let opts = libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as libbpf_sys::size_t,
+            ..Default::default()
+        };
+        let ring = MapHandle::create(
+            libbpf_rs::MapType::RingBuf,
+            Some(format!("magnet_rb{cpu}")),
+            0,
+            0,
+            ring_bytes,
+            &opts,
+        )
+        .with_context(|| format!("creating the {ring_bytes}-byte ring buffer of CPU {cpu}"))?;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&ring));
+        rings_map
+            .update(&cpu.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+            .with_context(|| format!("installing the ring buffer of CPU {cpu}"))?;
+        rings.push(ring);
+    }
+    Ok(rings)
+}
+
+/// What the drain leaves when the recording has stopped.
+pub(super) struct Drained {
+    pub drain: Drain,
+    pub stats: KernelStats,
+    pub end_reason: String,
+    pub child_status: Option<ExitStatus>,
+}
+
+/// Drains the rings into blocks until the target ends, the duration passes,
+/// `stop` is set or the writer fails; then detaches (`links` dropped), drains
+/// what is left and adds LOST records for counts the kernel had not reported.
+pub(super) fn run(
+    config: &RecordConfig,
+    opts: &mut RunOptions,
+    rings: &[MapHandle],
+    cpu_stats: &dyn MapCore,
+    tx: SyncSender<WriterMsg>,
+    mut child: Option<Child>,
+    links: Vec<Link>,
+) -> Result<Drained> {
+    let drain = RefCell::new(Drain::new(tx));
+    let mut rb = RingBufferBuilder::new();
+    for ring in rings {
+        rb.add(ring, |data: &[u8]| {
+            drain.borrow_mut().push(data);
+            0
+        })?;
+    }
+    let rb = rb.build()?;
+
+    let started = Instant::now();
+    let mut last_progress = Instant::now();
+    let mut last_flush = Instant::now();
+    let mut child_status = None;
+    let mut child_exited_at: Option<Instant> = None;
+    let end_reason;
+    loop {
+        // Woken early when enough is queued; otherwise consume what is there.
+        let _ = rb.poll(config.poll_interval);
+        rb.consume()?;
+        // At low rates blocks fill slowly: cut one at least every second so a
+        // recorder that is killed loses at most the last second.
+        if last_flush.elapsed() >= Duration::from_secs(1) {
+            last_flush = Instant::now();
+            drain.borrow_mut().flush();
+        }
+        if drain.borrow().writer_gone {
+            end_reason = "the trace writer failed".to_string();
+            break;
+        }
+        if opts.stop.load(Ordering::Relaxed) {
+            end_reason = "interrupted".to_string();
+            break;
+        }
+        if let Some(d) = opts.duration {
+            if started.elapsed() >= d {
+                end_reason = format!("duration {:?} reached", d);
+                break;
+            }
+        }
+        if let Some(c) = child.as_mut() {
+            if child_status.is_none() {
+                if let Some(st) = c.try_wait()? {
+                    child_status = Some(st);
+                    child_exited_at = Some(Instant::now());
+                }
+            }
+            // Let the last packets and state changes of the exiting command
+            // (FIN/ACK handshakes in softirq) reach the ring before stopping.
+            if child_exited_at.is_some_and(|t| t.elapsed() >= Duration::from_millis(100)) {
+                end_reason = "command exited".to_string();
+                break;
+            }
+        }
+        if let Some(cb) = opts.progress.as_mut() {
+            if last_progress.elapsed() >= Duration::from_millis(500) {
+                last_progress = Instant::now();
+                let d = drain.borrow();
+                let lost = read_kernel_stats(cpu_stats)
+                    .map(|s| s.lost_total)
+                    .unwrap_or(0);
+                cb(&Progress {
+                    elapsed: started.elapsed(),
+                    records: d.records,
+                    bytes: d.bytes,
+                    lost,
+                });
+            }
+        }
+    }
+
+    // Stop: detach, drain the rest, account for loss.
+    drop(links);
+    rb.consume()?;
+    drop(rb);
+    let stats = read_kernel_stats(cpu_stats)?;
+    let mut d = drain.into_inner();
+    for (cpu, &n) in stats.unreported_lost.iter().enumerate() {
+        if n > 0 {
+            let rec = residual_lost_record(cpu as u16, n);
+            d.push(&rec);
+        }
+    }
+    d.flush();
+    if let Some(mut c) = child.take() {
+        if child_status.is_none() {
+            // Interrupted or out of time: the command keeps running on its own.
+            child_status = c.try_wait()?;
+        }
+    }
+
+    Ok(Drained {
+        drain: d,
+        stats,
+        end_reason,
+        child_status,
+    })
+}
+
+/// Closes the trace: the END block with the run's totals, then waits for the
+/// writer. Returns what the recording did.
+pub(super) fn finish(
+    drained: Drained,
+    header: Header,
+    tx: SyncSender<WriterMsg>,
+    writer: JoinHandle<Result<u64>>,
+) -> Result<Summary> {
+    let Drained {
+        drain: d,
+        stats,
+        end_reason,
+        child_status,
+    } = drained;
+    let index = KindIndex::new(&header.catalog);
+    let name = |k: usize| {
+        index
+            .get(k as u16)
+            .map(|d| d.name.clone())
+            .unwrap_or_else(|| format!("kind{k}"))
+    };
+    let by_kind: BTreeMap<String, u64> = d
+        .by_kind
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, &n)| (name(k), n))
+        .collect();
+    // Generated = recorded + lost, by kind (LOST records are the stream's own).
+    let generated: BTreeMap<String, u64> = stats
+        .lost_kind
+        .iter()
+        .zip(&d.by_kind)
+        .enumerate()
+        .filter(|&(k, _)| k != kind::LOST as usize)
+        .map(|(k, (&lost, &rec))| (k, lost + rec))
+        .filter(|&(_, n)| n > 0)
+        .map(|(k, n)| (name(k), n))
+        .collect();
+    // The recording's span (start: the header's clock, stop: now) is the one
+    // duration `record`, `info` and `analyze` show.
+    let end_mono_ns = monotonic_now();
+    let span = Duration::from_nanos(end_mono_ns.saturating_sub(header.clock.monotonic_ns));
+    let footer = Footer {
+        end_mono_ns,
+        records: d.records,
+        lost_kernel: stats.lost_total,
+        dropped_user: d.dropped_user,
+        generated: generated.clone(),
+        first_ts_ns: d.first_ts,
+        last_ts_ns: d.last_ts,
+        end_reason: end_reason.clone(),
+    };
+    let writer_failed = d.writer_gone;
+    let _ = tx.send(WriterMsg::Finish(Box::new(footer)));
+    drop(tx);
+    drop(d.tx);
+    let bytes = writer
+        .join()
+        .map_err(|_| anyhow!("the trace writer thread panicked"))?;
+    let bytes = match (bytes, writer_failed) {
+        (Ok(b), false) => b,
+        (Err(e), _) => return Err(e.context(format!("{} records could not be saved", d.records))),
+        (Ok(_), true) => bail!("the trace writer stopped early"),
+    };
+
+    Ok(Summary {
+        records: d.records,
+        by_kind,
+        lost_kernel: stats.lost_total,
+        dropped_user: d.dropped_user,
+        generated,
+        bytes_written: bytes,
+        elapsed: span,
+        end_reason,
+        child_status,
+        layers: header.layers,
+    })
+}
+
+pub(super) enum WriterMsg {
+    Block(Vec<u8>, u32),
+    Finish(Box<Footer>),
+}
+
+pub(super) fn spawn_writer(
+    path: &Path,
+    header: &Header,
+) -> Result<(SyncSender<WriterMsg>, JoinHandle<Result<u64>>)> {
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut w = TraceWriter::new(BufWriter::with_capacity(1 << 20, file), header)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    // Blocks queue here while the disk is slow; when the queue is full the
+    // drain waits, the ring fills, and the kernel counts what it drops.
+    let (tx, rx): (SyncSender<WriterMsg>, Receiver<WriterMsg>) = sync_channel(64);
+    let path = path.to_path_buf();
+    let handle = std::thread::Builder::new()
+        .name("magnet-writer".into())
+        .spawn(move || {
+            for msg in rx {
+                match msg {
+                    WriterMsg::Block(b, n) => w
+                        .write_encoded_block(&b, n)
+                        .and_then(|()| w.flush())
+                        .with_context(|| format!("writing {}", path.display()))?,
+                    WriterMsg::Finish(footer) => {
+                        let bytes = w.bytes_written();
+                        w.finish(&footer)
+                            .with_context(|| format!("finishing {}", path.display()))?;
+                        return Ok(bytes);
+                    }
+                }
+            }
+            Err(anyhow!(
+                "recording ended without closing {}",
+                path.display()
+            ))
+        })?;
+    Ok((tx, handle))
+}
+
+/// The drain's state, shared between the ring-buffer callback and the loop.
+pub(super) struct Drain {
+    block: BlockBuilder,
+    tx: SyncSender<WriterMsg>,
+    records: u64,
+    bytes: u64,
+    by_kind: Vec<u64>,
+    /// Sum of the LOST records' counts: equals the kernel's total at the end.
+    lost_in_stream: u64,
+    dropped_user: u64,
+    first_ts: u64,
+    last_ts: u64,
+    writer_gone: bool,
+}
+
+const BLOCK_TARGET: usize = 256 << 10;
+
+impl Drain {
+    pub(super) fn new(tx: SyncSender<WriterMsg>) -> Drain {
+        Drain {
+            block: BlockBuilder::with_capacity(BLOCK_TARGET + 4096),
+            tx,
+            records: 0,
+            bytes: 0,
+            by_kind: vec![0; kind::MAX as usize],
+            lost_in_stream: 0,
+            dropped_user: 0,
+            first_ts: 0,
+            last_ts: 0,
+            writer_gone: false,
+        }
+    }
+
+    pub(super) fn push(&mut self, rec: &[u8]) {
+        let Some(hdr) = Hdr::new_checked(rec) else {
+            self.dropped_user += 1;
+            return;
+        };
+        let kind = hdr.kind();
+        if kind >= kind::MAX {
+            self.dropped_user += 1;
+            return;
+        }
+        let ts = hdr.ts_ns();
+        if self.first_ts == 0 || ts < self.first_ts {
+            self.first_ts = ts;
+        }
+        self.last_ts = self.last_ts.max(ts);
+        if kind == kind::LOST {
+            if let Some(lost) = Lost::new_checked(rec) {
+                self.lost_in_stream += lost.count();
+            }
+        }
+        self.by_kind[kind as usize] += 1;
+        self.block.push(rec);
+        self.records += 1;
+        self.bytes += rec.len() as u64 + 4;
+        if self.block.len() >= BLOCK_TARGET {
+            self.flush();
+        }
+    }
+
+    pub(super) fn flush(&mut self) {
+        if self.block.is_empty() || self.writer_gone {
+            return;
+        }
+        let n = self.block.count();
+        let enc = self.block.take_encoded();
+        if self.tx.send(WriterMsg::Block(enc, n)).is_err() {
+            self.writer_gone = true;
+        }
+    }
+}
+
+/// Per-CPU counters from the kernel (struct mg_cpu_stats).
+pub(super) struct KernelStats {
+    unreported_lost: Vec<u64>,
+    lost_total: u64,
+    /// Events lost by kind; the kernel counts only loss (no per-event
+    /// counter on the hot path), so generated = recorded + lost.
+    lost_kind: Vec<u64>,
+}
+
+pub(super) fn read_kernel_stats(map: &dyn MapCore) -> Result<KernelStats> {
+    let key = 0u32.to_ne_bytes();
+    let per_cpu = map
+        .lookup_percpu(&key, MapFlags::ANY)?
+        .ok_or_else(|| anyhow!("cpu_stats map is empty"))?;
+    let mut s = KernelStats {
+        unreported_lost: Vec::new(),
+        lost_total: 0,
+        lost_kind: vec![0; kind::MAX as usize],
+    };
+    for cpu in &per_cpu {
+        // Little-endian hosts only (as the trace): native order is the views' order.
+        let c = CpuStats::new_checked(cpu.as_slice()).ok_or_else(|| {
+            anyhow!(
+                "cpu_stats value is {} bytes, not {}",
+                cpu.len(),
+                CpuStats::<&[u8]>::SIZE
+            )
+        })?;
+        s.unreported_lost.push(c.lost());
+        s.lost_total += c.lost_total();
+        for k in 0..kind::MAX as usize {
+            s.lost_kind[k] += c.lost_kind(k);
+        }
+    }
+    Ok(s)
+}
+
+/// A LOST record made in user space (reason 2: counted by the kernel but not
+/// yet reported in the stream when the recording ended).
+pub(super) fn residual_lost_record(cpu: u16, count: u64) -> Vec<u8> {
+    let mut r = vec![0u8; Lost::<&[u8]>::LEN];
+    let mut l = Lost::new_checked(&mut r[..]).expect("LEN bytes");
+    let mut h = l.hdr_mut();
+    h.set_ts_ns(monotonic_now());
+    h.set_kind(kind::LOST);
+    h.set_cpu(cpu);
+    l.set_count(count);
+    l.set_lost_cpu(cpu as u32);
+    l.set_reason(2);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use magnet_trace::events::Sock;
+
+    fn rec(kind: u16, ts: u64, len: usize) -> Vec<u8> {
+        let mut r = vec![0u8; len];
+        let mut h = Hdr::new_checked(&mut r[..]).unwrap();
+        h.set_kind(kind);
+        h.set_ts_ns(ts);
+        r
+    }
+
+    #[test]
+    fn the_drain_counts_keeps_and_drops() {
+        let (tx, rx) = sync_channel(4);
+        let mut d = Drain::new(tx);
+        d.push(&rec(kind::SOCK, 50, Sock::<&[u8]>::LEN));
+        d.push(&rec(kind::SOCK, 20, Sock::<&[u8]>::LEN));
+        d.push(&[0u8; 10]); // shorter than a header
+        d.push(&rec(kind::MAX, 30, 24)); // no such kind
+        d.push(&residual_lost_record(1, 7));
+        d.push(&residual_lost_record(0, 5));
+        assert_eq!(d.records, 4);
+        assert_eq!(d.dropped_user, 2);
+        assert_eq!(d.by_kind[kind::SOCK as usize], 2);
+        assert_eq!(d.by_kind[kind::LOST as usize], 2);
+        assert_eq!(d.lost_in_stream, 12);
+        assert_eq!(d.first_ts, 20);
+        assert_eq!(d.bytes, 2 * (80 + 4) + 2 * (40 + 4));
+        d.flush();
+        match rx.try_recv().unwrap() {
+            WriterMsg::Block(_, n) => assert_eq!(n, 4),
+            WriterMsg::Finish(_) => panic!("a block first"),
+        }
+    }
+
+    #[test]
+    fn residual_lost_records_read_back() {
+        let r = residual_lost_record(3, 99);
+        let l = Lost::new_checked(&r[..]).unwrap();
+        assert_eq!((l.count(), l.lost_cpu(), l.reason()), (99, 3, 2));
+        assert_eq!((l.hdr().kind(), l.hdr().cpu()), (kind::LOST, 3));
+        assert!(l.hdr().ts_ns() > 0);
+    }
+
+    #[test]
+    fn rings_split_the_buffer() {
+        let mut c = RecordConfig::new("x.mgt".into());
+        c.buffer_bytes = 32 << 20;
+        assert_eq!(ring_bytes(&c, 2).unwrap(), 16 << 20);
+        assert_eq!(
+            ring_bytes(&c, 3).unwrap(),
+            16 << 20,
+            "rounded up to a power of two"
+        );
+        c.buffer_bytes = 1024;
+        assert_eq!(ring_bytes(&c, 8).unwrap(), 4096, "at least a page");
+        c.buffer_bytes = 8 << 30;
+        assert!(ring_bytes(&c, 2)
+            .unwrap_err()
+            .to_string()
+            .contains("maximum is 2GiB"));
+    }
+}

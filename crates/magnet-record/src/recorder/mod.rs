@@ -1,0 +1,137 @@
+//! A recording from start to end, in phases that each have a module:
+//!
+//! 1. [`host`]: can this host record (root, BTF), the clock pair, the header;
+//! 2. [`targets`]: what is traced and which task filters the kernel applies;
+//! 3. [`attach`]: which hook feeds each probe, loading and attaching;
+//! 4. [`drain`]: rings to trace blocks (written by a second thread), then the
+//!    stop: detach, drain the rest, account for every lost event, close the
+//!    trace with its totals.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::process::ExitStatus;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use magnet_trace::LayerSource;
+
+use crate::config::RecordConfig;
+use crate::probes;
+
+mod attach;
+mod drain;
+mod host;
+mod targets;
+
+pub use attach::{check, CheckLine};
+pub use host::{preflight, PRIVILEGE};
+
+/// What to trace.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// Everything on the host (subject to port/host filters).
+    All,
+    /// Run this command and trace it and its descendants.
+    Command(Vec<OsString>),
+    /// The processes in `Filters::pids` (and what they fork from now on).
+    Pids,
+}
+
+/// Live numbers for a status line.
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    pub elapsed: Duration,
+    pub records: u64,
+    pub bytes: u64,
+    pub lost: u64,
+}
+
+/// Receives live numbers while recording.
+pub type ProgressFn = Box<dyn FnMut(&Progress)>;
+
+pub struct RunOptions {
+    pub target: Target,
+    pub duration: Option<Duration>,
+    /// Set by the caller (signal handler) to end the recording.
+    pub stop: Arc<AtomicBool>,
+    /// Called about twice a second while recording.
+    pub progress: Option<ProgressFn>,
+    /// Called once every program is attached, before the target starts: from
+    /// then on nothing is missed (scripts and tests wait for it).
+    pub ready: Option<ReadyFn>,
+}
+
+/// Told which hooks feed each layer once recording has begun.
+pub type ReadyFn = Box<dyn FnOnce(&[LayerSource])>;
+
+/// What a finished recording did.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub records: u64,
+    pub by_kind: BTreeMap<String, u64>,
+    /// Events the kernel could not record (all of them are in LOST records).
+    pub lost_kernel: u64,
+    pub dropped_user: u64,
+    /// Events that passed the filters, by kind (recorded + lost).
+    pub generated: BTreeMap<String, u64>,
+    pub bytes_written: u64,
+    /// The recording's span: from the header's start time to the stop written
+    /// in the END block (what `info` and `analyze` show as its duration).
+    pub elapsed: Duration,
+    pub end_reason: String,
+    pub child_status: Option<ExitStatus>,
+    pub layers: Vec<LayerSource>,
+}
+
+/// Records until the target ends, the duration passes, or `stop` is set.
+pub fn record(config: &RecordConfig, opts: RunOptions) -> Result<Summary, crate::Error> {
+    host::preflight()?;
+    Ok(run(config, opts)?)
+}
+
+fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
+    attach::check_kinds(config)?;
+    let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
+    let mut plan = attach::Plan::new(config, &kernel)?;
+    let tasks = targets::Tasks::resolve(config, &opts.target)?;
+    let needs = attach::Needs::new(config, tasks, &kernel);
+
+    // The buffer is split into one ring per possible CPU (see `rings` in
+    // record.bpf.c).
+    let cpus = libbpf_rs::num_possible_cpus().context("counting CPUs")? as u32;
+    let ring_bytes = drain::ring_bytes(config, cpus)?;
+    let skel = attach::load(&kernel, &mut plan, &needs, cpus, ring_bytes)?;
+
+    // Time zero of the trace: taken before the first program is attached, so
+    // that no event precedes it.
+    let mut header = host::header(config, &opts.target);
+    let rings = drain::make_rings(&skel.maps.rings, cpus, ring_bytes)?;
+    let links = attach::attach(&mut plan, &needs, &skel, &mut header)?;
+    let (tx, writer) = drain::spawn_writer(&config.output, &header)?;
+    if let Some(ready) = opts.ready.take() {
+        ready(&header.layers);
+    }
+
+    let child = match targets::start(&opts.target, config, &skel.maps.traced_tgids) {
+        Ok(c) => c,
+        Err(e) => {
+            // Nothing was recorded: leave no header-only trace behind.
+            drop(tx);
+            let _ = writer.join();
+            let _ = std::fs::remove_file(&config.output);
+            return Err(e);
+        }
+    };
+    let drained = drain::run(
+        config,
+        &mut opts,
+        &rings,
+        &skel.maps.cpu_stats,
+        tx.clone(),
+        child,
+        links,
+    )?;
+    drain::finish(drained, header, tx, writer)
+}
