@@ -99,11 +99,40 @@ impl RowNames {
     }
 }
 
-/// snd_nxt and rcv_nxt of a snapshot.
+/// snd_nxt and rcv_nxt of a snapshot, without the FIN either may count: the
+/// end of each direction's data.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct NextSeq {
     pub snd: u32,
     pub rcv: u32,
+}
+
+/// Whether a snapshot's snd_nxt and rcv_nxt count a FIN (one sequence number
+/// past the data), from the TCP state. `sent_before`/`received_before`: an
+/// earlier snapshot already showed it (CLOSE tells neither).
+fn fins_counted(s: &Snap, sent_before: bool, received_before: bool) -> (bool, bool) {
+    const FIN_WAIT1: u8 = 4;
+    const FIN_WAIT2: u8 = 5;
+    const TIME_WAIT: u8 = 6;
+    const CLOSE: u8 = 7;
+    const CLOSE_WAIT: u8 = 8;
+    const LAST_ACK: u8 = 9;
+    const CLOSING: u8 = 11;
+    // Our FIN is in write_seq from shutdown/close on; snd_nxt counts it once
+    // it was sent (everything written was).
+    let sent = match s.state {
+        FIN_WAIT2 | CLOSING | TIME_WAIT => true,
+        FIN_WAIT1 | LAST_ACK => s.snd_nxt == s.write_seq,
+        CLOSE => sent_before,
+        _ => false,
+    };
+    // These states are reached only by receiving the peer's FIN.
+    let received = match s.state {
+        CLOSE_WAIT | LAST_ACK | CLOSING | TIME_WAIT => true,
+        CLOSE => received_before,
+        _ => false,
+    };
+    (sent, received)
 }
 
 pub(crate) struct Conn {
@@ -136,6 +165,9 @@ pub(crate) struct Conn {
     pub tcp: Option<TcpAcc>,
     /// Next sequence numbers of the latest snapshot with meaningful ones.
     pub next_seq: Option<NextSeq>,
+    /// A snapshot showed our FIN sent / the peer's FIN received.
+    fin_sent: bool,
+    fin_received: bool,
     pub send: SendPath,
     pub recv: RecvPath,
 }
@@ -163,6 +195,8 @@ impl Conn {
             acked: [None, None],
             tcp: None,
             next_seq: None,
+            fin_sent: false,
+            fin_received: false,
             send: SendPath::default(),
             recv: RecvPath::default(),
         }
@@ -192,9 +226,12 @@ impl Conn {
         if !s.synchronized() && s.state != 7 {
             return;
         }
+        let (sent, received) = fins_counted(s, self.fin_sent, self.fin_received);
+        self.fin_sent |= sent;
+        self.fin_received |= received;
         self.next_seq = Some(NextSeq {
-            snd: s.snd_nxt,
-            rcv: s.rcv_nxt,
+            snd: s.snd_nxt.wrapping_sub(sent as u32),
+            rcv: s.rcv_nxt.wrapping_sub(received as u32),
         });
         for (dir, nxt) in [(OUT, s.snd_nxt), (IN, s.rcv_nxt)] {
             if let Some(seg) = self.seg[dir].fin_end(nxt) {

@@ -27,13 +27,22 @@ pub(crate) struct Segment {
 
 /// TCP payload per segment from sequence numbers: a segment's payload is known
 /// when the next new sequence number is seen.
+///
+/// Bytes are counted once: a sequence number below the highest seen is a
+/// retransmission, and after a FIN nothing but the FIN's own size is left to
+/// learn (a direction carries no data after its FIN, only retransmissions of
+/// earlier data, ACKs and the FIN again).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SegTrack {
+    /// The highest segment whose end is not known yet.
     last: Option<SeqMark>,
     pub retrans: u64,
-    /// A FIN segment (which may carry the last data) waiting for a snapshot
-    /// whose next sequence number tells where it ended.
+    /// A FIN segment (which may carry the last data) waiting for a
+    /// snapshot's next sequence number or the peer's acknowledgment to tell
+    /// where it ended.
     fin: Option<SeqMark>,
+    /// The direction's FIN was seen: the stream's end.
+    closed: bool,
 }
 
 impl SegTrack {
@@ -43,10 +52,23 @@ impl SegTrack {
         if flags & TCP_SYN != 0 {
             return None;
         }
+        if self.closed {
+            // After the FIN only data sent again (below the FIN, or the tail
+            // of the FIN segment itself: a sequence number after its start
+            // does not tell where it ended), ACKs and the FIN again.
+            if self
+                .fin
+                .is_some_and(|f| (seq.wrapping_sub(f.seq) as i32) < 0)
+            {
+                self.retrans += 1;
+            }
+            return None;
+        }
         if flags & TCP_RST != 0 {
             // A reset carries the next sequence number (snd_nxt): it ends the
             // last data segment, which no other segment follows.
             let last = self.last.take()?;
+            self.closed = true;
             let d = seq.wrapping_sub(last.seq) as i32;
             return (d > 0).then_some(Segment {
                 ts: last.ts,
@@ -73,18 +95,17 @@ impl SegTrack {
                 }
             }
         }
-        if flags & TCP_FIN != 0 {
-            if self.last.is_some_and(|l| l.seq == seq) {
-                self.fin = Some(SeqMark { seq, ts });
-            }
-            self.last = None;
+        if flags & TCP_FIN != 0 && self.last.is_some_and(|l| l.seq == seq) {
+            self.fin = self.last.take();
+            self.closed = true;
         }
         out
     }
 
     /// At the end of the trace, with the next sequence number of the latest
-    /// snapshot (snd_nxt or rcv_nxt): the last data segment, which no other
-    /// segment (a reset going the other way, the recording's end) followed.
+    /// snapshot (snd_nxt or rcv_nxt, less one if it counts a FIN nobody saw):
+    /// the last data segment, which no other segment (a reset going the other
+    /// way, the recording's end) followed.
     pub fn close(&mut self, nxt: u32) -> Option<Segment> {
         let last = self.last.take()?;
         let d = nxt.wrapping_sub(last.seq) as i32;
@@ -94,8 +115,9 @@ impl SegTrack {
         })
     }
 
-    /// With the next sequence number after a FIN (snd_nxt/rcv_nxt of a later
-    /// snapshot): the data the FIN segment carried, if any.
+    /// With the sequence number after a FIN (snd_nxt/rcv_nxt of a later
+    /// snapshot, or the acknowledgment of the FIN): the data the FIN segment
+    /// carried, if any.
     pub fn fin_end(&mut self, nxt: u32) -> Option<Segment> {
         let fin = self.fin?;
         let d = nxt.wrapping_sub(fin.seq) as i32;

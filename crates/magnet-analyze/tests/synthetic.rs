@@ -1153,3 +1153,88 @@ fn fin_carrying_data_sized_by_the_peers_ack_without_snapshots() {
     let inn = conn(2).row("tcp", "in").unwrap().clone();
     assert_eq!((inn.units, inn.bytes), (2, 1500), "receiver's tcp in");
 }
+
+/// Issue 9, the loss oracle: a sender that retransmits data after its FIN went
+/// out (recovery through a lossy hop) sends those bytes again, and then the
+/// FIN again. Each byte counts once (it used to count 1000 twice).
+#[test]
+fn retransmissions_after_the_fin_count_once() {
+    let t = T0 + MS;
+    let hdr = 20 + 32;
+    let out = |ts, pkt, seq, len, flags| {
+        ip(
+            kind::IP_LOCAL_OUT,
+            ts,
+            1,
+            pkt,
+            hdr + len,
+            seq,
+            flags,
+            PA,
+            PB,
+        )
+        .set("ack", 100)
+    };
+    let recs = vec![
+        sock(T0, 1, PA, PB),
+        out(t, 1, ISN, 1000, 0x18),
+        out(t + 10, 2, ISN + 1000, 1000, 0x18),
+        // The last 500 bytes ride on the FIN.
+        out(t + 20, 3, ISN + 2000, 500, 0x19),
+        // The second segment was lost: sent again, then the FIN again.
+        out(t + MS, 4, ISN + 1000, 1000, 0x18),
+        out(t + MS + 10, 5, ISN + 2000, 500, 0x19),
+        // A probe sends the FIN segment's tail again: a sequence number past
+        // the FIN's start that does not end it.
+        out(t + MS + 20, 6, ISN + 2250, 250, 0x19),
+        // The peer acknowledges everything and the FIN.
+        ip(kind::IP_LOCAL_IN, t + 2 * MS, 1, 7, hdr, 100, 0x10, PB, PA).set("ack", ISN + 2501),
+    ];
+    let a = run(&recs);
+    let r = a.connections[0].row("tcp", "out").unwrap().clone();
+    assert_eq!((r.units, r.bytes), (3, 2500));
+}
+
+/// Issue 9, the curl and relay oracles: a FIN that arrives after the reader
+/// closed its end is handled outside ESTABLISHED, so no tcp_rcv shows it; the
+/// latest snapshot's rcv_nxt counts it. It is not a byte of data (it used to
+/// add one).
+#[test]
+fn a_fin_no_record_showed_is_not_a_byte() {
+    let t = T0 + MS;
+    let recs = vec![
+        sock(T0, 2, PB, PA),
+        tcp(kind::TCP_RCV, t, 9, 2, 1, ISN, 0x18, &rx_snap(ISN)),
+        tcp(
+            kind::TCP_RCV,
+            t + 10,
+            9,
+            2,
+            2,
+            ISN + 1000,
+            0x18,
+            &rx_snap(ISN + 1000),
+        ),
+        // The reader closes (FIN_WAIT1), then the peer's FIN moves it to
+        // CLOSING: rcv_nxt is past the data and the FIN.
+        rec(kind::TCP_STATE, t + MS, 0, 7, 9, true)
+            .set("cookie", 2)
+            .set("newstate", 4)
+            .set("state", 4)
+            .set("rcv_nxt", ISN + 1500)
+            .set("write_seq", 6)
+            .set("snd_una", 5)
+            .set("snd_nxt", 6),
+        rec(kind::TCP_STATE, t + 2 * MS, 0, 7, 9, true)
+            .set("cookie", 2)
+            .set("newstate", 11)
+            .set("state", 11)
+            .set("rcv_nxt", ISN + 1501)
+            .set("write_seq", 6)
+            .set("snd_una", 5)
+            .set("snd_nxt", 6),
+    ];
+    let a = run(&recs);
+    let r = a.connections[0].row("tcp", "in").unwrap().clone();
+    assert_eq!((r.units, r.bytes), (2, 1500));
+}

@@ -657,7 +657,6 @@ fn oracle_lo_bulk_v4() {
 }
 
 #[test]
-#[ignore = "flaky (issue 9 open): tcp in bytes sometimes over-counted, e.g. 3,309,568 for 3,276,800"]
 fn oracle_lo_bulk_v6() {
     loopback_bulk(true);
 }
@@ -726,7 +725,6 @@ fn veth_bulk(offloads_off: bool, record_in_receiver: bool) {
 }
 
 #[test]
-#[ignore = "flaky (issue 9 open): sometimes client dev out misses frames (2,218 vs 2,353 captured) or tcp in over-counts (3,344,969 for 3,276,800)"]
 fn oracle_veth_bulk() {
     if !live("oracle_veth_bulk") {
         return;
@@ -977,7 +975,7 @@ fn oracle_reset_tcp_bytes() {
 /// The sender's TCP never sees those drops, so it retransmits; each byte still
 /// counts once at tcp, every frame at dev.
 #[test]
-#[ignore = "flaky (issue 9 open): sometimes client dev out misses frames (277 vs 281 captured) or tcp out over-counts (1,666,169 for 1,638,400)"]
+#[ignore = "about one run in three misses 1-28 device frames: those handled in softirq on this sandbox VM's pid-1 agent threads (tokio-rt-worker) never reach tp_btf programs (ftrace shows the tracepoints firing there, the programs' generated counters do not move and the kernel counts no recursion miss; netfilter programs do run; an independent bpftrace tracepoint program misses them too), and this test's retransmission timers often fire there; tcp bytes are exact in every kept run"]
 fn oracle_loss_and_retransmission() {
     if !live("oracle_loss_and_retransmission") {
         return;
@@ -1048,7 +1046,6 @@ fn oracle_loss_and_retransmission() {
 /// other namespace, recorded with `-- curl`: only curl's socket is recorded
 /// (finding 8), and its rows equal the capture.
 #[test]
-#[ignore = "flaky (issue 9 open): curl's tcp in sometimes one byte high (300,205 for 300,204)"]
 fn oracle_http_server_and_curl() {
     if !live_or_skip(
         "oracle_http_server_and_curl",
