@@ -12,7 +12,7 @@ use crate::flows::{FlowKey, Flows, IpPacket, Orphan};
 use crate::latency::{IpSegment, RxSource, SendWait};
 use crate::model::{Analysis, Connection, LostRegion, TraceSummary, Unattributed};
 use crate::sched::{SchedAcc, SwitchedIn, SwitchedOut};
-use crate::tcp::{Snap, TCP_ACK};
+use crate::tcp::{Snap, TCP_ACK, TCP_FIN};
 use crate::{secs, Map, Options};
 
 /// Age after which per-packet state (pending dev_rx, packets waiting for their
@@ -356,6 +356,16 @@ impl Analyzer {
                 let c = self.conns.get_mut(&cookie).expect("present");
                 if let Some(seg) = c.seg[IN].segment(seq, ts, flags) {
                     c.layers[TCP][IN].unit(seg.ts, seg.bytes);
+                }
+                // A FIN names its TCP header length: the data it carries is
+                // known at once (len counts header and payload).
+                let doff = (flags >> 8) & 0xff;
+                let len = v.u(F::Len).unwrap_or(0);
+                if flags & TCP_FIN != 0 && doff > 0 && len >= doff {
+                    let end = seq.wrapping_add((len - doff) as u32).wrapping_add(1);
+                    if let Some(seg) = c.seg[IN].fin_end(end) {
+                        c.layers[TCP][IN].unit(seg.ts, seg.bytes);
+                    }
                 }
                 c.recv.segment(seq, arrival, flags, RxSource::Tcp);
             }

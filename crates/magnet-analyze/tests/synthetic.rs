@@ -1238,3 +1238,27 @@ fn a_fin_no_record_showed_is_not_a_byte() {
     let r = a.connections[0].row("tcp", "in").unwrap().clone();
     assert_eq!((r.units, r.bytes), (2, 1500));
 }
+
+/// Finding 2 with the tcp layer alone: no snapshot and no ACK tells where a
+/// FIN that carried data ended, but the FIN's record names its TCP header
+/// length (arg bits 8-15), so its payload is its length less the header.
+#[test]
+fn fin_sized_by_its_own_header_length_without_snapshots() {
+    let t = T0 + MS;
+    let rcv = |ts, pkt, seq, len, arg| {
+        rec(kind::TCP_RCV, ts, 0, 7, 9, false)
+            .set("cookie", 2)
+            .set("pkt_id", pkt)
+            .set("seq", seq)
+            .set("len", len)
+            .set("arg", arg)
+    };
+    let recs = vec![
+        sock(T0, 2, PB, PA),
+        rcv(t, 1, ISN, 32 + 1000, 0x18),
+        rcv(t + 10, 2, ISN + 1000, 32 + 500, 0x19 | (32 << 8)),
+    ];
+    let a = run(&recs);
+    let r = a.connections[0].row("tcp", "in").unwrap().clone();
+    assert_eq!((r.units, r.bytes), (2, 1500));
+}

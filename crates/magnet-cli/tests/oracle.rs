@@ -886,6 +886,46 @@ fn oracle_halfclose_and_pingpong() {
     assert_ids_unique(&trace2);
 }
 
+/// Finding 2 on its own: with neither the ip layer (whose LOCAL_IN segments
+/// would stand in) nor `--tcp-state` (whose rcv_nxt would end the last unit),
+/// a half-closing client's `tcp in` comes from tcp_rcv alone, which tcp_probe
+/// gives only in ESTABLISHED: the segments read at the device outside it must
+/// carry the rest (it was 124,512 B of 1,048,576).
+#[test]
+fn oracle_halfclose_tcp_layer_alone() {
+    if !live("oracle_halfclose_tcp_layer_alone") {
+        return;
+    }
+    let _s = serial();
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    let baddr = link.b().addr().to_string();
+    let rec = record(
+        Some(&a),
+        "halfclose-tcp.mgt",
+        &["--all", "--port", "7403", "--layers", "app,tcp"],
+    );
+    let srv = Work::server(Some(&b), &["answer", &baddr, "7403", "16", "65536"]);
+    let cli = Work::py(Some(&a), &["halfclose", &baddr, "7403", "100"]).done();
+    srv.done();
+    let trace = rec.stop();
+    assert_eq!(cli["received"], 16 * 65536);
+    let j = analyze(&trace);
+    let c = j["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| port_of(&c["remote"]) == Some(7403))
+        .expect("the client's connection");
+    assert_eq!(row(Some(c), "app", "in").1, 16 * 65536);
+    assert_eq!(
+        row(Some(c), "tcp", "in").1,
+        16 * 65536,
+        "tcp in of a client in FIN_WAIT2, from tcp_rcv alone"
+    );
+}
+
 fn dir_port(frames: &[Frame], port: u16) -> Vec<Frame> {
     frames
         .iter()
@@ -974,14 +1014,59 @@ fn oracle_reset_tcp_bytes() {
 /// B through a tbf with a tiny queue that drops (this kernel has no netem).
 /// The sender's TCP never sees those drops, so it retransmits; each byte still
 /// counts once at tcp, every frame at dev.
+///
+/// The device rows are judged in a run where the kernel ran no network
+/// tracepoint on pid 1's threads: on this sandbox VM that is an agent on
+/// whose threads no BPF program runs (docs/analyze.md); up to four runs are
+/// tried. The tcp rows are judged in every run.
 #[test]
-#[ignore = "about one run in three misses 1-28 device frames: those handled in softirq on this sandbox VM's pid-1 agent threads (tokio-rt-worker) never reach tp_btf programs (ftrace shows the tracepoints firing there, the programs' generated counters do not move and the kernel counts no recursion miss; netfilter programs do run; an independent bpftrace tracepoint program misses them too), and this test's retransmission timers often fire there; tcp bytes are exact in every kept run"]
 fn oracle_loss_and_retransmission() {
     if !live("oracle_loss_and_retransmission") {
         return;
     }
     let _s = serial();
+    const TRIES: usize = 4;
+    for attempt in 1..=TRIES {
+        let (trace, wa, wb, j, blind) = loss_run();
+        let rexmit = conn_by_port(&j, 7502).unwrap()["tcp"]["retransmits"]
+            .as_u64()
+            .unwrap_or(0);
+        assert!(rexmit > 0, "loss: retransmissions happened");
+        let cp = client_port(&wa, 7502);
+        let (c, s) = (conn(&j, cp, 7502), conn(&j, 7502, cp));
+        assert_eq!(
+            row(c, "tcp", "out").1,
+            LOSS_BYTES,
+            "loss: tcp out counts each byte once"
+        );
+        assert_eq!(
+            row(s, "tcp", "in").1,
+            LOSS_BYTES,
+            "loss: tcp in counts each byte once"
+        );
+        assert_ids_unique(&trace);
+        match blind {
+            Some(0) | None => {
+                check_tcp_dev(&j, "loss", &wa, &wb, 7502);
+                return;
+            }
+            Some(n) => eprintln!(
+                "loss: run {attempt} of {TRIES}: the kernel ran {n} of this test's network \
+                 tracepoints on the VM agent's threads, where no BPF program runs; its device \
+                 rows are not judged"
+            ),
+        }
+    }
+    eprintln!("loss: device rows not judged: every run crossed the VM's blind spot");
+}
+
+const LOSS_BYTES: u64 = 100 * 16384;
+
+/// One run of the lossy transfer: the trace, both captures, the analysis and
+/// what [`BlindSpot`] saw.
+fn loss_run() -> (PathBuf, Vec<Frame>, Vec<Frame>, Value, Option<usize>) {
     let chain = Chain::new(3).unwrap();
+    let watch = BlindSpot::watch(chain.end(0).name());
     let (a, b) = (chain.host(0), chain.host(2));
     let baddr = chain.addr(2).to_string();
     chain.end(1).tbf("40mbit", "4kb", "2ms").unwrap();
@@ -1001,13 +1086,12 @@ fn oracle_loss_and_retransmission() {
         ],
     );
     let srv = Work::server(Some(b), &["sink", &baddr, "7502"]);
-    let (n, size) = (100u64, 16384u64);
     Work::py(
         Some(a),
-        &["bulk", &baddr, "7502", &n.to_string(), &size.to_string()],
+        &["bulk", &baddr, "7502", "100", &16384.to_string()],
     )
     .done();
-    assert_eq!(srv.done()["received"], n * size);
+    assert_eq!(srv.done()["received"], LOSS_BYTES);
     // Retransmission timers run at least 200 ms after the workload's end.
     let trace = rec.stop_after(Duration::from_millis(1000));
     let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
@@ -1025,21 +1109,88 @@ fn oracle_loss_and_retransmission() {
         rexmit_wire > 0,
         "the router's drops made the sender retransmit"
     );
+    let blind = watch.finish();
     let j = analyze(&trace);
-    let (c, s, _, _) = check_tcp_dev(&j, "loss", &wa, &wb, 7502);
-    let rexmit = c.unwrap()["tcp"]["retransmits"].as_u64().unwrap_or(0);
-    assert!(rexmit > 0, "loss: retransmissions happened");
-    assert_eq!(
-        row(c, "tcp", "out").1,
-        n * size,
-        "loss: tcp out counts each byte once"
-    );
-    assert_eq!(
-        row(s, "tcp", "in").1,
-        n * size,
-        "loss: tcp in counts each byte once"
-    );
-    assert_ids_unique(&trace);
+    (trace, wa, wb, j, blind)
+}
+
+fn conn_by_port(j: &Value, remote: u16) -> Option<&Value> {
+    j["connections"]
+        .as_array()?
+        .iter()
+        .find(|c| port_of(&c["remote"]) == Some(remote))
+}
+
+/// Counts, through an ftrace instance of its own, the network tracepoints
+/// (`net_dev_start_xmit`, `netif_receive_skb`) on this test's interfaces
+/// that the kernel runs on the threads of pid 1 meanwhile. On this sandbox VM that is the agent
+/// (`process_api`), on whose threads no BPF program runs: frames handled in
+/// softirq there are invisible to every BPF tool. `None`: tracefs could not
+/// be used, nothing is known.
+struct BlindSpot {
+    dir: Option<PathBuf>,
+}
+
+impl BlindSpot {
+    /// `iface`: one of the test's interfaces; all of them share its name up to
+    /// the last '-' (magnet-testkit names them so).
+    fn watch(iface: &str) -> BlindSpot {
+        let prefix = iface.rsplit_once('-').map_or(iface, |(p, _)| p);
+        let root = Path::new("/sys/kernel/tracing");
+        if !root.join("instances").exists() {
+            let _ = Command::new("mount")
+                .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
+                .status();
+        }
+        let dir = root
+            .join("instances")
+            .join(format!("magnet-oracle-{}", std::process::id()));
+        // Only pid 1's threads: the buffer then holds all of their events
+        // however busy the rest of the machine is.
+        let ok = std::fs::create_dir(&dir).is_ok()
+            && std::fs::write(dir.join("set_event_pid"), agent_threads().join(" ")).is_ok()
+            && ["net_dev_start_xmit", "netif_receive_skb"].iter().all(|e| {
+                let ev = dir.join(format!("events/net/{e}"));
+                std::fs::write(ev.join("filter"), format!("name ~ \"{prefix}-*\"")).is_ok()
+                    && std::fs::write(ev.join("enable"), "1").is_ok()
+            });
+        if !ok {
+            let _ = std::fs::remove_dir(&dir);
+            return BlindSpot { dir: None };
+        }
+        BlindSpot { dir: Some(dir) }
+    }
+
+    fn finish(self) -> Option<usize> {
+        let dir = self.dir?;
+        let trace = std::fs::read_to_string(dir.join("trace")).unwrap_or_default();
+        for e in ["net_dev_start_xmit", "netif_receive_skb"] {
+            let _ = std::fs::write(dir.join(format!("events/net/{e}/enable")), "0");
+        }
+        let _ = std::fs::remove_dir(&dir);
+        let agent = agent_threads();
+        // Lines read "  COMM-TID  [CPU] FLAGS TIME: EVENT: ...".
+        Some(
+            trace
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .filter_map(|l| l.split_whitespace().next())
+                .filter_map(|task| task.rsplit_once('-').map(|(_, tid)| tid.to_string()))
+                .filter(|tid| agent.contains(tid))
+                .count(),
+        )
+    }
+}
+
+/// The thread ids of pid 1.
+fn agent_threads() -> Vec<String> {
+    std::fs::read_dir("/proc/1/task")
+        .map(|d| {
+            d.flatten()
+                .map(|t| t.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Real programs: curl fetching a file from `python3 -m http.server` in the
@@ -1174,13 +1325,25 @@ fn oracle_overflow_keeps_identity() {
             "8KiB",
         ],
     );
-    let n = 20000u64;
+    let n = 40000u64;
     let srv = Work::server(Some(&b), &["udp-recv", &baddr, "7701", &n.to_string()]);
-    Work::py(
+    // A second receiver whose first datagrams arrive while the flood keeps
+    // the 8 KiB ring full: its identity must still reach the trace (finding
+    // 7: a socket first seen then came out as `udp ? -> ?`, its SOCK record
+    // lost with the events).
+    let late = Work::server(Some(&b), &["udp-recv", "127.0.0.1", "7701", "50"]);
+    let flood = Work::py(
         Some(&a),
         &["udp-send", &baddr, "7701", &n.to_string(), "200"],
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    Work::py(
+        Some(&b),
+        &["udp-send", "127.0.0.1", "7701", "50", "200", "2000"],
     )
     .done();
+    assert_eq!(late.done()["datagrams"], 50);
+    flood.done();
     let got = srv.done();
     let trace = rec.stop();
     let j = analyze(&trace);
@@ -1188,13 +1351,21 @@ fn oracle_overflow_keeps_identity() {
         j["trace"]["lost_events"].as_u64().unwrap() > 0,
         "the buffer overflowed"
     );
-    let s = conn(&j, 7701, 0).expect("the receiver's socket, with its local address");
-    assert_eq!(
-        s["local"].as_str().unwrap(),
-        format!("{baddr}:7701"),
-        "identity survived"
-    );
+    let by_local = |local: &str| {
+        j["connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["local"].as_str() == Some(local))
+    };
+    let s = by_local(&format!("{baddr}:7701"))
+        .expect("identity survived: the flooded receiver's socket, with its local address");
     assert!(row(Some(s), "app", "in").0 > 0);
+    let late = by_local("127.0.0.1:7701");
+    assert!(
+        late.is_some(),
+        "the receiver born during the overflow has its identity"
+    );
     let _ = got;
     // Nothing recorded on this port is left without a socket.
     for c in j["connections"].as_array().unwrap() {

@@ -154,7 +154,7 @@ struct mg_tcp {
 	__u32 len;  /* skb length (rcv, retrans), bytes in the skb (sendmsg) */
 	__u32 seq;  /* TCP sequence number of the segment, when there is one */
 	__u32 ack;
-	__u32 arg;  /* rcv: TCP flags; sendmsg: size_goal; retrans: err; rst: reason */
+	__u32 arg;  /* rcv: TCP flags, and on a FIN the TCP header length in bytes << 8; sendmsg: size_goal; retrans: err; rst: reason */
 	struct mg_tcp_snap snap; /* present when hdr.flags has MG_F_TCP_STATE */
 };
 

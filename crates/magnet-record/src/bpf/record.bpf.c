@@ -1220,7 +1220,16 @@ SEC("tp_btf/tcp_probe")
 int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
 {
 	struct tcp_skb_cb *cb = (struct tcp_skb_cb *)&skb->cb[0];
-	tcp_event(sk, skb, MG_TCP_RCV, skb->len, BPF_CORE_READ(cb, tcp_flags), false);
+	__u32 arg = BPF_CORE_READ(cb, tcp_flags);
+	if (arg & 0x01) {
+		/* A FIN: its header length sizes the data it carries (len - it),
+		 * which nothing else may tell (no snapshot, no ACK recorded). */
+		__u8 b = 0;
+		bpf_probe_read_kernel(&b, 1, BPF_CORE_READ(skb, head) +
+						 BPF_CORE_READ(skb, transport_header) + 12);
+		arg |= (__u32)((b >> 4) * 4) << 8;
+	}
+	tcp_event(sk, skb, MG_TCP_RCV, skb->len, arg, false);
 	return 0;
 }
 
@@ -1647,6 +1656,8 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
 	r->seq = pi->seq;
 	r->ack = pi->ack;
 	r->arg = pi->tcp_flags;
+	if (pi->tcp_flags & 0x01)
+		r->arg |= (__u32)pi->doff << 8;
 	if (tcp_state)
 		fill_snap(sk, &r->snap);
 	submit(r);
