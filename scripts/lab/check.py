@@ -32,6 +32,7 @@ DEFAULT_LAYERS = ["app", "tcp", "ip", "dev"]
 named_missing = {}
 funcs_path = {}
 funcs_in = {}
+funcs_nested = {}
 MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
 
 
@@ -126,6 +127,20 @@ def check_funcs(sec, fn, kernel, probes_expected, need):
             (a, b), (c, d) = span(outer), span(inner)
             need(a <= c and d <= b, f"{sec}: {inner} [{c}, {d}] not inside {outer} [{a}, {b}]")
         funcs_in[kernel] = ", ".join(f"{w.split(' ')[0]} {steps[pos[w]]['in_ns'] / 1000:.0f} us" for w in want)
+    # Recursion: on loopback the SYN-ACK is sent from the softirq that runs at
+    # the end of the SYN's __dev_queue_xmit, on the same task. Calls of one
+    # function on one CPU with BH off (no preemption: one task) must nest or be
+    # disjoint; a return paired with the wrong entry of a recursive call would
+    # overlap partly.
+    spans = sorted({(st["what"].split(" ")[0], st["cpu"], st["ts_ns"], st["ts_ns"] + st["in_ns"])
+                    for p in pk for st in p.get("steps", [])
+                    if st["layer"] == "func" and "in_ns" in st
+                    and st["what"].split(" ")[0] in ("__dev_queue_xmit", "dev_hard_start_xmit")})
+    bad = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:]
+           if a[:2] == b[:2] and a[2] < b[2] < a[3] < b[3]]
+    need(not bad, f"{sec}: calls of one function on one CPU overlap without nesting: {bad[:2]}")
+    funcs_nested[kernel] = sum(1 for i, a in enumerate(spans) for b in spans[i + 1:]
+                               if a[:2] == b[:2] and a[2] < b[2] and b[3] <= a[3])
 
 
 def judge(path, ref_udp=None):
@@ -302,6 +317,8 @@ def main():
         print(f"record --funcs, the SYN's path on {k}: {line}")
     for k, line in funcs_in.items():
         print(f"record --funcs --func-exits, time in (TCG) on {k}: {line}")
+    for k, n in funcs_nested.items():
+        print(f"record --funcs --func-exits, recursive calls paired (nested, same function and CPU) on {k}: {n}")
     bad = 0
     for k, f, _ in results:
         if f:

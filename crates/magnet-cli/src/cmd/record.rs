@@ -119,6 +119,10 @@ pub struct RecordArgs {
     /// Also record the entry of kernel functions that take an skb: `auto` (every
     /// one `magnet funcs` selects with a struct sk_buff * among parameters 1-5
     /// that can be probed) or names and globs, comma-separated (tcp_*,ip_rcv).
+    /// `all` probes every attachable function (available_filter_functions),
+    /// the ones without an skb with function and caller only (kprobe-multi
+    /// only): the "full function tracing" that `auto` is measured against;
+    /// `all/N` every Nth of them in name order.
     #[arg(long, value_name = "SPEC")]
     funcs: Option<String>,
 
