@@ -17,7 +17,15 @@
 #
 # Environment: ROUNDS (5), SECS (5), MODES ("gso mtu"), MAGNET (binary), OUT (bench/out).
 # Needs root, iperf3, ethtool, python3.
-# The machine is shared: medians of alternated rounds; say how noisy it was.
+#
+# On a quiet host (the issue's "<= 1 % at saturation" check), e.g.:
+#   cargo build --release -p magnet-cli
+#   sudo MAGNET=target/release/magnet ROUNDS=9 SECS=10 bench/daemon-overhead.sh
+# and put the final table (ratio column: daemon / base throughput, medians of
+# alternated rounds) into BENCHMARKS.md with the date, the commit, the CPU and
+# `uptime`'s load. Quiet = load average well under 1 before the run; per-round
+# lines that swing by more than a few percent for the same case mean it is not.
+# bench/daemon-bpf-cost.sh gives the per-program cost, which noise hurts less.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -20,7 +20,9 @@ Checks, for every file:
     again with --func-exits: as many returns as entries, every SYN step with its time inside,
     and each caller's time enclosing its callees' on that path;
   - (guests) nothing left behind by a recording of every layer and kind and a 200 ms
-    `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc.
+    `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc;
+    a sampler killed by SIGKILL before it (clsact on 6.1: its qdisc is left) is
+    cleaned up by that 200 ms run's start (it says so); on TCX nothing is left.
 Prints a table of the rows per kernel; exits 1 on the first file with failures (after all).
 """
 import json
@@ -30,6 +32,7 @@ DEFAULT_LAYERS = ["app", "tcp", "ip", "dev"]
 named_missing = {}
 funcs_path = {}
 funcs_in = {}
+funcs_nested = {}
 MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
 
 
@@ -124,6 +127,20 @@ def check_funcs(sec, fn, kernel, probes_expected, need):
             (a, b), (c, d) = span(outer), span(inner)
             need(a <= c and d <= b, f"{sec}: {inner} [{c}, {d}] not inside {outer} [{a}, {b}]")
         funcs_in[kernel] = ", ".join(f"{w.split(' ')[0]} {steps[pos[w]]['in_ns'] / 1000:.0f} us" for w in want)
+    # Recursion: on loopback the SYN-ACK is sent from the softirq that runs at
+    # the end of the SYN's __dev_queue_xmit, on the same task. Calls of one
+    # function on one CPU with BH off (no preemption: one task) must nest or be
+    # disjoint; a return paired with the wrong entry of a recursive call would
+    # overlap partly.
+    spans = sorted({(st["what"].split(" ")[0], st["cpu"], st["ts_ns"], st["ts_ns"] + st["in_ns"])
+                    for p in pk for st in p.get("steps", [])
+                    if st["layer"] == "func" and "in_ns" in st
+                    and st["what"].split(" ")[0] in ("__dev_queue_xmit", "dev_hard_start_xmit")})
+    bad = [(a, b) for i, a in enumerate(spans) for b in spans[i + 1:]
+           if a[:2] == b[:2] and a[2] < b[2] < a[3] < b[3]]
+    need(not bad, f"{sec}: calls of one function on one CPU overlap without nesting: {bad[:2]}")
+    funcs_nested[kernel] = sum(1 for i, a in enumerate(spans) for b in spans[i + 1:]
+                               if a[:2] == b[:2] and a[2] < b[2] and b[3] <= a[3])
 
 
 def judge(path, ref_udp=None):
@@ -280,6 +297,16 @@ def judge(path, ref_udp=None):
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)
         need(lo.get("rc") == "0", f"recording every layer and kind exited {lo.get('rc')}")
         need((lo.get("sample_rc") or "?").split(" ")[0] == "0", f"magnet sample -i lo: {lo.get('sample_rc')}")
+        # kill -9 of a sampler: on the clsact path (no TCX) it leaves its qdisc
+        # and filters, and the next start removes them; with TCX nothing is left.
+        killed = lo.get("killed_attach")
+        need(killed in ("clsact", "tcx"), f"the sampler to kill did not start: {killed}")
+        if killed == "clsact":
+            need(lo.get("killed_left") == "1", f"kill -9 left no clsact qdisc to clean: {lo.get('killed_left')}")
+            need(lo.get("sample_cleaned") == "1", "the next sampler start did not remove what the killed one left")
+        elif killed == "tcx":
+            need(lo.get("killed_left") == "0", f"kill -9 on TCX left a clsact qdisc: {lo.get('killed_left')}")
+            need(lo.get("sample_cleaned") == "0", "a sampler start after a TCX run removed something")
         for k in ["link_fds", "kprobe_events", "pinned", "clsact"]:
             need(lo.get(k) == "0", f"left behind after detach: {k} = {lo.get(k)}")
     need("end" in s, "the suite did not finish")
@@ -308,6 +335,8 @@ def main():
         print(f"record --funcs, the SYN's path on {k}: {line}")
     for k, line in funcs_in.items():
         print(f"record --funcs --func-exits, time in (TCG) on {k}: {line}")
+    for k, n in funcs_nested.items():
+        print(f"record --funcs --func-exits, recursive calls paired (nested, same function and CPU) on {k}: {n}")
     bad = 0
     for k, f, _ in results:
         if f:

@@ -73,9 +73,22 @@ if [ "$2" = "--leftovers" ]; then
     # every layer and kind at once, then count what is left
     "$m" record -q --layers all --kinds all -o "$dir/everything.mgt" -- "$m" loadgen --tcp 20x1k >/dev/null 2>&1
     echo "rc $?"
+    # a sampler killed by SIGKILL: its clsact filters (no TCX) outlive it, and
+    # the next start (the 200 ms run below) must remove them and its qdisc
+    "$m" sample -i lo --interval 1ms --samples 600000 >/dev/null 2>"$dir/killed.err" &
+    kp=$!
+    i=0
+    while ! grep -q "sampling lo" "$dir/killed.err" 2>/dev/null && [ $i -lt 300 ]; do
+        sleep 1; i=$((i + 1))
+    done
+    echo "killed_attach $(sed -n 's/.*sampling lo (\([a-z]*\)).*/\1/p' "$dir/killed.err")"
+    kill -9 $kp
+    wait $kp 2>/dev/null
+    echo "killed_left $(tc qdisc show 2>/dev/null | grep -c clsact)"
     # the sampler on lo (clsact filters where the kernel has no TCX), 200 ms
     "$m" sample -i lo --interval 1ms --samples 200 -o "$dir/sample.json" >/dev/null 2>"$dir/sample.err"
     echo "sample_rc $? $(tail -n 1 "$dir/sample.err")"
+    echo "sample_cleaned $(grep -c 'removed what a killed sampler.*filter.*qdisc' "$dir/sample.err")"
     n=0
     for f in /proc/[0-9]*/fdinfo/*; do
         grep -q '^link_type:' "$f" 2>/dev/null && n=$((n + 1))

@@ -115,8 +115,25 @@ fn main() -> ExitCode {
                     return ExitCode::SUCCESS;
                 }
             }
-            eprintln!("magnet: error: {err:#}");
+            eprintln!("magnet: error: {}", one_line(&err));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes on one line, `a: b: c`, each cause once: many
+/// errors already print their source in their own message.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let c = cause.to_string();
+        if out.ends_with(&c) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&c);
+    }
+    out
 }

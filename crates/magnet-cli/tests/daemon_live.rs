@@ -1128,3 +1128,159 @@ fn a_slow_reader_triggers_a_latency_dump() {
     assert!(found.is_some(), "no latency dump:\n{}", d.log());
     assert!(d.stop().success());
 }
+
+/// Trigger directories in `dir` (none if it does not exist).
+fn trigger_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn an_app_stall_triggers_one_dump_and_a_healthy_run_none() {
+    if !live("an_app_stall_triggers_one_dump_and_a_healthy_run_none") {
+        return;
+    }
+    // Only connections to this listener count (trigger_stall_ports): other
+    // tests on the host may leave data waiting too.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let probe = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&format!(
+        "[recorder]\nseconds = \"4s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_stall = \"1s\"\ntrigger_stall_ports = [{port}]\n",
+        probe.path().display()
+    ));
+    let dumps = probe.path().join("dumps");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !d.client().host().unwrap().health.recorder_running && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // 1. A healthy run: 2 s of 10 000-byte writes every 10 ms to a reader
+    // that keeps up, then 2.5 s idle with nothing waiting: no dump.
+    let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (mut s, _) = l.accept().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut got = 0usize;
+        loop {
+            match s.read(&mut buf).unwrap() {
+                0 => return got,
+                n => got += n,
+            }
+        }
+    });
+    for _ in 0..200 {
+        c.write_all(&[7u8; 10_000]).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c.shutdown(Shutdown::Write).unwrap();
+    assert_eq!(reader.join().unwrap(), 2_000_000);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        trigger_dirs(&dumps).is_empty(),
+        "a healthy run triggered: {:?}\n{}",
+        trigger_dirs(&dumps),
+        d.log()
+    );
+    drop(c);
+
+    // 2. A stalled reader: 5 writes of 1000 bytes that the peer leaves
+    // unread for 4 s. One dump, named after the reader's socket, holding
+    // the 5 sends; no second one while the same stall goes on.
+    let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (mut s, _) = l.accept().unwrap();
+    // The recorder re-attaches between segments (a documented gap): write
+    // while it records.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !d.client().host().unwrap().health.recorder_running && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let started = Instant::now();
+    for _ in 0..5 {
+        c.write_all(&[1u8; 1000]).unwrap();
+    }
+    let want = format!("-stall-read-{}", socket_cookie(s.as_raw_fd()).unwrap());
+    let said = format!("trigger {}: dumped", &want[1..]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !d.log().contains(&said) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let fired_after = started.elapsed();
+    assert!(d.log().contains(&said), "no stall dump:\n{}", d.log());
+    assert!(
+        fired_after >= Duration::from_secs(1),
+        "fired after {fired_after:?}, before the 1 s stall"
+    );
+    std::thread::sleep(Duration::from_secs(4).saturating_sub(started.elapsed()));
+    let mut buf = [0u8; 5000];
+    s.read_exact(&mut buf).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let dirs = trigger_dirs(&dumps);
+    assert_eq!(dirs.len(), 1, "{dirs:?}\n{}", d.log());
+    assert!(dirs[0].to_string_lossy().ends_with(&want), "{dirs:?}");
+    let files: Vec<String> = trigger_dirs(&dirs[0])
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(
+        sends_in(&files, socket_cookie(c.as_raw_fd()).unwrap()),
+        vec![1000; 5],
+        "{files:?}"
+    );
+    assert!(d.stop().success());
+}
+
+#[test]
+fn a_full_send_queue_triggers_a_send_stall_dump() {
+    if !live("a_full_send_queue_triggers_a_send_stall_dump") {
+        return;
+    }
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let probe = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&format!(
+        "[recorder]\nseconds = \"2s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_stall = \"1s\"\ntrigger_stall_ports = [{port}]\n",
+        probe.path().display()
+    ));
+    let dumps = probe.path().join("dumps");
+    // A reader that never reads: the writer fills its peer's receive buffer,
+    // the window closes, and what the writer queues next cannot leave.
+    let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, _) = l.accept().unwrap();
+    c.set_nonblocking(true).unwrap();
+    let chunk = vec![3u8; 65536];
+    let mut sent = 0usize;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match c.write(&chunk) {
+            Ok(n) => sent += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(Instant::now() < deadline, "the send buffer never filled");
+    }
+    let writer = format!("-stall-send-{}", socket_cookie(c.as_raw_fd()).unwrap());
+    let reader = format!("-stall-read-{}", socket_cookie(s.as_raw_fd()).unwrap());
+    // Both stalls fire, each once: the reader's first (its data waits from
+    // the first byte), the writer's after the 2 s between dumps.
+    let deadline = Instant::now() + Duration::from_secs(12);
+    let names = |dir: &Path| -> Vec<String> {
+        trigger_dirs(dir)
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
+    };
+    while Instant::now() < deadline && !names(&dumps).iter().any(|n| n.ends_with(&writer)) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    let got = names(&dumps);
+    assert_eq!(got.len(), 2, "{got:?} ({sent} bytes queued)\n{}", d.log());
+    assert!(got.iter().any(|n| n.ends_with(&reader)), "{got:?}");
+    assert!(got.iter().any(|n| n.ends_with(&writer)), "{got:?}");
+    drop(s);
+    assert!(d.stop().success());
+}

@@ -193,3 +193,34 @@ fn source_mode_prints_table_6_1() {
     assert_eq!(row("Packet processing functions"), 2);
     assert_eq!(row("Total functions"), 3);
 }
+
+/// `record --funcs all/N` with a bad N: one line saying what is wanted, before
+/// anything is loaded.
+#[test]
+fn record_funcs_all_n_is_checked() {
+    if !have_btf() {
+        return;
+    }
+    let trace = tmp("funcs-all-n.mgt");
+    for bad in ["all/0", "all/x", "all/"] {
+        let out = magnet(&[
+            "record",
+            "--funcs",
+            bad,
+            "-o",
+            trace.to_str().unwrap(),
+            "--",
+            "true",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err.trim(),
+            format!(
+                "magnet: error: --funcs {bad}: want all/N with N a whole number >= 1 (every Nth function)"
+            ),
+            "{bad}"
+        );
+        assert!(!trace.exists(), "{bad}: a trace was written");
+    }
+}

@@ -22,6 +22,8 @@
 //! trigger_retransmits_per_s = 100      # dump on a retransmit burst
 //! trigger_drop_reasons = ["TCP_OVERWINDOW"]  # dump when one of these drops happens
 //! trigger_latency = "50ms"             # dump when a connection's latency sample reaches this
+//! trigger_stall = "2s"                 # dump when an application lets data wait this long
+//! trigger_stall_ports = [5432]         # only connections with one of these ports (default: all)
 //!
 //! [sample]                              # the sampler under the daemon
 //! interface = "eth0"
@@ -122,6 +124,9 @@ struct RawRecorder {
     #[serde(default)]
     trigger_drop_reasons: Vec<String>,
     trigger_latency: Option<String>,
+    trigger_stall: Option<String>,
+    #[serde(default)]
+    trigger_stall_ports: Vec<u16>,
 }
 
 #[derive(Deserialize, Default)]
@@ -241,6 +246,16 @@ impl Config {
             if let Some(v) = r.trigger_latency {
                 f.trigger_latency = Some(dur("recorder.trigger_latency", &v)?);
             }
+            if let Some(v) = r.trigger_stall {
+                let t = dur("recorder.trigger_stall", &v)?;
+                if t < Duration::from_millis(100) {
+                    return Err(bad(format!(
+                        "recorder.trigger_stall = {v:?}: at least 100ms"
+                    )));
+                }
+                f.trigger_stall = Some(t);
+            }
+            f.trigger_stall_ports = r.trigger_stall_ports;
             c.recorder = Some(f);
         }
         Ok(c)
@@ -273,10 +288,24 @@ mod tests {
             ("max_connections = 0", "max_connections"),
             ("bogus = 1", "bogus"),
             ("socket_mode = \"999\"", "socket_mode"),
+            ("[recorder]\ntrigger_stall = \"10ms\"", "trigger_stall"),
+            ("[recorder]\ntrigger_stall = \"soon\"", "trigger_stall"),
         ] {
             let e = Config::parse(bad, "magnetd.toml").unwrap_err().to_string();
             assert!(e.starts_with("magnetd.toml: "), "{e}");
             assert!(e.contains(says), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn the_stall_trigger_is_read() {
+        let c = Config::parse(
+            "[recorder]\ntrigger_stall = \"2s\"\ntrigger_stall_ports = [5432]\n",
+            "t",
+        )
+        .unwrap();
+        let r = c.recorder.unwrap();
+        assert_eq!(r.trigger_stall, Some(Duration::from_secs(2)));
+        assert_eq!(r.trigger_stall_ports, vec![5432]);
     }
 }

@@ -144,7 +144,11 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
             }
             let mut cfg = SampleConfig::new(&s.interface, planned.interval, samples);
             cfg.start = Start::At(UNIX_EPOCH + Duration::from_nanos(planned.start_ns));
-            match sample(&cfg, &stop, &mut |_| {}) {
+            match sample(&cfg, &stop, &mut |st| {
+                for line in &st.cleaned {
+                    shared.log(&format!("sampler: {line}"));
+                }
+            }) {
                 Ok(run) => {
                     if let Err(e) = store.save(&run) {
                         shared.log(&format!("sampler: {e}"));
@@ -186,7 +190,22 @@ struct Triggers {
     drops: std::collections::BTreeMap<String, u64>,
     /// Per connection: latency samples at or above the threshold so far.
     slow: std::collections::HashMap<u64, u64>,
+    /// Per connection: the stall episodes (unread since, unsent since) that
+    /// have fired already; each fires once.
+    stalls_fired: std::collections::HashMap<u64, (u64, u64)>,
     last_dump: Option<Instant>,
+}
+
+/// Whether `r` counts for the stall trigger: an open TCP connection with one
+/// of `ports` at either end (any when `ports` is empty).
+fn stall_watched(r: &crate::summaries::Record, ports: &[u16]) -> bool {
+    let port = |e: &str| e.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
+    r.conn.open
+        && r.conn.protocol == "tcp"
+        && (ports.is_empty()
+            || [&r.conn.local, &r.conn.remote]
+                .iter()
+                .any(|e| port(e).is_some_and(|p| ports.contains(&p))))
 }
 
 /// Samples in histogram slots at or above `threshold` (slot i holds
@@ -217,6 +236,7 @@ impl Triggers {
             retransmits: h.retransmits,
             drops: h.drop_reasons,
             slow,
+            stalls_fired: Default::default(),
             last_dump: None,
         }
     }
@@ -252,6 +272,46 @@ impl Triggers {
             }
             self.slow = now;
         }
+        // An app stall: the first watched connection found waiting at least
+        // `t` in an episode that has not fired yet (it fires on a later check
+        // if a dump happened too recently).
+        let mut stall = None;
+        if let Some(t) = f.config.trigger_stall {
+            let mut live = std::collections::HashMap::new();
+            for r in shared.reader.all() {
+                if !stall_watched(&r, &f.config.trigger_stall_ports) {
+                    continue;
+                }
+                let s = r.stall;
+                let episode = (s.unread_since_ns, s.unsent_since_ns);
+                let fired = self.stalls_fired.get(&r.conn.cookie).copied();
+                if let Some(&e) = fired.as_ref() {
+                    live.insert(r.conn.cookie, e);
+                }
+                if stall.is_some() {
+                    continue;
+                }
+                let read = s.unread_for().is_some_and(|d| d >= t)
+                    && fired.is_none_or(|e| e.0 != episode.0);
+                let send = s.unsent_for().is_some_and(|d| d >= t)
+                    && fired.is_none_or(|e| e.1 != episode.1);
+                if read || send {
+                    let kind = if read { "read" } else { "send" };
+                    stall = Some((
+                        r.conn.cookie,
+                        episode,
+                        format!("stall-{kind}-{}", r.conn.cookie),
+                    ));
+                }
+            }
+            // Forget connections that are gone.
+            self.stalls_fired = live;
+        }
+        if why.is_none() {
+            if let Some((_, _, w)) = &stall {
+                why = Some(w.clone());
+            }
+        }
         self.retransmits = h.retransmits;
         self.drops = h.drop_reasons;
         let Some(why) = why else {
@@ -264,6 +324,18 @@ impl Triggers {
             return;
         }
         self.last_dump = Some(Instant::now());
+        if let Some((cookie, episode, w)) = stall {
+            if w == why {
+                let e = self.stalls_fired.entry(cookie).or_insert((0, 0));
+                // What fired is marked; the other direction's episode stays
+                // as it was, so it can fire on its own.
+                if why.starts_with("stall-read") {
+                    e.0 = episode.0;
+                } else {
+                    e.1 = episode.1;
+                }
+            }
+        }
         let secs = std::time::SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())

@@ -38,6 +38,13 @@ pub struct FlightConfig {
     /// Dump when a connection's app→wire or wire→app latency sample reaches
     /// this (rounded down to the histogram's power-of-two microseconds).
     pub trigger_latency: Option<Duration>,
+    /// Dump when an application lets data wait this long (docs/daemon.md,
+    /// "App stall"): unread data with no read returning any, or written data
+    /// of which nothing leaves.
+    pub trigger_stall: Option<Duration>,
+    /// Only connections with one of these local or remote ports count for
+    /// the stall trigger (empty: all).
+    pub trigger_stall_ports: Vec<u16>,
 }
 
 impl Default for FlightConfig {
@@ -50,6 +57,8 @@ impl Default for FlightConfig {
             trigger_retransmits_per_s: None,
             trigger_drop_reasons: Vec::new(),
             trigger_latency: None,
+            trigger_stall: None,
+            trigger_stall_ports: Vec::new(),
         }
     }
 }

@@ -15,6 +15,7 @@
 //! The library never prints or exits; it logs through a caller-given function.
 
 pub mod api;
+pub mod baseline;
 pub mod config;
 pub mod container;
 pub mod daemon;

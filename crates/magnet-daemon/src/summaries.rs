@@ -85,32 +85,18 @@ pub fn attach(max_connections: u32) -> Result<(Attached, Reader), Error> {
             e,
         )
     })?;
-    let mut links = Vec::new();
     let p = &skel.progs;
-    for (name, prog) in [
-        ("sock_send_length", &p.app_send),
-        ("sock_recv_length", &p.app_recv),
-        ("tcp_retransmit_skb", &p.tcp_retrans),
-        ("kfree_skb", &p.drop),
-        ("inet_sock_set_state", &p.tcp_state),
-    ] {
-        links.push(
-            prog.attach()
-                .map_err(|e| Error::bpf(format!("attaching tp_btf/{name}"), e))?,
-        );
-    }
-    let cg = std::fs::File::open(&cgroup_root).map_err(|source| Error::Io {
-        path: cgroup_root.display().to_string(),
-        source,
-    })?;
-    for (name, prog) in [
-        ("cgroup_skb/egress", &p.wire_egress),
-        ("cgroup_skb/ingress", &p.wire_ingress),
-    ] {
-        links.push(prog.attach_cgroup(cg.as_raw_fd()).map_err(|e| {
-            Error::bpf(format!("attaching {name} to {}", cgroup_root.display()), e)
-        })?);
-    }
+    let links = attach_hooks(
+        &[
+            ("sock_send_length", &p.app_send),
+            ("sock_recv_length", &p.app_recv),
+            ("tcp_retransmit_skb", &p.tcp_retrans),
+            ("kfree_skb", &p.drop),
+            ("inet_sock_set_state", &p.tcp_state),
+        ],
+        [&p.wire_egress, &p.wire_ingress],
+        &cgroup_root,
+    )?;
     let handle = |m: &libbpf_rs::Map<'_>, what: &str| {
         MapHandle::try_from(m).map_err(|e| Error::bpf(format!("opening the {what} map"), e))
     };
@@ -129,6 +115,37 @@ pub fn attach(max_connections: u32) -> Result<(Attached, Reader), Error> {
         },
         reader,
     ))
+}
+
+/// Attaches `tp_btf` programs (named by tracepoint, for messages) and the
+/// cgroup_skb egress and ingress programs on the cgroup v2 root `root`.
+/// magnetd's object and the cost bench's empty one (crate::baseline) share it.
+pub(crate) fn attach_hooks(
+    tp_btf: &[(&str, &libbpf_rs::ProgramMut<'_>)],
+    cgroup_skb: [&libbpf_rs::ProgramMut<'_>; 2],
+    root: &Path,
+) -> Result<Vec<Link>, Error> {
+    let mut links = Vec::new();
+    for (name, prog) in tp_btf {
+        links.push(
+            prog.attach()
+                .map_err(|e| Error::bpf(format!("attaching tp_btf/{name}"), e))?,
+        );
+    }
+    let cg = std::fs::File::open(root).map_err(|source| Error::Io {
+        path: root.display().to_string(),
+        source,
+    })?;
+    for (name, prog) in ["cgroup_skb/egress", "cgroup_skb/ingress"]
+        .into_iter()
+        .zip(cgroup_skb)
+    {
+        links.push(
+            prog.attach_cgroup(cg.as_raw_fd())
+                .map_err(|e| Error::bpf(format!("attaching {name} to {}", root.display()), e))?,
+        );
+    }
+    Ok(links)
 }
 
 /// Names of the kernel's drop reasons, by value, from this kernel's BTF.
@@ -166,6 +183,39 @@ pub struct Record {
     pub conn: Connection,
     pub closed_ns: u64,
     pub last_ns: u64,
+    /// How long the application has let data wait, if it does now (TCP):
+    /// see [`Stall`].
+    pub stall: Stall,
+}
+
+/// What the app-stall trigger looks at (TCP only; all times CLOCK_MONOTONIC
+/// ns as the kernel keeps them, 0 = not waiting).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stall {
+    /// Unread data has waited since this time with no recv call returning
+    /// data: set at the arrival of new data while nothing waited, and again
+    /// at every read that leaves data waiting.
+    pub unread_since_ns: u64,
+    /// Data the application wrote has waited since this time without a
+    /// single data packet leaving: the later of the send call that queued
+    /// unsent data and the last data packet out since.
+    pub unsent_since_ns: u64,
+    /// Now, on the same clock, when the record was read.
+    pub now_ns: u64,
+}
+
+impl Stall {
+    /// How long the reader has let data wait, if it does.
+    pub fn unread_for(&self) -> Option<Duration> {
+        (self.unread_since_ns != 0)
+            .then(|| Duration::from_nanos(self.now_ns.saturating_sub(self.unread_since_ns)))
+    }
+
+    /// How long written data has waited without any leaving, if it does.
+    pub fn unsent_for(&self) -> Option<Duration> {
+        (self.unsent_since_ns != 0)
+            .then(|| Duration::from_nanos(self.now_ns.saturating_sub(self.unsent_since_ns)))
+    }
 }
 
 fn monotonic_ns() -> u64 {
@@ -243,6 +293,15 @@ fn decode(cookie: u64, raw: &[u8], now: u64) -> Option<Record> {
         conn,
         closed_ns: c.closed_ns,
         last_ns: c.last_ns,
+        stall: Stall {
+            unread_since_ns: c.rx_mark_ns,
+            unsent_since_ns: if c.tx_mark_ns == 0 {
+                0
+            } else {
+                c.tx_mark_ns.max(c.tx_progress_ns)
+            },
+            now_ns: now,
+        },
     })
 }
 

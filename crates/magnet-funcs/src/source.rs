@@ -588,7 +588,9 @@ fn polymorphism(f: &Facts) -> Poly {
         .iter()
         .map(|(n, v)| (n.as_str(), tokens(v)))
         .collect();
-    // Figure 4-9: repeat with every new form until nothing changes.
+    // Figure 4-9: repeat with every new form until nothing changes. Every
+    // class only ever improves (none -> pointing -> nested -> skb), so the
+    // fixed point does not depend on the order of `f.structs` (a HashMap).
     loop {
         let mut changed = false;
         for (name, toks) in &macro_toks {
@@ -612,8 +614,13 @@ fn polymorphism(f: &Facts) -> Poly {
                 changed = true;
             }
         }
+        // A typedef takes its type's class as it is now and is upgraded when
+        // that class improves (pointing -> nested -> skb) in a later round:
+        // keeping the first class seen made the result depend on the order
+        // the structures were visited in (a hash map's), since a typedef read
+        // while its structure was still "pointing" stayed so for good.
         for (name, t) in &f.typedefs {
-            if p.typedefs.contains_key(name) {
+            if p.typedefs.get(name) == Some(&Use::Direct) {
                 continue;
             }
             if let Some(u) = p.class(t) {
@@ -623,8 +630,10 @@ fn polymorphism(f: &Facts) -> Poly {
                     Use::Nested if t.ptr > 0 => continue,
                     other => other,
                 };
-                p.typedefs.insert(name.clone(), u);
-                changed = true;
+                if p.typedefs.get(name).is_none_or(|&old| u < old) {
+                    p.typedefs.insert(name.clone(), u);
+                    changed = true;
+                }
             }
         }
         for (name, members) in &f.structs {

@@ -57,36 +57,19 @@ impl FromStr for Calls {
 }
 
 fn parse_size(s: &str) -> Option<usize> {
-    let (digits, mult) = match s.as_bytes().last()? {
-        b'k' | b'K' => (&s[..s.len() - 1], 1024),
-        b'm' | b'M' => (&s[..s.len() - 1], 1024 * 1024),
-        _ => (s, 1),
-    };
-    digits.parse::<usize>().ok()?.checked_mul(mult)
+    magnet_common::units::parse_size(s)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
 }
 
-/// Parses `20ms`, `1.5s`, `500us`, `100ns` (a unit is required: a bare number is
-/// ambiguous).
+/// Parses `20ms`, `1.5s`, `500us`, `2` (seconds): the one duration syntax of
+/// every magnet command (`magnet_common::units`).
 pub fn parse_duration(s: &str) -> Result<Duration> {
-    let bad = |why: &str| Error::Parse {
+    magnet_common::units::parse_duration(s).map_err(|why| Error::Parse {
         what: "duration",
         input: s.to_string(),
-        why: why.to_string(),
-    };
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| bad("missing unit (ns, us, ms, s)"))?;
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num.parse().map_err(|_| bad("not a number"))?;
-    let secs = match unit {
-        "ns" => v / 1e9,
-        "us" | "µs" => v / 1e6,
-        "ms" => v / 1e3,
-        "s" => v,
-        _ => return Err(bad("unit is not one of ns, us, ms, s")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| bad("out of range"))
+        why,
+    })
 }
 
 /// Where the receiving side runs.
@@ -341,7 +324,10 @@ mod tests {
         assert_eq!(parse_duration("20ms").unwrap(), Duration::from_millis(20));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
-        for bad in ["20", "ms", "5h", "-1s", ""] {
+        // a bare number is seconds, as everywhere (magnet_common::units)
+        assert_eq!(parse_duration("20").unwrap(), Duration::from_secs(20));
+        assert_eq!(parse_duration("5h").unwrap(), Duration::from_secs(5 * 3600));
+        for bad in ["ms", "5 fortnights", "-1s", ""] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

@@ -268,27 +268,10 @@ pub fn default_wakeup(buffer: u64) -> u64 {
     (buffer / 8).clamp(64, 1 << 20)
 }
 
-/// Parses sizes such as `64MiB`, `512K`, `1G`, `4096`.
+/// Parses sizes such as `64MiB`, `512K`, `1G`, `4096`: the one size syntax
+/// of every magnet command (`magnet_common::units`).
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (examples: 64MiB, 512K, 4096)"))?;
-    let mult = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        other => {
-            return Err(format!(
-                "unknown size unit '{other}' in '{s}' (use K, M or G)"
-            ))
-        }
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("size '{s}' is too large"))
+    magnet_common::units::parse_size(s)
 }
 
 #[cfg(test)]

@@ -19,6 +19,9 @@ pub const FUNC_END_TABLE: &str = "kfunc_end";
 
 pub(crate) struct Plan {
     by_pos: [Vec<String>; 5],
+    /// Functions without an skb parameter (`--funcs all`; position 0):
+    /// function and caller only, kprobe-multi only.
+    any: Vec<String>,
     multi: bool,
     /// Functions named in the header but not probed (callers).
     named: Vec<String>,
@@ -27,6 +30,9 @@ pub(crate) struct Plan {
     /// Why function probes cannot work here (None: they can).
     no: Option<String>,
 }
+
+/// The program for functions without an skb parameter.
+const ANY_PROG: &str = "func_any_multi";
 
 fn prog_name(pos: usize, multi: bool) -> String {
     if multi {
@@ -47,9 +53,12 @@ fn exit_prog_name(multi: bool) -> &'static str {
 impl Plan {
     pub fn new(funcs: &[(String, u8)], named: &[String], exits: bool, f: &Features) -> Plan {
         let mut by_pos: [Vec<String>; 5] = Default::default();
+        let mut any = Vec::new();
         for (name, pos) in funcs {
             if (1..=5).contains(pos) {
                 by_pos[*pos as usize - 1].push(name.clone());
+            } else if *pos == 0 {
+                any.push(name.clone());
             }
         }
         let multi = f.kprobe_multi.is_yes();
@@ -65,6 +74,7 @@ impl Plan {
         };
         Plan {
             by_pos,
+            any,
             multi,
             named: named.to_vec(),
             exits,
@@ -76,6 +86,9 @@ impl Plan {
     pub fn wants(&self, prog: &str) -> bool {
         if self.no.is_some() {
             return false;
+        }
+        if prog == ANY_PROG {
+            return self.multi && !self.any.is_empty();
         }
         if self.exits && prog == exit_prog_name(self.multi) {
             return self.by_pos.iter().any(|v| !v.is_empty());
@@ -120,20 +133,46 @@ impl Plan {
             attached.extend(a.funcs);
             failed.extend(a.failed);
         }
+        // Exits are probed on the skb functions only.
+        let with_skb = attached.clone();
+        if !self.any.is_empty() {
+            if !self.multi {
+                src.missing.push(format!(
+                    "{} functions without an skb parameter not probed: they need kprobe-multi \
+                     (one kprobe each would be {} perf events)",
+                    self.any.len(),
+                    self.any.len()
+                ));
+            } else {
+                match object.progs_mut().find(|p| p.name() == ANY_PROG) {
+                    Some(prog) => {
+                        let a =
+                            magnet_kernel::attach::attach_kprobes(&prog, &self.any, false, true);
+                        links.extend(a.links);
+                        attached.extend(a.funcs);
+                        failed.extend(a.failed);
+                    }
+                    None => failed.push((
+                        ANY_PROG.to_string(),
+                        "program missing from the BPF object".to_string(),
+                    )),
+                }
+            }
+        }
         let secs = started.elapsed().as_secs_f64();
         src.hooks.push(format!(
             "{} on {} functions (attached in {secs:.2} s)",
             if self.multi { "kprobe.multi" } else { "kprobe" },
             attached.len()
         ));
-        if self.exits && !attached.is_empty() {
+        if self.exits && !with_skb.is_empty() {
             // Returns of the functions whose entries are probed.
             let started = Instant::now();
             let pname = exit_prog_name(self.multi);
             match object.progs_mut().find(|p| p.name() == pname) {
                 Some(prog) => {
                     let a =
-                        magnet_kernel::attach::attach_kprobes(&prog, &attached, true, self.multi);
+                        magnet_kernel::attach::attach_kprobes(&prog, &with_skb, true, self.multi);
                     links.extend(a.links);
                     src.hooks.push(format!(
                         "{} on {} functions (attached in {:.2} s)",

@@ -18,6 +18,7 @@
 //! The library never prints or exits; errors name what failed and where.
 
 pub mod sampler;
+pub mod stale;
 
 pub use magnet_runs::{merge, plot, run, schedule, sketch, store, units};
 pub use magnet_runs::{Metric, Run, RunMeta};
@@ -35,20 +36,9 @@ mod skel {
 }
 
 /// Everything that can go wrong, each naming its file, interface or setting.
+/// Files (runs, the store) fail as [`magnet_runs::Error`], in `Runs`.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}{}: {reason}", offset.map(|o| format!(" at byte {o}")).unwrap_or_default())]
-    Format {
-        path: String,
-        offset: Option<u64>,
-        reason: String,
-    },
     #[error("{0}")]
     Config(String),
     #[error("{0}")]

@@ -7,6 +7,7 @@
 use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -103,6 +104,9 @@ pub struct Started {
     pub end_realtime_ns: u64,
     pub attach: &'static str,
     pub ifindex: u32,
+    /// What killed earlier runs had left and this one removed (one line per
+    /// run; crate::stale).
+    pub cleaned: Vec<String>,
 }
 
 /// (monotonic, realtime) read together; monotonic is the BPF clock.
@@ -160,17 +164,42 @@ enum Attached {
         /// The clsact qdisc this run created (None: it was there before, and
         /// stays after the run).
         qdisc: Option<ClsactQdisc>,
+        /// The owner file naming these filters (crate::stale), if written.
+        owner: Option<(PathBuf, crate::stale::Owner)>,
     },
 }
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        if let Attached::Clsact { hooks, qdisc } = self {
+        if let Attached::Clsact {
+            hooks,
+            qdisc,
+            owner,
+        } = self
+        {
             for h in hooks {
                 let _ = h.detach();
             }
+            let me = owner.as_ref().map(|(_, o)| o.clone());
             if let Some(q) = qdisc.take() {
-                let _ = q.destroy();
+                // Another sampler still uses the qdisc: it inherits it (and
+                // removes it when it is the last one).
+                let heir = me
+                    .as_ref()
+                    .and_then(|o| crate::stale::heir(o.netns, o.ifindex, o.pid));
+                match heir {
+                    Some(h) => crate::stale::inherit_qdisc(&h),
+                    // Someone else's filters on it since we made it: theirs now.
+                    None if me
+                        .as_ref()
+                        .is_some_and(|o| crate::stale::foreign_filters(o.ifindex, &[])) => {}
+                    None => {
+                        let _ = q.destroy();
+                    }
+                }
+            }
+            if let Some((path, _)) = owner.take() {
+                let _ = std::fs::remove_file(path);
             }
         }
     }
@@ -232,6 +261,9 @@ pub fn sample(
     })?;
 
     // ---- attach -----------------------------------------------------------------
+    // What killed clsact-mode runs left in this namespace goes first.
+    let netns = netns_inode();
+    let cleaned = crate::stale::clean(netns);
     let rxmit_link = skel
         .progs
         .sample_tcp_retransmit
@@ -251,16 +283,45 @@ pub fn sample(
             // No TCX (Linux < 6.6): classic clsact filters, observing at the
             // lowest priority number we can get so others still run after us.
             // The qdisc is removed after the run only if this run made it.
+            // Our own qdisc if we make it, or one a sampler made before us
+            // and bequeathed (see crate::stale).
             let qdisc = ClsactQdisc::create(ifindex).map_err(|e| {
                 Error::Host(format!(
                     "creating the clsact qdisc on {}: {e}",
                     config.iface
                 ))
             })?;
+            let made_qdisc = qdisc.is_some();
             let mut attached = Attached::Clsact {
                 hooks: Vec::new(),
                 qdisc,
+                owner: None,
             };
+            // Each run its own handle (its pid): runs side by side add
+            // filters instead of replacing each other's.
+            let handle = std::process::id();
+            // Name what we are about to attach before attaching it, so that
+            // a run after a SIGKILL of this one removes exactly that (tc
+            // filters outlive their process).
+            if let Attached::Clsact { owner, .. } = &mut attached {
+                let o = crate::stale::Owner {
+                    pid: std::process::id(),
+                    start_time: crate::stale::start_time(std::process::id()).unwrap_or(0),
+                    netns,
+                    ifindex,
+                    handle,
+                    made_qdisc,
+                    ingress_prog: crate::stale::prog_id(skel.progs.sample_ingress.as_fd()),
+                    egress_prog: crate::stale::prog_id(skel.progs.sample_egress.as_fd()),
+                };
+                let path = o.write().map_err(|e| {
+                    Error::Host(format!(
+                        "writing {}: {e} (needed to clean up after a run killed by SIGKILL)",
+                        crate::stale::state_dir().display()
+                    ))
+                })?;
+                *owner = Some((path, o));
+            }
             for (prog, point) in [
                 (&skel.progs.sample_ingress, TC_INGRESS),
                 (&skel.progs.sample_egress, TC_EGRESS),
@@ -268,8 +329,8 @@ pub fn sample(
                 let mut h = TcHook::new(prog.as_fd());
                 h.ifindex(ifindex as i32)
                     .replace(true)
-                    .handle(0x6d67)
-                    .priority(1)
+                    .handle(handle)
+                    .priority(crate::stale::PRIORITY)
                     .attach_point(point);
                 let h = h.attach().map_err(|e| {
                     Error::bpf(format!("attaching the tc filter on {}", config.iface), e)
@@ -320,6 +381,7 @@ pub fn sample(
         end_realtime_ns: start_real + run_ns,
         attach: attach_kind,
         ifindex,
+        cleaned,
     });
 
     // ---- wait -------------------------------------------------------------------

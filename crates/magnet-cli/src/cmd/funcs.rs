@@ -282,6 +282,35 @@ pub fn resolve_spec(spec: &str) -> Result<Resolved> {
     let probeable = |name: &str| avail.as_ref().is_none_or(|a| a.contains(name));
     let mut out = Vec::new();
     for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some(every) = all_spec(part)? {
+            // Every attachable function (`all`), or every Nth of them in name
+            // order (`all/N`): those with an skb parameter as for `auto`, the
+            // rest (position 0) with function and caller only.
+            let Some(avail) = avail.as_ref() else {
+                bail!(
+                    "--funcs all: cannot read available_filter_functions (mount tracefs: \
+                     mount -t tracefs nodev /sys/kernel/tracing)"
+                );
+            };
+            let mut with_skb = std::collections::HashSet::new();
+            for f in sel.funcs.values().filter(|f| avail.contains(&f.name)) {
+                if let Some(p) = skb_pos(f) {
+                    with_skb.insert(f.name.as_str());
+                    out.push((f.name.clone(), p));
+                }
+            }
+            let mut rest: Vec<&String> = avail
+                .iter()
+                .filter(|n| !with_skb.contains(n.as_str()))
+                .collect();
+            rest.sort();
+            out.extend(rest.into_iter().map(|n| (n.clone(), 0)));
+            if every > 1 {
+                out.sort();
+                out = out.into_iter().step_by(every).collect();
+            }
+            continue;
+        }
         if part == "auto" {
             out.extend(
                 sel.funcs
@@ -306,11 +335,27 @@ pub fn resolve_spec(spec: &str) -> Result<Resolved> {
             );
         }
     }
-    out.sort();
+    // One entry per function, the one with an skb position kept (`all`'s
+    // position 0 sorts first).
+    out.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
     out.dedup_by(|a, b| a.0 == b.0);
     // The whole selection is named in the trace: callers outside the probed set.
     let named = sel.funcs.values().map(|f| f.name.clone()).collect();
     Ok((out, named))
+}
+
+/// `all` (Some(1)) or `all/N` (Some(N)); None for any other part.
+fn all_spec(part: &str) -> Result<Option<usize>> {
+    if part == "all" {
+        return Ok(Some(1));
+    }
+    let Some(n) = part.strip_prefix("all/") else {
+        return Ok(None);
+    };
+    match n.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => bail!("--funcs {part}: want all/N with N a whole number >= 1 (every Nth function)"),
+    }
 }
 
 /// Shell-style `*` and `?` matching.

@@ -5,8 +5,6 @@ use std::io::IsTerminal;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -126,6 +124,10 @@ pub struct RecordArgs {
     /// Also record the entry of kernel functions that take an skb: `auto` (every
     /// one `magnet funcs` selects with a struct sk_buff * among parameters 1-5
     /// that can be probed) or names and globs, comma-separated (tcp_*,ip_rcv).
+    /// `all` probes every attachable function (available_filter_functions),
+    /// the ones without an skb with function and caller only (kprobe-multi
+    /// only): the "full function tracing" that `auto` is measured against;
+    /// `all/N` every Nth of them in name order.
     #[arg(long, value_name = "SPEC")]
     funcs: Option<String>,
 
@@ -259,10 +261,11 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         host: args.host,
     };
 
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
-    }
+    let signals = magnet_common::stop::Stop::install().context("installing the signal handler")?;
+    let stop = signals.flag();
+    // A recording with its own end (`-- CMD`, `-d`) cut short by a signal
+    // exits 128+N (docs/exit-codes.md); one that runs until stopped, 0.
+    let has_end = matches!(target, Target::Command(_)) || args.duration.is_some();
     let status = !args.quiet && std::io::stderr().is_terminal();
     let bar = status.then(|| {
         let b = indicatif::ProgressBar::new_spinner();
@@ -308,8 +311,19 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     } else if !args.quiet {
         eprint!("{}", summary_text(&summary, &config));
     }
-    Ok(match summary.child_status.and_then(|s| s.code()) {
-        Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
+    // The command's status passed on; killed by signal N: 128+N, as a shell says.
+    if summary.child_status.is_none() && has_end && summary.end_reason == "interrupted" {
+        return Ok(ExitCode::from(magnet_common::exit::signalled(
+            signals.signal().unwrap_or(libc::SIGINT),
+        )));
+    }
+    Ok(match summary.child_status {
+        Some(s) => match s.code() {
+            Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
+            None => ExitCode::from(magnet_common::exit::signalled(
+                std::os::unix::process::ExitStatusExt::signal(&s).unwrap_or(0),
+            )),
+        },
         None => ExitCode::SUCCESS,
     })
 }

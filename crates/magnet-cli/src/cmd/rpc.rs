@@ -5,8 +5,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -102,9 +101,7 @@ pub fn drive(
     let max = input.count.unwrap_or(u64::MAX);
     let mut n = 0u64;
     if let Some(iface) = &input.interface {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s2 = stop.clone();
-        let _ = ctrlc::set_handler(move || s2.store(true, Ordering::SeqCst));
+        let stop = magnet_common::stop::Stop::install()?.flag();
         let mut live = Live::open(iface, expr.as_deref(), 262144)?;
         let lt = live.linktype();
         while n < max && !stop.load(Ordering::SeqCst) && err.is_none() {

@@ -6,7 +6,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
@@ -181,12 +180,8 @@ fn config(a: &RunArgs, iface: &str, interval: Duration) -> SampleConfig {
     c
 }
 
-fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
-    }
-    Ok(stop)
+fn stop_flag() -> anyhow::Result<magnet_common::stop::Stop> {
+    magnet_common::stop::Stop::install().context("installing the signal handler")
 }
 
 fn sample_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
@@ -194,7 +189,8 @@ fn sample_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
         bail!("give an interface to sample with -i IFACE (or a subcommand: ls, show, plot, merge; see --help)");
     };
     let store = a.store.as_deref().map(Store::open).transpose()?;
-    let stop = stop_flag()?;
+    let signals = stop_flag()?;
+    let stop = signals.flag();
     if let Some(spec) = &a.schedule {
         let sched = Schedule::parse(spec)?;
         sched.check(a.samples)?;
@@ -211,6 +207,9 @@ fn sample_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
         cfg.start = Start::At(parse_instant(at)?);
     }
     let run = sample(&cfg, &stop, &mut |s| {
+        for line in &s.cleaned {
+            eprintln!("magnet: {line}");
+        }
         eprintln!(
             "magnet: sampling {iface} ({}): {} x {} from {}",
             s.attach,
@@ -235,7 +234,10 @@ fn sample_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(if run.meta.complete {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(130)
+        // cut short by SIGINT/SIGTERM: 128+N (the partial run is written)
+        ExitCode::from(magnet_common::exit::signalled(
+            signals.signal().unwrap_or(libc::SIGINT),
+        ))
     })
 }
 
@@ -279,7 +281,11 @@ fn scheduled(
             }
             let mut cfg = config(a, iface, planned.interval);
             cfg.start = Start::At(UNIX_EPOCH + Duration::from_nanos(planned.start_ns));
-            match sample(&cfg, stop, &mut |_| {}) {
+            match sample(&cfg, stop, &mut |s| {
+                for line in &s.cleaned {
+                    eprintln!("magnet: {line}");
+                }
+            }) {
                 Ok(run) => {
                     let p = store.save(&run)?;
                     eprintln!(

@@ -125,6 +125,9 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 		return NULL;
 	__builtin_memset(n, 0, sizeof(*n));
 	n->first_ns = now;
+	/* idle from creation on, not from boot: a record made at the handshake
+	 * of a socket that never calls would otherwise be reaped as idle */
+	n->last_ns = now;
 	n->family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	n->protocol = BPF_CORE_READ(sk, sk_protocol);
 	n->uid = BPF_CORE_READ(sk, sk_uid.val);
@@ -147,11 +150,15 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 	return bpf_map_lookup_elem(&conns, &cookie);
 }
 
+/* app_call runs at every send and recv call of the host: `sk` is a trusted
+ * BTF pointer there (tp_btf), so fields are read directly (plain loads)
+ * instead of through bpf_probe_read_kernel, and tcp_sock fields through
+ * bpf_skc_to_tcp_sock. */
 static __always_inline int app_call(struct sock *sk, int ret, int tx)
 {
 	if (!sk)
 		return 0;
-	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	__u16 family = sk->__sk_common.skc_family;
 	if (family != AF_INET && family != AF_INET6)
 		return 0;
 	struct mg_host *h = host_totals();
@@ -167,7 +174,9 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 			h->app_rx_bytes += bytes;
 		}
 	}
-	__u64 cookie = sk_cookie(sk);
+	__u64 cookie = sk->__sk_common.skc_cookie.counter;
+	if (!cookie)
+		cookie = bpf_get_socket_cookie(sk);
 	struct mg_conn *c = conn_of(sk, cookie, now, h);
 	if (!c)
 		return 0;
@@ -194,15 +203,17 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 					   __sk_common.skc_v6_daddr.in6_u.u6_addr8);
 		}
 	}
-	c->sndbuf = BPF_CORE_READ(sk, sk_sndbuf);
-	c->wmem_queued = BPF_CORE_READ(sk, sk_wmem_queued);
+	c->sndbuf = sk->sk_sndbuf;
+	c->wmem_queued = sk->sk_wmem_queued;
+	struct tcp_sock *tp = NULL;
+	if (c->protocol == IPPROTO_TCP && bytes)
+		tp = bpf_skc_to_tcp_sock(sk);
 	if (tx) {
 		__sync_fetch_and_add(&c->app_tx_calls, 1);
 		__sync_fetch_and_add(&c->app_tx_bytes, bytes);
-		if (c->protocol == IPPROTO_TCP && bytes) {
-			struct tcp_sock *tp = (struct tcp_sock *)sk;
-			__u32 write_seq = BPF_CORE_READ(tp, write_seq);
-			__u32 snd_nxt = BPF_CORE_READ(tp, snd_nxt);
+		if (tp) {
+			__u32 write_seq = tp->write_seq;
+			__u32 snd_nxt = tp->snd_nxt;
 			if ((__s32)(snd_nxt - write_seq) >= 0) {
 				/* everything already left during the call */
 				__sync_fetch_and_add(&c->app_to_wire_hist[0], 1);
@@ -221,6 +232,10 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 				__sync_fetch_and_add(&c->wire_to_app_hist[s], 1);
 			c->rx_mark_ns = 0;
 		}
+		/* A read that leaves data waiting: the rest waits from now
+		 * (what the stall trigger and the next sample measure). */
+		if (tp && tp->rcv_nxt != tp->copied_seq)
+			c->rx_mark_ns = now;
 	}
 	return 0;
 }
@@ -307,15 +322,18 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	}
 	if (c->protocol != IPPROTO_TCP)
 		return;
+	/* srtt and cwnd as the socket sends (an ACK's update shows at the next
+	 * packet out): the TCP socket is looked up on egress only, and on
+	 * ingress only when a mark needs rcv_nxt. */
 	struct bpf_sock *sk = skb->sk;
-	if (sk) {
+	struct bpf_tcp_sock *tp = NULL;
+	if (tx && sk) {
 		sk = bpf_sk_fullsock(sk);
-		if (sk) {
-			struct bpf_tcp_sock *tp = bpf_tcp_sock(sk);
-			if (tp) {
-				c->srtt_us = tp->srtt_us >> 3;
-				c->snd_cwnd = tp->snd_cwnd;
-			}
+		if (sk)
+			tp = bpf_tcp_sock(sk);
+		if (tp) {
+			c->srtt_us = tp->srtt_us >> 3;
+			c->snd_cwnd = tp->snd_cwnd;
 		}
 	}
 	/* Latency marks: parse the TCP header only when a mark waits for it. */
@@ -326,15 +344,26 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	__u32 payload = tcp_payload(skb, &seq);
 	if (!payload)
 		return;
+	__u32 rcv_nxt = 0;
+	if (!tx && sk) {
+		sk = bpf_sk_fullsock(sk);
+		if (sk)
+			tp = bpf_tcp_sock(sk);
+		if (tp)
+			rcv_nxt = tp->rcv_nxt;
+	}
 	__u64 now = bpf_ktime_get_ns();
 	if (tx) {
+		c->tx_progress_ns = now;
 		if ((__s32)(seq + payload - c->tx_mark_seq) >= 0) {
 			__u32 s = hist_slot(now > mark ? now - mark : 0);
 			if (s < MG_HIST_SLOTS)
 				__sync_fetch_and_add(&c->app_to_wire_hist[s], 1);
 			c->tx_mark_ns = 0;
 		}
-	} else if (!c->rx_mark_ns) {
+	} else if (!c->rx_mark_ns && (!rcv_nxt || (__s32)(seq + payload - rcv_nxt) > 0)) {
+		/* new data (not a duplicate of what the socket already has)
+		 * waits for the reader from now */
 		c->rx_mark_ns = now;
 	}
 }

@@ -53,7 +53,9 @@ struct mg_conn {
 	__u64 tx_mark_ns;        /* time of a send call not yet seen leaving */
 	__u32 tx_mark_seq;       /* write_seq after that call */
 	__u32 _pad1;
-	__u64 rx_mark_ns;        /* arrival of data not yet read */
+	__u64 rx_mark_ns;        /* arrival of data not yet read, or the last read
+				    that left data waiting */
+	__u64 tx_progress_ns;    /* last data packet out while tx_mark_ns waits */
 	__u32 app_to_wire_hist[MG_HIST_SLOTS];
 	__u32 wire_to_app_hist[MG_HIST_SLOTS];
 };

@@ -18,10 +18,13 @@
  * Included at the end of record.bpf.c: the maps and helpers there are shared.
  */
 
-/* record --func-exits: return probes on the same functions. An entry that was
- * recorded counts in func_open under (task, function) (the CPU for the idle
- * task); a return finds its count there, so only returns of recorded entries
- * are recorded. */
+/* record --func-exits: return probes on the same functions. func_open keeps,
+ * per (task, function) (the CPU for the idle task), a stack of the calls in
+ * progress: its depth, and one bit per depth telling whether that call's entry
+ * was recorded. A return pops its own depth and is recorded only when its
+ * entry was: a recursive call whose entry was not recorded (no skb, or an skb
+ * of no packet) no longer takes the return of the recorded call around it.
+ * Calls made while no recorded one is open are not counted (nothing to pair). */
 const volatile bool func_exits = false;
 
 struct func_key {
@@ -29,11 +32,18 @@ struct func_key {
 	__u64 ip;
 };
 
+struct func_stack {
+	__u32 depth;
+	__u32 _pad;
+	/* Bit d: the entry at depth d (0 = outermost) was recorded. */
+	__u64 recorded;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
 	__type(key, struct func_key);
-	__type(value, __u32);
+	__type(value, struct func_stack);
 } func_open SEC(".maps");
 
 static __always_inline __u64 func_task(void)
@@ -44,10 +54,40 @@ static __always_inline __u64 func_task(void)
 	return t;
 }
 
+/* One more call of `ip` on this task, recorded or not. */
+static __always_inline void func_push(__u64 ip, bool recorded)
+{
+	struct func_key k = { .task = func_task(), .ip = ip };
+	struct func_stack *st = bpf_map_lookup_elem(&func_open, &k);
+	if (!st) {
+		if (!recorded)
+			return;
+		struct func_stack one = { .depth = 1, .recorded = 1 };
+		bpf_map_update_elem(&func_open, &k, &one, BPF_ANY);
+		return;
+	}
+	__u32 d = st->depth;
+	if (d < 64 && recorded)
+		st->recorded |= 1ULL << d;
+	st->depth = d + 1;
+}
+
+static __always_inline bool func_record(struct pt_regs *ctx, const struct sk_buff *skb, __u64 ip);
+
 static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff *skb)
 {
+	__u64 ip = bpf_get_func_ip(ctx);
+	bool recorded = func_record(ctx, skb, ip);
+	if (func_exits)
+		func_push(ip, recorded);
+	return 0;
+}
+
+/* Records the entry; whether it did. */
+static __always_inline bool func_record(struct pt_regs *ctx, const struct sk_buff *skb, __u64 ip)
+{
 	if (!skb)
-		return 0;
+		return false;
 	__u64 a = (__u64)skb;
 	__u64 head = (__u64)BPF_CORE_READ(skb, head);
 	__u64 id = 0;
@@ -55,7 +95,7 @@ static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff 
 	if (slot && slot->skb == a && slot->head == head)
 		id = slot->id;
 	if (!id && !task_traced())
-		return 0;
+		return false;
 	/* TCP's queued skbs are fclone originals: the clone sent down the stack is
 	 * the second skb of the pair (skb_clone), and names it as its parent. */
 	__u8 fclone = BPF_CORE_READ_BITFIELD_PROBED(skb, fclone);
@@ -63,13 +103,12 @@ static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff 
 		/* A traced task's own sends only: the skb belongs to a socket, or is
 		 * a TCP write-queue skb (no owner until its clone goes down). */
 		if (!BPF_CORE_READ(skb, sk) && fclone != SKB_FCLONE_ORIG)
-			return 0;
+			return false;
 	}
 	struct mg_func *r;
 	if (!RESERVE(r, sizeof(*r), MG_FUNC))
-		return 0;
+		return false;
 	fill_hdr(&r->hdr, MG_FUNC, 0);
-	__u64 ip = bpf_get_func_ip(ctx);
 	r->func = ip;
 	__u64 ret = 0;
 	if (func_exits) {
@@ -102,29 +141,24 @@ static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff 
 			    ? a - bpf_core_field_offset(struct sk_buff_fclones, skb2)
 			    : 0;
 	submit(r);
-	if (func_exits) {
-		struct func_key k = { .task = func_task(), .ip = ip };
-		__u32 *n = bpf_map_lookup_elem(&func_open, &k);
-		if (n) {
-			__sync_fetch_and_add(n, 1);
-		} else {
-			__u32 one = 1;
-			bpf_map_update_elem(&func_open, &k, &one, BPF_ANY);
-		}
-	}
-	return 0;
+	return true;
 }
 
 static __always_inline int func_exit_event(struct pt_regs *ctx)
 {
 	struct func_key k = { .task = func_task(), .ip = bpf_get_func_ip(ctx) };
-	__u32 *n = bpf_map_lookup_elem(&func_open, &k);
-	if (!n)
+	struct func_stack *st = bpf_map_lookup_elem(&func_open, &k);
+	if (!st || st->depth == 0)
 		return 0;
-	if (*n <= 1)
+	__u32 d = st->depth - 1;
+	bool recorded = d < 64 && (st->recorded >> d) & 1;
+	if (d < 64)
+		st->recorded &= ~(1ULL << d);
+	st->depth = d;
+	if (d == 0)
 		bpf_map_delete_elem(&func_open, &k);
-	else
-		__sync_fetch_and_sub(n, 1);
+	if (!recorded)
+		return 0;
 	struct mg_func_exit *r;
 	if (!RESERVE(r, sizeof(*r), MG_FUNC_EXIT))
 		return 0;
@@ -145,6 +179,30 @@ SEC("kretprobe.multi")
 int func_exit_multi(struct pt_regs *ctx)
 {
 	return func_exit_event(ctx);
+}
+
+/* record --funcs all: every attachable function, most of which take no skb
+ * (the thesis's "full function tracing", the cost that selective
+ * instrumentation avoids). A record names the function and its caller, with
+ * time, CPU and task; no packet. Only in a traced task (every task when no
+ * task filter is given). kprobe-multi only: one kprobe per function would be
+ * tens of thousands of perf events. */
+SEC("kprobe.multi")
+int func_any_multi(struct pt_regs *ctx)
+{
+	if (!task_traced())
+		return 0;
+	struct mg_func *r;
+	if (!RESERVE(r, sizeof(*r), MG_FUNC))
+		return 0;
+	__builtin_memset(r, 0, sizeof(*r));
+	fill_hdr(&r->hdr, MG_FUNC, 0);
+	r->func = bpf_get_func_ip(ctx);
+	__u64 ret = 0;
+	bpf_probe_read_kernel(&ret, sizeof(ret), (void *)PT_REGS_SP(ctx));
+	r->caller = ret;
+	submit(r);
+	return 0;
 }
 
 #define FUNC_PROGS(n)                                                             \

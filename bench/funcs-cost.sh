@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Cost of selective instrumentation against full function tracing (issue 11,
+# the thesis's -4.33 % against -94.47 %), measured inside one QEMU guest run
+# (Debian's kernel under TCG: only ratios inside one run mean anything).
+#
+#   bench/funcs-cost.sh [KERNEL] [ROUNDS] [N] [SIZE] [ALL]
+#       default: 6.12 5 1000 16384 all
+#
+# Each round runs, alternated, a loopback TCP transfer of N send() calls of SIZE
+# bytes (magnet loadgen) under:
+#   layers   magnet record --layers app,tcp,ip,dev   (the default layers)
+#   auto     the same plus --funcs auto              (the selection: functions with
+#            a struct sk_buff * among parameters 1-5 that can be probed)
+#   exits    the same plus --funcs auto --func-exits (their returns too)
+#   all      the same plus --funcs ALL               (`all`: every function in
+#            available_filter_functions, by kprobe-multi; `all/K`: every Kth one)
+# Throughput = N*SIZE / the transfer's elapsed time (loadgen's tcp.elapsed_us).
+# Prints per case the median throughput and its ratio to `layers`, events
+# recorded and the function probes attached. Needs the QEMU lab (scripts/lab/run,
+# a kernel with kprobe-multi: 6.12) and a built magnet (target/debug/magnet, or
+# MAGNET=path).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+kernel=${1:-6.12}
+rounds=${2:-5}
+n=${3:-1000}
+size=${4:-16384}
+all=${5:-all}
+bin=${MAGNET:-$root/target/debug/magnet}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# The guest script: one line per measurement, "M case round elapsed_us events",
+# and the function probes of each case once ("H case ...").
+guest=$(cat <<EOS
+for r in \$(seq 1 $rounds); do
+  for c in layers auto exits all; do
+    case \$c in
+      layers) f= ;;
+      auto)   f="--funcs auto" ;;
+      exits)  f="--funcs auto --func-exits" ;;
+      all)    f="--funcs $all" ;;
+    esac
+    ./magnet record -o /work/r.mgt --layers app,tcp,ip,dev \$f --json -- ./magnet loadgen --tcp ${n}x${size} --port 7600 > /work/lg.json 2>/work/err
+    us=\$(grep -o '"elapsed_us":[0-9]*' /work/lg.json | head -1 | cut -d: -f2)
+    ev=\$(grep -o '"records":[0-9]*' /work/lg.json | tail -1 | cut -d: -f2)
+    echo "M \$c \$r \${us:-0} \${ev:-0}"
+    [ -n "\$us" ] || { echo "E \$c: no transfer"; head -3 /work/err; }
+    if [ \$r = 1 ] && [ -n "\$f" ]; then ./magnet info /work/r.mgt | grep -i 'kprobe\|kretprobe\|could not' | sed "s/^/H \$c /"; fi
+  done
+done
+EOS
+)
+"$root/scripts/lab/run" "$kernel" --bin "$bin" --timeout 3000 -- sh -c "$guest" | tee "$out" >&2
+python3 - "$out" "$n" "$size" "$kernel" "$all" <<'PY'
+import sys, statistics as st
+path, n, size, kernel, allspec = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+lines = open(path).read().splitlines()
+rows = [l.split() for l in lines if l.startswith("M ")]
+thr, ev = {}, {}
+for _, case, r, us, e in rows:
+    if int(us) > 0:
+        thr.setdefault(case, []).append(n * size / (int(us) / 1e6))
+    ev.setdefault(case, []).append(int(e))
+print(f"kernel {kernel}, {max(int(r[2]) for r in rows)} rounds, loadgen --tcp {n}x{size} over loopback, all = --funcs {allspec}")
+base = st.median(thr["layers"])
+for case in ("layers", "auto", "exits", "all"):
+    if case not in thr:
+        print(f"{case:7} no transfer finished")
+        continue
+    m = st.median(thr[case])
+    print(f"{case:7} {m/1e6:9.3f} MB/s  ratio to layers {m/base:.3f} ({(m/base-1)*100:+.2f} %)  "
+          f"events (median) {int(st.median(ev[case]))}  [{len(thr[case])} rounds]")
+for l in lines:
+    if l.startswith("H "):
+        print("probes:", l[2:])
+PY

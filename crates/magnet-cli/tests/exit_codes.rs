@@ -1,0 +1,215 @@
+//! docs/exit-codes.md, checked: every subcommand's code on bad input (2,
+//! with one `magnet: error:` line for input it could not use), and on
+//! SIGINT/SIGTERM (root: 128+N for work with its own end cut short, 0 for
+//! work that runs until stopped). The interrupt tests run in a network
+//! namespace of their own. About 12 s in all.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use magnet_testkit::{live_or_skip, Need, Netns};
+
+fn magnet() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_magnet"))
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.mgt");
+    std::fs::write(&junk, b"not a trace at all").unwrap();
+    let junk = junk.to_str().unwrap();
+    let bad_conf = dir.path().join("bad.toml");
+    std::fs::write(&bad_conf, "max_connections = \"many\"\n").unwrap();
+    let bad_conf = bad_conf.to_str().unwrap();
+    // Arguments clap rejects: 2 (clap's usage text follows its error line).
+    for args in [
+        &["record", "-d", "ten", "--all"][..],
+        &["record", "--buffer", "12parsecs", "--all"],
+        &["loadgen", "--tcp", "10x1q"],
+        &["loadgen", "--tcp", "2x10", "--interval", "3fortnights"],
+        &["sample", "-i", "lo", "--interval", "x"],
+        &["parse", "--since", "yesterday", "x.mgt"],
+        &["no-such-subcommand"],
+    ] {
+        let out = magnet().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).starts_with("error: "),
+            "{args:?}: {out:?}"
+        );
+    }
+    // Input the command could not use: 2 and exactly one line.
+    for args in [
+        &["info", junk][..],
+        &["parse", junk],
+        &["analyze", junk],
+        &["report", "-o", "/nonexistent/r.html", junk],
+        &["packets", junk],
+        &["pcap", junk, "-o", "/nonexistent/x.pcap"],
+        &["rpc", "-r", "/nonexistent.pcap"],
+        &["nfs", "-r", "/nonexistent.pcap"],
+        &["sample", "show", "/nonexistent.json"],
+        &["daemon", "--config", "/nonexistent.toml"],
+        &["daemon", "--config", bad_conf],
+        &[
+            "dump",
+            "-o",
+            "/nonexistent/out",
+            "--socket",
+            "/nonexistent.sock",
+        ],
+    ] {
+        let out = magnet().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("magnet: error: ") && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// Starts `cmd`, waits until its stderr says `ready` (or `after`), sends
+/// `sig`, and returns its status.
+fn interrupt(
+    mut cmd: Command,
+    ready: Option<&str>,
+    after: Duration,
+    sig: i32,
+) -> std::process::ExitStatus {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let want = ready.map(String::from);
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if want.as_deref().is_some_and(|w| line.contains(w)) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    if ready.is_some() {
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("the command did not get ready");
+    }
+    std::thread::sleep(after);
+    // SAFETY: signalling our own child by pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        assert!(Instant::now() < deadline, "did not stop on signal {sig}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn interrupts_exit_as_the_table_says() {
+    if !live_or_skip("interrupts_exit_as_the_table_says", &[Need::Btf]) {
+        return;
+    }
+    let ns = Netns::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let in_ns = |args: &[&str]| {
+        let mut c = ns.command(env!("CARGO_BIN_EXE_magnet"));
+        c.args(args);
+        c
+    };
+    let out = |name: &str| dir.path().join(name).display().to_string();
+
+    // sample: a run of N buckets cut short → 128+N (the partial run is written).
+    let sample = [
+        "sample",
+        "-i",
+        "lo",
+        "--interval",
+        "1ms",
+        "--samples",
+        "60000",
+    ];
+    let mut a = sample.to_vec();
+    let o1 = out("s1.json");
+    a.extend(["-o", &o1]);
+    let st = interrupt(in_ns(&a), Some("sampling lo"), Duration::ZERO, libc::SIGINT);
+    assert_eq!(st.code(), Some(130), "{st:?}");
+    assert!(
+        std::path::Path::new(&o1).exists(),
+        "the partial run is written"
+    );
+    let st = interrupt(
+        in_ns(&sample),
+        Some("sampling lo"),
+        Duration::ZERO,
+        libc::SIGTERM,
+    );
+    assert_eq!(st.code(), Some(143), "{st:?}");
+
+    // record -- CMD: the command's status; cut short by a signal → 128+N.
+    let r1 = out("r1.mgt");
+    let st = magnet()
+        .args(["record", "-q", "-o", &r1, "--", "sh", "-c", "exit 3"])
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(3));
+    let st = magnet()
+        .args(["record", "-q", "-o", &r1, "--", "sh", "-c", "kill -TERM $$"])
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(143), "a command killed by SIGTERM");
+    let pidfile = out("sleep.pid");
+    let script = format!("echo $$ > {pidfile}; exec sleep 30");
+    let st = interrupt(
+        {
+            let mut c = magnet();
+            c.args(["record", "-q", "-o", &r1, "--", "sh", "-c", &script]);
+            c
+        },
+        None,
+        Duration::from_secs(3),
+        libc::SIGINT,
+    );
+    assert_eq!(st.code(), Some(130), "{st:?}");
+    // The command keeps running on its own (documented); end it.
+    if let Ok(pid) = std::fs::read_to_string(&pidfile) {
+        let pid: i32 = pid.trim().parse().unwrap();
+        // SAFETY: the sleep this test started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+
+    // record --all without -d runs until stopped → 0.
+    let r2 = out("r2.mgt");
+    let st = interrupt(
+        {
+            let mut c = in_ns(&["record", "-q", "--all", "--layers", "app", "-o", &r2]);
+            c.arg("--port").arg("1");
+            c
+        },
+        None,
+        Duration::from_secs(3),
+        libc::SIGTERM,
+    );
+    assert_eq!(st.code(), Some(0), "{st:?}");
+
+    // loadgen has no handler: it dies by the signal (a shell says 130).
+    let st = interrupt(
+        {
+            let mut c = in_ns(&["loadgen", "--tcp", "100000x1k", "--interval", "10ms"]);
+            c.stdout(Stdio::null());
+            c
+        },
+        None,
+        Duration::from_millis(500),
+        libc::SIGINT,
+    );
+    assert_eq!(st.signal(), Some(libc::SIGINT), "{st:?}");
+}
