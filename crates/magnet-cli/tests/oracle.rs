@@ -56,6 +56,15 @@ fn live(name: &str) -> bool {
     )
 }
 
+/// Two new namespaces joined by a veth pair, and B's address.
+fn two_hosts() -> (Netns, Netns, Veth, String) {
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    let baddr = link.b().addr().to_string();
+    (a, b, link, baddr)
+}
+
 fn in_ns(ns: Option<&Netns>, program: &str) -> Command {
     magnet_testkit::command(ns, program)
 }
@@ -668,15 +677,12 @@ fn veth_bulk(offloads_off: bool, record_in_receiver: bool) {
         if offloads_off { "nooffload" } else { "offload" },
         if record_in_receiver { "rx" } else { "tx" }
     );
-    let a = Netns::new().unwrap();
-    let b = Netns::new().unwrap();
-    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    let (a, b, link, baddr) = two_hosts();
     if offloads_off {
         link.a().offloads_off().unwrap();
         link.b().offloads_off().unwrap();
     }
     let port = 7201u16;
-    let baddr = link.b().addr().to_string();
     let filter = ["-s", "200", "tcp", "port", "7201"];
     let ca = Capture::start(Some(&a), link.a().name(), &filter).unwrap();
     let cb = Capture::start(Some(&b), link.b().name(), &filter).unwrap();
@@ -748,10 +754,7 @@ fn oracle_veth_udp() {
     for size in [1000u64, 4000] {
         for rx in [false, true] {
             let what = format!("udp {size} B recorded in {}", if rx { "B" } else { "A" });
-            let a = Netns::new().unwrap();
-            let b = Netns::new().unwrap();
-            let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
-            let baddr = link.b().addr().to_string();
+            let (a, b, link, baddr) = two_hosts();
             // Fragments carry no ports: capture by address.
             let filter = ["-s", "200", "ip", "and", "not", "icmp"];
             let ca = Capture::start(Some(&a), link.a().name(), &filter).unwrap();
@@ -818,10 +821,7 @@ fn oracle_halfclose_and_pingpong() {
         return;
     }
     let _s = serial();
-    let a = Netns::new().unwrap();
-    let b = Netns::new().unwrap();
-    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
-    let baddr = link.b().addr().to_string();
+    let (a, b, link, baddr) = two_hosts();
     let filter = ["-s", "200", "tcp", "portrange", "7401-7402"];
     let ca = Capture::start(Some(&a), link.a().name(), &filter).unwrap();
     let cb = Capture::start(Some(&b), link.b().name(), &filter).unwrap();
@@ -897,10 +897,7 @@ fn oracle_halfclose_tcp_layer_alone() {
         return;
     }
     let _s = serial();
-    let a = Netns::new().unwrap();
-    let b = Netns::new().unwrap();
-    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
-    let baddr = link.b().addr().to_string();
+    let (a, b, _link, baddr) = two_hosts();
     let rec = record(
         Some(&a),
         "halfclose-tcp.mgt",
@@ -941,10 +938,7 @@ fn oracle_reset() {
         return;
     }
     let _s = serial();
-    let a = Netns::new().unwrap();
-    let b = Netns::new().unwrap();
-    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
-    let baddr = link.b().addr().to_string();
+    let (a, b, link, baddr) = two_hosts();
     let filter = ["-s", "200", "tcp", "port", "7501"];
     let ca = Capture::start(Some(&a), link.a().name(), &filter).unwrap();
     let cb = Capture::start(Some(&b), link.b().name(), &filter).unwrap();
@@ -978,10 +972,7 @@ fn oracle_reset_tcp_bytes() {
         return;
     }
     let _s = serial();
-    let a = Netns::new().unwrap();
-    let b = Netns::new().unwrap();
-    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
-    let baddr = link.b().addr().to_string();
+    let (a, b, _link, baddr) = two_hosts();
     let rec = record(
         Some(&a),
         "reset2.mgt",
@@ -1210,10 +1201,7 @@ fn oracle_http_server_and_curl() {
         return;
     }
     let _s = serial();
-    let a = Netns::new().unwrap();
-    let b = Netns::new().unwrap();
-    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
-    let baddr = link.b().addr().to_string();
+    let (a, b, link, baddr) = two_hosts();
     let dir_ = tmp("www");
     std::fs::create_dir_all(&dir_).unwrap();
     let body = 300_000u64;
@@ -1308,10 +1296,7 @@ fn oracle_overflow_keeps_identity() {
         return;
     }
     let _s = serial();
-    let a = Netns::new().unwrap();
-    let b = Netns::new().unwrap();
-    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
-    let baddr = link.b().addr().to_string();
+    let (a, b, _link, baddr) = two_hosts();
     let rec = record(
         Some(&b),
         "overflow.mgt",
