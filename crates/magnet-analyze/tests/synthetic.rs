@@ -1202,6 +1202,17 @@ fn retransmissions_after_the_fin_count_once() {
 #[test]
 fn a_fin_no_record_showed_is_not_a_byte() {
     let t = T0 + MS;
+    // A state change of the reader, which has sent only its FIN (snd_nxt 6).
+    let state = |ts, st, rcv_nxt| {
+        rec(kind::TCP_STATE, ts, 0, 7, 9, true)
+            .set("cookie", 2)
+            .set("newstate", st)
+            .set("state", st)
+            .set("rcv_nxt", rcv_nxt)
+            .set("write_seq", 6)
+            .set("snd_una", 5)
+            .set("snd_nxt", 6)
+    };
     let recs = vec![
         sock(T0, 2, PB, PA),
         tcp(kind::TCP_RCV, t, 9, 2, 1, ISN, 0x18, &rx_snap(ISN)),
@@ -1217,22 +1228,8 @@ fn a_fin_no_record_showed_is_not_a_byte() {
         ),
         // The reader closes (FIN_WAIT1), then the peer's FIN moves it to
         // CLOSING: rcv_nxt is past the data and the FIN.
-        rec(kind::TCP_STATE, t + MS, 0, 7, 9, true)
-            .set("cookie", 2)
-            .set("newstate", 4)
-            .set("state", 4)
-            .set("rcv_nxt", ISN + 1500)
-            .set("write_seq", 6)
-            .set("snd_una", 5)
-            .set("snd_nxt", 6),
-        rec(kind::TCP_STATE, t + 2 * MS, 0, 7, 9, true)
-            .set("cookie", 2)
-            .set("newstate", 11)
-            .set("state", 11)
-            .set("rcv_nxt", ISN + 1501)
-            .set("write_seq", 6)
-            .set("snd_una", 5)
-            .set("snd_nxt", 6),
+        state(t + MS, 4, ISN + 1500),
+        state(t + 2 * MS, 11, ISN + 1501),
     ];
     let a = run(&recs);
     let r = a.connections[0].row("tcp", "in").unwrap().clone();
