@@ -111,7 +111,7 @@ one() { # mode round case
     "$EMPTY" 2>"$tmp/log" & lpid=$!
     ready="empty hooks: ready"
   fi
-  for _ in $(seq 1 200); do grep -q "$ready" "$tmp/log" && break; sleep 0.1; done
+  for _ in $(seq 1 200); do grep -qs "$ready" "$tmp/log" && break; sleep 0.1; done
   grep -q "$ready" "$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
   progs_of "$lpid" > "$tmp/before"
   local p0; p0=$(packets)

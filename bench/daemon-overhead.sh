@@ -114,7 +114,7 @@ one() { # mode round case
     dpid=$!
   fi
   if [ -n "$dpid" ]; then
-    for _ in $(seq 1 100); do grep -q "$ready" "$tmp/log" && break; sleep 0.1; done
+    for _ in $(seq 1 100); do grep -qs "$ready" "$tmp/log" && break; sleep 0.1; done
     grep -q "$ready" "$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
   fi
   local c0; c0=$(busy)
