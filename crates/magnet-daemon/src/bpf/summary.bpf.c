@@ -206,7 +206,10 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	c->sndbuf = sk->sk_sndbuf;
 	c->wmem_queued = sk->sk_wmem_queued;
 	struct tcp_sock *tp = NULL;
-	if (c->protocol == IPPROTO_TCP && bytes)
+	/* A send while an earlier send's mark still waits needs no TCP state:
+	 * the mark's data has not all left, so neither has this call's (the
+	 * packets out close the mark before the call returns if it had). */
+	if (c->protocol == IPPROTO_TCP && bytes && !(tx && c->tx_mark_ns))
 		tp = bpf_skc_to_tcp_sock(sk);
 	if (tx) {
 		__sync_fetch_and_add(&c->app_tx_calls, 1);
