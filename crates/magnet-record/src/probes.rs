@@ -244,6 +244,9 @@ pub const FLOWS_AT_BIND: &str = "flow_sys_exit";
 pub const TCP_RX_SEG: &str = "tcp_rx_seg";
 /// cgroup/sock_create on the cgroup v2 root: cookies from a socket's creation.
 pub const COOKIE_AT_CREATE: &str = "sock_cookie_at_create";
+/// A cpu-clock perf event on every CPU: sends the CPU's waiting batch of
+/// records to its ring (record.bpf.c, "per-CPU batches").
+pub const BATCH_TICK: &str = "batch_tick";
 
 /// Every program name in the object, for autoload decisions.
 pub fn all_programs() -> impl Iterator<Item = &'static str> {
@@ -258,6 +261,7 @@ pub fn all_programs() -> impl Iterator<Item = &'static str> {
             FLOWS_AT_BIND,
             TCP_RX_SEG,
             COOKIE_AT_CREATE,
+            BATCH_TICK,
         ])
 }
 

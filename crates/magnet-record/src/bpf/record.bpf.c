@@ -278,12 +278,19 @@ static __always_inline struct mg_cpu_stats *stats(void)
 	return bpf_map_lookup_elem(&cpu_stats, &zero);
 }
 
-static __always_inline void submit(void *rec)
+/* Commit a record reserved directly in this CPU's ring (SOCK records). */
+static __always_inline void submit_direct(void *rec)
 {
 	/* Programs run with migration disabled: this is the ring rec came from. */
 	void *ring = my_ring();
 	__u64 queued = ring ? bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) : 0;
 	bpf_ringbuf_submit(rec, queued >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
+static __always_inline __u64 wakeup_flag(void *ring)
+{
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									 : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void fill_hdr(struct mg_hdr *h, __u16 kind, __u32 flags)
@@ -313,7 +320,7 @@ static __always_inline void flush_lost(struct mg_cpu_stats *st, void *ring)
 	l->reason = 0;
 	/* A nested program may have added to st->lost meanwhile: subtract, don't zero. */
 	__sync_fetch_and_add(&st->lost, -n);
-	submit(l);
+	submit_direct(l);
 }
 
 /* Count an event that passed the filters and reserve room for it. NULL means
@@ -326,6 +333,190 @@ static __always_inline void count_lost(struct mg_cpu_stats *st, __u32 kind)
 		__sync_fetch_and_add(&st->lost_kind[kind], 1);
 	__sync_fetch_and_add(&st->lost, 1);
 	__sync_fetch_and_add(&st->lost_total, 1);
+}
+
+/* ---- per-CPU batches ------------------------------------------------------
+ *
+ * A ring reservation (lookup, lock, reserve, commit, wake-up query) costs
+ * about as much as everything else an event does. So records are written
+ * into a batch in a per-CPU array and a batch goes to this CPU's ring with
+ * one bpf_ringbuf_output: when the next record would not fit, when its first
+ * record is older than MG_BATCH_AGE_NS (checked as each record is committed),
+ * or at the next tick of batch_tick (a cpu-clock perf event on every CPU, every
+ * MG_TICK_NS, set up by user space): a quiet CPU's records are late by at most
+ * a tick, well within the drain's one-second block cut. At the end, after
+ * every program is detached, user space reads what is left in each batch.
+ *
+ * A batch as the ring carries it: 8 zero bytes (a record's hdr.ts_ns is never
+ * 0: this tells a batch from a single record), then per record a u32 size, a
+ * u32 zero and the record, padded to 8 bytes.
+ *
+ * Nesting. A program can be interrupted on its CPU by another one (a softirq
+ * or hard interrupt while a syscall's program runs, the tick). `depth` counts
+ * this object's programs in progress between RESERVE and submit on this CPU;
+ * only the outermost (depth 0 when it came) writes into the batch; a nested
+ * one writes its record into nest[depth] and sends it to the ring alone (its
+ * records leave before the batch's older ones: the readers reorder by time).
+ * Interleavings, with the program P that takes the guard and Q interrupting:
+ *  - Q before P read depth, or after P restored it: Q is outermost, P has not
+ *    touched the batch or is done with it.
+ *  - Q between P's read of depth (0) and its store (1): Q sees 0 and uses the
+ *    batch, but runs to its end (restoring depth to 0) before P resumes, and
+ *    P reads the batch's length only after its store, so it sees Q's record.
+ *    This is why a plain (non-atomic) increment is enough: interrupts nest,
+ *    so every interrupting program has undone its change before P goes on.
+ *  - Q after P's store: Q sees depth >= 1 and does not touch len, first_ts,
+ *    data or pend[0]; it uses only nest/pend at its own depth, which nothing
+ *    below it uses.
+ *  - The tick is a program like the others: it sends only when it finds the
+ *    batch free (depth 0) and takes the guard while it does.
+ * Compiler barriers keep the guard's store before the batch's loads and the
+ * batch's stores before the guard's release; interrupts see this CPU's own
+ * stores in program order.
+ *
+ * Loss: a record is lost only when it finds no room: the batch is full and
+ * the ring refused it (the batch stays, to be sent later), or a nested
+ * record's ring is full. It is counted at that moment by kind, as before; a
+ * batch, once written, always reaches the ring or user space at the end.
+ */
+#define MG_BATCH_BYTES 4096
+#define MG_BATCH_AGE_NS 1000000ULL
+#define MG_REC_MAX 160 /* the largest record: mg_tcp_state, 152 bytes */
+#define MG_NEST 4
+#define mg_barrier() asm volatile("" ::: "memory")
+
+struct batch {
+	__u32 depth;
+	__u32 len;         /* bytes used in data: the 8-byte marker + the records; < 8 = empty */
+	__u64 first_ts;    /* hdr.ts_ns of the batch's first record */
+	__u32 pend[MG_NEST]; /* size of the record in progress at each depth */
+	__u8 data[MG_BATCH_BYTES + MG_REC_MAX + 8];
+	__u8 nest[MG_NEST][MG_REC_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct batch);
+} batches SEC(".maps");
+
+static __always_inline struct batch *my_batch(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&batches, &zero);
+}
+
+/* Sends the batch to this CPU's ring (the caller holds the guard); then the
+ * LOST record owed, if any. 0 when sent (or empty), else the batch stays. */
+static __noinline int batch_send(struct batch *b)
+{
+	__u32 len = b->len;
+	if (len <= 8)
+		return 0;
+	if (len > MG_BATCH_BYTES)
+		len = MG_BATCH_BYTES; /* cannot happen: RESERVE keeps it in */
+	void *ring = my_ring();
+	if (!ring)
+		return -1;
+	if (bpf_ringbuf_output(ring, b->data, len, wakeup_flag(ring)))
+		return -1;
+	b->len = 8;
+	struct mg_cpu_stats *st = stats();
+	if (st)
+		flush_lost(st, ring);
+	return 0;
+}
+
+#define MG_ROUND8(n) (((n) + 7) & ~7U)
+
+/* Room for a record of `size` bytes, NULL if lost (counted). */
+static __always_inline void *batch_reserve(__u32 size, __u32 kind)
+{
+	struct batch *b = my_batch();
+	if (!b)
+		return NULL;
+	__u32 d = b->depth;
+	b->depth = d + 1;
+	mg_barrier();
+	if (d == 0) {
+		__u32 len = b->len;
+		if (len < 8)
+			len = 8;
+		if (len + 8 + MG_ROUND8(size) > MG_BATCH_BYTES) {
+			if (batch_send(b))
+				goto lost;
+			len = 8;
+		}
+		len &= MG_BATCH_BYTES - 1; /* for the verifier: len < MG_BATCH_BYTES already */
+		*(__u64 *)(b->data + len) = size; /* u32 size, u32 zero */
+		b->pend[0] = size;
+		return b->data + len + 8;
+	}
+	if (d < MG_NEST) {
+		d &= MG_NEST - 1;
+		b->pend[d] = size;
+		return b->nest[d];
+	}
+lost:;
+	struct mg_cpu_stats *st = stats();
+	if (st)
+		count_lost(st, kind);
+	mg_barrier();
+	b->depth = d;
+	return NULL;
+}
+
+/* Commit the record RESERVE returned. */
+static __always_inline void submit(void *rec)
+{
+	struct batch *b = my_batch();
+	if (!b)
+		return;
+	__u32 d = b->depth - 1;
+	if (d == 0) {
+		__u64 ts = ((struct mg_hdr *)rec)->ts_ns;
+		__u32 len = b->len;
+		if (len <= 8) {
+			len = 8;
+			b->first_ts = ts;
+		}
+		len += 8 + MG_ROUND8(b->pend[0]);
+		b->len = len;
+		if (len > MG_BATCH_BYTES - MG_REC_MAX - 8 || ts - b->first_ts > MG_BATCH_AGE_NS)
+			batch_send(b); /* failing, the batch stays: sent later */
+	} else if (d < MG_NEST) {
+		d &= MG_NEST - 1;
+		__u32 size = b->pend[d];
+		void *ring = my_ring();
+		struct mg_cpu_stats *st = stats();
+		if (ring && st)
+			flush_lost(st, ring);
+		if (size > MG_REC_MAX)
+			size = MG_REC_MAX;
+		if (size && (!ring || bpf_ringbuf_output(ring, b->nest[d], size, wakeup_flag(ring)))) {
+			if (st)
+				count_lost(st, ((struct mg_hdr *)rec)->kind);
+		}
+	}
+	mg_barrier();
+	b->depth = d;
+}
+
+/* Every MG_TICK_NS on every CPU (a cpu-clock perf event): send a batch that
+ * is waiting, so that a CPU gone quiet does not keep its last records. */
+SEC("perf_event")
+int batch_tick(void *ctx)
+{
+	struct batch *b = my_batch();
+	if (!b || b->depth)
+		return 0;
+	b->depth = 1;
+	mg_barrier();
+	batch_send(b);
+	mg_barrier();
+	b->depth = 0;
+	return 0;
 }
 
 /* Cost profile builds (issue 13; never shipped): MAGNET_BPF_CFLAGS=-DMG_PROF=N
@@ -369,22 +560,10 @@ static __always_inline void count_lost(struct mg_cpu_stats *st, __u32 kind)
 		false;                                                            \
 	})
 #else
-#define RESERVE(ptr, size, kind_)                                                 \
-	({                                                                        \
-		struct mg_cpu_stats *__st = stats();                              \
-		void *__ring = my_ring();                                         \
-		void *__r = NULL;                                                 \
-		if (__st) {                                                       \
-			if (__ring) {                                             \
-				flush_lost(__st, __ring);                         \
-				__r = bpf_ringbuf_reserve(__ring, (size), 0);     \
-			}                                                         \
-			if (!__r)                                                 \
-				count_lost(__st, (kind_));                        \
-		}                                                                 \
-		(ptr) = __r;                                                      \
-		__r != NULL;                                                      \
-	})
+/* Room for a record in this CPU's batch (see "per-CPU batches"); false when
+ * the event is lost (counted by kind). Every RESERVE that succeeds is
+ * followed by exactly one submit(). */
+#define RESERVE(ptr, size, kind_) ({ (ptr) = batch_reserve((size), (kind_)); (ptr) != NULL; })
 #endif
 
 /* ---- filters -------------------------------------------------------------- */
@@ -583,7 +762,7 @@ static __always_inline bool announce(const struct sock *sk, __u64 cookie, struct
 	__builtin_memcpy(r->saddr, t->saddr, 16);
 	__builtin_memcpy(r->daddr, t->daddr, 16);
 	if (own)
-		submit(r);
+		submit_direct(r);
 	else
 		bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP); /* the reader polls */
 	return true;

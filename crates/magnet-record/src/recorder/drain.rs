@@ -105,6 +105,7 @@ pub(super) fn run(
     opts: &mut RunOptions,
     rings: &[MapHandle],
     cpu_stats: &dyn MapCore,
+    batches: &dyn MapCore,
     tx: SyncSender<WriterMsg>,
     mut child: Option<Child>,
     links: Vec<Link>,
@@ -113,7 +114,7 @@ pub(super) fn run(
     let mut rb = RingBufferBuilder::new();
     for ring in rings {
         rb.add(ring, |data: &[u8]| {
-            drain.borrow_mut().push(data);
+            drain.borrow_mut().push_ring(data);
             0
         })?;
     }
@@ -185,8 +186,12 @@ pub(super) fn run(
     drop(links);
     rb.consume()?;
     drop(rb);
-    let stats = read_kernel_stats(cpu_stats)?;
     let mut d = drain.into_inner();
+    // What each CPU's batch still holds (no program runs any more).
+    for batch in read_batches(batches)? {
+        d.push_ring(&batch);
+    }
+    let stats = read_kernel_stats(cpu_stats)?;
     for (cpu, &n) in stats.unreported_lost.iter().enumerate() {
         if n > 0 {
             let rec = residual_lost_record(cpu as u16, n);
@@ -367,6 +372,34 @@ impl Drain {
         }
     }
 
+    /// One item of a ring: a single record, or a batch of them (record.bpf.c,
+    /// "per-CPU batches": 8 zero bytes, then per record a u32 size, a u32
+    /// zero and the record padded to 8 bytes). A batch that does not parse
+    /// to its end counts the rest as dropped in user space.
+    pub(super) fn push_ring(&mut self, data: &[u8]) {
+        if data.len() < 8 || data[..8] != [0u8; 8] {
+            self.push(data);
+            return;
+        }
+        let mut off = 8;
+        while off < data.len() {
+            let Some(size) = data
+                .get(off..off + 4)
+                .map(|b| u32::from_ne_bytes(b.try_into().expect("4 bytes")) as usize)
+            else {
+                self.dropped_user += 1;
+                return;
+            };
+            let start = off + 8;
+            let Some(rec) = data.get(start..start + size).filter(|_| size > 0) else {
+                self.dropped_user += 1;
+                return;
+            };
+            self.push(rec);
+            off = start + size.next_multiple_of(8);
+        }
+    }
+
     pub(super) fn push(&mut self, rec: &[u8]) {
         let Some(hdr) = Hdr::new_checked(rec) else {
             self.dropped_user += 1;
@@ -443,6 +476,34 @@ pub(super) fn read_kernel_stats(map: &dyn MapCore) -> Result<KernelStats> {
         }
     }
     Ok(s)
+}
+
+/// Layout of record.bpf.c's `struct batch` (per-CPU map `batches`): u32
+/// depth, u32 len, u64 first_ts, u32 pend[4], then the batch's bytes.
+const BATCH_LEN_AT: usize = 4;
+const BATCH_DATA_AT: usize = 32;
+const BATCH_BYTES: usize = 4096;
+
+/// The bytes each CPU's batch holds (as the ring would carry them), once no
+/// program runs. A CPU whose batch is empty gives nothing.
+pub(super) fn read_batches(map: &dyn MapCore) -> Result<Vec<Vec<u8>>> {
+    let key = 0u32.to_ne_bytes();
+    let per_cpu = map
+        .lookup_percpu(&key, MapFlags::ANY)?
+        .ok_or_else(|| anyhow!("batches map is empty"))?;
+    Ok(per_cpu.iter().filter_map(|v| batch_bytes(v)).collect())
+}
+
+/// The batch in one CPU's value of `batches`, if it holds records.
+fn batch_bytes(value: &[u8]) -> Option<Vec<u8>> {
+    let len = u32::from_ne_bytes(value.get(BATCH_LEN_AT..BATCH_LEN_AT + 4)?.try_into().ok()?)
+        as usize;
+    if len <= 8 || len > BATCH_BYTES {
+        return None;
+    }
+    value
+        .get(BATCH_DATA_AT..BATCH_DATA_AT + len)
+        .map(|b| b.to_vec())
 }
 
 /// A LOST record made in user space (reason 2: counted by the kernel but not

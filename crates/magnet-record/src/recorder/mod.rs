@@ -132,6 +132,7 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         &mut opts,
         &rings,
         &skel.maps.cpu_stats,
+        &skel.maps.batches,
         tx.clone(),
         child,
         links,
