@@ -380,6 +380,9 @@ static __always_inline void count_lost(struct mg_cpu_stats *st, __u32 kind)
  * batch, once written, always reaches the ring or user space at the end.
  */
 #define MG_BATCH_BYTES 4096
+/* The batch is sent once it holds more than this: user space lowers it for
+ * small rings (a quarter of a ring), which a 4 KiB batch would never fit. */
+const volatile __u32 batch_limit = MG_BATCH_BYTES;
 #define MG_BATCH_AGE_NS 1000000ULL
 #define MG_REC_MAX 160 /* the largest record: mg_tcp_state, 152 bytes */
 #define MG_NEST 4
@@ -443,7 +446,7 @@ static __always_inline void *batch_reserve(__u32 size, __u32 kind)
 		__u32 len = b->len;
 		if (len < 8)
 			len = 8;
-		if (len + 8 + MG_ROUND8(size) > MG_BATCH_BYTES) {
+		if (len + 8 + MG_ROUND8(size) > batch_limit) {
 			if (batch_send(b))
 				goto lost;
 			len = 8;
@@ -483,7 +486,7 @@ static __always_inline void submit(void *rec)
 		}
 		len += 8 + MG_ROUND8(b->pend[0]);
 		b->len = len;
-		if (len > MG_BATCH_BYTES - MG_REC_MAX - 8 || ts - b->first_ts > MG_BATCH_AGE_NS)
+		if (len + MG_REC_MAX + 8 > batch_limit || ts - b->first_ts > MG_BATCH_AGE_NS)
 			batch_send(b); /* failing, the batch stays: sent later */
 	} else if (d < MG_NEST) {
 		d &= MG_NEST - 1;

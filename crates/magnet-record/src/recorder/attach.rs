@@ -190,6 +190,12 @@ pub(super) fn load(
                 .as_deref_mut()
                 .expect("the object has read-only settings")
                 .wakeup_bytes = config.wakeup_bytes.min(ring_bytes as u64 / 8);
+            // A batch is at most a quarter of its CPU's ring.
+            open.maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("the object has read-only settings")
+                .batch_limit = (ring_bytes / 4).clamp(512, 4096);
             Ok(())
         },
         &|chosen, name| needs.wants(chosen, name),

@@ -558,6 +558,67 @@ mod tests {
         }
     }
 
+    /// A batch as record.bpf.c sends it: a zero word, then per record its
+    /// size, a zero word and the record padded to 8 bytes.
+    fn batch(recs: &[Vec<u8>]) -> Vec<u8> {
+        let mut b = vec![0u8; 8];
+        for r in recs {
+            b.extend_from_slice(&(r.len() as u32).to_ne_bytes());
+            b.extend_from_slice(&[0; 4]);
+            b.extend_from_slice(r);
+            b.resize(b.len().next_multiple_of(8), 0xee);
+        }
+        b
+    }
+
+    #[test]
+    fn batches_split_into_their_records_and_single_records_pass() {
+        let (tx, rx) = sync_channel(4);
+        let mut d = Drain::new(tx);
+        let a = rec(kind::SOCK, 10, Sock::<&[u8]>::LEN);
+        let l = residual_lost_record(1, 3);
+        let odd = rec(kind::SOCK, 30, Sock::<&[u8]>::LEN + 4); // padded in the batch
+        d.push_ring(&batch(&[a.clone(), l.clone(), odd.clone()]));
+        d.push_ring(&a); // a record sent alone
+        assert_eq!((d.records, d.dropped_user), (4, 0));
+        assert_eq!(d.by_kind[kind::SOCK as usize], 3);
+        assert_eq!(d.lost_in_stream, 3);
+        assert_eq!(
+            d.bytes,
+            (a.len() + 4) as u64 * 2 + (l.len() + 4) as u64 + (odd.len() + 4) as u64
+        );
+        // A batch cut inside a record: what parsed stays, the rest is dropped.
+        let mut cut = batch(&[a.clone(), a.clone()]);
+        cut.truncate(cut.len() - 10);
+        d.push_ring(&cut);
+        assert_eq!((d.records, d.dropped_user), (5, 1));
+        // A size of zero would loop forever: dropped instead.
+        let mut zero = batch(&[a.clone()]);
+        zero.extend_from_slice(&[0u8; 16]);
+        d.push_ring(&zero);
+        assert_eq!((d.records, d.dropped_user), (6, 2));
+        d.flush();
+        match rx.try_recv().unwrap() {
+            WriterMsg::Block(_, n) => assert_eq!(n, 6),
+            WriterMsg::Finish(_) => panic!("a block first"),
+        }
+    }
+
+    #[test]
+    fn a_cpus_leftover_batch_is_read_from_its_map_value() {
+        let recs = batch(&[rec(kind::SOCK, 10, Sock::<&[u8]>::LEN)]);
+        let mut value = vec![0u8; BATCH_DATA_AT + BATCH_BYTES + 168 + 640];
+        value[BATCH_LEN_AT..BATCH_LEN_AT + 4].copy_from_slice(&(recs.len() as u32).to_ne_bytes());
+        value[BATCH_DATA_AT..BATCH_DATA_AT + recs.len()].copy_from_slice(&recs);
+        assert_eq!(batch_bytes(&value), Some(recs));
+        // Empty (0 or just the marker) or impossible lengths give nothing.
+        for len in [0u32, 8, BATCH_BYTES as u32 + 1] {
+            value[BATCH_LEN_AT..BATCH_LEN_AT + 4].copy_from_slice(&len.to_ne_bytes());
+            assert_eq!(batch_bytes(&value), None, "len {len}");
+        }
+        assert_eq!(batch_bytes(&value[..3]), None);
+    }
+
     #[test]
     fn residual_lost_records_read_back() {
         let r = residual_lost_record(3, 99);
