@@ -1126,3 +1126,47 @@ fn comm_filter_selects_scheduler_events_too() {
     );
     assert!(evs.iter().any(|e| e.kind_id == kind::APP_RECV));
 }
+
+/// Records wait in their CPU's batch (record.bpf.c, "per-CPU batches") until
+/// it fills, ages, or the CPU's tick sends it: five events and then silence
+/// must still reach the disk before the one-second block cut, so a recorder
+/// killed 2.5 s later has them all. Without the tick they would sit in the
+/// batch and the killed trace would have none.
+#[test]
+fn a_quiet_cpus_last_records_survive_a_kill() {
+    if !live_or_skip("a_quiet_cpus_last_records_survive_a_kill", &[Need::Btf]) {
+        return;
+    }
+    const SENDS: u64 = 5;
+    let port: u16 = 20000 + (std::process::id() % 20000) as u16;
+    let path = tmp("quiet-kill.mgt");
+    let (mut child, stderr) = start_recording(&[
+        "-o",
+        path.to_str().unwrap(),
+        "--all",
+        "--layers",
+        "app",
+        "--port",
+        &port.to_string(),
+        "--duration",
+        "30s",
+    ]);
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..SENDS {
+        sock.send_to(b"quiet", ("127.0.0.1", port)).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = stderr.join();
+    let info = magnet(&["info", path.to_str().unwrap(), "--json"]);
+    assert!(info.status.success(), "{info:?}");
+    let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(v["complete"], false, "killed, so no END block: {v}");
+    assert_eq!(
+        v["kinds"]["app_send"]["events"].as_u64().unwrap_or(0),
+        SENDS,
+        "every send of a CPU gone quiet is on disk: {v}"
+    );
+    let _ = std::fs::remove_file(&path);
+}
