@@ -496,8 +496,8 @@ pub(super) fn read_batches(map: &dyn MapCore) -> Result<Vec<Vec<u8>>> {
 
 /// The batch in one CPU's value of `batches`, if it holds records.
 fn batch_bytes(value: &[u8]) -> Option<Vec<u8>> {
-    let len = u32::from_ne_bytes(value.get(BATCH_LEN_AT..BATCH_LEN_AT + 4)?.try_into().ok()?)
-        as usize;
+    let len =
+        u32::from_ne_bytes(value.get(BATCH_LEN_AT..BATCH_LEN_AT + 4)?.try_into().ok()?) as usize;
     if len <= 8 || len > BATCH_BYTES {
         return None;
     }
