@@ -70,6 +70,9 @@ pub struct ParseArgs {
     /// reading thread). The output is the same for every value.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    /// Records per batch handed to a formatting thread (tests use small ones).
+    #[arg(long, default_value_t = 2048, hide = true)]
+    batch: usize,
 }
 
 pub fn run(args: ParseArgs) -> Result<ExitCode> {
@@ -172,6 +175,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
             &printer,
             style,
             threads,
+            args.batch.max(1),
             args.count,
             &mut on_damage,
         )?;
@@ -190,8 +194,6 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
 
 /// Most formatting threads by default.
 const MAX_THREADS: usize = 8;
-/// Records per batch handed to a formatting thread.
-const BATCH: usize = 2048;
 
 /// Which records are printed (decided on the reading thread, in time order).
 struct Filter<'a> {
@@ -293,6 +295,7 @@ fn parallel<R: std::io::Read>(
     printer: &LinePrinter<'_>,
     style: Style,
     threads: usize,
+    batch_len: usize,
     count: Option<u64>,
     on_damage: &mut dyn FnMut(&magnet_trace::TraceError),
 ) -> Result<()> {
@@ -376,7 +379,7 @@ fn parallel<R: std::io::Read>(
             batch.bytes.extend_from_slice(rec.bytes);
             batch.recs.push((a, batch.bytes.len(), rec.block_offset));
             printed += 1;
-            if batch.recs.len() >= BATCH && !send(&mut batch, &mut seq) {
+            if batch.recs.len() >= batch_len && !send(&mut batch, &mut seq) {
                 // The writer stopped (its error is reported below).
                 open = false;
                 break;
