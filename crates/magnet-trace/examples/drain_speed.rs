@@ -16,8 +16,8 @@ use std::sync::mpsc::sync_channel;
 use std::time::Instant;
 
 use magnet_trace::block::{u16_at, u64_at, BlockBuilder};
-use magnet_trace::emit::Emitter;
 use magnet_trace::emit::synthetic_header;
+use magnet_trace::emit::Emitter;
 use magnet_trace::{kind, Catalog, Footer, TraceWriter};
 
 /// Nanoseconds this thread has run on a CPU.
@@ -101,6 +101,10 @@ fn main() {
         writer_ns as f64 / 1e9,
         rate(writer_ns),
         n as f64 / wall / 1e6,
-        if rate(drain_ns) >= 5.0 { "met" } else { "NOT met" }
+        if rate(drain_ns) >= 5.0 {
+            "met"
+        } else {
+            "NOT met"
+        }
     );
 }

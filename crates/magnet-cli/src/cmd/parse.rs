@@ -174,8 +174,10 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
             &filter,
             &printer,
             style,
-            threads,
-            args.batch.max(1),
+            Split {
+                threads,
+                batch: args.batch.max(1),
+            },
             args.count,
             &mut on_damage,
         )?;
@@ -277,6 +279,14 @@ fn line(printer: &LinePrinter<'_>, rec: &RecordRef<'_>, style: Style, buf: &mut 
     }
 }
 
+/// How the formatting is shared out.
+struct Split {
+    /// Formatting threads.
+    threads: usize,
+    /// Records per batch.
+    batch: usize,
+}
+
 /// Records copied out of the reorder window, in print order.
 #[derive(Default)]
 struct Batch {
@@ -294,12 +304,15 @@ fn parallel<R: std::io::Read>(
     filter: &Filter<'_>,
     printer: &LinePrinter<'_>,
     style: Style,
-    threads: usize,
-    batch_len: usize,
+    split: Split,
     count: Option<u64>,
     on_damage: &mut dyn FnMut(&magnet_trace::TraceError),
 ) -> Result<()> {
     use std::sync::mpsc::{channel, sync_channel};
+    let Split {
+        threads,
+        batch: batch_len,
+    } = split;
     use std::sync::Mutex;
     let (work_tx, work_rx) = sync_channel::<Batch>(threads * 2);
     // Each formatting thread holds the queue: when all have stopped, sending
