@@ -52,7 +52,7 @@ for r in $(seq "$ROUNDS"); do
             set -- $rest
             echo "${t##*/} ${12} ${13} $(tr ' ' _ <"$t/comm" 2>/dev/null || echo gone)"
         done)
-        [[ -n $snap ]] && echo "$snap" >"$WORK/ticks"
+        [[ -n $snap ]] && echo "$snap" >>"$WORK/ticks"
         sleep 0.1
     done
     wait $pid || { cat "$WORK/d.err" >&2; exit 1; }
@@ -64,13 +64,18 @@ recs, secs = d["records"], d["seconds"]
 lost = d["lost_kernel"] + d.get("dropped_user", 0)
 main = int(sys.argv[3])
 print(f"records {recs:,} in {secs:.2f} s ({recs / secs / 1e6:.2f} M/s wall), lost {lost:,}")
+# Each thread's last sample (the counters only grow; a thread that ended
+# keeps its last value).
+last = {}
 for line in open(sys.argv[1]):
     parts = line.split()
     if len(parts) < 4:
         continue
     tid, u, s, comm = parts[:4]
-    cpu = (int(u) + int(s)) / hz
-    role = "drain (main thread)" if int(tid) == main else comm
+    last[int(tid)] = (comm, int(u) + int(s))
+for tid, (comm, ticks) in sorted(last.items()):
+    cpu = ticks / hz
+    role = f"{comm} (main: drain)" if tid == main else comm
     rate = f"{recs / cpu / 1e6:.2f} M records/CPU-s" if cpu > 0 else "-"
     print(f"  {role:<22} {cpu:6.2f} CPU-s  {rate}")
 PY
