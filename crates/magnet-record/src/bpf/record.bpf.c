@@ -355,7 +355,7 @@ static __always_inline void count_lost(struct mg_cpu_stats *st, __u32 kind)
  * or hard interrupt while a syscall's program runs, the tick). `depth` counts
  * this object's programs in progress between RESERVE and submit on this CPU;
  * only the outermost (depth 0 when it came) writes into the batch; a nested
- * one writes its record into nest[depth] and sends it to the ring alone (its
+ * one writes its record into nest_bufs[depth] and sends it to the ring alone (its
  * records leave before the batch's older ones: the readers reorder by time).
  * Interleavings, with the program P that takes the guard and Q interrupting:
  *  - Q before P read depth, or after P restored it: Q is outermost, P has not
@@ -366,8 +366,8 @@ static __always_inline void count_lost(struct mg_cpu_stats *st, __u32 kind)
  *    This is why a plain (non-atomic) increment is enough: interrupts nest,
  *    so every interrupting program has undone its change before P goes on.
  *  - Q after P's store: Q sees depth >= 1 and does not touch len, first_ts,
- *    data or pend[0]; it uses only nest/pend at its own depth, which nothing
- *    below it uses.
+ *    data or pend[0]; it uses only the nest buffer of its own depth, which nothing
+ *    below it uses (nest_bufs[depth]).
  *  - The tick is a program like the others: it sends only when it finds the
  *    batch free (depth 0) and takes the guard while it does.
  * Compiler barriers keep the guard's store before the batch's loads and the
@@ -386,6 +386,11 @@ const volatile __u32 batch_limit = MG_BATCH_BYTES;
 #define MG_BATCH_AGE_NS 1000000ULL
 #define MG_REC_MAX 160 /* the largest record: mg_tcp_state, 152 bytes */
 #define MG_NEST 4
+/* Sizes handed to the verifier are bounded by masks (6.1's verifier loses a
+ * bound set by a comparison where clang turns it into a min): the batch's
+ * buffer and each nested slot are powers of two, larger than ever used. */
+#define MG_BATCH_DATA 8192 /* >= MG_BATCH_BYTES + MG_REC_MAX + 8 */
+#define MG_NEST_SLOT 256   /* >= MG_REC_MAX */
 #define mg_barrier() asm volatile("" ::: "memory")
 
 struct batch {
@@ -393,9 +398,24 @@ struct batch {
 	__u32 len;         /* bytes used in data: the 8-byte marker + the records; < 8 = empty */
 	__u64 first_ts;    /* hdr.ts_ns of the batch's first record */
 	__u32 pend[MG_NEST]; /* size of the record in progress at each depth */
-	__u8 data[MG_BATCH_BYTES + MG_REC_MAX + 8];
-	__u8 nest[MG_NEST][MG_REC_MAX];
+	__u8 data[MG_BATCH_DATA];
 };
+
+/* A nested program's record (key: its depth, 1..MG_NEST-1), sent alone. A
+ * map of its own, so that the verifier sees a fixed offset (6.1 refused the
+ * depth-indexed pointer into one value). */
+struct nest_buf {
+	__u32 size;
+	__u32 _pad;
+	__u8 rec[MG_NEST_SLOT];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MG_NEST);
+	__type(key, __u32);
+	__type(value, struct nest_buf);
+} nest_bufs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -417,8 +437,7 @@ static __noinline int batch_send(struct batch *b)
 	__u32 len = b->len;
 	if (len <= 8)
 		return 0;
-	if (len > MG_BATCH_BYTES)
-		len = MG_BATCH_BYTES; /* cannot happen: RESERVE keeps it in */
+	len &= MG_BATCH_DATA - 1; /* for the verifier: len <= batch_limit already */
 	void *ring = my_ring();
 	if (!ring)
 		return -1;
@@ -457,9 +476,12 @@ static __always_inline void *batch_reserve(__u32 size, __u32 kind)
 		return b->data + len + 8;
 	}
 	if (d < MG_NEST) {
-		d &= MG_NEST - 1;
-		b->pend[d] = size;
-		return b->nest[d];
+		__u32 k = d;
+		struct nest_buf *n = bpf_map_lookup_elem(&nest_bufs, &k);
+		if (!n)
+			goto lost;
+		n->size = size;
+		return n->rec;
 	}
 lost:;
 	struct mg_cpu_stats *st = stats();
@@ -489,19 +511,21 @@ static __always_inline void submit(void *rec)
 		if (len + MG_REC_MAX + 8 > batch_limit || ts - b->first_ts > MG_BATCH_AGE_NS)
 			batch_send(b); /* failing, the batch stays: sent later */
 	} else if (d < MG_NEST) {
-		d &= MG_NEST - 1;
-		__u32 size = b->pend[d];
+		__u32 k = d;
+		struct nest_buf *n = bpf_map_lookup_elem(&nest_bufs, &k);
+		if (!n)
+			goto out; /* cannot happen: RESERVE found it */
+		__u32 size = n->size & (MG_NEST_SLOT - 1); /* <= MG_REC_MAX already */
 		void *ring = my_ring();
 		struct mg_cpu_stats *st = stats();
 		if (ring && st)
 			flush_lost(st, ring);
-		if (size > MG_REC_MAX)
-			size = MG_REC_MAX;
-		if (size && (!ring || bpf_ringbuf_output(ring, b->nest[d], size, wakeup_flag(ring)))) {
+		if (size && (!ring || bpf_ringbuf_output(ring, n->rec, size, wakeup_flag(ring)))) {
 			if (st)
 				count_lost(st, ((struct mg_hdr *)rec)->kind);
 		}
 	}
+out:
 	mg_barrier();
 	b->depth = d;
 }

@@ -607,7 +607,7 @@ mod tests {
     #[test]
     fn a_cpus_leftover_batch_is_read_from_its_map_value() {
         let recs = batch(&[rec(kind::SOCK, 10, Sock::<&[u8]>::LEN)]);
-        let mut value = vec![0u8; BATCH_DATA_AT + BATCH_BYTES + 168 + 640];
+        let mut value = vec![0u8; BATCH_DATA_AT + 8192 + 1024];
         value[BATCH_LEN_AT..BATCH_LEN_AT + 4].copy_from_slice(&(recs.len() as u32).to_ne_bytes());
         value[BATCH_DATA_AT..BATCH_DATA_AT + recs.len()].copy_from_slice(&recs);
         assert_eq!(batch_bytes(&value), Some(recs));
