@@ -97,6 +97,12 @@ fn thread_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// The per-CPU maps read besides the rings: loss counters and batches.
+pub(super) struct KernelMaps<'a> {
+    pub cpu_stats: &'a dyn MapCore,
+    pub batches: &'a dyn MapCore,
+}
+
 /// Drains the rings into blocks until the target ends, the duration passes,
 /// `stop` is set or the writer fails; then detaches (`links` dropped), drains
 /// what is left and adds LOST records for counts the kernel had not reported.
@@ -104,8 +110,7 @@ pub(super) fn run(
     config: &RecordConfig,
     opts: &mut RunOptions,
     rings: &[MapHandle],
-    cpu_stats: &dyn MapCore,
-    batches: &dyn MapCore,
+    kernel: KernelMaps<'_>,
     tx: SyncSender<WriterMsg>,
     mut child: Option<Child>,
     links: Vec<Link>,
@@ -169,7 +174,7 @@ pub(super) fn run(
             if last_progress.elapsed() >= Duration::from_millis(500) {
                 last_progress = Instant::now();
                 let d = drain.borrow();
-                let lost = read_kernel_stats(cpu_stats)
+                let lost = read_kernel_stats(kernel.cpu_stats)
                     .map(|s| s.lost_total)
                     .unwrap_or(0);
                 cb(&Progress {
@@ -188,10 +193,10 @@ pub(super) fn run(
     drop(rb);
     let mut d = drain.into_inner();
     // What each CPU's batch still holds (no program runs any more).
-    for batch in read_batches(batches)? {
+    for batch in read_batches(kernel.batches)? {
         d.push_ring(&batch);
     }
-    let stats = read_kernel_stats(cpu_stats)?;
+    let stats = read_kernel_stats(kernel.cpu_stats)?;
     for (cpu, &n) in stats.unreported_lost.iter().enumerate() {
         if n > 0 {
             let rec = residual_lost_record(cpu as u16, n);
@@ -593,7 +598,7 @@ mod tests {
         d.push_ring(&cut);
         assert_eq!((d.records, d.dropped_user), (5, 1));
         // A size of zero would loop forever: dropped instead.
-        let mut zero = batch(&[a.clone()]);
+        let mut zero = batch(std::slice::from_ref(&a));
         zero.extend_from_slice(&[0u8; 16]);
         d.push_ring(&zero);
         assert_eq!((d.records, d.dropped_user), (6, 2));

@@ -131,8 +131,10 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         config,
         &mut opts,
         &rings,
-        &skel.maps.cpu_stats,
-        &skel.maps.batches,
+        drain::KernelMaps {
+            cpu_stats: &skel.maps.cpu_stats,
+            batches: &skel.maps.batches,
+        },
         tx.clone(),
         child,
         links,
