@@ -19,13 +19,18 @@ Checks, for every file:
     skb_clone, __ip_queue_xmit, ip_output, dev_hard_start_xmit in that order; elsewhere one note;
     again with --func-exits: as many returns as entries, every SYN step with its time inside,
     and each caller's time enclosing its callees' on that path;
+  - `record --snaplen 2048` of a loopback TCP transfer: every data frame to loadgen's port
+    in `magnet pcap` holds min(frame, 2048) bytes and its payload is loadgen's byte pattern
+    at its stream offset (the bytes past the skb's linear part, read from its fragments);
   - (guests) nothing left behind by a recording of every layer and kind and a 200 ms
     `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc;
     a sampler killed by SIGKILL before it (clsact on 6.1: its qdisc is left) is
     cleaned up by that 200 ms run's start (it says so); on TCX nothing is left.
 Prints a table of the rows per kernel; exits 1 on the first file with failures (after all).
 """
+import base64
 import json
+import struct
 import sys
 
 DEFAULT_LAYERS = ["app", "tcp", "ip", "dev"]
@@ -33,6 +38,7 @@ named_missing = {}
 funcs_path = {}
 funcs_in = {}
 funcs_nested = {}
+snaplen_seen = {}
 MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
 
 
@@ -141,6 +147,57 @@ def check_funcs(sec, fn, kernel, probes_expected, need):
     need(not bad, f"{sec}: calls of one function on one CPU overlap without nesting: {bad[:2]}")
     funcs_nested[kernel] = sum(1 for i, a in enumerate(spans) for b in spans[i + 1:]
                                if a[:2] == b[:2] and a[2] < b[2] and b[3] <= a[3])
+
+
+def check_snaplen(data, snap, port, size):
+    """The TCP data frames to `port` of a `magnet pcap` file: each holds min(frame, snap)
+    bytes, and its payload is loadgen's pattern (byte i of each `size`-byte call is
+    i % 251) at its stream offset. Returns (frames, payload bytes) or what is wrong."""
+    off, bo, links, isn, frames, nbytes = 0, "<", {}, None, [], 0
+    while off + 12 <= len(data):
+        btype = struct.unpack_from(bo + "I", data, off)[0]
+        if btype == 0x0A0D0D0A:
+            bo = "<" if data[off + 8:off + 12] == b"\x4d\x3c\x2b\x1a" else ">"
+        blen = struct.unpack_from(bo + "I", data, off + 4)[0]
+        if blen < 12 or off + blen > len(data):
+            return f"pcapng block at offset {off}: length {blen}"
+        body = data[off + 8:off + blen - 4]
+        if btype == 1:
+            links[len(links)] = struct.unpack_from(bo + "H", body, 0)[0]
+        elif btype == 6:
+            ifid, _, _, cap, orig = struct.unpack_from(bo + "IIIII", body, 0)
+            frames.append((links.get(ifid), cap, orig, body[20:20 + cap]))
+        off += blen
+    checked = 0
+    for link, cap, orig, f in frames:
+        if link != 1 or len(f) < 34 or f[12:14] != b"\x08\x00" or f[23] != 6:
+            continue
+        ihl = (f[14] & 15) * 4
+        t = 14 + ihl
+        sport, dport, seq = struct.unpack_from(">HHI", f, t)
+        flags = f[t + 13]
+        if dport != port:
+            continue
+        if flags & 0x12 == 0x02:
+            isn = seq
+            continue
+        if cap != min(orig, snap):
+            return f"a frame of {orig} B holds {cap} B, want {min(orig, snap)}"
+        tot = struct.unpack_from(">H", f, 16)[0]
+        pay = f[t + (f[t + 12] >> 4) * 4:14 + tot]
+        if not pay:
+            continue
+        if isn is None:
+            return "data before the SYN"
+        o = (seq - isn - 1) % (1 << 32)
+        want = bytes(((o + k) % size) % 251 for k in range(len(pay)))
+        if pay != want:
+            return f"payload at stream offset {o} ({len(pay)} B) is not loadgen's pattern"
+        checked += 1
+        nbytes += len(pay)
+    if checked < 10:
+        return f"only {checked} data frames to port {port} in {len(frames)} frames"
+    return checked, nbytes
 
 
 def judge(path, ref_udp=None):
@@ -293,6 +350,16 @@ def judge(path, ref_udp=None):
         f"record -f with a bad expression: {bad}",
     )
 
+    sn = s.get("snaplen", [])
+    rc = next((l[3:] for l in sn if l.startswith("rc ")), "?")
+    if need(rc.split(" ")[0] == "0", f"record --snaplen 2048: exit {rc}"):
+        b64 = next((l[7:] for l in sn if l.startswith("pcapng ")), "")
+        res = check_snaplen(base64.b64decode(b64 + "=" * (-len(b64) % 4)), 2048, 7329, 16384)
+        if isinstance(res, str):
+            need(False, f"record --snaplen 2048: {res}")
+        else:
+            snaplen_seen[kernel] = res
+
     if "leftovers" in s:
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)
         need(lo.get("rc") == "0", f"recording every layer and kind exited {lo.get('rc')}")
@@ -337,6 +404,8 @@ def main():
         print(f"record --funcs --func-exits, time in (TCG) on {k}: {line}")
     for k, n in funcs_nested.items():
         print(f"record --funcs --func-exits, recursive calls paired (nested, same function and CPU) on {k}: {n}")
+    for k, (n, b) in snaplen_seen.items():
+        print(f"record --snaplen 2048 on {k}: {n} data frames, {b} payload bytes, all loadgen's pattern")
     bad = 0
     for k, f, _ in results:
         if f:

@@ -68,6 +68,16 @@ echo
 echo "bad_rc $?"
 echo "bad_trace $(test -e "$dir/badf.mgt" && echo written || echo none)"
 echo "bad_stderr $(tail -n 1 "$dir/badf.err")"
+# record --snaplen 2048 of a loopback TCP transfer, as pcapng (base64, one line):
+# check.py compares every data frame's payload with loadgen's byte pattern, which
+# lies in the skb's page fragments past its linear part.
+echo "== snaplen"
+"$m" record -q --snaplen 2048 --layers dev -o "$dir/snap.mgt" -- "$m" loadgen --tcp 20x16k --port 7329 \
+    > /dev/null 2> "$dir/snap.err"
+echo "rc $? $(tail -n 1 "$dir/snap.err")"
+"$m" pcap "$dir/snap.mgt" -o "$dir/snap.pcapng" 2>> "$dir/snap.err"
+echo "pcap_rc $?"
+echo "pcapng $(base64 "$dir/snap.pcapng" | tr -d '\n')"
 if [ "$2" = "--leftovers" ]; then
     echo "== leftovers"
     # every layer and kind at once, then count what is left
