@@ -1674,8 +1674,13 @@ static __always_inline void frame_event(const struct sk_buff *skb, const struct 
 		want = MG_SNAPLEN_MAX;
 	if (bpf_probe_read_kernel(b->data, n, start))
 		n = 0;
-	else if (n < want && n == linear && frag_pfn)
+	else if (n < want && n == linear && frag_pfn) {
 		n = frame_frags(skb, b, n, want);
+		/* n <= want <= MG_SNAPLEN_MAX; older verifiers (6.1) lose the
+		 * bound through the loop and refuse the ring output's size. */
+		barrier_var(n);
+		n &= 2 * MG_SNAPLEN_MAX - 1;
+	}
 	b->f.hdr = d->hdr;
 	b->f.hdr.kind = MG_FRAME;
 	b->f.hdr.flags = 0;
