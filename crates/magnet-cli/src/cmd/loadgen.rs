@@ -256,7 +256,7 @@ mod tap {
                     _ => return Err(e),
                 }
             }
-            let out = sll.sll_pkttype == libc::PACKET_OUTGOING as u8;
+            let out = sll.sll_pkttype == libc::PACKET_OUTGOING;
             if let Some((sp, dp)) = ports_of(&buf[..n as usize]) {
                 frames.push((out, sp, dp));
             }
