@@ -9,22 +9,29 @@
 #
 # Workload: iperf3 TCP between two network namespaces over a veth pair
 # (10.234.0.0/24), SECS seconds per case; with the veth's offloads (gso: ~64 KiB
-# skbs) and without (mtu: tso/gso/gro off, one skb per 1500-byte packet).
+# skbs) and without (mtu: tso/gso/gro off, one skb per 1500-byte packet), and
+# (link) with the offloads and the sender's veth shaped by tbf to LINK_RATE
+# (3gbit): a saturated link with CPU to spare, where what magnetd costs is CPU
+# per GB, not throughput.
 # Cases, alternated each round (medians over ROUNDS):
 #   daemon  `magnet daemon` (every hook: app send/recv, cgroup_skb
 #           egress/ingress on the cgroup v2 root, tcp_retransmit_skb,
 #           kfree_skb, inet_sock_set_state)
 #   empty   the example `empty_hooks` of magnet-daemon: a program that does
 #           nothing on each of the same hooks (dispatch + stats accounting)
+#   before  with MAGNET_BEFORE set: the daemon of another magnet binary (e.g.
+#           the previous commit's), so before and after are measured side by
+#           side in one run, not on two different minutes of a noisy host
 # Reported per program: runs per second, ns per run (daemon, empty) and the
 # difference = magnetd's own work. Then per packet on the veth: the added BPF ns
 # (sum over programs of runs x added ns/run, divided by the packets that
 # crossed the veth), iperf3's CPU ns per packet (sender + receiver, from its
 # -J cpu_utilization), and their ratio: the expected throughput cost when the
-# transfer is CPU-bound. The throughput ratio itself is bench/daemon-overhead.sh.
+# transfer is CPU-bound; and the added BPF CPU per GB moved. The throughput
+# ratio itself is bench/daemon-overhead.sh.
 #
 # Environment: ROUNDS (3), SECS (5), MODES ("gso mtu"), MAGNET (the magnet
-# binary), EMPTY (the empty_hooks binary), OUT (bench/out). Needs root, iperf3,
+# binary), MAGNET_BEFORE (optional), EMPTY (the empty_hooks binary), OUT (bench/out). Needs root, iperf3,
 # ethtool, bpftool, python3. Builds nothing: run
 #   cargo build --release -p magnet-cli && cargo build --release -p magnet-daemon --example empty_hooks
 # first (or debug: the kernel side is the same; user space is idle meanwhile).
@@ -34,11 +41,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 ROUNDS=${ROUNDS:-3}
 SECS=${SECS:-5}
-MODES=${MODES:-"gso mtu"}
+MODES=${MODES:-"gso mtu link"}
+LINK_RATE=${LINK_RATE:-3gbit}
 OUT=${OUT:-$here/out}
 t=${CARGO_TARGET_DIR:-$repo/target}
 pick() { for c in "$@"; do [ -x "$c" ] && { echo "$c"; return; }; done; }
 MAGNET=${MAGNET:-$(pick "$t/release/magnet" "$t/debug/magnet")}
+MAGNET_BEFORE=${MAGNET_BEFORE:-}
 EMPTY=${EMPTY:-$(pick "$t/release/examples/empty_hooks" "$t/debug/examples/empty_hooks")}
 [ -n "$MAGNET" ] && [ -n "$EMPTY" ] || {
   echo "build first: cargo build -p magnet-cli && cargo build -p magnet-daemon --example empty_hooks (or set MAGNET, EMPTY)" >&2; exit 1; }
@@ -93,14 +102,16 @@ one() { # mode round case
   local mode=$1 round=$2 case=$3
   # the iperf3 server of this case (one client), killed on exit if left
   ip netns exec $B iperf3 -s -1 >/dev/null 2>&1 & spid=$!
-  if [ "$case" = daemon ]; then
-    "$MAGNET" daemon --http "" --socket "$tmp/magnetd.sock" 2>"$tmp/log" & lpid=$!
+  if [ "$case" = daemon ] || [ "$case" = before ]; then
+    local bin=$MAGNET
+    [ "$case" = before ] && bin=$MAGNET_BEFORE
+    "$bin" daemon --http "" --socket "$tmp/magnetd.sock" 2>"$tmp/log" & lpid=$!
     ready="magnetd: ready"
   else
     "$EMPTY" 2>"$tmp/log" & lpid=$!
     ready="empty hooks: ready"
   fi
-  for _ in $(seq 1 200); do grep -q "$ready" "$tmp/log" && break; sleep 0.1; done
+  for _ in $(seq 1 200); do grep -qs "$ready" "$tmp/log" && break; sleep 0.1; done
   grep -q "$ready" "$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
   progs_of "$lpid" > "$tmp/before"
   local p0; p0=$(packets)
@@ -130,14 +141,25 @@ PY
   echo "$mode round $round $case: $(python3 -c "print(f'{$(tail -n 1 "$rows" | cut -f9)/1e9:.2f}')") Gbit/s" >&2
 }
 
-for mode in $MODES; do
-  if [ "$mode" = mtu ]; then
-    ip netns exec $A ethtool -K mgc-a tso off gso off gro off >/dev/null
-    ip netns exec $B ethtool -K mgc-b tso off gso off gro off >/dev/null
+setup_mode() { # offloads and shaping of each mode, set explicitly
+  local off=on
+  [ "$1" = mtu ] && off=off
+  ip netns exec $A ethtool -K mgc-a tso $off gso $off gro $off >/dev/null
+  ip netns exec $B ethtool -K mgc-b tso $off gso $off gro $off >/dev/null
+  tc -n $A qdisc del dev mgc-a root 2>/dev/null || true
+  if [ "$1" = link ]; then
+    tc -n $A qdisc add dev mgc-a root tbf rate "$LINK_RATE" burst 256k latency 20ms
   fi
+}
+
+for mode in $MODES; do
+  setup_mode "$mode"
+  cases=(daemon empty)
+  [ -n "$MAGNET_BEFORE" ] && cases=(daemon empty before)
   for r in $(seq 1 "$ROUNDS"); do
-    if [ $((r % 2)) -eq 1 ]; then order="daemon empty"; else order="empty daemon"; fi
-    for c in $order; do one "$mode" "$r" "$c"; done
+    # rotate the order of the cases from round to round
+    n=${#cases[@]}; k=$(( (r - 1) % n ))
+    for i in $(seq 0 $((n - 1))); do one "$mode" "$r" "${cases[$(( (i + k) % n ))]}"; done
   done
 done
 
@@ -151,33 +173,43 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
     rounds = sorted({r["round"] for r in R})
     names = sorted({r["prog"] for r in R if r["case"] == "daemon"})
     print(f"\n{mode}: per program (medians of {len(rounds)} rounds, {secs:g} s each)")
-    print(f"{'program':<14} {'runs/s':>10} {'ns/run':>8} {'empty':>8} {'added':>8}")
-    added_per_pkt, cpu_per_pkt, gbit = [], [], {}
-    for rnd in rounds:
+    has_before = any(r["case"] == "before" for r in R)
+    print(f"{'program':<14} {'runs/s':>10} {'ns/run':>8} {'empty':>8} {'added':>8}"
+          + (f" {'before':>8} {'b.added':>8}" if has_before else ""))
+    per_pkt = {}
+    gbit = {}
+    for which in (("daemon", "before") if has_before else ("daemon",)):
+      added_per_pkt, cpu_per_pkt, added_per_gb = [], [], []
+      for rnd in rounds:
         tot, pk, cpu = 0.0, None, None
         for n in names:
-            d = [r for r in R if r["round"] == rnd and r["prog"] == n and r["case"] == "daemon"]
+            d = [r for r in R if r["round"] == rnd and r["prog"] == n and r["case"] == which]
             e = [r for r in R if r["round"] == rnd and r["prog"] == n and r["case"] == "empty"]
             if not d or int(d[0]["runs"]) == 0:
                 continue
             dn = int(d[0]["ns"]) / int(d[0]["runs"])
             en = int(e[0]["ns"]) / int(e[0]["runs"]) if e and int(e[0]["runs"]) else 0.0
             tot += int(d[0]["runs"]) * (dn - en)
-            pk, cpu = int(d[0]["packets"]), float(d[0]["cpu_ns"])
+            pk, cpu, bps = int(d[0]["packets"]), float(d[0]["cpu_ns"]), float(d[0]["bits_per_s"])
         if pk:
             added_per_pkt.append(tot / pk)
             cpu_per_pkt.append(cpu / pk)
+            gb = bps * secs / 8 / 1e9
+            added_per_gb.append(tot / 1e6 / gb)
+      per_pkt[which] = (med(added_per_pkt), med(cpu_per_pkt), med(added_per_gb))
     for n in names:
         def per(case):
             v = [int(r["ns"]) / int(r["runs"]) for r in R if r["prog"] == n and r["case"] == case and int(r["runs"])]
             return med(v) if v else 0.0
         runs = [int(r["runs"]) / secs for r in R if r["prog"] == n and r["case"] == "daemon"]
-        print(f"{n:<14} {med(runs):10.0f} {per('daemon'):8.0f} {per('empty'):8.0f} {per('daemon') - per('empty'):8.0f}")
-    for case in ("daemon", "empty"):
+        print(f"{n:<14} {med(runs):10.0f} {per('daemon'):8.0f} {per('empty'):8.0f} {per('daemon') - per('empty'):8.0f}"
+              + (f" {per('before'):8.0f} {per('before') - per('empty'):8.0f}" if has_before else ""))
+    for case in dict.fromkeys(r["case"] for r in R):
         v = {r["round"]: float(r["bits_per_s"]) for r in R if r["case"] == case}
         gbit[case] = med(v.values()) / 1e9
-    a, c = med(added_per_pkt), med(cpu_per_pkt)
-    print(f"added BPF ns per veth packet: {a:.0f}; iperf3 CPU ns per packet: {c:.0f}; "
-          f"expected cost when CPU-bound: {100 * a / c:.2f} %")
-    print(f"throughput (noisy, for reference): daemon {gbit['daemon']:.2f} Gbit/s, empty {gbit['empty']:.2f} Gbit/s")
+    for which, (a, c, g) in per_pkt.items():
+        print(f"{which}: added BPF ns per veth packet: {a:.0f}; iperf3 CPU ns per packet: {c:.0f}; "
+              f"expected cost when CPU-bound: {100 * a / c:.2f} % -> <= 1 % goal {'MET' if a / c <= 0.01 else 'NOT met'}; "
+              f"added BPF CPU per GB moved: {g:.1f} ms")
+    print("throughput (noisy, for reference): " + ", ".join(f"{k} {v:.2f} Gbit/s" for k, v in gbit.items()))
 PY

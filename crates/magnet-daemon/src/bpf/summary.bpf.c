@@ -206,7 +206,10 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	c->sndbuf = sk->sk_sndbuf;
 	c->wmem_queued = sk->sk_wmem_queued;
 	struct tcp_sock *tp = NULL;
-	if (c->protocol == IPPROTO_TCP && bytes)
+	/* A send while an earlier send's mark still waits needs no TCP state:
+	 * the mark's data has not all left, so neither has this call's (the
+	 * packets out close the mark before the call returns if it had). */
+	if (c->protocol == IPPROTO_TCP && bytes && !(tx && c->tx_mark_ns))
 		tp = bpf_skc_to_tcp_sock(sk);
 	if (tx) {
 		__sync_fetch_and_add(&c->app_tx_calls, 1);
@@ -252,41 +255,58 @@ int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
 	return app_call(sk, ret, 0);
 }
 
-/* TCP sequence number and payload length of an IP packet, 0 if not TCP data. */
+/* TCP sequence number and payload length of an IP packet, 0 if not TCP data.
+ * The headers are read in place (direct packet access: the stack has them in
+ * the skb's linear part on both paths), through bpf_skb_load_bytes only when
+ * they are not. */
 static __always_inline __u32 tcp_payload(struct __sk_buff *skb, __u32 *seq)
 {
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	struct iphdr ipb;
+	struct ipv6hdr ip6b;
+	struct tcphdr thb;
 	__u32 l4, ip_payload;
 	__u8 proto;
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr ip;
-		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)))
-			return 0;
-		__u32 hl = ip.ihl * 4;
-		__u32 tot = bpf_ntohs(ip.tot_len);
+		struct iphdr *ip = data;
+		if ((void *)(ip + 1) > end) {
+			if (bpf_skb_load_bytes(skb, 0, &ipb, sizeof(ipb)))
+				return 0;
+			ip = &ipb;
+		}
+		__u32 hl = ip->ihl * 4;
+		__u32 tot = bpf_ntohs(ip->tot_len);
 		if (tot == 0)
 			tot = skb->len;
-		proto = ip.protocol;
+		proto = ip->protocol;
 		ip_payload = tot > hl ? tot - hl : 0;
 		l4 = hl;
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr ip6;
-		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)))
-			return 0;
-		proto = ip6.nexthdr;
-		ip_payload = bpf_ntohs(ip6.payload_len);
+		struct ipv6hdr *ip6 = data;
+		if ((void *)(ip6 + 1) > end) {
+			if (bpf_skb_load_bytes(skb, 0, &ip6b, sizeof(ip6b)))
+				return 0;
+			ip6 = &ip6b;
+		}
+		proto = ip6->nexthdr;
+		ip_payload = bpf_ntohs(ip6->payload_len);
 		if (!ip_payload)
 			ip_payload = skb->len > 40 ? skb->len - 40 : 0;
 		l4 = 40;
 	} else {
 		return 0;
 	}
-	if (proto != IPPROTO_TCP)
+	if (proto != IPPROTO_TCP || l4 > 60)
 		return 0;
-	struct tcphdr th;
-	if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
-		return 0;
-	__u32 doff = th.doff * 4;
-	*seq = bpf_ntohl(th.seq);
+	struct tcphdr *th = data + l4;
+	if ((void *)(th + 1) > end) {
+		if (bpf_skb_load_bytes(skb, l4, &thb, sizeof(thb)))
+			return 0;
+		th = &thb;
+	}
+	__u32 doff = th->doff * 4;
+	*seq = bpf_ntohl(th->seq);
 	return ip_payload > doff ? ip_payload - doff : 0;
 }
 
@@ -328,9 +348,8 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	struct bpf_sock *sk = skb->sk;
 	struct bpf_tcp_sock *tp = NULL;
 	if (tx && sk) {
-		sk = bpf_sk_fullsock(sk);
-		if (sk)
-			tp = bpf_tcp_sock(sk);
+		/* bpf_tcp_sock checks for a full TCP socket itself */
+		tp = bpf_tcp_sock(sk);
 		if (tp) {
 			c->srtt_us = tp->srtt_us >> 3;
 			c->snd_cwnd = tp->snd_cwnd;
@@ -346,9 +365,7 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 		return;
 	__u32 rcv_nxt = 0;
 	if (!tx && sk) {
-		sk = bpf_sk_fullsock(sk);
-		if (sk)
-			tp = bpf_tcp_sock(sk);
+		tp = bpf_tcp_sock(sk);
 		if (tp)
 			rcv_nxt = tp->rcv_nxt;
 	}
