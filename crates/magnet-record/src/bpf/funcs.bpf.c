@@ -87,6 +87,9 @@ static __always_inline bool func_record(struct pt_regs *ctx, const struct sk_buf
 struct copy_of {
 	__u64 parent;
 	__u64 head;
+	/* skb->cloned of the new skb (1 for a clone; a fresh sk_buff reusing
+	 * the address and head of a freed clone has 0). */
+	__u64 cloned;
 	/* The parent's packet id when the copy was made (the parent may be
 	 * gone before the copy's first record: a packet tap's clone). */
 	__u64 id;
@@ -131,6 +134,7 @@ static __always_inline int copy_exit(struct pt_regs *ctx)
 	struct copy_of c = {
 		.parent = parent,
 		.head = (__u64)BPF_CORE_READ(child, head),
+		.cloned = BPF_CORE_READ_BITFIELD_PROBED(child, cloned),
 	};
 	__u64 parent_head = (__u64)BPF_CORE_READ((const struct sk_buff *)parent, head);
 	struct pkt_slot *ps = pkt_slot(parent);
@@ -194,7 +198,8 @@ static __always_inline bool func_record(struct pt_regs *ctx, const struct sk_buf
 		parent = a - bpf_core_field_offset(struct sk_buff_fclones, skb2);
 	} else {
 		struct copy_of *c = bpf_map_lookup_elem(&skb_parents, &a);
-		if (c && c->head == head) {
+		if (c && c->head == head &&
+		    c->cloned == BPF_CORE_READ_BITFIELD_PROBED(skb, cloned)) {
 			parent = c->parent;
 			/* A copy with no packet of its own continues its parent's. */
 			if (!id)
