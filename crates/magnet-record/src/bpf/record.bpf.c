@@ -537,19 +537,25 @@ out:
 	b->depth = d;
 }
 
-/* Every MG_TICK_NS on every CPU (a cpu-clock perf event): send a batch that
- * is waiting, so that a CPU gone quiet does not keep its last records. */
-SEC("perf_event")
-int batch_tick(void *ctx)
+/* Send this CPU's batch now, unless a program it interrupted holds it. */
+static __always_inline void batch_flush(void)
 {
 	struct batch *b = my_batch();
 	if (!b || b->depth)
-		return 0;
+		return;
 	b->depth = 1;
 	mg_barrier();
 	batch_send(b);
 	mg_barrier();
 	b->depth = 0;
+}
+
+/* Every MG_TICK_NS on every CPU (a cpu-clock perf event): send a batch that
+ * is waiting, so that a CPU gone quiet does not keep its last records. */
+SEC("perf_event")
+int batch_tick(void *ctx)
+{
+	batch_flush();
 	return 0;
 }
 
@@ -1891,6 +1897,9 @@ static __always_inline __u32 frame_frags(const struct sk_buff *skb, struct frame
  * and ifindex as the dev record `d` just written. */
 static __always_inline void frame_event(const struct sk_buff *skb, const struct mg_dev *d, bool rx)
 {
+	/* Its dev record may wait in this CPU's batch: send that first, so that
+	 * readers that pair them in stream order see the record before its frame. */
+	batch_flush();
 	__u32 slot = rx ? 1 : 0;
 	struct frame_buf *b = bpf_map_lookup_elem(&frame_bufs, &slot);
 	if (!b)
