@@ -559,6 +559,24 @@ int batch_tick(void *ctx)
 	return 0;
 }
 
+/* A record built on the stack, sent alone (with --snaplen: the dev record
+ * goes just before its frame, which readers pair in stream order; and 6.1's
+ * verifier cannot follow the batch and the frame copy in one program). */
+static __always_inline void send_direct(void *rec, __u32 size, __u32 kind)
+{
+	struct mg_cpu_stats *st = stats();
+	void *ring = my_ring();
+	if (!st)
+		return;
+	if (!ring) {
+		count_lost(st, kind);
+		return;
+	}
+	flush_lost(st, ring);
+	if (bpf_ringbuf_output(ring, rec, size, wakeup_flag(ring)))
+		count_lost(st, kind);
+}
+
 /* Cost profile builds (issue 13; never shipped): MAGNET_BPF_CFLAGS=-DMG_PROF=N
  * makes every RESERVE fail on purpose after stage N, so that bpf_stats split a
  * program's cost: 1 = filters, lookups, parsing and packet id only; 2 = + the
@@ -1897,9 +1915,6 @@ static __always_inline __u32 frame_frags(const struct sk_buff *skb, struct frame
  * and ifindex as the dev record `d` just written. */
 static __always_inline void frame_event(const struct sk_buff *skb, const struct mg_dev *d, bool rx)
 {
-	/* Its dev record may wait in this CPU's batch: send that first, so that
-	 * readers that pair them in stream order see the record before its frame. */
-	batch_flush();
 	__u32 slot = rx ? 1 : 0;
 	struct frame_buf *b = bpf_map_lookup_elem(&frame_bufs, &slot);
 	if (!b)
@@ -1994,9 +2009,12 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	__u64 id = pkt_id(skb, kind == MG_DEV_START_XMIT ? PKT_XMIT : kind == MG_DEV_QUEUE ? PKT_TX : PKT_FOLLOW);
 	if (kind == MG_DEV_START_XMIT && track_all_flows)
 		track_connecting(skb);
-	struct mg_dev *r;
-	if (!RESERVE(r, sizeof(*r), kind))
+	struct mg_dev d, *r; /* d: every byte written below */
+	if (snaplen && kind == MG_DEV_START_XMIT)
+		r = &d;
+	else if (!RESERVE(r, sizeof(*r), kind)) {
 		return;
+	}
 	fill_hdr(&r->hdr, kind, hflags);
 	r->cookie = cookie;
 	r->pkt_id = id;
@@ -2006,9 +2024,8 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	r->ethertype = read_skb ? bpf_ntohs(skb->protocol) : 0;
 	r->_pad0 = 0;
 	if (snaplen && kind == MG_DEV_START_XMIT) {
-		struct mg_dev d = *r;
-		submit(r);
-		frame_event(skb, &d, false);
+		send_direct(r, sizeof(*r), kind);
+		frame_event(skb, r, false);
 		return;
 	}
 	submit(r);
@@ -2145,8 +2162,13 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 		return;
 	__u64 id = pkt_id(skb, PKT_RECV);
 	if (rec_dev) {
-		struct mg_dev *r;
-		if (RESERVE(r, sizeof(*r), MG_DEV_RX)) {
+		struct mg_dev d, *r; /* d: every byte written below */
+		bool ok = true;
+		if (snaplen)
+			r = &d;
+		else
+			ok = RESERVE(r, sizeof(*r), MG_DEV_RX);
+		if (ok) {
 			fill_hdr(&r->hdr, MG_DEV_RX, 0);
 			r->cookie = cookie;
 			r->pkt_id = id;
@@ -2162,10 +2184,12 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 			r->rc = 0;
 			r->ethertype = bpf_ntohs(skb->protocol);
 			r->_pad0 = 0;
-			struct mg_dev d = *r;
-			submit(r);
-			if (snaplen)
-				frame_event(skb, &d, true);
+			if (snaplen) {
+				send_direct(r, sizeof(*r), MG_DEV_RX);
+				frame_event(skb, r, true);
+			} else {
+				submit(r);
+			}
 		}
 	}
 	if (rec_tcp && fv && exact && pi.protocol == IPPROTO_TCP) {
