@@ -22,6 +22,10 @@ Checks, for every file:
   - `record --snaplen 2048` of a loopback TCP transfer: every data frame to loadgen's port
     in `magnet pcap` holds min(frame, 2048) bytes and its payload is loadgen's byte pattern
     at its stream offset (the bytes past the skb's linear part, read from its fragments);
+  - `record --funcs` with packet_rcv while `loadgen --tap lo` reads lo through a packet
+    socket (the kernel clones every frame for it: non-fclone clones): as many packet_rcv
+    steps in packet paths as frames the tap read, two on the SYN's path, the first after
+    dev_hard_start_xmit (the outgoing clone continues its parent's path);
   - (guests) nothing left behind by a recording of every layer and kind and a 200 ms
     `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc;
     a sampler killed by SIGKILL before it (clsact on 6.1: its qdisc is left) is
@@ -39,6 +43,7 @@ funcs_path = {}
 funcs_in = {}
 funcs_nested = {}
 snaplen_seen = {}
+funcs_tap = {}
 MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
 
 
@@ -198,6 +203,40 @@ def check_snaplen(data, snap, port, size):
     if checked < 10:
         return f"only {checked} data frames to port {port} in {len(frames)} frames"
     return checked, nbytes
+def check_tap(fn, kernel, probes_expected, need):
+    """record --funcs ...,packet_rcv -- loadgen --tap lo: clones joined to their packets."""
+    rc = next((l[3:] for l in fn if l.startswith("rc ")), "?")
+    js = []
+    for l in fn:
+        if l[:1] in "{[":
+            try:
+                js.append(json.loads(l))
+            except ValueError:
+                js.append(None)
+    if not need(rc == "0" and len(js) == 4 and all(j is not None for j in js), f"funcs-tap: exit {rc}, {len(js)} JSON lines"):
+        return
+    lg, info, hs, pk = js
+    tap = lg.get("tap") or {}
+    src = next((x for x in info.get("sources", []) if x["layer"] == "func"), None)
+    if not need(src is not None, "funcs-tap: no func source in the header"):
+        return
+    if not src["hooks"]:
+        need(not probes_expected, f"funcs-tap: no function probes on {kernel}: {src}")
+        return
+    need(any(h.startswith("copies linked") for h in src["hooks"]), f"funcs-tap: copies not linked: {src}")
+    frames = tap.get("frames")
+    need(frames and tap.get("outgoing") == tap.get("incoming"), f"funcs-tap: the tap read {tap}")
+    fn_of = lambda st: st["what"].split(" ")[0]
+    n_rcv = sum(1 for p in pk for st in p.get("steps", []) if st["layer"] == "func" and fn_of(st) == "packet_rcv")
+    need(n_rcv == frames, f"funcs-tap: {n_rcv} packet_rcv steps in packet paths, the tap read {frames} frames")
+    syn = hs[0][0]["pkt_id"] if hs and hs[0] else None
+    path = next((p for p in pk if p["pkt_id"] == syn), None)
+    whats = [fn_of(st) for st in (path or {}).get("steps", []) if st["layer"] == "func"]
+    rcv = [i for i, w in enumerate(whats) if w == "packet_rcv"]
+    dev = whats.index("dev_hard_start_xmit") if "dev_hard_start_xmit" in whats else None
+    need(len(rcv) == 2 and dev is not None and dev < rcv[0],
+         f"funcs-tap: want two packet_rcv on the SYN's path, the first after dev_hard_start_xmit: {whats}")
+    funcs_tap[kernel] = f"{n_rcv} packet_rcv steps in paths for {frames} tapped frames ({tap.get('outgoing')} out, {tap.get('incoming')} in); SYN: " + " -> ".join(whats[dev:] if dev is not None else whats)
 
 
 def judge(path, ref_udp=None):
@@ -331,6 +370,7 @@ def judge(path, ref_udp=None):
 
     for sec in ["funcs", "funcs--func-exits"]:
         check_funcs(sec, s.get(sec, []), kernel, expect is not None, need)
+    check_tap(s.get("funcs-tap", []), kernel, expect is not None, need)
 
     fl = s.get("filter", [])
     rc = next((l[3:] for l in fl if l.startswith("rc ")), "?")
@@ -406,6 +446,8 @@ def main():
         print(f"record --funcs --func-exits, recursive calls paired (nested, same function and CPU) on {k}: {n}")
     for k, (n, b) in snaplen_seen.items():
         print(f"record --snaplen 2048 on {k}: {n} data frames, {b} payload bytes, all loadgen's pattern")
+    for k, line in funcs_tap.items():
+        print(f"record --funcs, packet-tap clones on {k}: {line}")
     bad = 0
     for k, f, _ in results:
         if f:

@@ -56,6 +56,23 @@ for x in "" --func-exits; do
     "$m" packets --json "$dir/funcs.mgt" | tr -d '\n'
     echo
 done
+# Copies: loadgen --tap reads lo through a packet socket, so the kernel clones
+# every frame for it (skb_clone of the sent skb in dev_queue_xmit_nit, of the
+# received one in packet_rcv): no fclones, linked through func_copy's probes.
+# Every packet_rcv call (one per frame the tap read) must be in a packet's path,
+# the outgoing clone's after its parent's dev_hard_start_xmit.
+echo "== funcs-tap"
+"$m" record -q --layers tcp,ip,dev --funcs "$F,packet_rcv" -o "$dir/tap.mgt" -- "$m" loadgen --tcp 2x1k --port 7601 --tap lo \
+    > "$dir/tap.json" 2> "$dir/tap.err"
+echo "rc $?"
+echo "stderr $(tail -n 1 "$dir/tap.err")"
+grep '"tap"' "$dir/tap.json"
+"$m" info --json "$dir/tap.mgt" | tr -d '\n'
+echo
+"$m" packets --handshake --json "$dir/tap.mgt" | tr -d '\n'
+echo
+"$m" packets --json "$dir/tap.mgt" | tr -d '\n'
+echo
 # record -f: a pcap-filter expression run in the kernel keeps exactly the 30
 # datagrams to 5353 of a mixed workload at every packet hook; a bad one is
 # refused with tcpdump's message, exit 2, and no trace.
