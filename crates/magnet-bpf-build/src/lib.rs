@@ -27,15 +27,22 @@ pub fn build_skeleton(src: &str, skel: &str) {
         Ok("aarch64") => "arm64",
         Ok(other) => panic!("{crate_name}: no BPF target mapping for architecture {other}"),
     };
+    let mut args = vec![
+        format!("-I{}", workspace_include.display()),
+        format!("-I{}", src_dir.display()),
+        format!("-D__TARGET_ARCH_{arch}"),
+        "-mcpu=v3".to_string(),
+        "-Wall".to_string(),
+    ];
+    // Extra clang arguments for measurement builds only (e.g. the recorder's
+    // cost profile, `-DMG_PROF=1`: see bench/bpf-prog-stats.py --profile).
+    println!("cargo:rerun-if-env-changed=MAGNET_BPF_CFLAGS");
+    if let Ok(extra) = env::var("MAGNET_BPF_CFLAGS") {
+        args.extend(extra.split_whitespace().map(String::from));
+    }
     let result = SkeletonBuilder::new()
         .source(src)
-        .clang_args([
-            format!("-I{}", workspace_include.display()),
-            format!("-I{}", src_dir.display()),
-            format!("-D__TARGET_ARCH_{arch}"),
-            "-mcpu=v3".to_string(),
-            "-Wall".to_string(),
-        ])
+        .clang_args(args)
         .build_and_generate(out.join(skel));
     if let Err(err) = result {
         panic!(

@@ -407,6 +407,7 @@ fn summary_json(s: &Summary, c: &RecordConfig) -> serde_json::Value {
         "end_reason": s.end_reason,
         "exit_code": s.child_status.and_then(|st| st.code()),
         "layers": s.layers,
+        "drain_cpu_seconds": s.drain_cpu.as_secs_f64(),
     })
 }
 

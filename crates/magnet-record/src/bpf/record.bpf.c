@@ -328,6 +328,47 @@ static __always_inline void count_lost(struct mg_cpu_stats *st, __u32 kind)
 	__sync_fetch_and_add(&st->lost_total, 1);
 }
 
+/* Cost profile builds (issue 13; never shipped): MAGNET_BPF_CFLAGS=-DMG_PROF=N
+ * makes every RESERVE fail on purpose after stage N, so that bpf_stats split a
+ * program's cost: 1 = filters, lookups, parsing and packet id only; 2 = + the
+ * header (clock, pid, CPU) into a stack copy; 3 = + the ring reservation and
+ * commit with the wake-up query (the record is discarded: no trace records).
+ * The full program (0) adds the record's field reads and stores. */
+#ifndef MG_PROF
+#define MG_PROF 0
+#endif
+
+#if MG_PROF == 1
+#define RESERVE(ptr, size, kind_) ({ (ptr) = NULL; false; })
+#elif MG_PROF == 2
+#define RESERVE(ptr, size, kind_)                                                 \
+	({                                                                        \
+		struct mg_hdr __h;                                                \
+		fill_hdr(&__h, (kind_), 0);                                       \
+		asm volatile("" : : "r"(&__h) : "memory");                        \
+		(ptr) = NULL;                                                     \
+		false;                                                            \
+	})
+#elif MG_PROF == 3
+#define RESERVE(ptr, size, kind_)                                                 \
+	({                                                                        \
+		struct mg_cpu_stats *__st = stats();                              \
+		void *__ring = my_ring();                                         \
+		struct mg_hdr *__r = NULL;                                        \
+		if (__st && __ring) {                                             \
+			flush_lost(__st, __ring);                                 \
+			__r = bpf_ringbuf_reserve(__ring, (size), 0);             \
+		}                                                                 \
+		if (__r) {                                                        \
+			fill_hdr(__r, (kind_), 0);                                \
+			__u64 __q = bpf_ringbuf_query(__ring, BPF_RB_AVAIL_DATA); \
+			bpf_ringbuf_discard(__r, __q >= wakeup_bytes ?            \
+						 BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP); \
+		}                                                                 \
+		(ptr) = NULL;                                                     \
+		false;                                                            \
+	})
+#else
 #define RESERVE(ptr, size, kind_)                                                 \
 	({                                                                        \
 		struct mg_cpu_stats *__st = stats();                              \
@@ -344,6 +385,7 @@ static __always_inline void count_lost(struct mg_cpu_stats *st, __u32 kind)
 		(ptr) = __r;                                                      \
 		__r != NULL;                                                      \
 	})
+#endif
 
 /* ---- filters -------------------------------------------------------------- */
 

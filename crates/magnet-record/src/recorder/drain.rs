@@ -78,6 +78,23 @@ pub(super) struct Drained {
     pub stats: KernelStats,
     pub end_reason: String,
     pub child_status: Option<ExitStatus>,
+    /// CPU time of the drain thread from its first poll to the last record.
+    pub drain_cpu: Duration,
+}
+
+/// CPU time this thread has used (CLOCK_THREAD_CPUTIME_ID): what the drain
+/// costs, apart from the writer thread and whatever else the host runs.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// Drains the rings into blocks until the target ends, the duration passes,
@@ -103,6 +120,7 @@ pub(super) fn run(
     let rb = rb.build()?;
 
     let started = Instant::now();
+    let cpu_at_start = thread_cpu();
     let mut last_progress = Instant::now();
     let mut last_flush = Instant::now();
     let mut child_status = None;
@@ -176,6 +194,7 @@ pub(super) fn run(
         }
     }
     d.flush();
+    let drain_cpu = thread_cpu().saturating_sub(cpu_at_start);
     if let Some(mut c) = child.take() {
         if child_status.is_none() {
             // Interrupted or out of time: the command keeps running on its own.
@@ -188,6 +207,7 @@ pub(super) fn run(
         stats,
         end_reason,
         child_status,
+        drain_cpu,
     })
 }
 
@@ -204,6 +224,7 @@ pub(super) fn finish(
         stats,
         end_reason,
         child_status,
+        drain_cpu,
     } = drained;
     let index = KindIndex::new(&header.catalog);
     let name = |k: usize| {
@@ -268,6 +289,7 @@ pub(super) fn finish(
         end_reason,
         child_status,
         layers: header.layers,
+        drain_cpu,
     })
 }
 

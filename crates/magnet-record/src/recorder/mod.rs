@@ -83,6 +83,9 @@ pub struct Summary {
     pub end_reason: String,
     pub child_status: Option<ExitStatus>,
     pub layers: Vec<LayerSource>,
+    /// CPU time of the drain thread (ring buffers to blocks): records per
+    /// drain-CPU-second is the drain's capacity, whatever fed it.
+    pub drain_cpu: Duration,
 }
 
 /// Records until the target ends, the duration passes, or `stop` is set.
