@@ -1319,9 +1319,12 @@ fn ss_counters(local: &str) -> std::collections::BTreeMap<String, u64> {
 /// TCP's wire counters are the kernel's own per-socket counters: they equal
 /// what `ss -ti` shows for the same socket at the same moment, and a closed
 /// connection keeps its final ones.
-fn tcp_counters_case(extra: &str) {
+fn tcp_counters_case(extra: &str, links: usize) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let d = Daemon::start(extra);
+    // 5 tp_btf + the iterator, + 2 cgroup_skb with packet_hooks
+    let (l, _) = bpf_ids(d.pid());
+    assert_eq!(l.len(), links, "links {l:?}");
     let (client, server, _) = transfer(listener, 37, 1000);
     let (cl, sl) = (
         client.local_addr().unwrap().to_string(),
@@ -1390,6 +1393,10 @@ fn tcp_counters_case(extra: &str) {
             // bytes_received counts the FIN (rcv_nxt moves over it), not the SYN
             assert_eq!(ms.wire.rx_bytes, 37_000 + 1);
             assert!(mc.wire.tx_data_segs >= 1 && ms.wire.rx_data_segs >= 1);
+            if links == 6 {
+                // no per-packet program: no latency marks, no histograms
+                assert!(mc.latency.app_to_wire.is_empty() && ms.latency.wire_to_app.is_empty());
+            }
             ok = true;
             break;
         }
@@ -1424,13 +1431,13 @@ fn tcp_counters_case(extra: &str) {
 #[test]
 fn tcp_wire_counters_equal_ss() {
     if live("tcp_wire_counters_equal_ss") {
-        tcp_counters_case("");
+        tcp_counters_case("", 8);
     }
 }
 
 #[test]
 fn tcp_wire_counters_equal_ss_without_packet_hooks() {
     if live("tcp_wire_counters_equal_ss_without_packet_hooks") {
-        tcp_counters_case("packet_hooks = false\n");
+        tcp_counters_case("packet_hooks = false\n", 6);
     }
 }

@@ -273,6 +273,13 @@ impl Config {
                 f.trigger_stall = Some(t);
             }
             f.trigger_stall_ports = r.trigger_stall_ports;
+            if !c.packet_hooks && (f.trigger_latency.is_some() || f.trigger_stall.is_some()) {
+                return Err(bad(
+                    "recorder.trigger_latency and recorder.trigger_stall need packet_hooks = true \
+                     (the latency marks they read are set by the per-packet programs)"
+                        .into(),
+                ));
+            }
             c.recorder = Some(f);
         }
         Ok(c)
@@ -309,6 +316,10 @@ mod tests {
             ("socket_mode = \"999\"", "socket_mode"),
             ("[recorder]\ntrigger_stall = \"10ms\"", "trigger_stall"),
             ("[recorder]\ntrigger_stall = \"soon\"", "trigger_stall"),
+            (
+                "packet_hooks = false\n[recorder]\ntrigger_stall = \"2s\"",
+                "need packet_hooks = true",
+            ),
         ] {
             let e = Config::parse(bad, "magnetd.toml").unwrap_err().to_string();
             assert!(e.starts_with("magnetd.toml: "), "{e}");

@@ -88,6 +88,9 @@ pub fn attach(max_connections: u32, packet_hooks: bool) -> Result<(Attached, Rea
     let mut open = SummarySkelBuilder::default()
         .open(storage)
         .map_err(|e| Error::bpf("opening magnetd's BPF object", e))?;
+    if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
+        ro.packet_marks = packet_hooks;
+    }
     open.maps
         .conns
         .set_max_entries(max_connections.max(1))

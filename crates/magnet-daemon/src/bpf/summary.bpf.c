@@ -56,6 +56,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define TCP_SYN_SENT 2
 #define TCP_CLOSE 7
 
+/* Set by user space before load: false when the per-packet programs are not
+ * attached (magnetd's packet_hooks = false). Then the calls set no latency
+ * marks: nothing would close them. */
+const volatile bool packet_marks = true;
+
 /* Keeps the record types in the object's BTF for the skeleton's types. */
 struct mg_conn mg_conn_layout SEC(".data.layout");
 struct mg_host mg_host_layout SEC(".data.layout");
@@ -265,7 +270,7 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	/* A send while an earlier send's mark still waits needs no TCP state:
 	 * the mark's data has not all left, so neither has this call's (the
 	 * packets out close the mark before the call returns if it had). */
-	if (c->protocol == IPPROTO_TCP && bytes && !(tx && c->tx_mark_ns))
+	if (packet_marks && c->protocol == IPPROTO_TCP && bytes && !(tx && c->tx_mark_ns))
 		tp = bpf_skc_to_tcp_sock(sk);
 	if (tx) {
 		__sync_fetch_and_add(&c->app_tx_calls, 1);
@@ -285,7 +290,7 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 		__sync_fetch_and_add(&c->app_rx_calls, 1);
 		__sync_fetch_and_add(&c->app_rx_bytes, bytes);
 		__u64 mark = c->rx_mark_ns;
-		if (bytes && mark && now > mark) {
+		if (packet_marks && bytes && mark && now > mark) {
 			__u32 s = hist_slot(now - mark);
 			if (s < MG_HIST_SLOTS)
 				__sync_fetch_and_add(&c->wire_to_app_hist[s], 1);
