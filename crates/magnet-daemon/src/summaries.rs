@@ -138,7 +138,7 @@ pub fn attach(max_connections: u32, packet_hooks: bool) -> Result<(Attached, Rea
         host: handle(&skel.maps.host, "host totals")?,
         drops: handle(&skel.maps.drop_reasons, "drop reason")?,
         iter_link: iter_fd,
-        refreshes: std::sync::atomic::AtomicU64::new(0),
+        refresh_failures: std::sync::atomic::AtomicU64::new(0),
         capacity: max_connections.max(1),
         drop_names: drop_reason_names(),
     };
@@ -211,8 +211,8 @@ pub struct Reader {
     host: MapHandle,
     drops: MapHandle,
     iter_link: OwnedFd,
-    /// Iterator runs that failed (health; logged by nobody, served in /metrics).
-    refreshes: std::sync::atomic::AtomicU64,
+    /// Iterator runs that failed (health, served in /metrics).
+    refresh_failures: std::sync::atomic::AtomicU64,
     capacity: u32,
     drop_names: BTreeMap<u32, String>,
 }
@@ -357,7 +357,7 @@ impl Reader {
         // SAFETY: a plain syscall wrapper on a link descriptor we own.
         let fd = unsafe { libbpf_rs::libbpf_sys::bpf_iter_create(self.iter_link.as_raw_fd()) };
         if fd < 0 {
-            self.refreshes
+            self.refresh_failures
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return;
         }
@@ -371,7 +371,7 @@ impl Reader {
                 Ok(_) => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => {
-                    self.refreshes
+                    self.refresh_failures
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     break;
                 }
@@ -382,7 +382,7 @@ impl Reader {
     /// Iterator runs that failed since start (0 when the TCP counters are
     /// fresh at every read).
     pub fn refresh_failures(&self) -> u64 {
-        self.refreshes.load(std::sync::atomic::Ordering::Relaxed)
+        self.refresh_failures.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// One connection by cookie.
