@@ -14,7 +14,7 @@
 #
 # Needs root and the packages in scripts/packages-rpc.txt, and a release build:
 #   cargo build --release -p magnet-cli
-# Usage: [KEEP=big.pcap] bench/rpc-decode.sh [MAGNET_BIN] [TARGET_BYTES] [RUNS]
+# Usage: [KEEP=big.pcap] [SMALL=N] bench/rpc-decode.sh [MAGNET_BIN] [TARGET_BYTES] [RUNS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -71,10 +71,19 @@ ip netns exec "$ns_c" tcpdump -i "mgbc$$" -s 0 --immediate-mode -B 65536 -U -Z r
 td=$!
 sleep 1
 C="ip netns exec $ns_c"
-$C "$work/nfs-workload" 10.213.0.1 "$work/export" 3 >/dev/null
-$C "$work/nfs-workload" 10.213.0.1 /export 4 >/dev/null
-$C nfs-cp "$work/big.bin" "nfs://10.213.0.1$work/export/big.bin" >/dev/null
-$C nfs-cat "nfs://10.213.0.1$work/export/big.bin" | cmp - "$work/big.bin"
+if [ -n "${SMALL:-}" ]; then
+    # SMALL=N: many small RPCs only (the scripted workload N times, no bulk file), so
+    # the replicated capture holds many transactions rather than large READ/WRITEs.
+    for _ in $(seq "$SMALL"); do
+        $C "$work/nfs-workload" 10.213.0.1 "$work/export" 3 >/dev/null
+        $C "$work/nfs-workload" 10.213.0.1 /export 4 >/dev/null
+    done
+else
+    $C "$work/nfs-workload" 10.213.0.1 "$work/export" 3 >/dev/null
+    $C "$work/nfs-workload" 10.213.0.1 /export 4 >/dev/null
+    $C nfs-cp "$work/big.bin" "nfs://10.213.0.1$work/export/big.bin" >/dev/null
+    $C nfs-cat "nfs://10.213.0.1$work/export/big.bin" | cmp - "$work/big.bin"
+fi
 sleep 1; kill -INT $td; wait $td || true
 python3 "$here/rpc-replicate.py" "$work/base.pcap" "$work/big.pcap" "$target" 10.213.0.2
 size=$(stat -c %s "$work/big.pcap")

@@ -3,6 +3,7 @@
 # `-Y rpc -T fields -e rpc.xid` on one capture (issue 12: >= 10x in JSON, >= 20x in
 # text). Runs alternated, medians of wall time, peak RSS; the ratios use the medians.
 # Make the capture with: KEEP=/var/tmp/big.pcap bench/rpc-decode.sh MAGNET 500000000 0
+# (many small RPCs: SMALL=30 KEEP=... bench/rpc-decode.sh MAGNET 500000000 0)
 # Usage: bench/rpc-speed.sh CAPTURE [MAGNET_BIN] [RUNS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,4 +29,9 @@ for l in magnet-json magnet-text tshark; do
     cpu=$(awk -v l=$l '$1==l {print $5}' "$work/results" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
     awk -v l=$l '$1==l' "$work/results" | sort -k2 -n | awk -v l=$l -v cpu="$cpu" '{a[NR]=$2; r[NR]=$3; n=$4} END {printf "%s %s %s %s %s\n", l, a[int((NR+1)/2)], r[int((NR+1)/2)], n, cpu}'
 done | tee "$work/med"
-awk '{t[$1]=$2; c[$1]=$5} END {printf "ratio wall: json %.1fx, text %.1fx; ratio CPU: json %.1fx, text %.1fx\n", t["tshark"]/t["magnet-json"], t["tshark"]/t["magnet-text"], c["tshark"]/c["magnet-json"], c["tshark"]/c["magnet-text"]}' "$work/med"
+awk '{t[$1]=$2; c[$1]=$5} END {
+    j = t["tshark"]/t["magnet-json"]; x = t["tshark"]/t["magnet-text"]
+    printf "ratio wall: json %.1fx, text %.1fx; ratio CPU: json %.1fx, text %.1fx\n", j, x, c["tshark"]/c["magnet-json"], c["tshark"]/c["magnet-text"]
+    printf "goal (issue 12, wall time): json >= 10x: %s; text >= 20x: %s\n", (j >= 10 ? "met" : "NOT met"), (x >= 20 ? "met" : "NOT met")
+}' "$work/med"
+echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs (wall ratios need a quiet host)"

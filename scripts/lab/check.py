@@ -19,6 +19,13 @@ Checks, for every file:
     skb_clone, __ip_queue_xmit, ip_output, dev_hard_start_xmit in that order; elsewhere one note;
     again with --func-exits: as many returns as entries, every SYN step with its time inside,
     and each caller's time enclosing its callees' on that path;
+  - `record --snaplen 2048` of a loopback TCP transfer: every data frame to loadgen's port
+    in `magnet pcap` holds min(frame, 2048) bytes and its payload is loadgen's byte pattern
+    at its stream offset (the bytes past the skb's linear part, read from its fragments);
+  - `record --funcs` with packet_rcv while `loadgen --tap lo` reads lo through a packet
+    socket (the kernel clones every frame for it: non-fclone clones): as many packet_rcv
+    steps in packet paths as frames the tap read, two on the SYN's path, the first after
+    dev_hard_start_xmit (the outgoing clone continues its parent's path);
   - (guests) nothing left behind by a recording of every layer and kind and a 200 ms
     `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc;
     a sampler killed by SIGKILL before it (clsact on 6.1: its qdisc is left) is
@@ -30,8 +37,10 @@ Checks, for every file:
     SIGTERM exits 0 (the leftovers check then finds no link).
 Prints a table of the rows per kernel; exits 1 on the first file with failures (after all).
 """
+import base64
 import re
 import json
+import struct
 import sys
 
 DEFAULT_LAYERS = ["app", "tcp", "ip", "dev"]
@@ -39,6 +48,8 @@ named_missing = {}
 funcs_path = {}
 funcs_in = {}
 funcs_nested = {}
+snaplen_seen = {}
+funcs_tap = {}
 MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
 
 
@@ -147,6 +158,91 @@ def check_funcs(sec, fn, kernel, probes_expected, need):
     need(not bad, f"{sec}: calls of one function on one CPU overlap without nesting: {bad[:2]}")
     funcs_nested[kernel] = sum(1 for i, a in enumerate(spans) for b in spans[i + 1:]
                                if a[:2] == b[:2] and a[2] < b[2] and b[3] <= a[3])
+
+
+def check_snaplen(data, snap, port, size):
+    """The TCP data frames to `port` of a `magnet pcap` file: each holds min(frame, snap)
+    bytes, and its payload is loadgen's pattern (byte i of each `size`-byte call is
+    i % 251) at its stream offset. Returns (frames, payload bytes) or what is wrong."""
+    off, bo, links, isn, frames, nbytes = 0, "<", {}, None, [], 0
+    while off + 12 <= len(data):
+        btype = struct.unpack_from(bo + "I", data, off)[0]
+        if btype == 0x0A0D0D0A:
+            bo = "<" if data[off + 8:off + 12] == b"\x4d\x3c\x2b\x1a" else ">"
+        blen = struct.unpack_from(bo + "I", data, off + 4)[0]
+        if blen < 12 or off + blen > len(data):
+            return f"pcapng block at offset {off}: length {blen}"
+        body = data[off + 8:off + blen - 4]
+        if btype == 1:
+            links[len(links)] = struct.unpack_from(bo + "H", body, 0)[0]
+        elif btype == 6:
+            ifid, _, _, cap, orig = struct.unpack_from(bo + "IIIII", body, 0)
+            frames.append((links.get(ifid), cap, orig, body[20:20 + cap]))
+        off += blen
+    checked = 0
+    for link, cap, orig, f in frames:
+        if link != 1 or len(f) < 34 or f[12:14] != b"\x08\x00" or f[23] != 6:
+            continue
+        ihl = (f[14] & 15) * 4
+        t = 14 + ihl
+        sport, dport, seq = struct.unpack_from(">HHI", f, t)
+        flags = f[t + 13]
+        if dport != port:
+            continue
+        if flags & 0x12 == 0x02:
+            isn = seq
+            continue
+        if cap != min(orig, snap):
+            return f"a frame of {orig} B holds {cap} B, want {min(orig, snap)}"
+        tot = struct.unpack_from(">H", f, 16)[0]
+        pay = f[t + (f[t + 12] >> 4) * 4:14 + tot]
+        if not pay:
+            continue
+        if isn is None:
+            return "data before the SYN"
+        o = (seq - isn - 1) % (1 << 32)
+        want = bytes(((o + k) % size) % 251 for k in range(len(pay)))
+        if pay != want:
+            return f"payload at stream offset {o} ({len(pay)} B) is not loadgen's pattern"
+        checked += 1
+        nbytes += len(pay)
+    if checked < 10:
+        return f"only {checked} data frames to port {port} in {len(frames)} frames"
+    return checked, nbytes
+def check_tap(fn, kernel, probes_expected, need):
+    """record --funcs ...,packet_rcv -- loadgen --tap lo: clones joined to their packets."""
+    rc = next((l[3:] for l in fn if l.startswith("rc ")), "?")
+    js = []
+    for l in fn:
+        if l[:1] in "{[":
+            try:
+                js.append(json.loads(l))
+            except ValueError:
+                js.append(None)
+    if not need(rc == "0" and len(js) == 4 and all(j is not None for j in js), f"funcs-tap: exit {rc}, {len(js)} JSON lines"):
+        return
+    lg, info, hs, pk = js
+    tap = lg.get("tap") or {}
+    src = next((x for x in info.get("sources", []) if x["layer"] == "func"), None)
+    if not need(src is not None, "funcs-tap: no func source in the header"):
+        return
+    if not src["hooks"]:
+        need(not probes_expected, f"funcs-tap: no function probes on {kernel}: {src}")
+        return
+    need(any(h.startswith("copies linked") for h in src["hooks"]), f"funcs-tap: copies not linked: {src}")
+    frames = tap.get("frames")
+    need(frames and tap.get("outgoing") == tap.get("incoming"), f"funcs-tap: the tap read {tap}")
+    fn_of = lambda st: st["what"].split(" ")[0]
+    n_rcv = sum(1 for p in pk for st in p.get("steps", []) if st["layer"] == "func" and fn_of(st) == "packet_rcv")
+    need(n_rcv == frames, f"funcs-tap: {n_rcv} packet_rcv steps in packet paths, the tap read {frames} frames")
+    syn = hs[0][0]["pkt_id"] if hs and hs[0] else None
+    path = next((p for p in pk if p["pkt_id"] == syn), None)
+    whats = [fn_of(st) for st in (path or {}).get("steps", []) if st["layer"] == "func"]
+    rcv = [i for i, w in enumerate(whats) if w == "packet_rcv"]
+    dev = whats.index("dev_hard_start_xmit") if "dev_hard_start_xmit" in whats else None
+    need(len(rcv) == 2 and dev is not None and dev < rcv[0],
+         f"funcs-tap: want two packet_rcv on the SYN's path, the first after dev_hard_start_xmit: {whats}")
+    funcs_tap[kernel] = f"{n_rcv} packet_rcv steps in paths for {frames} tapped frames ({tap.get('outgoing')} out, {tap.get('incoming')} in); SYN: " + " -> ".join(whats[dev:] if dev is not None else whats)
 
 
 def judge(path, ref_udp=None):
@@ -280,6 +376,7 @@ def judge(path, ref_udp=None):
 
     for sec in ["funcs", "funcs--func-exits"]:
         check_funcs(sec, s.get(sec, []), kernel, expect is not None, need)
+    check_tap(s.get("funcs-tap", []), kernel, expect is not None, need)
 
     fl = s.get("filter", [])
     rc = next((l[3:] for l in fl if l.startswith("rc ")), "?")
@@ -298,6 +395,16 @@ def judge(path, ref_udp=None):
         and bad.get("bad_stderr") == "magnet: error: can't parse filter expression: syntax error",
         f"record -f with a bad expression: {bad}",
     )
+
+    sn = s.get("snaplen", [])
+    rc = next((l[3:] for l in sn if l.startswith("rc ")), "?")
+    if need(rc.split(" ")[0] == "0", f"record --snaplen 2048: exit {rc}"):
+        b64 = next((l[7:] for l in sn if l.startswith("pcapng ")), "")
+        res = check_snaplen(base64.b64decode(b64 + "=" * (-len(b64) % 4)), 2048, 7329, 16384)
+        if isinstance(res, str):
+            need(False, f"record --snaplen 2048: {res}")
+        else:
+            snaplen_seen[kernel] = res
 
     if "daemon" in s:
         dm = s["daemon"]
@@ -373,6 +480,10 @@ def main():
         print(f"record --funcs --func-exits, time in (TCG) on {k}: {line}")
     for k, n in funcs_nested.items():
         print(f"record --funcs --func-exits, recursive calls paired (nested, same function and CPU) on {k}: {n}")
+    for k, (n, b) in snaplen_seen.items():
+        print(f"record --snaplen 2048 on {k}: {n} data frames, {b} payload bytes, all loadgen's pattern")
+    for k, line in funcs_tap.items():
+        print(f"record --funcs, packet-tap clones on {k}: {line}")
     bad = 0
     for k, f, _ in results:
         if f:

@@ -56,6 +56,23 @@ for x in "" --func-exits; do
     "$m" packets --json "$dir/funcs.mgt" | tr -d '\n'
     echo
 done
+# Copies: loadgen --tap reads lo through a packet socket, so the kernel clones
+# every frame for it (skb_clone of the sent skb in dev_queue_xmit_nit, of the
+# received one in packet_rcv): no fclones, linked through func_copy's probes.
+# Every packet_rcv call (one per frame the tap read) must be in a packet's path,
+# the outgoing clone's after its parent's dev_hard_start_xmit.
+echo "== funcs-tap"
+"$m" record -q --layers tcp,ip,dev --funcs "$F,packet_rcv" -o "$dir/tap.mgt" -- "$m" loadgen --tcp 2x1k --port 7601 --tap lo \
+    > "$dir/tap.json" 2> "$dir/tap.err"
+echo "rc $?"
+echo "stderr $(tail -n 1 "$dir/tap.err")"
+grep '"tap"' "$dir/tap.json"
+"$m" info --json "$dir/tap.mgt" | tr -d '\n'
+echo
+"$m" packets --handshake --json "$dir/tap.mgt" | tr -d '\n'
+echo
+"$m" packets --json "$dir/tap.mgt" | tr -d '\n'
+echo
 # record -f: a pcap-filter expression run in the kernel keeps exactly the 30
 # datagrams to 5353 of a mixed workload at every packet hook; a bad one is
 # refused with tcpdump's message, exit 2, and no trace.
@@ -68,6 +85,16 @@ echo
 echo "bad_rc $?"
 echo "bad_trace $(test -e "$dir/badf.mgt" && echo written || echo none)"
 echo "bad_stderr $(tail -n 1 "$dir/badf.err")"
+# record --snaplen 2048 of a loopback TCP transfer, as pcapng (base64, one line):
+# check.py compares every data frame's payload with loadgen's byte pattern, which
+# lies in the skb's page fragments past its linear part.
+echo "== snaplen"
+"$m" record -q --snaplen 2048 --layers dev -o "$dir/snap.mgt" -- "$m" loadgen --tcp 20x16k --port 7329 \
+    > /dev/null 2> "$dir/snap.err"
+echo "rc $? $(tail -n 1 "$dir/snap.err")"
+"$m" pcap "$dir/snap.mgt" -o "$dir/snap.pcapng" 2>> "$dir/snap.err"
+echo "pcap_rc $?"
+echo "pcapng $(base64 "$dir/snap.pcapng" | tr -d '\n')"
 if [ "$2" = "--leftovers" ]; then
     # magnetd (a guest only: it listens on fixed ports): loads where the kernel
     # has its hooks (6.3+), else says what is missing; a TCP connection held

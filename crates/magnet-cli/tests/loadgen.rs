@@ -60,3 +60,42 @@ fn help_has_examples() {
         "{help}"
     );
 }
+
+/// `--tap lo`: the AF_PACKET socket's counts against tcpdump on lo (root; ~1 s).
+/// libpcap drops lo's outgoing copies, so tcpdump sees each packet once: the
+/// tap's incoming frames; its outgoing ones are as many (lo hands every frame
+/// back in).
+#[test]
+fn tap_counts_the_frames_tcpdump_sees() {
+    use magnet_testkit::{live_or_skip, Capture, Need};
+    if !live_or_skip(
+        "tap_counts_the_frames_tcpdump_sees",
+        &[Need::Tool("tcpdump")],
+    ) {
+        return;
+    }
+    let port = (20_000 + std::process::id() % 20_000).to_string();
+    let cap = Capture::start(None, "lo", &["port", &port]).unwrap();
+    let out = magnet(&[
+        "loadgen", "--tcp", "5x1000", "--udp", "4x100", "--port", &port, "--tap", "lo",
+    ]);
+    let pcap = cap.stop().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tap = &v["tap"];
+    let seen = pcap.captured.expect("tcpdump's packet count");
+    assert_eq!(pcap.dropped_by_kernel, Some(0));
+    // 4 datagrams and at least a handshake, the data and the FINs.
+    assert!(seen >= 4 + 6, "tcpdump saw {seen}");
+    assert_eq!(tap["incoming"].as_u64(), Some(seen), "{tap}");
+    assert_eq!(tap["outgoing"].as_u64(), Some(seen), "{tap}");
+    assert_eq!(tap["frames"].as_u64(), Some(2 * seen), "{tap}");
+
+    let out = magnet(&["loadgen", "--tcp", "1x10", "--tap", "no-such-if0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--tap no-such-if0: no such interface"),
+        "{err}"
+    );
+}

@@ -31,7 +31,7 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
-use magnet_trace::{Records, TimeOrdered, TraceError, TraceReader};
+use magnet_trace::{ReorderBuffer, TraceError, TraceReader};
 
 pub mod perfetto;
 mod pq;
@@ -158,7 +158,10 @@ pub fn export<R: Read, W: Write + Send>(
         )?)),
     };
     let mut row = Vec::new();
-    for item in TimeOrdered::new(Records(reader), opts.window) {
+    // The window's records live in reusable slots (no buffer per record);
+    // the order is TimeOrdered's.
+    let mut ordered = ReorderBuffer::new(reader, opts.window);
+    while let Some(item) = ordered.next() {
         let rec = match item {
             Ok(r) => r,
             Err(e) => {
@@ -185,6 +188,7 @@ pub fn export<R: Read, W: Write + Send>(
             }
         }
     }
+    drop(ordered);
     sum.complete = reader.footer().is_some();
     match sink {
         Sink::Csv(w) => {

@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 
-use magnet_trace::{kind, Catalog, ClockMap, Event, KindIndex, Record, Value};
+use magnet_trace::{kind, Catalog, ClockMap, Event, KindIndex, RecordRef, Value};
 use serde_json::{json, Map, Value as Json};
 
 /// Track numbers of the layers inside a connection, in stack order.
@@ -149,7 +149,7 @@ impl<'c, W: Write> Perfetto<'c, W> {
             .pid
     }
 
-    pub fn record(&mut self, rec: &Record) -> std::io::Result<()> {
+    pub fn record(&mut self, rec: &RecordRef<'_>) -> std::io::Result<()> {
         let ts = rec.ts_ns();
         self.last_ts = self.last_ts.max(ts);
         let Some(desc) = self.index.get(rec.kind()) else {
@@ -158,7 +158,7 @@ impl<'c, W: Write> Perfetto<'c, W> {
             return self.layer_instant(None, OTHER_TRACK, ts, name, Map::new());
         };
         let ev = Event {
-            bytes: &rec.bytes,
+            bytes: rec.bytes,
             desc,
         };
         let mut args = Map::new();
@@ -266,7 +266,7 @@ impl<'c, W: Write> Perfetto<'c, W> {
 
     fn switch(
         &mut self,
-        rec: &Record,
+        rec: &RecordRef<'_>,
         ev: &Event<'_>,
         args: Map<String, Json>,
     ) -> std::io::Result<()> {

@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use magnet_trace::{Catalog, ClockMap, Event, FieldDesc, FieldType, KindIndex, Record, Value};
+use magnet_trace::{Catalog, ClockMap, Event, FieldDesc, FieldType, KindIndex, RecordRef, Value};
 
 /// The type of a column, the same in every format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,7 +199,7 @@ impl<'c> Table<'c> {
     }
 
     /// The kind name of a record as the row shows it (and `magnet info` counts it).
-    pub fn kind_name(&self, rec: &Record) -> String {
+    pub fn kind_name(&self, rec: &RecordRef<'_>) -> String {
         match self.index.get(rec.kind()) {
             Some(d) => d.name.clone(),
             None => format!("unknown_{}", rec.kind()),
@@ -207,7 +207,7 @@ impl<'c> Table<'c> {
     }
 
     /// Fills `row` (resized to the column count) with one record's values.
-    pub fn fill(&self, rec: &Record, row: &mut Vec<Cell>) {
+    pub fn fill(&self, rec: &RecordRef<'_>, row: &mut Vec<Cell>) {
         row.clear();
         row.resize(self.columns.len(), Cell::Null);
         let ts = rec.ts_ns();
@@ -226,7 +226,7 @@ impl<'c> Table<'c> {
         row[7] = Cell::Str(desc.layer.clone());
         row[8] = Cell::Str(desc.name.clone());
         let ev = Event {
-            bytes: &rec.bytes,
+            bytes: rec.bytes,
             desc,
         };
         for &(at, f) in &self.plan[desc.id as usize] {

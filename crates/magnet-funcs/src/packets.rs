@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use magnet_trace::{Event, Header, KindIndex, Record};
+use magnet_trace::{Event, Header, KindIndex, RecordRef};
 use serde::Serialize;
 
 /// The IP and transport fields that identify a packet on the wire.
@@ -220,12 +220,12 @@ impl<'h> Paths<'h> {
     }
 
     /// Adds one record (records must come in time order).
-    pub fn push(&mut self, rec: &Record) {
+    pub fn push(&mut self, rec: &RecordRef<'_>) {
         let Some(desc) = self.index.get(rec.kind()) else {
             return;
         };
         let ev = Event {
-            bytes: &rec.bytes,
+            bytes: rec.bytes,
             desc,
         };
         let ts = rec.ts_ns();
@@ -552,7 +552,7 @@ mod path_tests {
         let header = r.header().clone();
         let mut paths = Paths::new(&header);
         while let Some(Ok(rec)) = r.next_record() {
-            paths.push(&rec);
+            paths.push(&rec.view());
         }
         let out = paths.finish();
         assert_eq!(out.len(), 1);

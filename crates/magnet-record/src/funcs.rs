@@ -34,6 +34,26 @@ pub(crate) struct Plan {
 /// The program for functions without an skb parameter.
 const ANY_PROG: &str = "func_any_multi";
 
+/// The functions that make a new skb from the one in their first parameter
+/// and return it: entry and return probes on them (`func_copy*`) link each
+/// copy or non-fclone clone to its parent.
+const COPY_FUNCS: [&str; 6] = [
+    "skb_clone",
+    "__pskb_copy_fclone",
+    "skb_copy",
+    "skb_copy_expand",
+    "skb_realloc_headroom",
+    "skb_expand_head",
+];
+
+fn copy_prog_names(multi: bool) -> [&'static str; 2] {
+    if multi {
+        ["func_copy_multi", "func_copy_exit_multi"]
+    } else {
+        ["func_copy", "func_copy_exit"]
+    }
+}
+
 fn prog_name(pos: usize, multi: bool) -> String {
     if multi {
         format!("func_skb{pos}_multi")
@@ -90,7 +110,9 @@ impl Plan {
         if prog == ANY_PROG {
             return self.multi && !self.any.is_empty();
         }
-        if self.exits && prog == exit_prog_name(self.multi) {
+        if (self.exits && prog == exit_prog_name(self.multi))
+            || copy_prog_names(self.multi).contains(&prog)
+        {
             return self.by_pos.iter().any(|v| !v.is_empty());
         }
         (1..=5).any(|p| !self.by_pos[p - 1].is_empty() && prog == prog_name(p, self.multi))
@@ -198,6 +220,9 @@ impl Plan {
                 )),
             }
         }
+        if !with_skb.is_empty() {
+            self.attach_copies(object, &mut src, &mut links);
+        }
         if !failed.is_empty() {
             src.missing.push(format!(
                 "{} functions could not be probed (first: {}: {})",
@@ -210,6 +235,44 @@ impl Plan {
         header.enums.insert(FUNC_TABLE.into(), names);
         header.enums.insert(FUNC_END_TABLE.into(), ends);
         (src, links)
+    }
+}
+
+impl Plan {
+    /// Entry and return probes on the copying functions the kernel has, so
+    /// that a copy's records name their parent.
+    fn attach_copies(&self, object: &Object, src: &mut LayerSource, links: &mut Vec<Link>) {
+        let started = Instant::now();
+        // Tried without reading available_filter_functions (seconds under
+        // emulation): the attach reports any the kernel refuses.
+        let funcs: Vec<String> = COPY_FUNCS.iter().map(|f| f.to_string()).collect();
+        let mut n = [0; 2];
+        for (i, pname) in copy_prog_names(self.multi).into_iter().enumerate() {
+            let Some(prog) = object.progs_mut().find(|p| p.name() == pname) else {
+                src.missing.push(format!(
+                    "copies not linked to their parent: {pname} missing from the BPF object"
+                ));
+                return;
+            };
+            let a = magnet_kernel::attach::attach_kprobes(&prog, &funcs, i == 1, self.multi);
+            links.extend(a.links);
+            n[i] = a.funcs.len();
+            if let Some((f, e)) = a.failed.first() {
+                src.missing.push(format!(
+                    "copies made by {} of {} functions not linked to their parent (first: {f}: {e})",
+                    a.failed.len(),
+                    funcs.len()
+                ));
+            }
+        }
+        src.hooks.push(format!(
+            "copies linked: entry and return probes on {} and {} of {} ({}; attached in {:.2} s)",
+            n[0],
+            n[1],
+            funcs.len(),
+            funcs.join(", "),
+            started.elapsed().as_secs_f64()
+        ));
     }
 }
 

@@ -200,6 +200,15 @@ impl<R: Read> TraceReader<R> {
         }))
     }
 
+    /// [`TraceReader::next_record`], borrowed from the reader's block buffer
+    /// (valid until the next call).
+    pub fn next_record_ref(&mut self) -> Option<Result<RecordRef<'_>, TraceError>> {
+        Some(self.next_raw()?.map(|(at, len)| RecordRef {
+            bytes: &self.payload[at..at + len],
+            block_offset: self.block_offset,
+        }))
+    }
+
     /// The next record's place in the current block's payload.
     fn next_raw(&mut self) -> Option<Result<(usize, usize), TraceError>> {
         loop {

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use magnet_funcs::packets::{handshakes, Filter, PacketPath, Paths};
-use magnet_trace::{ClockMap, Records, TimeOrdered};
+use magnet_trace::{ClockMap, ReorderBuffer};
 
 use super::trace_input;
 
@@ -103,12 +103,14 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
     let header = reader.header().clone();
     let path = args.file.clone();
     let mut paths = Paths::new(&header);
-    for item in TimeOrdered::new(Records(&mut reader), args.window) {
+    let mut ordered = ReorderBuffer::new(&mut reader, args.window);
+    while let Some(item) = ordered.next() {
         match item {
             Ok(rec) => paths.push(&rec),
             Err(e) => trace_input::warn(&path, &e),
         }
     }
+    drop(ordered);
     let filter = Filter {
         pkt: args.pkt,
         src: args.src,

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 use magnet_trace::print::{LinePrinter, TimeColumn};
-use magnet_trace::{Event, KindIndex, ReorderBuffer};
+use magnet_trace::{Event, KindIndex, RecordRef, ReorderBuffer};
 
 use super::trace_input;
 use super::units::parse_duration;
@@ -66,6 +66,13 @@ pub struct ParseArgs {
     /// Records held back to sort by time.
     #[arg(long, default_value_t = 65536)]
     window: usize,
+    /// Threads that format lines (default: one per core; 1 formats on the
+    /// reading thread). The output is the same for every value.
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Records per batch handed to a formatting thread (tests use small ones).
+    #[arg(long, default_value_t = 2048, hide = true)]
+    batch: usize,
 }
 
 pub fn run(args: ParseArgs) -> Result<ExitCode> {
@@ -112,73 +119,71 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
     } else {
         TimeColumn::Relative
     };
-    let mut printed = 0u64;
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS))
+    });
+    let filter = Filter {
+        index: &index,
+        layers: &layers,
+        kinds: &kinds,
+        sock: args.sock,
+        pid: args.pid,
+        since,
+        until,
+    };
+    let style = Style {
+        json: args.json,
+        time,
+    };
     let mut damaged = 0u64;
     let path = args.file.clone();
     let mut ordered = ReorderBuffer::new(&mut reader, args.window);
-    while let Some(item) = ordered.next() {
-        let rec = match item {
-            Ok(r) => r,
-            Err(e) => {
-                damaged += 1;
-                trace_input::warn(&path, &e);
-                continue;
-            }
-        };
-        let ts = rec.ts_ns();
-        if since.is_some_and(|s| ts < s) || until.is_some_and(|u| ts >= u) {
-            continue;
-        }
-        if args.pid.is_some_and(|p| rec.pid() != p) {
-            continue;
-        }
-        let Some(desc) = index.get(rec.kind()) else {
-            // Unknown kinds are kept, shown by number.
-            if layers.is_empty() && kinds.is_empty() && args.sock.is_none() {
-                writeln!(
-                    buf,
-                    "{} {} {} {} ? kind{} len={}",
-                    ts,
-                    rec.cpu(),
-                    rec.pid(),
-                    rec.tid(),
-                    rec.kind(),
-                    rec.bytes.len()
-                )?;
-            }
-            continue;
-        };
-        if !layers.is_empty() && !layers.contains(desc.layer.as_str()) {
-            continue;
-        }
-        if !kinds.is_empty() && !kinds.contains(desc.name.as_str()) {
-            continue;
-        }
-        if let Some(c) = args.sock {
-            let ev = Event {
-                bytes: rec.bytes,
-                desc,
+    let mut on_damage = |e: &magnet_trace::TraceError| {
+        damaged += 1;
+        trace_input::warn(&path, e);
+    };
+    if threads <= 1 {
+        let mut printed = 0u64;
+        while let Some(item) = ordered.next() {
+            let rec = match item {
+                Ok(r) => r,
+                Err(e) => {
+                    on_damage(&e);
+                    continue;
+                }
             };
-            if ev.u64("cookie") != Some(c) {
+            if !filter.keeps(&rec) {
                 continue;
             }
+            line(&printer, &rec, style, &mut buf);
+            if buf.len() >= 1 << 16 {
+                out.write_all(&buf)?;
+                buf.clear();
+            }
+            printed += 1;
+            if args.count.is_some_and(|c| printed >= c) {
+                break;
+            }
         }
-        if args.json {
-            printer.json(&rec, &mut buf);
-        } else {
-            printer.text(&rec, time, &mut buf);
-        }
-        if buf.len() >= 1 << 16 {
-            out.write_all(&buf)?;
-            buf.clear();
-        }
-        printed += 1;
-        if args.count.is_some_and(|c| printed >= c) {
-            break;
-        }
+        out.write_all(&buf)?;
+    } else {
+        out.write_all(&buf)?;
+        drop(out);
+        parallel(
+            &mut ordered,
+            &filter,
+            &printer,
+            style,
+            Split {
+                threads,
+                batch: args.batch.max(1),
+            },
+            args.count,
+            &mut on_damage,
+        )?;
+        out = stdout.lock();
     }
     drop(ordered);
-    out.write_all(&buf)?;
     out.flush()?;
     if reader.footer().is_none() && damaged == 0 && args.count.is_none() {
         eprintln!(
@@ -187,4 +192,220 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Most formatting threads by default.
+const MAX_THREADS: usize = 8;
+
+/// Which records are printed (decided on the reading thread, in time order).
+struct Filter<'a> {
+    index: &'a KindIndex<'a>,
+    layers: &'a HashSet<&'a str>,
+    kinds: &'a HashSet<&'a str>,
+    sock: Option<u64>,
+    pid: Option<u32>,
+    since: Option<u64>,
+    until: Option<u64>,
+}
+
+impl Filter<'_> {
+    fn keeps(&self, rec: &RecordRef<'_>) -> bool {
+        let ts = rec.ts_ns();
+        if self.since.is_some_and(|s| ts < s) || self.until.is_some_and(|u| ts >= u) {
+            return false;
+        }
+        if self.pid.is_some_and(|p| rec.pid() != p) {
+            return false;
+        }
+        let Some(desc) = self.index.get(rec.kind()) else {
+            // Unknown kinds are kept, shown by number, unless a filter names
+            // what to keep.
+            return self.layers.is_empty() && self.kinds.is_empty() && self.sock.is_none();
+        };
+        if !self.layers.is_empty() && !self.layers.contains(desc.layer.as_str()) {
+            return false;
+        }
+        if !self.kinds.is_empty() && !self.kinds.contains(desc.name.as_str()) {
+            return false;
+        }
+        if let Some(c) = self.sock {
+            let ev = Event {
+                bytes: rec.bytes,
+                desc,
+            };
+            if ev.u64("cookie") != Some(c) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Style {
+    json: bool,
+    time: TimeColumn,
+}
+
+/// Appends one record's line: the catalog's kinds as text or JSON, an unknown
+/// kind by number.
+fn line(printer: &LinePrinter<'_>, rec: &RecordRef<'_>, style: Style, buf: &mut Vec<u8>) {
+    let known = if style.json {
+        printer.json(rec, buf)
+    } else {
+        printer.text(rec, style.time, buf)
+    };
+    if !known {
+        let mut ib = itoa::Buffer::new();
+        for (i, n) in [
+            rec.ts_ns(),
+            rec.cpu() as u64,
+            rec.pid() as u64,
+            rec.tid() as u64,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if i > 0 {
+                buf.push(b' ');
+            }
+            buf.extend_from_slice(ib.format(n).as_bytes());
+        }
+        buf.extend_from_slice(b" ? kind");
+        buf.extend_from_slice(ib.format(rec.kind()).as_bytes());
+        buf.extend_from_slice(b" len=");
+        buf.extend_from_slice(ib.format(rec.bytes.len()).as_bytes());
+        buf.push(b'\n');
+    }
+}
+
+/// How the formatting is shared out.
+struct Split {
+    /// Formatting threads.
+    threads: usize,
+    /// Records per batch.
+    batch: usize,
+}
+
+/// Records copied out of the reorder window, in print order.
+#[derive(Default)]
+struct Batch {
+    seq: u64,
+    bytes: Vec<u8>,
+    /// (start, end, block offset) in `bytes`.
+    recs: Vec<(usize, usize, u64)>,
+}
+
+/// Reading, time order and filters stay on this thread; batches of kept
+/// records go to `threads` formatting threads, and one writer thread puts
+/// their text out in batch order, so the output is the one-thread output.
+fn parallel<R: std::io::Read>(
+    ordered: &mut ReorderBuffer<'_, R>,
+    filter: &Filter<'_>,
+    printer: &LinePrinter<'_>,
+    style: Style,
+    split: Split,
+    count: Option<u64>,
+    on_damage: &mut dyn FnMut(&magnet_trace::TraceError),
+) -> Result<()> {
+    use std::sync::mpsc::{channel, sync_channel};
+    let Split {
+        threads,
+        batch: batch_len,
+    } = split;
+    use std::sync::Mutex;
+    let (work_tx, work_rx) = sync_channel::<Batch>(threads * 2);
+    // Each formatting thread holds the queue: when all have stopped, sending
+    // to it fails instead of waiting.
+    let work_rx = std::sync::Arc::new(Mutex::new(work_rx));
+    let (done_tx, done_rx) = sync_channel::<(u64, Vec<u8>)>(threads * 2);
+    // Spent buffers come back for reuse: batches to this thread, text to the
+    // formatting threads.
+    let (free_batch_tx, free_batch_rx) = channel::<Batch>();
+    let (free_text_tx, free_text_rx) = channel::<Vec<u8>>();
+    let free_text_rx = Mutex::new(free_text_rx);
+    std::thread::scope(|s| -> Result<()> {
+        for _ in 0..threads {
+            let (work_rx, free_text_rx) = (work_rx.clone(), &free_text_rx);
+            let (done_tx, free_batch_tx) = (done_tx.clone(), free_batch_tx.clone());
+            s.spawn(move || loop {
+                let next = work_rx.lock().expect("not poisoned").recv();
+                let Ok(batch) = next else { break };
+                let reuse = free_text_rx.lock().expect("not poisoned").try_recv();
+                let mut text = reuse.unwrap_or_else(|_| Vec::with_capacity(batch.bytes.len() * 3));
+                text.clear();
+                for &(a, b, block_offset) in &batch.recs {
+                    let rec = RecordRef {
+                        bytes: &batch.bytes[a..b],
+                        block_offset,
+                    };
+                    line(printer, &rec, style, &mut text);
+                }
+                let seq = batch.seq;
+                let _ = free_batch_tx.send(batch);
+                if done_tx.send((seq, text)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop((done_tx, free_batch_tx, work_rx));
+        let writer = s.spawn(move || -> std::io::Result<()> {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let mut next = 0u64;
+            let mut early = std::collections::BTreeMap::new();
+            for (seq, text) in done_rx {
+                early.insert(seq, text);
+                while let Some(text) = early.remove(&next) {
+                    out.write_all(&text)?;
+                    let _ = free_text_tx.send(text);
+                    next += 1;
+                }
+            }
+            out.flush()
+        });
+        let mut printed = 0u64;
+        let mut seq = 0u64;
+        let mut batch = Batch::default();
+        let send = |batch: &mut Batch, seq: &mut u64| -> bool {
+            let fresh = free_batch_rx.try_recv().unwrap_or_default();
+            let mut full = std::mem::replace(batch, fresh);
+            batch.bytes.clear();
+            batch.recs.clear();
+            full.seq = *seq;
+            *seq += 1;
+            work_tx.send(full).is_ok()
+        };
+        let mut open = true;
+        while let Some(item) = ordered.next() {
+            let rec = match item {
+                Ok(r) => r,
+                Err(e) => {
+                    on_damage(&e);
+                    continue;
+                }
+            };
+            if !filter.keeps(&rec) {
+                continue;
+            }
+            let a = batch.bytes.len();
+            batch.bytes.extend_from_slice(rec.bytes);
+            batch.recs.push((a, batch.bytes.len(), rec.block_offset));
+            printed += 1;
+            if batch.recs.len() >= batch_len && !send(&mut batch, &mut seq) {
+                // The writer stopped (its error is reported below).
+                open = false;
+                break;
+            }
+            if count.is_some_and(|c| printed >= c) {
+                break;
+            }
+        }
+        if open && !batch.recs.is_empty() {
+            send(&mut batch, &mut seq);
+        }
+        drop(work_tx);
+        writer.join().expect("the writer thread does not panic")?;
+        Ok(())
+    })
 }

@@ -223,8 +223,10 @@ struct mg_dev {
 /* record --snaplen N: written right after a dev_start_xmit or dev_rx record,
  * with the same time, packet id and ifindex; `caplen` bytes of the frame from
  * its link header follow the struct (the record is 48 + caplen bytes long).
- * Only the skb's linear part is read: caplen < min(N, len) when the rest of
- * the frame is in page fragments. */
+ * The skb's linear part, then its page fragments (record.bpf.c frame_frags()):
+ * caplen = min(N, len) except where fragments cannot be read (RAM above
+ * 32 GiB, no /proc/self/pagemap frame numbers, a net_iov fragment) or the
+ * rest is in the skb's frag_list (GRO on receive). */
 #define MG_SNAPLEN_MAX 2048
 struct mg_frame {
 	struct mg_hdr hdr;

@@ -13,7 +13,11 @@
  * skb met in a traced task (the sending path before the packet's birth).
  * A clone of an fclone pair (TCP's transmit copy) names its parent skb, so
  * that the parent's functions (tcp_connect -> __tcp_transmit_skb) join the
- * packet the clone becomes.
+ * packet the clone becomes. Other copies (skb_clone of a non-fclone skb,
+ * pskb_copy, skb_copy, ...) are seen by entry and return probes on the copying
+ * functions (func_copy*): the new skb names its parent too, and takes the
+ * parent's packet id when the parent has one and it has none (a packet tap's
+ * clone, a copy sent again).
  *
  * Included at the end of record.bpf.c: the maps and helpers there are shared.
  */
@@ -74,6 +78,97 @@ static __always_inline void func_push(__u64 ip, bool recorded)
 
 static __always_inline bool func_record(struct pt_regs *ctx, const struct sk_buff *skb, __u64 ip);
 
+/* ---- copies ---------------------------------------------------------------
+ * The copying functions (skb_clone, __pskb_copy_fclone, skb_copy, ...) take
+ * the parent as their first parameter and return the new skb. copy_open holds
+ * the parent from entry to return, per (task, function); skb_parents, per new
+ * skb, its parent, its head (a reused sk_buff has another) and its parent's
+ * packet id. */
+struct copy_of {
+	__u64 parent;
+	__u64 head;
+	/* skb->cloned of the new skb (1 for a clone; a fresh sk_buff reusing
+	 * the address and head of a freed clone has 0). */
+	__u64 cloned;
+	/* The parent's packet id when the copy was made (the parent may be
+	 * gone before the copy's first record: a packet tap's clone). */
+	__u64 id;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct func_key);
+	__type(value, __u64);
+} copy_open SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct copy_of);
+} skb_parents SEC(".maps");
+
+static __always_inline int copy_entry(struct pt_regs *ctx)
+{
+	__u64 parent = PT_REGS_PARM1(ctx);
+	if (!parent)
+		return 0;
+	struct func_key k = { .task = func_task(), .ip = bpf_get_func_ip(ctx) };
+	bpf_map_update_elem(&copy_open, &k, &parent, BPF_ANY);
+	return 0;
+}
+
+static __always_inline int copy_exit(struct pt_regs *ctx)
+{
+	struct func_key k = { .task = func_task(), .ip = bpf_get_func_ip(ctx) };
+	__u64 *p = bpf_map_lookup_elem(&copy_open, &k);
+	if (!p)
+		return 0;
+	__u64 parent = *p;
+	bpf_map_delete_elem(&copy_open, &k);
+	const struct sk_buff *child = (const struct sk_buff *)PT_REGS_RC(ctx);
+	/* skb_expand_head returns its own skb when it had room. */
+	if (!child || (__u64)child == parent)
+		return 0;
+	struct copy_of c = {
+		.parent = parent,
+		.head = (__u64)BPF_CORE_READ(child, head),
+		.cloned = BPF_CORE_READ_BITFIELD_PROBED(child, cloned),
+	};
+	__u64 parent_head = (__u64)BPF_CORE_READ((const struct sk_buff *)parent, head);
+	struct pkt_slot *ps = pkt_slot(parent);
+	if (ps && ps->skb == parent && ps->head == parent_head)
+		c.id = ps->id;
+	__u64 a = (__u64)child;
+	bpf_map_update_elem(&skb_parents, &a, &c, BPF_ANY);
+	return 0;
+}
+
+SEC("kprobe")
+int func_copy(struct pt_regs *ctx)
+{
+	return copy_entry(ctx);
+}
+
+SEC("kprobe.multi")
+int func_copy_multi(struct pt_regs *ctx)
+{
+	return copy_entry(ctx);
+}
+
+SEC("kretprobe")
+int func_copy_exit(struct pt_regs *ctx)
+{
+	return copy_exit(ctx);
+}
+
+SEC("kretprobe.multi")
+int func_copy_exit_multi(struct pt_regs *ctx)
+{
+	return copy_exit(ctx);
+}
+
 static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff *skb)
 {
 	__u64 ip = bpf_get_func_ip(ctx);
@@ -94,15 +189,30 @@ static __always_inline bool func_record(struct pt_regs *ctx, const struct sk_buf
 	struct pkt_slot *slot = pkt_slot(a);
 	if (slot && slot->skb == a && slot->head == head)
 		id = slot->id;
+	/* TCP's queued skbs are fclone originals: the clone sent down the stack is
+	 * the second skb of the pair (skb_clone), and names it as its parent. Any
+	 * other copy names the parent func_copy saw it made from. */
+	__u8 fclone = BPF_CORE_READ_BITFIELD_PROBED(skb, fclone);
+	__u64 parent = 0;
+	if (fclone == SKB_FCLONE_CLONE) {
+		parent = a - bpf_core_field_offset(struct sk_buff_fclones, skb2);
+	} else {
+		struct copy_of *c = bpf_map_lookup_elem(&skb_parents, &a);
+		if (c && c->head == head &&
+		    c->cloned == BPF_CORE_READ_BITFIELD_PROBED(skb, cloned)) {
+			parent = c->parent;
+			/* A copy with no packet of its own continues its parent's. */
+			if (!id)
+				id = c->id;
+		}
+	}
 	if (!id && !task_traced())
 		return false;
-	/* TCP's queued skbs are fclone originals: the clone sent down the stack is
-	 * the second skb of the pair (skb_clone), and names it as its parent. */
-	__u8 fclone = BPF_CORE_READ_BITFIELD_PROBED(skb, fclone);
 	if (!id && filter_tasks) {
-		/* A traced task's own sends only: the skb belongs to a socket, or is
-		 * a TCP write-queue skb (no owner until its clone goes down). */
-		if (!BPF_CORE_READ(skb, sk) && fclone != SKB_FCLONE_ORIG)
+		/* A traced task's own sends only: the skb belongs to a socket, is
+		 * a TCP write-queue skb (no owner until its clone goes down), or is
+		 * a copy of one. */
+		if (!BPF_CORE_READ(skb, sk) && fclone != SKB_FCLONE_ORIG && !parent)
 			return false;
 	}
 	struct mg_func *r;
@@ -137,9 +247,7 @@ static __always_inline bool func_record(struct pt_regs *ctx, const struct sk_buf
 	__builtin_memset(r->_pad0, 0, sizeof(r->_pad0));
 	__builtin_memcpy(r->saddr, pi.saddr, 16);
 	__builtin_memcpy(r->daddr, pi.daddr, 16);
-	r->parent = fclone == SKB_FCLONE_CLONE
-			    ? a - bpf_core_field_offset(struct sk_buff_fclones, skb2)
-			    : 0;
+	r->parent = parent;
 	submit(r);
 	return true;
 }

@@ -56,6 +56,11 @@ const volatile __u32 id_ring_index = 0;
 const volatile bool has_id_ring = false;
 /* record --snaplen: bytes of each dev_start_xmit / dev_rx frame to keep, 0 = none. */
 const volatile __u32 snaplen = 0;
+/* record --snaplen, bytes in page fragments: the page frame number of a page
+ * user space filled with `frag_mark` (0 = read only the skb's linear part).
+ * See frag_base(). */
+const volatile __u64 frag_pfn = 0;
+const volatile __u64 frag_mark[2] = {};
 
 /* ---- maps ----------------------------------------------------------------- */
 
@@ -215,7 +220,9 @@ struct {
  * Slot 0 for transmit, 1 for receive (a softirq may interrupt a sender). */
 struct frame_buf {
 	struct mg_frame f;
-	__u8 data[MG_SNAPLEN_MAX];
+	/* Twice the most kept, so that the verifier sees every fragment copy
+	 * (offset < MG_SNAPLEN_MAX, length <= MG_SNAPLEN_MAX) inside it. */
+	__u8 data[2 * MG_SNAPLEN_MAX];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -1585,8 +1592,96 @@ static __always_inline void track_connecting(const struct sk_buff *skb)
 	track_flow(&t, cookie, addr_of(s));
 }
 
+/* record --snaplen: the kernel's direct-map base (page_offset_base), found
+ * once: 0 = not yet, 1 = not found (fragments are then not read).
+ *
+ * tp_btf programs cannot call bpf_skb_load_bytes, so a fragment's page is
+ * turned into its address as page_address() does: its frame number from its
+ * place in the vmemmap array, then that frame's place in the direct map. Both
+ * bases are randomised in steps of 1 GiB (KASLR) and neither can be read here:
+ * page_offset_base and vmemmap_base are data symbols that /proc/kallsyms and
+ * BTF need not list (not on 6.18 without CONFIG_KALLSYMS_ALL). So:
+ * - vmemmap_base is the page pointer rounded down to 1 GiB, as long as every
+ *   frame number times sizeof(struct page) stays below 1 GiB: user space turns
+ *   fragments off on hosts with RAM above 32 GiB (see recorder/frames.rs);
+ * - page_offset_base is the 1 GiB step below a direct-map address (the skb's
+ *   head) at which the page user space marked (frame `frag_pfn`) shows its mark. */
+__u64 frag_pob = 0;
+
+#define FRAG_GIB (1ULL << 30)
+#define FRAG_PHYS_STEPS 32 /* RAM below 32 GiB */
+#define FRAG_MAX 17        /* MAX_SKB_FRAGS */
+
+/* The 16 bytes of skb_frag_t: struct bio_vec (bv_page, bv_len, bv_offset) on
+ * 6.1, struct skb_frag (netmem, len, offset) since 6.8: the same layout. */
+struct frag_raw {
+	__u64 page; /* struct page *, or a netmem_ref whose bit 0 marks a net_iov */
+	__u32 len;
+	__u32 off;
+};
+
+static __always_inline __u64 frag_base(const void *direct)
+{
+	__u64 pob = frag_pob;
+	if (pob)
+		return pob;
+	__u64 top = (__u64)direct & ~(FRAG_GIB - 1);
+	pob = 1;
+	for (int i = 0; i < FRAG_PHYS_STEPS; i++) {
+		__u64 c = top - (__u64)i * FRAG_GIB;
+		__u64 got[2] = {};
+		if (bpf_probe_read_kernel(got, sizeof(got), (void *)(c + (frag_pfn << 12))))
+			continue;
+		if (got[0] == frag_mark[0] && got[1] == frag_mark[1]) {
+			pob = c;
+			break;
+		}
+	}
+	frag_pob = pob;
+	return pob;
+}
+
+/* Appends the bytes of the skb's page fragments after its linear part, up to
+ * `want` in all; returns the bytes now in b->data. The skb's frag_list (GRO
+ * on receive) is not read. */
+static __always_inline __u32 frame_frags(const struct sk_buff *skb, struct frame_buf *b,
+					 __u32 have, __u32 want)
+{
+	unsigned char *head = skb->head;
+	struct skb_shared_info *sh = (void *)(head + skb->end);
+	__u8 nr = 0;
+	if (bpf_core_read(&nr, sizeof(nr), &sh->nr_frags) || !nr)
+		return have;
+	__u64 pob = frag_base(head);
+	if (pob == 1)
+		return have;
+	__u64 page_size = bpf_core_type_size(struct page);
+	for (int i = 0; i < FRAG_MAX; i++) {
+		if (i >= nr || have >= want)
+			break;
+		struct frag_raw f;
+		if (bpf_probe_read_kernel(&f, sizeof(f), (void *)&sh->frags[i]))
+			break;
+		if (f.page & 1)
+			break;
+		__u64 pfn = (f.page & (FRAG_GIB - 1)) / page_size;
+		__u64 addr = pob + (pfn << 12) + f.off;
+		__u32 take = f.len;
+		if (take > want - have)
+			take = want - have;
+		if (take > MG_SNAPLEN_MAX)
+			take = MG_SNAPLEN_MAX;
+		__u32 at = have & (MG_SNAPLEN_MAX - 1);
+		barrier_var(take);
+		if (!take || bpf_probe_read_kernel(b->data + at, take, (void *)addr))
+			break;
+		have += take;
+	}
+	return have;
+}
+
 /* record --snaplen: the first `snaplen` bytes of the frame from its link
- * header, as far as the skb's linear part holds them; same time, packet id
+ * header, the skb's linear part then its page fragments; same time, packet id
  * and ifindex as the dev record `d` just written. */
 static __always_inline void frame_event(const struct sk_buff *skb, const struct mg_dev *d, bool rx)
 {
@@ -1614,8 +1709,20 @@ static __always_inline void frame_event(const struct sk_buff *skb, const struct 
 		n = linear;
 	if (n > MG_SNAPLEN_MAX)
 		n = MG_SNAPLEN_MAX;
+	__u32 want = snaplen;
+	if (want > d->len)
+		want = d->len;
+	if (want > MG_SNAPLEN_MAX)
+		want = MG_SNAPLEN_MAX;
 	if (bpf_probe_read_kernel(b->data, n, start))
 		n = 0;
+	else if (n < want && n == linear && frag_pfn) {
+		n = frame_frags(skb, b, n, want);
+		/* n <= want <= MG_SNAPLEN_MAX; older verifiers (6.1) lose the
+		 * bound through the loop and refuse the ring output's size. */
+		barrier_var(n);
+		n &= 2 * MG_SNAPLEN_MAX - 1;
+	}
 	b->f.hdr = d->hdr;
 	b->f.hdr.kind = MG_FRAME;
 	b->f.hdr.flags = 0;

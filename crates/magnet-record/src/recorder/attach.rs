@@ -75,6 +75,9 @@ pub(super) struct Needs<'a> {
     /// A layer sees packets (packet ids, flows, cookies).
     pub packets: bool,
     pub funcs: crate::funcs::Plan,
+    /// record --snaplen: the page that lets BPF read page fragments, or why
+    /// it cannot (kept alive for the whole recording).
+    pub frame_pages: Option<Result<super::frames::PageMark, String>>,
 }
 
 impl<'a> Needs<'a> {
@@ -89,6 +92,7 @@ impl<'a> Needs<'a> {
                 config.func_exits,
                 &kernel.features,
             ),
+            frame_pages: (config.snaplen > 0).then(super::frames::PageMark::new),
         }
     }
 
@@ -130,6 +134,11 @@ pub(super) fn load(
     let config = needs.config;
     let tasks = needs.tasks;
     let sources = &mut plan.sources;
+    if let (Some(Err(why)), Some(src)) = (&needs.frame_pages, sources.get_mut(&Layer::Dev)) {
+        src.missing.push(format!(
+            "--snaplen: frame bytes in page fragments not read ({why}): frames keep the skb's linear part"
+        ));
+    }
     load_with_fallback(
         kernel,
         &mut plan.chosen,
@@ -161,6 +170,10 @@ pub(super) fn load(
                 }
                 ro.tcp_state = config.tcp_state;
                 ro.snaplen = config.snaplen.min(crate::config::SNAPLEN_MAX);
+                if let Some(Ok(page)) = &needs.frame_pages {
+                    ro.frag_pfn = page.pfn;
+                    ro.frag_mark = page.mark;
+                }
                 if config.pcap_filter_insns.len() > crate::config::PCAP_FILTER_MAX_INSNS {
                     bail!(
                         "the filter expression compiles to {} instructions; at most {} fit",

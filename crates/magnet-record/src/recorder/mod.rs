@@ -22,6 +22,7 @@ use crate::probes;
 
 mod attach;
 mod drain;
+mod frames;
 mod host;
 mod targets;
 
