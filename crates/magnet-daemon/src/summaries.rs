@@ -382,7 +382,8 @@ impl Reader {
     /// Iterator runs that failed since start (0 when the TCP counters are
     /// fresh at every read).
     pub fn refresh_failures(&self) -> u64 {
-        self.refresh_failures.load(std::sync::atomic::Ordering::Relaxed)
+        self.refresh_failures
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// One connection by cookie.
