@@ -8,6 +8,9 @@
 #   daemon   `magnet daemon` running (every hook attached: app send/recv,
 #            cgroup_skb egress/ingress on the cgroup v2 root, retransmit,
 #            kfree_skb, inet_sock_set_state), HTTP and socket in a temp dir
+#   lean     `magnet daemon` with `packet_hooks = false`: no per-packet
+#            program (TCP wire counters from the sockets' own counters, read
+#            when asked); what the default gives up is in docs/daemon.md
 #   before   the same with another magnet binary (MAGNET_BEFORE, e.g. a build
 #            of the previous commit): before/after side by side in one run
 #   empty    programs that do nothing on the same hooks (EMPTY, the example
@@ -33,7 +36,7 @@
 # as % of one CPU (bench/daemon-bpf-cost.sh has it per program).
 #
 # Environment: ROUNDS (5), SECS (5), MODES ("gso mtu link"), CASES
-# ("base daemon", plus before/empty when MAGNET_BEFORE/EMPTY are set),
+# ("base daemon lean", plus before/empty when MAGNET_BEFORE/EMPTY are set),
 # LINK_RATE (3gbit), STATS (0), MAGNET (binary), OUT (bench/out).
 # Needs root, iperf3, ethtool, tc, python3.
 #
@@ -66,7 +69,7 @@ if [ -z "$MAGNET" ]; then
 fi
 [ -x "$MAGNET" ] || { echo "build magnet first (cargo build -p magnet-cli) or set MAGNET" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || { echo "needs root (loads BPF programs, makes namespaces)" >&2; exit 1; }
-default_cases="base daemon"
+default_cases="base daemon lean"
 [ -n "$MAGNET_BEFORE" ] && default_cases="$default_cases before"
 [ -n "$EMPTY" ] && default_cases="$default_cases empty"
 CASES=${CASES:-$default_cases}
@@ -102,12 +105,14 @@ one() { # mode round case
   sleep 0.3
   local bin="" ready="magnetd: ready"
   case $case in
-    daemon) bin=$MAGNET ;;
+    daemon|lean) bin=$MAGNET ;;
     before) bin=$MAGNET_BEFORE ;;
     empty) ready="empty hooks: ready" ;;
   esac
   if [ -n "$bin" ]; then
-    "$bin" daemon --http "" --socket "$tmp/magnetd.sock" 2>"$tmp/log" &
+    local conf=/dev/null
+    if [ "$case" = lean ]; then conf=$tmp/lean.toml; echo "packet_hooks = false" > "$conf"; fi
+    "$bin" daemon --config "$conf" --http "" --socket "$tmp/magnetd.sock" 2>"$tmp/log" &
     dpid=$!
   elif [ "$case" = empty ]; then
     "$EMPTY" 2>"$tmp/log" &
@@ -219,7 +224,7 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
         why.append(f"base reached {base/1e9:.2f} of {link_bps/1e9:.2f} Gbit/s: the link was not the bottleneck")
     if mode == "link" and busy > 80:
         why.append(f"host CPU {busy:.0f} % busy during base: no CPU to spare")
-    for case in ("daemon", "before"):
+    for case in ("daemon", "lean", "before"):
         if case not in cpu:
             continue
         ratio, hgb, igb = cpu[case]

@@ -29,10 +29,16 @@ Checks, for every file:
   - (guests) nothing left behind by a recording of every layer and kind and a 200 ms
     `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc;
     a sampler killed by SIGKILL before it (clsact on 6.1: its qdisc is left) is
-    cleaned up by that 200 ms run's start (it says so); on TCX nothing is left.
+    cleaned up by that 200 ms run's start (it says so); on TCX nothing is left;
+  - (guests) magnetd: on 6.1 it refuses to start, saying it needs Linux 6.3+; elsewhere it
+    starts, and a TCP connection held open after 30 writes of 1000 B shows 30 000 B app and
+    wire (the kernel's tcp_sock counters, read by the socket-storage iterator) each way it
+    moved; once both ends closed, the counters copied at close (wire rx 30 001: the FIN);
+    SIGTERM exits 0 (the leftovers check then finds no link).
 Prints a table of the rows per kernel; exits 1 on the first file with failures (after all).
 """
 import base64
+import re
 import json
 import struct
 import sys
@@ -399,6 +405,36 @@ def judge(path, ref_udp=None):
             need(False, f"record --snaplen 2048: {res}")
         else:
             snaplen_seen[kernel] = res
+
+    if "daemon" in s:
+        dm = s["daemon"]
+        ready = "ready 1" in dm
+        if kernel.startswith("6.1.0-"):
+            need(not ready, "magnetd loaded on 6.1, which has no sock_send_length tracepoint")
+            err = next((l for l in dm if l.startswith("stderr ")), "")
+            need("needs Linux 6.3+" in err, f"magnetd on 6.1 does not say what is missing: {err}")
+        elif need(ready, f"magnetd did not start: {dm}"):
+            need("rc 0" in dm, f"magnetd after SIGTERM: {[l for l in dm if l.startswith('rc ')]}, want rc 0")
+            # when -> (local port 7001?, layer, direction) -> value
+            got = {}
+            for l in dm:
+                m = re.match(r'(open|closed) magnet_connection_(app|wire)_bytes_total\{(.*)\} (\d+)$', l)
+                if m:
+                    lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3)))
+                    side = "server" if lab.get("local", "").endswith(":7001") else "client"
+                    got[(m.group(1), side, m.group(2), lab.get("direction"))] = int(m.group(4))
+            want = {
+                # open: the iterator copies the sockets' own counters
+                ("open", "client", "app", "tx"): 30000,
+                ("open", "client", "wire", "tx"): 30000,
+                ("open", "server", "app", "rx"): 30000,
+                ("open", "server", "wire", "rx"): 30000,
+                # closed: the counters copied at close; bytes_received counts the FIN
+                ("closed", "client", "wire", "tx"): 30000,
+                ("closed", "server", "wire", "rx"): 30001,
+            }
+            for k, v in want.items():
+                need(got.get(k) == v, f"magnetd {' '.join(k)} bytes {got.get(k)}, want {v}")
 
     if "leftovers" in s:
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)

@@ -257,9 +257,11 @@ fn prometheus_scrapes_exact_counts_of_a_known_workload() {
     assert_eq!(mine.uid, 0);
     let theirs = d.client().connection_of(&server).unwrap();
     assert_eq!((theirs.app.rx_bytes, theirs.app.rx_calls), (37_000, reads));
-    // The wire saw at least the payload plus a 40-byte IPv4+TCP header per segment.
-    assert!(
-        mine.wire.tx_bytes >= 37_000 + 40 * mine.wire.tx_segs,
+    // The wire: the kernel's TCP counters, payload bytes (tcp_wire_counters_equal_ss
+    // checks every one against ss -ti).
+    assert_eq!(
+        (mine.wire.source.as_str(), mine.wire.tx_bytes),
+        ("tcp_sock", 37_000),
         "{mine:?}"
     );
 
@@ -496,7 +498,8 @@ fn kill_9_leaves_nothing_behind_and_the_next_start_cleans_up() {
     }
     let d = Daemon::start("");
     let (links, progs) = bpf_ids(d.pid());
-    assert_eq!(links.len(), 7, "links {links:?}");
+    // 5 tp_btf, 2 cgroup_skb, the TCP counters' iterator
+    assert_eq!(links.len(), 8, "links {links:?}");
     assert!(progs.len() >= 7, "progs {progs:?}");
     assert!(links.iter().all(|&l| link_exists(l)));
     let http = d.http;
@@ -513,7 +516,7 @@ fn kill_9_leaves_nothing_behind_and_the_next_start_cleans_up() {
     let host = d2.client().host().unwrap();
     assert_eq!(host.health.map_capacity, 16384);
     let (links2, progs2) = bpf_ids(d2.pid());
-    assert_eq!(links2.len(), 7);
+    assert_eq!(links2.len(), 8);
     let sock = d2.socket();
     // A second instance on the same socket refuses to start.
     let second = Command::new(env!("CARGO_BIN_EXE_magnet"))
@@ -1283,4 +1286,158 @@ fn a_full_send_queue_triggers_a_send_stall_dump() {
     assert!(got.iter().any(|n| n.ends_with(&writer)), "{got:?}");
     drop(s);
     assert!(d.stop().success());
+}
+
+/// `ss -ti`'s counters of the TCP socket whose local end is `local` (an
+/// outside oracle for magnetd's TCP wire counters): key → value, for the
+/// keys ss prints as `key:number` (it leaves out the zero ones).
+fn ss_counters(local: &str) -> std::collections::BTreeMap<String, u64> {
+    let port = local.rsplit_once(':').unwrap().1;
+    let out = Command::new("ss")
+        .args(["-tinHO", "state", "all"])
+        .arg(format!("( sport = :{port} )"))
+        .output()
+        .expect("running ss");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().any(|w| w == local))
+        .unwrap_or_else(|| panic!("ss shows no socket at {local}:\n{text}"));
+    let mut m = std::collections::BTreeMap::new();
+    for w in line.split_whitespace() {
+        if let Some((k, v)) = w.split_once(':') {
+            // retrans:now/total → the total
+            let v = v.rsplit('/').next().unwrap();
+            if let Ok(n) = v.parse::<u64>() {
+                m.insert(k.to_string(), n);
+            }
+        }
+    }
+    m
+}
+
+/// TCP's wire counters are the kernel's own per-socket counters: they equal
+/// what `ss -ti` shows for the same socket at the same moment, and a closed
+/// connection keeps its final ones.
+fn tcp_counters_case(extra: &str, links: usize) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let d = Daemon::start(extra);
+    // 5 tp_btf + the iterator, + 2 cgroup_skb with packet_hooks
+    let (l, _) = bpf_ids(d.pid());
+    assert_eq!(l.len(), links, "links {l:?}");
+    let (client, server, _) = transfer(listener, 37, 1000);
+    let (cl, sl) = (
+        client.local_addr().unwrap().to_string(),
+        server.local_addr().unwrap().to_string(),
+    );
+    let (cc, sc) = (
+        socket_cookie(client.as_raw_fd()).unwrap(),
+        socket_cookie(server.as_raw_fd()).unwrap(),
+    );
+    let view = |c: &Connection| {
+        let w = &c.wire;
+        let mut m = std::collections::BTreeMap::new();
+        for (k, v) in [
+            ("bytes_sent", w.tx_bytes),
+            ("bytes_acked", w.acked_bytes),
+            ("bytes_received", w.rx_bytes),
+            ("segs_out", w.tx_segs),
+            ("segs_in", w.rx_segs),
+            ("data_segs_out", w.tx_data_segs),
+            ("data_segs_in", w.rx_data_segs),
+            ("retrans", c.retransmits),
+            ("cwnd", u64::from(c.tcp.cwnd)),
+        ] {
+            if v != 0 {
+                m.insert(k.to_string(), v);
+            }
+        }
+        m
+    };
+    let keys = [
+        "bytes_sent",
+        "bytes_acked",
+        "bytes_received",
+        "segs_out",
+        "segs_in",
+        "data_segs_out",
+        "data_segs_in",
+        "retrans",
+        "cwnd",
+    ];
+    let oracle = |local: &str| {
+        let mut m = ss_counters(local);
+        m.retain(|k, _| keys.contains(&k.as_str()));
+        m
+    };
+    // The connection is quiet once both ends have seen the FIN; take the
+    // oracle before and after magnetd's answer and require all three equal.
+    let mut last = String::new();
+    let mut ok = false;
+    for _ in 0..20 {
+        let (c0, s0) = (oracle(&cl), oracle(&sl));
+        let (mc, ms) = (
+            d.client().connection(cc).unwrap(),
+            d.client().connection(sc).unwrap(),
+        );
+        let (c1, s1) = (oracle(&cl), oracle(&sl));
+        assert_eq!(
+            (mc.wire.source.as_str(), ms.wire.source.as_str()),
+            ("tcp_sock", "tcp_sock")
+        );
+        if c0 == c1 && s0 == s1 && view(&mc) == c0 && view(&ms) == s0 {
+            // and the payload is what the application wrote and read
+            assert_eq!(mc.wire.tx_bytes, 37_000);
+            // bytes_acked counts the SYN and the FIN too (snd_una moves over both)
+            assert_eq!(mc.wire.acked_bytes, 37_000 + 2);
+            // bytes_received counts the FIN (rcv_nxt moves over it), not the SYN
+            assert_eq!(ms.wire.rx_bytes, 37_000 + 1);
+            assert!(mc.wire.tx_data_segs >= 1 && ms.wire.rx_data_segs >= 1);
+            if links == 6 {
+                // no per-packet program: no latency marks, no histograms
+                assert!(mc.latency.app_to_wire.is_empty() && ms.latency.wire_to_app.is_empty());
+            }
+            ok = true;
+            break;
+        }
+        last = format!(
+            "client ss {c0:?} / magnetd {:?}\nserver ss {s0:?} / magnetd {:?}",
+            view(&mc),
+            view(&ms)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(ok, "magnetd's TCP counters never matched ss -ti:\n{last}");
+
+    // Closed: the record keeps the final counters (the FIN adds no bytes_sent).
+    let data_out = d.client().connection(cc).unwrap().wire.tx_data_segs;
+    drop(client);
+    drop(server);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let closed = loop {
+        let c = d.client().connection(cc).unwrap();
+        if !c.open || Instant::now() > deadline {
+            break c;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!closed.open, "{closed:?}");
+    assert_eq!(closed.wire.tx_bytes, 37_000, "{closed:?}");
+    assert_eq!(closed.wire.tx_data_segs, data_out, "{closed:?}");
+    assert_eq!(d.client().connection(sc).unwrap().wire.rx_bytes, 37_001);
+    assert!(d.stop().success());
+}
+
+#[test]
+fn tcp_wire_counters_equal_ss() {
+    if live("tcp_wire_counters_equal_ss") {
+        tcp_counters_case("", 8);
+    }
+}
+
+#[test]
+fn tcp_wire_counters_equal_ss_without_packet_hooks() {
+    if live("tcp_wire_counters_equal_ss_without_packet_hooks") {
+        tcp_counters_case("packet_hooks = false\n", 6);
+    }
 }

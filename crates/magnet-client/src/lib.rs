@@ -82,20 +82,41 @@ pub struct AppCounters {
     pub rx_calls: u64,
 }
 
-/// The socket's packets at the IP layer, as the root cgroup's hooks see them.
+/// The socket's traffic below the application. Its meaning depends on
+/// `source`:
+///
+/// - `"tcp_sock"` (every TCP connection magnetd tracks): the kernel's own
+///   per-socket counters, the ones `ss -ti` prints, read when asked (and
+///   kept from the moment the socket closes): `tx_bytes` = bytes_sent (TCP
+///   payload, retransmitted bytes included), `rx_bytes` = bytes_received
+///   (payload, each byte once), `tx_packets` = `tx_segs` = segs_out and
+///   `rx_segs` = segs_in (every segment, pure ACKs and retransmits
+///   included), `tx_data_segs`/`rx_data_segs` = data_segs_out/in,
+///   `acked_bytes` = bytes_acked.
+/// - `"packets"` (other sockets; only with magnetd's `packet_hooks` on):
+///   the root cgroup's per-packet hooks: `tx_bytes`/`rx_bytes` are IP bytes
+///   (headers included), `tx_packets` packets handed down, `tx_segs` and
+///   `rx_segs` wire segments (GSO/GRO segments); the TCP-only fields are 0.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct WireCounters {
-    /// IP bytes handed down (headers included, before GSO splits them).
     pub tx_bytes: u64,
     pub tx_packets: u64,
-    /// Wire segments those packets become (GSO segments).
     pub tx_segs: u64,
     pub rx_bytes: u64,
-    /// Wire segments received (a GRO packet counts its segments).
     pub rx_segs: u64,
+    /// `"tcp_sock"` or `"packets"`: see above.
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub tx_data_segs: u64,
+    #[serde(default)]
+    pub rx_data_segs: u64,
+    #[serde(default)]
+    pub acked_bytes: u64,
 }
 
-/// TCP state at the last packet or call.
+/// TCP state: srtt, cwnd and send-buffer occupancy from the socket's
+/// tcp_sock when asked (at close for a closed one); sndbuf at the last call.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct TcpState {
     pub srtt_us: u32,

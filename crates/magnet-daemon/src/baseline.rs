@@ -55,7 +55,7 @@ pub fn attach_empty() -> Result<EmptyHooks, Error> {
             ("kfree_skb", &p.drop),
             ("inet_sock_set_state", &p.tcp_state),
         ],
-        [&p.wire_egress, &p.wire_ingress],
+        Some([&p.wire_egress, &p.wire_ingress]),
         &root,
     )?;
     Ok(EmptyHooks {

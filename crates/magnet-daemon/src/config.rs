@@ -8,6 +8,7 @@
 //! retain_closed = "60s"                # keep a closed connection's summary this long
 //! idle = "10m"                         # forget sockets without a call for this long
 //! max_clients = 32                     # concurrent API clients
+//! packet_hooks = true                  # per-packet cgroup_skb programs (see below)
 //!
 //! [metrics]
 //! connection_ports = [5432]            # per-connection series for these local or remote ports
@@ -32,8 +33,18 @@
 //! retain = "3d"
 //! ```
 //!
+//! `packet_hooks`: TCP's wire counters (bytes, segments, retransmits, srtt,
+//! cwnd, send-buffer occupancy) are the kernel's own per-socket counters,
+//! read when asked, whatever this says. The per-packet programs (on the
+//! cgroup v2 root, egress and ingress) add what only a packet shows: the
+//! app→wire and wire→app latency histograms (and the stall and latency
+//! triggers built on them), wire counters of sockets other than TCP, and the
+//! host's wire totals. `false` leaves them out: the cheapest always-on mode
+//! (see docs/daemon.md for the measured cost of each).
+//!
 //! SIGHUP re-reads the file: metrics selection, reaping and the sampler
-//! change at once; the listen addresses and map size need a restart.
+//! change at once; the listen addresses, map size and packet_hooks need a
+//! restart.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -56,6 +67,7 @@ pub struct Config {
     pub retain_closed: Duration,
     pub idle: Duration,
     pub max_clients: usize,
+    pub packet_hooks: bool,
     pub metrics: MetricsConfig,
     pub sample: Option<SampleSettings>,
     pub recorder: Option<crate::flight::FlightConfig>,
@@ -86,6 +98,7 @@ impl Default for Config {
             retain_closed: Duration::from_secs(60),
             idle: Duration::from_secs(600),
             max_clients: 32,
+            packet_hooks: true,
             metrics: MetricsConfig {
                 connection_ports: Vec::new(),
                 connection_containers: Vec::new(),
@@ -107,6 +120,7 @@ struct RawConfig {
     retain_closed: Option<String>,
     idle: Option<String>,
     max_clients: Option<usize>,
+    packet_hooks: Option<bool>,
     #[serde(default)]
     metrics: RawMetrics,
     sample: Option<RawSample>,
@@ -191,6 +205,9 @@ impl Config {
                     ))
                 })?;
         }
+        if let Some(p) = raw.packet_hooks {
+            c.packet_hooks = p;
+        }
         if let Some(n) = raw.max_connections {
             if n == 0 || n > 1 << 22 {
                 return Err(bad(format!("max_connections = {n}: give 1 to 4194304")));
@@ -256,6 +273,13 @@ impl Config {
                 f.trigger_stall = Some(t);
             }
             f.trigger_stall_ports = r.trigger_stall_ports;
+            if !c.packet_hooks && (f.trigger_latency.is_some() || f.trigger_stall.is_some()) {
+                return Err(bad(
+                    "recorder.trigger_latency and recorder.trigger_stall need packet_hooks = true \
+                     (the latency marks they read are set by the per-packet programs)"
+                        .into(),
+                ));
+            }
             c.recorder = Some(f);
         }
         Ok(c)
@@ -274,7 +298,7 @@ mod tests {
     #[test]
     fn keys_are_read_and_checked() {
         let c = Config::parse(
-            "http = \"127.0.0.1:1\"\nsocket = \"\"\nretain_closed = \"2s\"\n[metrics]\nconnection_ports = [80, 443]\n",
+            "http = \"127.0.0.1:1\"\nsocket = \"\"\nretain_closed = \"2s\"\npacket_hooks = false\n[metrics]\nconnection_ports = [80, 443]\n",
             "t",
         )
         .unwrap();
@@ -282,14 +306,20 @@ mod tests {
         assert_eq!(c.socket, None);
         assert_eq!(c.retain_closed, Duration::from_secs(2));
         assert_eq!(c.metrics.connection_ports, vec![80, 443]);
+        assert!(!c.packet_hooks && Config::default().packet_hooks);
         for (bad, says) in [
             ("http = \"nope\"", "http"),
             ("retain_closed = \"3 weeks\"", "retain_closed"),
             ("max_connections = 0", "max_connections"),
             ("bogus = 1", "bogus"),
+            ("packet_hooks = \"no\"", "packet_hooks"),
             ("socket_mode = \"999\"", "socket_mode"),
             ("[recorder]\ntrigger_stall = \"10ms\"", "trigger_stall"),
             ("[recorder]\ntrigger_stall = \"soon\"", "trigger_stall"),
+            (
+                "packet_hooks = false\n[recorder]\ntrigger_stall = \"2s\"",
+                "need packet_hooks = true",
+            ),
         ] {
             let e = Config::parse(bad, "magnetd.toml").unwrap_err().to_string();
             assert!(e.starts_with("magnetd.toml: "), "{e}");

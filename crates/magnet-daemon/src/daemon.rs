@@ -361,11 +361,20 @@ pub fn run(
     log: Box<dyn Fn(&str) + Send + Sync>,
     ready: &mut dyn FnMut(),
 ) -> Result<(), Error> {
-    let (attached, reader) = summaries::attach(config.max_connections)?;
+    let (attached, reader) = summaries::attach(config.max_connections, config.packet_hooks)?;
     log(&format!(
-        "attached {} hooks (tp_btf + cgroup_skb on {}); connection map holds {}",
+        "attached {} hooks ({}); connection map holds {}",
         attached.link_count(),
-        attached.cgroup_root.display(),
+        if config.packet_hooks {
+            format!(
+                "tp_btf, TCP counters' iterator, cgroup_skb on {}",
+                attached.cgroup_root.display()
+            )
+        } else {
+            "tp_btf, TCP counters' iterator; packet_hooks off: no latency histograms, \
+             no host or non-TCP wire counts"
+                .to_string()
+        },
         config.max_connections
     ));
     let unix = match &config.socket {
@@ -455,9 +464,10 @@ pub fn run(
                         if new.http != old.http
                             || new.socket != old.socket
                             || new.max_connections != old.max_connections
+                            || new.packet_hooks != old.packet_hooks
                         {
                             shared.log(
-                                "reload: http, socket and max_connections change only on restart",
+                                "reload: http, socket, max_connections and packet_hooks change only on restart",
                             );
                         }
                         if new.sample != old.sample {
@@ -471,13 +481,15 @@ pub fn run(
                             }
                         }
                         if let Ok(mut c) = shared.config.write() {
-                            let (http, socket, max, rec) = (
+                            let (http, socket, max, rec, hooks) = (
                                 c.http,
                                 c.socket.clone(),
                                 c.max_connections,
                                 c.recorder.clone(),
+                                c.packet_hooks,
                             );
                             *c = new;
+                            c.packet_hooks = hooks;
                             c.http = http;
                             c.socket = socket;
                             c.max_connections = max;

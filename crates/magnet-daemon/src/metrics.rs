@@ -6,8 +6,9 @@
 //! | family | labels | what |
 //! |---|---|---|
 //! | `magnet_app_bytes_total`, `magnet_app_calls_total` | direction | send/recv calls of all sockets (IPv4/IPv6) |
-//! | `magnet_wire_bytes_total`, `magnet_wire_packets_total`, `magnet_wire_segments_total` | direction | IP packets of all sockets |
+//! | `magnet_wire_bytes_total`, `magnet_wire_packets_total`, `magnet_wire_segments_total` | direction | IP packets of all sockets (only with `packet_hooks`) |
 //! | `magnet_tcp_retransmits_total` | — | tcp_retransmit_skb |
+//! | `magnet_tcp_counter_read_failures_total` | — | failed reads of the TCP sockets' own counters |
 //! | `magnet_drops_total` | reason | kfree_skb by reason (at most 256 reasons) |
 //! | `magnet_connections` | state | tracked connections (open / closed, not yet reaped) |
 //! | `magnet_events_total`, `magnet_lost_events_total`, `magnet_connection_map_full_total`, `magnet_connection_map_entries`, `magnet_connection_map_capacity`, `magnet_connections_created_total` | — | magnetd's health |
@@ -92,49 +93,54 @@ pub fn render(shared: &Shared) -> String {
         &[("direction", "rx")],
         host.app.rx_calls,
     );
-    o.family(
-        "magnet_wire_bytes",
-        "counter",
-        Some("bytes"),
-        "IP bytes of the host's packets (cgroup_skb hooks at the cgroup v2 root).",
-    );
-    o.sample(
-        "magnet_wire_bytes_total",
-        &[("direction", "tx")],
-        host.wire.tx_bytes,
-    );
-    o.sample(
-        "magnet_wire_bytes_total",
-        &[("direction", "rx")],
-        host.wire.rx_bytes,
-    );
-    o.family(
-        "magnet_wire_packets",
-        "counter",
-        None,
-        "IP packets handed down by sockets (tx, before GSO) and segments received (rx).",
-    );
-    o.sample(
-        "magnet_wire_packets_total",
-        &[("direction", "tx")],
-        host.wire.tx_packets,
-    );
-    o.sample(
-        "magnet_wire_packets_total",
-        &[("direction", "rx")],
-        host.wire.rx_segs,
-    );
-    o.family(
-        "magnet_wire_segments",
-        "counter",
-        None,
-        "Wire segments sent (GSO segments of the packets handed down).",
-    );
-    o.sample(
-        "magnet_wire_segments_total",
-        &[("direction", "tx")],
-        host.wire.tx_segs,
-    );
+    // Host wire totals come from the per-packet programs only: without
+    // them the families are left out rather than served as zeros.
+    let packet_hooks = shared.config.read().map(|c| c.packet_hooks).unwrap_or(true);
+    if packet_hooks {
+        o.family(
+            "magnet_wire_bytes",
+            "counter",
+            Some("bytes"),
+            "IP bytes of the host's packets (cgroup_skb hooks at the cgroup v2 root).",
+        );
+        o.sample(
+            "magnet_wire_bytes_total",
+            &[("direction", "tx")],
+            host.wire.tx_bytes,
+        );
+        o.sample(
+            "magnet_wire_bytes_total",
+            &[("direction", "rx")],
+            host.wire.rx_bytes,
+        );
+        o.family(
+            "magnet_wire_packets",
+            "counter",
+            None,
+            "IP packets handed down by sockets (tx, before GSO) and segments received (rx).",
+        );
+        o.sample(
+            "magnet_wire_packets_total",
+            &[("direction", "tx")],
+            host.wire.tx_packets,
+        );
+        o.sample(
+            "magnet_wire_packets_total",
+            &[("direction", "rx")],
+            host.wire.rx_segs,
+        );
+        o.family(
+            "magnet_wire_segments",
+            "counter",
+            None,
+            "Wire segments sent (GSO segments of the packets handed down).",
+        );
+        o.sample(
+            "magnet_wire_segments_total",
+            &[("direction", "tx")],
+            host.wire.tx_segs,
+        );
+    }
     o.family(
         "magnet_tcp_retransmits",
         "counter",
@@ -142,6 +148,17 @@ pub fn render(shared: &Shared) -> String {
         "TCP retransmissions (tcp_retransmit_skb).",
     );
     o.sample("magnet_tcp_retransmits_total", &[], host.retransmits);
+    o.family(
+        "magnet_tcp_counter_read_failures",
+        "counter",
+        None,
+        "Reads of the TCP sockets' own counters (the bpf_sk_storage_map iterator) that failed: the TCP wire counters served then were those of the previous read.",
+    );
+    o.sample(
+        "magnet_tcp_counter_read_failures_total",
+        &[],
+        shared.reader.refresh_failures(),
+    );
     o.family(
         "magnet_drops",
         "counter",
@@ -269,7 +286,7 @@ pub fn render(shared: &Shared) -> String {
             "magnet_connection_wire_bytes",
             "counter",
             Some("bytes"),
-            "IP bytes of this connection's packets.",
+            "TCP: payload bytes, the socket's own counters (tx bytes_sent, retransmits included; rx bytes_received, the FIN included); other protocols: IP bytes of its packets (packet_hooks).",
         ),
         (
             "magnet_connection_retransmits",
@@ -281,7 +298,7 @@ pub fn render(shared: &Shared) -> String {
             "magnet_connection_srtt_seconds",
             "gauge",
             Some("seconds"),
-            "Smoothed RTT at the last packet.",
+            "Smoothed RTT (tcp_sock srtt_us) when read, or at close.",
         ),
     ];
     for (name, kind, unit, help) in fams {

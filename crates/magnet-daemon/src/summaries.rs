@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -22,11 +22,24 @@ use crate::Error;
 pub const HOOKS: &[(&str, &str)] = &[
     ("tp_btf/sock_send_length", "app tx (Linux 6.3+)"),
     ("tp_btf/sock_recv_length", "app rx (Linux 6.3+)"),
-    ("cgroup_skb/egress", "wire tx, srtt, cwnd"),
-    ("cgroup_skb/ingress", "wire rx"),
-    ("tp_btf/tcp_retransmit_skb", "retransmits"),
+    (
+        "cgroup_skb/egress",
+        "host wire tx; wire tx of non-TCP sockets; app→wire latency (packet_hooks)",
+    ),
+    (
+        "cgroup_skb/ingress",
+        "host wire rx; wire rx of non-TCP sockets; wire→app latency (packet_hooks)",
+    ),
+    ("tp_btf/tcp_retransmit_skb", "host retransmits"),
     ("tp_btf/kfree_skb", "drops by reason"),
-    ("tp_btf/inet_sock_set_state", "TCP close"),
+    (
+        "tp_btf/inet_sock_set_state",
+        "TCP records, close time, final TCP counters",
+    ),
+    (
+        "iter/bpf_sk_storage_map",
+        "TCP wire counters, retransmits, srtt, cwnd, send-buffer occupancy (read when asked)",
+    ),
 ];
 
 /// The cgroup v2 mount point (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified`
@@ -57,8 +70,9 @@ impl Attached {
     }
 }
 
-/// Loads and attaches everything; `max_connections` sizes the connection map.
-pub fn attach(max_connections: u32) -> Result<(Attached, Reader), Error> {
+/// Loads and attaches everything; `max_connections` sizes the connection map;
+/// `packet_hooks` attaches the per-packet cgroup_skb programs too.
+pub fn attach(max_connections: u32, packet_hooks: bool) -> Result<(Attached, Reader), Error> {
     magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
     let cgroup_root = cgroup2_root().ok_or_else(|| {
         Error::Host(
@@ -74,6 +88,9 @@ pub fn attach(max_connections: u32) -> Result<(Attached, Reader), Error> {
     let mut open = SummarySkelBuilder::default()
         .open(storage)
         .map_err(|e| Error::bpf("opening magnetd's BPF object", e))?;
+    if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
+        ro.packet_marks = packet_hooks;
+    }
     open.maps
         .conns
         .set_max_entries(max_connections.max(1))
@@ -86,7 +103,7 @@ pub fn attach(max_connections: u32) -> Result<(Attached, Reader), Error> {
         )
     })?;
     let p = &skel.progs;
-    let links = attach_hooks(
+    let mut links = attach_hooks(
         &[
             ("sock_send_length", &p.app_send),
             ("sock_recv_length", &p.app_recv),
@@ -94,9 +111,25 @@ pub fn attach(max_connections: u32) -> Result<(Attached, Reader), Error> {
             ("kfree_skb", &p.drop),
             ("inet_sock_set_state", &p.tcp_state),
         ],
-        [&p.wire_egress, &p.wire_ingress],
+        packet_hooks.then_some([&p.wire_egress, &p.wire_ingress]),
         &cgroup_root,
     )?;
+    // The TCP counters' iterator: a link on the socket-storage map, run
+    // (by creating an iterator from it and reading it) at every read.
+    let iter_link = p
+        .tcp_kstats
+        .attach_iter(skel.maps.tcp_socks.as_fd())
+        .map_err(|e| Error::bpf("attaching iter/bpf_sk_storage_map (needs Linux 5.9+)", e))?;
+    // The reader keeps its own descriptor of the link (the Link itself
+    // stays with the others, detached on drop).
+    let iter_fd = iter_link
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|source| Error::Io {
+            path: "the TCP counters' iterator link".into(),
+            source,
+        })?;
+    links.push(iter_link);
     let handle = |m: &libbpf_rs::Map<'_>, what: &str| {
         MapHandle::try_from(m).map_err(|e| Error::bpf(format!("opening the {what} map"), e))
     };
@@ -104,6 +137,8 @@ pub fn attach(max_connections: u32) -> Result<(Attached, Reader), Error> {
         conns: handle(&skel.maps.conns, "connection")?,
         host: handle(&skel.maps.host, "host totals")?,
         drops: handle(&skel.maps.drop_reasons, "drop reason")?,
+        iter_link: iter_fd,
+        refresh_failures: std::sync::atomic::AtomicU64::new(0),
         capacity: max_connections.max(1),
         drop_names: drop_reason_names(),
     };
@@ -122,7 +157,7 @@ pub fn attach(max_connections: u32) -> Result<(Attached, Reader), Error> {
 /// magnetd's object and the cost bench's empty one (crate::baseline) share it.
 pub(crate) fn attach_hooks(
     tp_btf: &[(&str, &libbpf_rs::ProgramMut<'_>)],
-    cgroup_skb: [&libbpf_rs::ProgramMut<'_>; 2],
+    cgroup_skb: Option<[&libbpf_rs::ProgramMut<'_>; 2]>,
     root: &Path,
 ) -> Result<Vec<Link>, Error> {
     let mut links = Vec::new();
@@ -132,6 +167,9 @@ pub(crate) fn attach_hooks(
                 .map_err(|e| Error::bpf(format!("attaching tp_btf/{name}"), e))?,
         );
     }
+    let Some(cgroup_skb) = cgroup_skb else {
+        return Ok(links);
+    };
     let cg = std::fs::File::open(root).map_err(|source| Error::Io {
         path: root.display().to_string(),
         source,
@@ -172,6 +210,9 @@ pub struct Reader {
     conns: MapHandle,
     host: MapHandle,
     drops: MapHandle,
+    iter_link: OwnedFd,
+    /// Iterator runs that failed (health, served in /metrics).
+    refresh_failures: std::sync::atomic::AtomicU64,
     capacity: u32,
     drop_names: BTreeMap<u32, String>,
 }
@@ -275,6 +316,10 @@ fn decode(cookie: u64, raw: &[u8], now: u64) -> Option<Record> {
             tx_segs: c.wire_tx_segs,
             rx_bytes: c.wire_rx_bytes,
             rx_segs: c.wire_rx_packets,
+            source: if c.kstats != 0 { "tcp_sock" } else { "packets" }.to_string(),
+            tx_data_segs: c.data_segs_out,
+            rx_data_segs: c.data_segs_in,
+            acked_bytes: c.acked_bytes,
         },
         retransmits: c.retransmits,
         drops: c.drops,
@@ -306,8 +351,44 @@ fn decode(cookie: u64, raw: &[u8], now: u64) -> Option<Record> {
 }
 
 impl Reader {
+    /// Copies every TCP socket's own counters into its record: creates an
+    /// iterator from the link and reads it to its end (it writes nothing).
+    fn refresh(&self) {
+        // SAFETY: a plain syscall wrapper on a link descriptor we own.
+        let fd = unsafe { libbpf_rs::libbpf_sys::bpf_iter_create(self.iter_link.as_raw_fd()) };
+        if fd < 0 {
+            self.refresh_failures
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return;
+        }
+        // SAFETY: bpf_iter_create returned a new descriptor we now own.
+        let mut f =
+            std::fs::File::from(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+        let mut sink = [0u8; 64];
+        loop {
+            match std::io::Read::read(&mut f, &mut sink) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.refresh_failures
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Iterator runs that failed since start (0 when the TCP counters are
+    /// fresh at every read).
+    pub fn refresh_failures(&self) -> u64 {
+        self.refresh_failures
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// One connection by cookie.
     pub fn get(&self, cookie: u64) -> Option<Record> {
+        self.refresh();
         let raw = self
             .conns
             .lookup(&cookie.to_ne_bytes(), MapFlags::ANY)
@@ -317,6 +398,7 @@ impl Reader {
 
     /// Every record (at most the map's capacity).
     pub fn all(&self) -> Vec<Record> {
+        self.refresh();
         let now = monotonic_ns();
         let mut out = Vec::new();
         for key in self.conns.keys() {

@@ -17,7 +17,14 @@ Examples:
   kill -HUP $(pidof magnet)                        re-read the config file
 
 Needs root. Keeps one summary per connection in the kernel (no event stream);
-SIGINT/SIGTERM detach every hook and exit 0. See docs/daemon.md.";
+SIGINT/SIGTERM detach every hook and exit 0. See docs/daemon.md.
+
+TCP's wire counters (bytes, segments, retransmits, srtt, cwnd, send buffer) are
+the kernel's own per-socket counters, read when asked: the numbers `ss -ti`
+shows. The config key `packet_hooks` (default true) adds per-packet programs
+for the app->wire / wire->app latency histograms and their triggers, wire
+counts of non-TCP sockets and host wire totals; `packet_hooks = false` is the
+cheapest always-on mode, without those.";
 
 /// Run magnetd: per-connection summaries in the kernel, served over a Unix socket and HTTP.
 #[derive(Args, Debug)]

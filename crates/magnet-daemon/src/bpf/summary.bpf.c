@@ -14,8 +14,21 @@
  *   tp_btf/tcp_retransmit_skb         5.5+    retransmits
  *   tp_btf/kfree_skb (with reason)    5.17+   drops by reason, host and per connection
  *   tp_btf/inet_sock_set_state        5.5+    creates TCP records at the handshake;
- *                                             close time (records of closed
- *                                             connections are reaped by user space)
+ *                                             close time and the final TCP counters
+ *                                             (records of closed connections are
+ *                                             reaped by user space)
+ *   iter/bpf_sk_storage_map           5.9+    TCP wire counters, retransmits, srtt,
+ *                                             cwnd, send-buffer occupancy: copied
+ *                                             from each socket's tcp_sock when user
+ *                                             space reads (not counted per packet)
+ *
+ * TCP's wire counters are the kernel's own (tcp_sock bytes_sent, bytes_acked,
+ * bytes_received, segs_out/in, data_segs_out/in, total_retrans): every TCP
+ * record's socket carries an (empty) entry in the socket-storage map
+ * `tcp_socks`, and the iterator over that map visits every such socket, in
+ * every network namespace, and copies its counters into the record. The
+ * per-packet cgroup_skb programs then only count sockets that are not TCP and
+ * keep the latency marks; they are optional (magnetd's `packet_hooks`).
  * Kernels before 6.3 lack the two sock_*_length tracepoints: there the app
  * layer needs syscall tracepoints instead (not done here; magnetd says so).
  *
@@ -43,6 +56,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define TCP_SYN_SENT 2
 #define TCP_CLOSE 7
 
+/* Set by user space before load: false when the per-packet programs are not
+ * attached (magnetd's packet_hooks = false). Then the calls set no latency
+ * marks: nothing would close them. */
+const volatile bool packet_marks = true;
+
 /* Keeps the record types in the object's BTF for the skeleton's types. */
 struct mg_conn mg_conn_layout SEC(".data.layout");
 struct mg_host mg_host_layout SEC(".data.layout");
@@ -67,6 +85,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } drop_reasons SEC(".maps");
+
+/* Marks the TCP sockets that have a record, so the iterator below can visit
+ * them (socket storage lives and dies with its socket, in any namespace). */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64); /* the socket's cookie */
+} tcp_socks SEC(".maps");
 
 /* A zeroed record to fill before insertion (too big for the BPF stack). */
 struct {
@@ -110,6 +137,38 @@ static __always_inline __u32 hist_slot(__u64 ns)
 		slot++;
 	}
 	return slot;
+}
+
+/* Copies the kernel's own TCP counters of `sk` into its record. */
+static __always_inline void kstats_copy(struct mg_conn *c, struct sock *sk)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return;
+	c->wire_tx_bytes = tp->bytes_sent;
+	c->acked_bytes = tp->bytes_acked;
+	c->wire_tx_packets = tp->segs_out;
+	c->wire_tx_segs = tp->segs_out;
+	c->data_segs_out = tp->data_segs_out;
+	c->wire_rx_bytes = tp->bytes_received;
+	c->wire_rx_packets = tp->segs_in;
+	c->data_segs_in = tp->data_segs_in;
+	c->retransmits = tp->total_retrans;
+	c->srtt_us = tp->srtt_us >> 3;
+	c->snd_cwnd = tp->snd_cwnd;
+	c->wmem_queued = tp->inet_conn.icsk_inet.sk.sk_wmem_queued;
+}
+
+/* Gives a TCP socket its `tcp_socks` entry (once per record). */
+static __always_inline void kstats_track(struct mg_conn *c, struct sock *sk, __u64 cookie)
+{
+	if (c->kstats || c->protocol != IPPROTO_TCP)
+		return;
+	__u64 *v = bpf_sk_storage_get(&tcp_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (v) {
+		*v = cookie;
+		c->kstats = 1;
+	}
 }
 
 /* The record of `sk`, created on first sight (process context only). */
@@ -181,6 +240,7 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	if (!c)
 		return 0;
 	c->last_ns = now;
+	kstats_track(c, sk, cookie);
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	if (c->pid != pid) {
 		/* a new caller: who it is and where (cheap check first) */
@@ -204,12 +264,13 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 		}
 	}
 	c->sndbuf = sk->sk_sndbuf;
-	c->wmem_queued = sk->sk_wmem_queued;
+	if (!c->kstats)
+		c->wmem_queued = sk->sk_wmem_queued;
 	struct tcp_sock *tp = NULL;
 	/* A send while an earlier send's mark still waits needs no TCP state:
 	 * the mark's data has not all left, so neither has this call's (the
 	 * packets out close the mark before the call returns if it had). */
-	if (c->protocol == IPPROTO_TCP && bytes && !(tx && c->tx_mark_ns))
+	if (packet_marks && c->protocol == IPPROTO_TCP && bytes && !(tx && c->tx_mark_ns))
 		tp = bpf_skc_to_tcp_sock(sk);
 	if (tx) {
 		__sync_fetch_and_add(&c->app_tx_calls, 1);
@@ -229,7 +290,7 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 		__sync_fetch_and_add(&c->app_rx_calls, 1);
 		__sync_fetch_and_add(&c->app_rx_bytes, bytes);
 		__u64 mark = c->rx_mark_ns;
-		if (bytes && mark && now > mark) {
+		if (packet_marks && bytes && mark && now > mark) {
 			__u32 s = hist_slot(now - mark);
 			if (s < MG_HIST_SLOTS)
 				__sync_fetch_and_add(&c->wire_to_app_hist[s], 1);
@@ -332,7 +393,9 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
 	if (!c)
 		return;
-	if (tx) {
+	if (c->kstats) {
+		/* counted by the kernel (tcp_sock), copied by tcp_kstats */
+	} else if (tx) {
 		__sync_fetch_and_add(&c->wire_tx_bytes, len);
 		__sync_fetch_and_add(&c->wire_tx_packets, 1);
 		__sync_fetch_and_add(&c->wire_tx_segs, segs);
@@ -347,7 +410,7 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	 * ingress only when a mark needs rcv_nxt. */
 	struct bpf_sock *sk = skb->sk;
 	struct bpf_tcp_sock *tp = NULL;
-	if (tx && sk) {
+	if (tx && sk && !c->kstats) {
 		/* bpf_tcp_sock checks for a full TCP socket itself */
 		tp = bpf_tcp_sock(sk);
 		if (tp) {
@@ -411,7 +474,7 @@ int BPF_PROG(tcp_retrans, const struct sock *sk, const struct sk_buff *skb)
 		return 0;
 	__u64 cookie = sk_cookie(sk);
 	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
-	if (c)
+	if (c && !c->kstats)
 		__sync_fetch_and_add(&c->retransmits, 1);
 	return 0;
 }
@@ -452,11 +515,13 @@ int BPF_PROG(tcp_state, struct sock *sk, const int oldstate, const int newstate)
 		if (family != AF_INET && family != AF_INET6)
 			return 0;
 		struct mg_host *h = host_totals();
-		struct mg_conn *c = conn_of(sk, sk_cookie(sk), bpf_ktime_get_ns(), h);
+		__u64 cookie = sk_cookie(sk);
+		struct mg_conn *c = conn_of(sk, cookie, bpf_ktime_get_ns(), h);
 		if (c) {
 			/* ends are known now (connect or accept) */
 			c->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
 			c->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+			kstats_track(c, sk, cookie);
 		}
 		return 0;
 	}
@@ -466,7 +531,28 @@ int BPF_PROG(tcp_state, struct sock *sk, const int oldstate, const int newstate)
 	if (!cookie)
 		return 0;
 	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
-	if (c)
-		c->closed_ns = bpf_ktime_get_ns();
+	if (!c)
+		return 0;
+	/* the final counters: the socket (and its storage) goes away soon */
+	if (c->kstats)
+		kstats_copy(c, sk);
+	c->closed_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* Run by user space before it reads `conns`: visits every socket with a
+ * `tcp_socks` entry (in every namespace) and copies its TCP counters into
+ * its record. Writes no output. */
+SEC("iter/bpf_sk_storage_map")
+int tcp_kstats(struct bpf_iter__bpf_sk_storage_map *ctx)
+{
+	struct sock *sk = ctx->sk;
+	__u64 *cookie = ctx->value;
+	if (!sk || !cookie)
+		return 0;
+	__u64 k = *cookie;
+	struct mg_conn *c = bpf_map_lookup_elem(&conns, &k);
+	if (c && !c->closed_ns)
+		kstats_copy(c, sk);
 	return 0;
 }

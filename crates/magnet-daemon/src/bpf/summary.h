@@ -40,7 +40,9 @@ struct mg_conn {
 	__u8 saddr[16];          /* IPv4 as v4-mapped IPv6 */
 	__u8 daddr[16];
 	char comm[16];           /* last caller's comm */
-	__u8 _pad0[160 - 92];
+	__u8 kstats;             /* TCP: the socket carries `tcp_socks` storage, so
+				    its wire counters are the kernel's tcp_sock ones */
+	__u8 _pad0[160 - 93];
 
 	/* 160-351: the application's calls (sock_send_length /
 	 * sock_recv_length), process context */
@@ -57,7 +59,10 @@ struct mg_conn {
 	__u32 wire_to_app_hist[MG_HIST_SLOTS]; /* written by reads */
 	__u8 _pad2[64];
 
-	/* 416-607: packets out (cgroup_skb egress), TCP retransmits */
+	/* 416-607: packets out (cgroup_skb egress), TCP retransmits; for a TCP
+	 * record with `kstats` set, the wire counters, retransmits, srtt and
+	 * cwnd are instead copied from its tcp_sock by the `tcp_kstats`
+	 * iterator when user space reads (and once at close) */
 	__u64 wire_tx_bytes;
 	__u64 wire_tx_packets;
 	__u64 wire_tx_segs;      /* GSO segments */
@@ -65,18 +70,20 @@ struct mg_conn {
 	__u64 tx_progress_ns;    /* last data packet out while tx_mark_ns waits */
 	__u32 srtt_us;           /* TCP state at the last packet out */
 	__u32 snd_cwnd;
-	__u8 _pad3[16];
+	__u64 acked_bytes;       /* TCP: tcp_sock bytes_acked */
+	__u64 data_segs_in;      /* TCP: tcp_sock data_segs_in */
 	__u32 app_to_wire_hist[MG_HIST_SLOTS]; /* written by packets out (and
 						  by sends whose data all left) */
 	__u8 _pad4[64];
 
-	/* 672-703: packets in (cgroup_skb ingress), drops */
+	/* 672-711: packets in (cgroup_skb ingress), drops */
 	__u64 wire_rx_bytes;
 	__u64 wire_rx_packets;
 	__u64 rx_mark_ns;        /* arrival of data not yet read, or the last read
 				    that left data waiting */
 	__u64 drops;             /* kfree_skb of this socket's packets */
-	__u8 _pad5[64];
+	__u64 data_segs_out;     /* TCP: tcp_sock data_segs_out */
+	__u8 _pad5[56];
 };
 _Static_assert(sizeof(struct mg_conn) == 768, "mg_conn groups moved: check the offsets above");
 
