@@ -86,9 +86,8 @@ def rows(conn):
     return {(m["layer"], m["dir"]): (m["units"], m["bytes"]) for m in conn.get("modulation", [])}
 
 
-def check_funcs(sec, fn, kernel, probes_expected, need):
-    """record --funcs [--func-exits] on 11 functions: the SYN's path, in order."""
-    exits = sec.endswith("--func-exits")
+def rc_and_json(fn):
+    """A section's exit status ("rc N" line) and its JSON lines (None where one does not parse)."""
     rc = next((l[3:] for l in fn if l.startswith("rc ")), "?")
     js = []
     for l in fn:
@@ -97,6 +96,13 @@ def check_funcs(sec, fn, kernel, probes_expected, need):
                 js.append(json.loads(l))
             except ValueError:
                 js.append(None)
+    return rc, js
+
+
+def check_funcs(sec, fn, kernel, probes_expected, need):
+    """record --funcs [--func-exits] on 11 functions: the SYN's path, in order."""
+    exits = sec.endswith("--func-exits")
+    rc, js = rc_and_json(fn)
     if not need(rc == "0" and len(js) == 3 and all(j is not None for j in js), f"{sec}: exit {rc}, {len(js)} JSON lines"):
         return
     info, hs, pk = js
@@ -209,16 +215,11 @@ def check_snaplen(data, snap, port, size):
     if checked < 10:
         return f"only {checked} data frames to port {port} in {len(frames)} frames"
     return checked, nbytes
+
+
 def check_tap(fn, kernel, probes_expected, need):
     """record --funcs ...,packet_rcv -- loadgen --tap lo: clones joined to their packets."""
-    rc = next((l[3:] for l in fn if l.startswith("rc ")), "?")
-    js = []
-    for l in fn:
-        if l[:1] in "{[":
-            try:
-                js.append(json.loads(l))
-            except ValueError:
-                js.append(None)
+    rc, js = rc_and_json(fn)
     if not need(rc == "0" and len(js) == 4 and all(j is not None for j in js), f"funcs-tap: exit {rc}, {len(js)} JSON lines"):
         return
     lg, info, hs, pk = js
