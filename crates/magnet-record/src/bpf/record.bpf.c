@@ -171,7 +171,8 @@ struct {
  * skb up and every freed skb in the system clears it, so this is the hottest
  * map; an array slot costs a few instructions where a hash update or delete
  * costs a lock and a bucket walk. Two live skbs that share a slot make the
- * older one take a new id at its next sighting (rare with 2^18 slots).
+ * older one take a new id at its next sighting (rare with 2^18 slots; see
+ * pkt_slot() for the one pair that always did).
  * Not every free passes a tracepoint (TCP frees received skbs with
  * __kfree_skb), so the slot also keeps the data buffer's address: an sk_buff
  * reused for a new packet comes with a new buffer. */
@@ -1075,8 +1076,15 @@ static __always_inline void parse_skb_rx(const struct sk_buff *skb, struct pkt_i
 
 static __always_inline struct pkt_slot *pkt_slot(__u64 a)
 {
-	/* skbs are 256-byte slab objects: drop the low bits, fold in high ones. */
-	__u32 i = ((a >> 8) ^ (a >> 26)) & (PKT_SLOTS - 1);
+	/* skbs are 256-byte slab objects: drop the low bits, fold in high ones
+	 * (neighbours, as a burst of segments gets, never share a slot). A TCP
+	 * skb and its fast clone are one 512-byte object (skbuff_fclone_cache),
+	 * the clone sizeof(struct sk_buff) (224-232) bytes in: without its low
+	 * byte, moved to bits 10-17, the clone shared the skb's slot, and the
+	 * write-queue skb's sighting at tcp_retransmit_skb (after the clone was
+	 * sent, before loopback or veth received it) evicted the clone, whose
+	 * receive took a second id. */
+	__u32 i = ((a >> 8) ^ (a >> 26) ^ (a << 10)) & (PKT_SLOTS - 1);
 	return bpf_map_lookup_elem(&pkt_ids, &i);
 }
 
