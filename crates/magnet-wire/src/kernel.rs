@@ -469,14 +469,19 @@ impl Kernel {
                 // attribute): only a length that changed says the skb is another one.
                 let other = |h: &Hop| len != 0 && h.len != 0 && net_len(h) != len;
                 match kd {
+                    // Only hops before it: records reach the trace out of time order
+                    // now and then (a nested program's record is sent alone, ahead of
+                    // its CPU's batch), and a packet's own transmit arriving before its
+                    // LOCAL_OUT must not make that LOCAL_OUT another packet.
                     kind::IP_LOCAL_OUT => h.iter().any(|h| {
-                        matches!(
-                            h.kind,
-                            kind::IP_LOCAL_OUT
-                                | kind::IP_LOCAL_IN
-                                | kind::DEV_START_XMIT
-                                | kind::DEV_RX
-                        )
+                        h.ts_ns < ts
+                            && matches!(
+                                h.kind,
+                                kind::IP_LOCAL_OUT
+                                    | kind::IP_LOCAL_IN
+                                    | kind::DEV_START_XMIT
+                                    | kind::DEV_RX
+                            )
                     }),
                     kind::IP_LOCAL_IN => {
                         last_dev.is_some_and(|h| h.kind == kind::DEV_START_XMIT && other(h))
@@ -836,11 +841,19 @@ impl Kernel {
                     times.get(after).is_none_or(|&t| t > ts)
                 }
             };
-            let pick = match cur {
-                Some((_, j)) if continues && list[j].remaining > 0 => Some(j),
+            let packets = &self.packets;
+            let pick = match (seg.ip, cur) {
+                // Fields of its own say whose segment it is (the oldest waiting
+                // parent may be a packet a qdisc dropped).
+                (Some(own), _) => list.iter().position(|par| {
+                    par.remaining > 0
+                        && par.last_ts <= ts
+                        && packets[par.idx].ip.is_some_and(|pip| fits(par, &pip, &own))
+                }),
+                (None, Some((_, j))) if continues && list[j].remaining > 0 => Some(j),
                 // The run goes on past its parent: the next waiting one after it.
-                Some((_, j)) if continues => (j + 1..list.len()).find(|&n| open(&list[n])),
-                _ => list.iter().position(open),
+                (None, Some((_, j))) if continues => (j + 1..list.len()).find(|&n| open(&list[n])),
+                (None, _) => list.iter().position(open),
             };
             let Some(j) = pick else {
                 cur = None;
