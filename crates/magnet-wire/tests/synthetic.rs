@@ -812,3 +812,108 @@ fn loopback_gso_segments_keep_their_fields_and_their_frames() {
         .collect();
     assert_eq!(left, vec![0x100, 0x101, 0x102, 0x21]);
 }
+
+/// Loopback again, client cookie 7 on ifindex 1:
+/// - 0x50 (ip_id 650): its LOCAL_OUT record reaches the trace after its transmit,
+///   receive and LOCAL_IN (a nested program's record is sent ahead of its CPU's
+///   batch);
+/// - 0x60 (ip_id 660): dropped by the qdisc after LOCAL_OUT;
+/// - 0x62 (ip_id 670, 3052 bytes) retransmitted: its write-queue skb's tcp_retrans
+///   takes 0x63, and the qdisc cuts it later into 0x64..0x66.
+fn late_and_requeued_trace() -> Vec<u8> {
+    let mut h = Header::new(
+        "h".into(),
+        "k".into(),
+        1,
+        ClockMap {
+            monotonic_ns: MONO0,
+            realtime_ns: WALL0 as u64,
+        },
+    );
+    h.catalog = Catalog::builtin();
+    let cat = h.catalog.clone();
+    let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
+    let pkt = |k: u16, ts: u64, id: u64, tot: u64, ip_id: u64, flags: u64, seq: u64| {
+        ip(
+            &cat, k, ts, 7, id, 1, tot, ip_id, A, B, 40000, 2049, flags, seq, 9,
+        )
+    };
+    let mut recs = vec![
+        dev(&cat, kind::DEV_START_XMIT, 30_100, 7, 0x50, 1, 1514),
+        dev(&cat, kind::DEV_RX, 30_150, 0, 0x50, 1, 1514),
+        pkt(kind::IP_LOCAL_IN, 30_160, 0x50, 1500, 650, 0x10, 7000),
+        pkt(kind::IP_LOCAL_OUT, 31_000, 0x60, 1500, 660, 0x10, 8448),
+        pkt(kind::IP_LOCAL_OUT, 40_000, 0x62, 3052, 670, 0x18, 9896),
+        rec(
+            &cat,
+            kind::TCP_RETRANS,
+            40_010,
+            100,
+            &[("cookie", V::N(7)), ("pkt_id", V::N(0x63))],
+        ),
+    ];
+    for (n, (tot, seq, flags)) in [(1500, 9896, 0x10), (1500, 11344, 0x10), (156, 12792, 0x18)]
+        .into_iter()
+        .enumerate()
+    {
+        let ts = 45_000 + 100 * n as u64;
+        let id = 0x64 + n as u64;
+        recs.push(dev(&cat, kind::DEV_START_XMIT, ts, 7, id, 1, tot + 14));
+        recs.push(dev(&cat, kind::DEV_RX, ts + 50, 0, id, 1, tot + 14));
+        recs.push(pkt(
+            kind::IP_LOCAL_IN,
+            ts + 60,
+            id,
+            tot,
+            670 + n as u64,
+            flags,
+            seq,
+        ));
+    }
+    recs.sort_by_key(|r| u64::from_le_bytes(r[0..8].try_into().unwrap()));
+    // Out of time order: 0x50's LOCAL_OUT last.
+    recs.push(pkt(kind::IP_LOCAL_OUT, 30_000, 0x50, 1500, 650, 0x10, 7000));
+    for r in recs {
+        w.push(&r).unwrap();
+    }
+    w.finish(&Footer::default()).unwrap()
+}
+
+#[test]
+fn a_late_local_out_and_segments_cut_after_a_retransmit_stay_with_their_packet() {
+    let t = late_and_requeued_trace();
+    let k = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+    let all = |id: u64| k.packets.iter().filter(|p| p.id == id).collect::<Vec<_>>();
+    // One packet 0x50, its LOCAL_OUT first (not a second packet of its own).
+    let p50 = all(0x50);
+    assert_eq!(p50.len(), 1);
+    assert_eq!(
+        p50[0].hops.iter().map(|h| h.kind).collect::<Vec<_>>(),
+        vec![
+            kind::IP_LOCAL_OUT,
+            kind::DEV_START_XMIT,
+            kind::DEV_RX,
+            kind::IP_LOCAL_IN
+        ]
+    );
+    // The segments are 0x62's, not the dropped 0x60's (the oldest waiting packet).
+    let p = |id: u64| all(id)[0];
+    assert_eq!((p(0x60).gso_segments, p(0x62).gso_segments), (0, 3));
+    let seg: Vec<_> = (0x64..=0x66)
+        .map(|id| {
+            (
+                p(id).gso_parent,
+                p(id).ip.unwrap().ip_id,
+                p(id).hops[0].kind,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seg,
+        vec![
+            (Some(0x62), 670, kind::IP_LOCAL_OUT),
+            (Some(0x62), 671, kind::IP_LOCAL_OUT),
+            (Some(0x62), 672, kind::IP_LOCAL_OUT)
+        ]
+    );
+}
