@@ -44,9 +44,10 @@ echo "== match"
 "$m" match --json "$dir/t.mgt" "$dir/cap.pcap" > "$dir/match.json" 2> "$dir/match.err"
 echo "rc $? $(tail -n 1 "$dir/match.err")"
 grep '"summary"' "$dir/match.json"
-# Frames matched to a kernel packet that has only its LOCAL_OUT hop: the
-# recorder gave that skb's device hops another packet id (the kernel packet
-# then left over is "not in the capture" although its frame is there).
+# Frames matched to a kernel packet that has only its LOCAL_OUT hop: one packet
+# with two ids, or a GSO parent that kept its first segment's frame (docs/wire.md;
+# the kernel packet then left over is "not in the capture" although its frame is
+# there). 0 since session 5 where no device event is hidden.
 echo "split $(grep '^{"frame"' "$dir/match.json" | grep -c '"path":\[{"hook":"ip_local_out","ifindex":[0-9]*,"ts_ns":[0-9]*,"rel_ns":-*[0-9]*}\]')"
 echo "== unmatched"
 # every frame or kernel packet with a reason (at most 100 lines)
