@@ -844,12 +844,18 @@ impl Kernel {
             let packets = &self.packets;
             let pick = match (seg.ip, cur) {
                 // Fields of its own say whose segment it is (the oldest waiting
-                // parent may be a packet a qdisc dropped).
-                (Some(own), _) => list.iter().position(|par| {
-                    par.remaining > 0
-                        && par.last_ts <= ts
-                        && packets[par.idx].ip.is_some_and(|pip| fits(par, &pip, &own))
-                }),
+                // parent may be a packet a qdisc dropped). The latest parents
+                // first: a qdisc cuts a packet soon after its LOCAL_OUT, and a
+                // bounded look keeps this linear in the trace.
+                (Some(own), _) => {
+                    let hi = list.partition_point(|par| par.first_ts <= ts);
+                    (hi.saturating_sub(256)..hi).rev().find(|&n| {
+                        let par = &list[n];
+                        par.remaining > 0
+                            && par.last_ts <= ts
+                            && packets[par.idx].ip.is_some_and(|pip| fits(par, &pip, &own))
+                    })
+                }
                 (None, Some((_, j))) if continues && list[j].remaining > 0 => Some(j),
                 // The run goes on past its parent: the next waiting one after it.
                 (None, Some((_, j))) if continues => (j + 1..list.len()).find(|&n| open(&list[n])),
