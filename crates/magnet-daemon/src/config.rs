@@ -504,6 +504,15 @@ mod tests {
     }
 
     #[test]
+    fn the_systemd_example_is_the_defaults() {
+        let text = include_str!("../../../systemd/magnetd.toml");
+        assert_eq!(
+            Config::parse(text, "systemd/magnetd.toml").unwrap(),
+            Config::default()
+        );
+    }
+
+    #[test]
     fn the_stall_trigger_is_read() {
         let c = Config::parse(
             "packet_hooks = \"always\"\n[recorder]\ntrigger_stall = \"2s\"\ntrigger_stall_ports = [5432]\n",
