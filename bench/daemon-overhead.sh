@@ -140,9 +140,20 @@ one() { # mode round case
     for _ in $(seq 1 100); do grep -qs "$ready" "$tmp/log" && break; sleep 0.1; done
     grep -q "$ready" "$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
   fi
-  local c0; c0=$(busy)
-  local json; json=$(ip netns exec $A iperf3 -c 10.233.0.2 -t "$SECS" -J)
-  local c1; c1=$(busy)
+  local c0 c1 json try
+  # A loaded host can be slow to start the server: up to 3 tries, saying why.
+  for try in 1 2 3; do
+    c0=$(busy)
+    if json=$(ip netns exec $A iperf3 -c 10.233.0.2 -t "$SECS" -J 2>&1); then
+      c1=$(busy); break
+    fi
+    echo "$mode round $round $case: iperf3 failed (try $try): $(grep -o '"error":.*' <<<"$json" | head -c 200)" >&2
+    [ "$try" = 3 ] && exit 1
+    sleep 1
+    # (re)start the one-shot server unless it still listens
+    ip netns exec $B ss -Hltn 'sport = :5201' | grep -q . || ip netns exec $B iperf3 -s -D -1 >/dev/null 2>&1
+    sleep 0.5
+  done
   local bps bytes icpu bns=0 bcnt=0
   read -r bps bytes icpu < <(python3 -c '
 import json,sys
