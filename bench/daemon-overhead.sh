@@ -114,7 +114,13 @@ busy() { # the host's busy CPU seconds so far (/proc/stat, USER_HZ=100)
 
 one() { # mode round case
   local mode=$1 round=$2 case=$3
-  ip netns exec $B iperf3 -s -D -1 >/dev/null 2>&1
+  # the previous round's one-shot server may still be exiting: wait for the
+  # port to be free (a failed start here used to end the run silently)
+  for _ in $(seq 1 50); do
+    ip netns exec $B ss -Hltn 'sport = :5201' | grep -q . || break
+    sleep 0.1
+  done
+  ip netns exec $B iperf3 -s -D -1 >/dev/null 2>&1 || echo "$mode round $round $case: iperf3 -s did not start" >&2
   sleep 0.3
   local bin="" ready="magnetd: ready"
   case $case in
@@ -137,8 +143,8 @@ one() { # mode round case
     dpid=$!
   fi
   if [ -n "$dpid" ]; then
-    for _ in $(seq 1 100); do grep -qs "$ready" "$tmp/log" && break; sleep 0.1; done
-    grep -q "$ready" "$tmp/log" || { cat "$tmp/log" >&2; exit 1; }
+    for _ in $(seq 1 300); do grep -qs "$ready" "$tmp/log" && break; sleep 0.1; done
+    grep -q "$ready" "$tmp/log" || { echo "$mode round $round $case: not ready after 30 s:" >&2; cat "$tmp/log" >&2; exit 1; }
   fi
   local c0 c1 json try
   # A loaded host can be slow to start the server: up to 3 tries, saying why.
