@@ -150,7 +150,7 @@ one() { # mode round case
   # A loaded host can be slow to start the server: up to 3 tries, saying why.
   for try in 1 2 3; do
     c0=$(busy)
-    if json=$(ip netns exec $A iperf3 -c 10.233.0.2 -t "$SECS" -J 2>&1); then
+    if json=$(ip netns exec $A iperf3 -c 10.233.0.2 -t "$SECS" -J); then
       c1=$(busy); break
     fi
     echo "$mode round $round $case: iperf3 failed (try $try): $(grep -o '"error":.*' <<<"$json" | head -c 200)" >&2
