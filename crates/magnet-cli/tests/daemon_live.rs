@@ -1523,6 +1523,8 @@ fn sampled_packet_hooks_fill_histograms_in_windows_only() {
                         // merely detached from this process
                         stale.extend(seen.iter().copied().filter(|&id| link_exists(id)));
                     }
+                    // caught between creating (or destroying) the two
+                    1 => {}
                     n => panic!("{n} cgroup links: {cgroup:?}"),
                 }
                 std::thread::sleep(Duration::from_millis(10));
