@@ -279,6 +279,20 @@ struct mg_frame _mg_frame = {};
 
 /* ---- record plumbing ------------------------------------------------------ */
 
+/* Cost profile builds: see "Cost profile builds" below. */
+#ifndef MG_PROF
+#define MG_PROF 0
+#endif
+
+/* First statement of every program: in the floor build (MG_PROF=9) it returns
+ * `v` (what lets the hook go on: 0, NF_ACCEPT, 1 for cgroup/sock_create). */
+#if MG_PROF == 9
+#define FLOOR_RETURN(v) return (v)
+#else
+#define FLOOR_RETURN(v) do { } while (0)
+#endif
+
+
 static __always_inline struct mg_cpu_stats *stats(void)
 {
 	__u32 zero = 0;
@@ -460,7 +474,7 @@ static __noinline int batch_send(struct batch *b)
 #define MG_ROUND8(n) (((n) + 7) & ~7U)
 
 /* Room for a record of `size` bytes, NULL if lost (counted). */
-static __always_inline void *batch_reserve(__u32 size, __u32 kind)
+static __always_inline __attribute__((unused)) void *batch_reserve(__u32 size, __u32 kind)
 {
 	struct batch *b = my_batch();
 	if (!b)
@@ -555,6 +569,7 @@ static __always_inline void batch_flush(void)
 SEC("perf_event")
 int batch_tick(void *ctx)
 {
+	FLOOR_RETURN(0);
 	batch_flush();
 	return 0;
 }
@@ -577,16 +592,21 @@ static __always_inline void send_direct(void *rec, __u32 size, __u32 kind)
 		count_lost(st, kind);
 }
 
-/* Cost profile builds (issue 13; never shipped): MAGNET_BPF_CFLAGS=-DMG_PROF=N
- * makes every RESERVE fail on purpose after stage N, so that bpf_stats split a
- * program's cost: 1 = filters, lookups, parsing and packet id only; 2 = + the
- * header (clock, pid, CPU) into a stack copy; 3 = + the ring reservation and
- * commit with the wake-up query (the record is discarded: no trace records).
- * The full program (0) adds the record's field reads and stores. */
-#ifndef MG_PROF
-#define MG_PROF 0
-#endif
-
+/* Cost profile builds (issue 13; never shipped): MAGNET_BPF_CFLAGS=-DMG_PROF=N.
+ * bench/bpf-prog-profile.py splits each program's cost (kernel BPF statistics)
+ * by the differences between these builds:
+ *   9 = the floor: every program returns at its entry (FLOOR_RETURN below), on
+ *       the same hooks with the same maps; nothing is recorded. What the hooks
+ *       alone cost (trampoline, the program call), bench/record-overhead.sh's
+ *       case `floor` (MAGNET_FLOOR=<this build>);
+ *   1 = every RESERVE fails on purpose: filters, lookups, parsing and (where a
+ *       program takes it before reserving) the packet id;
+ *   2 = + the header (clock, pid/tid, CPU) into a stack copy;
+ *   3 = + the batch: room in this CPU's batch, the header written there, the
+ *       commit, and the batch sent to the ring when full or 1 ms old; the
+ *       record's own fields are not written (the trace holds headers and
+ *       stale bytes: for the statistics only);
+ *   0 = the full program: + the record's own field reads and stores. */
 #if MG_PROF == 1
 #define RESERVE(ptr, size, kind_) ({ (ptr) = NULL; false; })
 #elif MG_PROF == 2
@@ -601,18 +621,10 @@ static __always_inline void send_direct(void *rec, __u32 size, __u32 kind)
 #elif MG_PROF == 3
 #define RESERVE(ptr, size, kind_)                                                 \
 	({                                                                        \
-		struct mg_cpu_stats *__st = stats();                              \
-		void *__ring = my_ring();                                         \
-		struct mg_hdr *__r = NULL;                                        \
-		if (__st && __ring) {                                             \
-			flush_lost(__st, __ring);                                 \
-			__r = bpf_ringbuf_reserve(__ring, (size), 0);             \
-		}                                                                 \
+		struct mg_hdr *__r = batch_reserve((size), (kind_));              \
 		if (__r) {                                                        \
 			fill_hdr(__r, (kind_), 0);                                \
-			__u64 __q = bpf_ringbuf_query(__ring, BPF_RB_AVAIL_DATA); \
-			bpf_ringbuf_discard(__r, __q >= wakeup_bytes ?            \
-						 BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP); \
+			submit(__r);                                              \
 		}                                                                 \
 		(ptr) = NULL;                                                     \
 		false;                                                            \
@@ -1328,6 +1340,7 @@ static __always_inline void read_dest(const void *uaddr, struct syscall_in_fligh
 SEC("tp_btf/sys_exit")
 int BPF_PROG(flow_sys_exit, struct pt_regs *regs, long ret)
 {
+	FLOOR_RETURN(0);
 	if (ret != 0)
 		return 0;
 	long id = regs->orig_ax;
@@ -1348,6 +1361,7 @@ int BPF_PROG(flow_sys_exit, struct pt_regs *regs, long ret)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 {
+	FLOOR_RETURN(0);
 	if (id != NR_sendto && id != NR_recvfrom && id != NR_write && id != NR_read &&
 	    id != NR_sendmsg && id != NR_recvmsg)
 		return 0;
@@ -1437,12 +1451,14 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(app_send, struct sock *sk, int ret, int flags)
 {
+	FLOOR_RETURN(0);
 	return app_event(sk, ret, flags, MG_APP_SEND);
 }
 
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
 {
+	FLOOR_RETURN(0);
 	return app_event(sk, ret, flags, MG_APP_RECV);
 }
 
@@ -1564,6 +1580,7 @@ static __always_inline void tcp_event(const struct sock *sk, const struct sk_buf
 SEC("tp_btf/tcp_probe")
 int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	struct tcp_skb_cb *cb = (struct tcp_skb_cb *)&skb->cb[0];
 	__u32 arg = cb->tcp_flags;
 	if (arg & 0x01) {
@@ -1581,6 +1598,7 @@ SEC("tp_btf/tcp_sendmsg_locked")
 int BPF_PROG(tcp_sendmsg, const struct sock *sk, const struct msghdr *msg,
 	     const struct sk_buff *skb, int size_goal)
 {
+	FLOOR_RETURN(0);
 	/* skb may be NULL (a new one is about to be allocated). */
 	__u32 len = skb ? skb->len : 0;
 	tcp_event(sk, skb, MG_TCP_SENDMSG, len, size_goal, true);
@@ -1590,6 +1608,7 @@ int BPF_PROG(tcp_sendmsg, const struct sock *sk, const struct msghdr *msg,
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(tcp_retrans, const struct sock *sk, const struct sk_buff *skb, int err)
 {
+	FLOOR_RETURN(0);
 	tcp_event(sk, skb, MG_TCP_RETRANS, BPF_CORE_READ(skb, len), err, false);
 	return 0;
 }
@@ -1597,6 +1616,7 @@ int BPF_PROG(tcp_retrans, const struct sock *sk, const struct sk_buff *skb, int 
 SEC("tp_btf/tcp_send_reset")
 int BPF_PROG(tcp_rst_sent, const struct sock *sk, const struct sk_buff *skb, int reason)
 {
+	FLOOR_RETURN(0);
 	/* Resets for packets that match no socket have sk == NULL. */
 	if (!sk)
 		return 0;
@@ -1607,6 +1627,7 @@ int BPF_PROG(tcp_rst_sent, const struct sock *sk, const struct sk_buff *skb, int
 SEC("tp_btf/tcp_receive_reset")
 int BPF_PROG(tcp_rst_rcvd, struct sock *sk)
 {
+	FLOOR_RETURN(0);
 	tcp_event(sk, NULL, MG_TCP_RST_RCVD, 0, 0, false);
 	return 0;
 }
@@ -1616,6 +1637,7 @@ int BPF_PROG(tcp_rst_rcvd, struct sock *sk)
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(tcp_state_change, const struct sock *sk, const int oldstate, const int newstate)
 {
+	FLOOR_RETURN(0);
 	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
 	__u64 cookie = sk_cookie(sk);
@@ -1716,24 +1738,28 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 SEC("netfilter")
 int ip_local_out(struct bpf_nf_ctx *ctx)
 {
+	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_LOCAL_OUT, false);
 }
 
 SEC("netfilter")
 int ip_post_routing(struct bpf_nf_ctx *ctx)
 {
+	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_POST_ROUTING, false);
 }
 
 SEC("netfilter")
 int ip_pre_routing(struct bpf_nf_ctx *ctx)
 {
+	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_PRE_ROUTING, true);
 }
 
 SEC("netfilter")
 int ip_local_in(struct bpf_nf_ctx *ctx)
 {
+	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_LOCAL_IN, true);
 }
 
@@ -1789,6 +1815,7 @@ static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *s
 SEC("tp_btf/qdisc_enqueue")
 int BPF_PROG(qdisc_enq, struct Qdisc *q, const struct netdev_queue *txq, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	qdisc_event(q, skb, MG_QDISC_ENQ);
 	return 0;
 }
@@ -1797,6 +1824,7 @@ SEC("tp_btf/qdisc_dequeue")
 int BPF_PROG(qdisc_deq, struct Qdisc *q, const struct netdev_queue *txq, int packets,
 	     struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	qdisc_event(q, skb, MG_QDISC_DEQ);
 	return 0;
 }
@@ -2034,6 +2062,7 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 SEC("tp_btf/net_dev_queue")
 int BPF_PROG(dev_queue, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	dev_event(skb, MG_DEV_QUEUE, skb->dev->ifindex, skb->len, 0,
 		  false, true);
 	return 0;
@@ -2042,6 +2071,7 @@ int BPF_PROG(dev_queue, struct sk_buff *skb)
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(dev_start_xmit, const struct sk_buff *skb, const struct net_device *dev)
 {
+	FLOOR_RETURN(0);
 	dev_event(skb, MG_DEV_START_XMIT, dev->ifindex, skb->len, 0,
 		  false, true);
 	return 0;
@@ -2052,6 +2082,7 @@ int BPF_PROG(dev_start_xmit, const struct sk_buff *skb, const struct net_device 
 SEC("tp_btf/net_dev_xmit")
 int BPF_PROG(dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev, unsigned int len)
 {
+	FLOOR_RETURN(0);
 	if (need_parse()) {
 		/* Only for a packet recorded at net_dev_start_xmit (its address may
 		 * since be another skb's: it is not read). */
@@ -2206,6 +2237,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(dev_rx, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	rx_event(skb, true, tcp_rx_other);
 	return 0;
 }
@@ -2215,6 +2247,7 @@ int BPF_PROG(dev_rx, struct sk_buff *skb)
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(tcp_rx_seg, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	if (skb->protocol != bpf_htons(ETH_P_IP) && skb->protocol != bpf_htons(ETH_P_IPV6))
 		return 0;
 	rx_event(skb, false, true);
@@ -2233,6 +2266,7 @@ SEC("tp_btf/kfree_skb")
 int BPF_PROG(drop_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason,
 	     struct sock *rx_sk)
 {
+	FLOOR_RETURN(0);
 	__u64 cookie;
 	if (skb_wanted(skb, false, &cookie)) {
 		struct mg_drop *r;
@@ -2257,6 +2291,7 @@ int BPF_PROG(drop_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(pkt_free, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	forget_pkt(skb);
 	return 0;
 }
@@ -2264,6 +2299,7 @@ int BPF_PROG(pkt_free, struct sk_buff *skb)
 SEC("tp_btf/consume_skb")
 int BPF_PROG(pkt_consume, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	forget_pkt(skb);
 	return 0;
 }
@@ -2295,6 +2331,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+	FLOOR_RETURN(0);
 	__u32 ptgid = BPF_CORE_READ(prev, tgid), ntgid = BPF_CORE_READ(next, tgid);
 	if (!task_struct_traced(prev) && !task_struct_traced(next))
 		return 0;
@@ -2330,6 +2367,7 @@ static __always_inline void task_event(struct task_struct *t, __u16 kind, int ar
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup, struct task_struct *p)
 {
+	FLOOR_RETURN(0);
 	if (!task_struct_traced(p))
 		return 0;
 	task_event(p, MG_SCHED_WAKEUP, BPF_CORE_READ(p, wake_cpu));
@@ -2339,6 +2377,7 @@ int BPF_PROG(sched_wakeup, struct task_struct *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_exit, struct task_struct *p)
 {
+	FLOOR_RETURN(0);
 	if (!task_struct_traced(p))
 		return 0;
 	task_event(p, MG_SCHED_EXIT, BPF_CORE_READ(p, exit_code));
@@ -2352,6 +2391,7 @@ const volatile bool record_fork = false;
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 {
+	FLOOR_RETURN(0);
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	bool traced = task_struct_traced(parent);
@@ -2374,6 +2414,7 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 SEC("cgroup/sock_create")
 int sock_cookie_at_create(struct bpf_sock *ctx)
 {
+	FLOOR_RETURN(1);
 	bpf_get_socket_cookie(ctx);
 	return 1;
 }
