@@ -33,6 +33,9 @@ HOT = ["dev_start_xmit", "dev_rx", "tcp_rcv", "tcp_sendmsg", "ip_local_out", "ip
        "ip_pre_routing", "ip_local_in", "app_send", "app_recv", "app_sys_enter", "pkt_consume",
        "pkt_free", "batch_tick"]
 VARIANTS = [9, 1, 2, 3, 0]
+# Programs that never reserve a record: the MG_PROF stages 1-3 do not change them
+# (batch_tick only sends what others appended), so only "total above floor" is shown.
+NO_RESERVE = {"app_sys_enter", "pkt_consume", "pkt_free", "batch_tick", "flow_sys_exit"}
 EMPTY_OF = {"dev_start_xmit": "net_dev_start_xmit", "dev_rx": "netif_receive_skb",
             "tcp_rcv": "tcp_probe", "tcp_sendmsg": "tcp_sendmsg_locked",
             "app_send": "sock_send_length", "app_recv": "sock_recv_length",
@@ -88,9 +91,12 @@ def main():
         runs_pp = statistics.median(x["programs"][p]["runs"] for x in full if p in x["programs"]) / max(pkts, 1)
         f, h, b, fl = s[0] - e, s[1] - s[0], s[2] - s[1], s[3] - s[2]
         rawt = "–" if raw is None else f"{raw:.0f}"
+        if p in NO_RESERVE:  # the stages do not apply: only full - floor means something
+            print(f"| {p} | {runs_pp:.3f} | {rawt} | {e:.0f} | – | – | – | – | {s[3] - e:.0f} |")
+            continue
         print(f"| {p} | {runs_pp:.3f} | {rawt} | {e:.0f} | {f:.0f} | {h:.0f} | {b:.0f} | {fl:.0f} | {s[3] - e:.0f} |")
-    print("\n(batch_tick records nothing: its 'batch' stage is the send of a waiting batch; pkt_* "
-          "record nothing either: they clear the packet's id slot.)")
+    print("\n(app_sys_enter, pkt_*, batch_tick record nothing themselves: app_sys_enter remembers the "
+          "syscall, pkt_* clear the packet's id slot, batch_tick sends a waiting batch.)")
 
 if __name__ == "__main__":
     main()

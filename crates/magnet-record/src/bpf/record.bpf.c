@@ -952,9 +952,121 @@ static __always_inline void parse_l4(const __u8 *l4, struct pkt_info *pi)
 	}
 }
 
+/* IPv6 extension headers (hop-by-hop, routing, destination options,
+ * fragment) from `l3 + 40` to the transport header, whose first bytes are
+ * parsed. Rare: probe reads. */
+static __always_inline void parse_v6_ext(const void *l3, struct pkt_info *pi)
+{
+	__u8 nh = pi->protocol;
+	__u32 off = 40;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__u8 eh[8];
+		if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING && nh != IPPROTO_DSTOPTS &&
+		    nh != IPPROTO_FRAGMENT)
+			break;
+		if (bpf_probe_read_kernel(eh, sizeof(eh), l3 + off))
+			return;
+		if (nh == IPPROTO_FRAGMENT) {
+			/* Kept in IPv4's encoding: offset in 8-byte units, MF. */
+			__u16 fo = ((__u16)eh[2] << 8) | eh[3];
+			pi->frag_off = (fo >> 3) | ((fo & 1) ? IP_MF : 0);
+			pi->ip_id = ((__u16)eh[6] << 8) | eh[7];
+			off += 8;
+		} else {
+			off += ((__u32)eh[1] + 1) * 8;
+		}
+		nh = eh[0];
+	}
+	pi->protocol = nh;
+	pi->l4_off = off;
+	if (pi->frag_off & IP_OFFSET)
+		return;
+	if (nh == IPPROTO_TCP || nh == IPPROTO_UDP) {
+		__u8 l4[16];
+		if (off < 512 && !bpf_probe_read_kernel(l4, sizeof(l4), l3 + off))
+			parse_l4(l4, pi);
+	}
+}
+
+/* The ports and TCP fields at `l4` by direct loads (see parse_l3_cast). TCP
+ * and UDP have their ports at the same offsets. */
+static __always_inline void parse_l4_cast(const void *l4, struct pkt_info *pi)
+{
+	const struct tcphdr *th = bpf_core_cast(l4, struct tcphdr);
+	pi->sport = bpf_ntohs(th->source);
+	pi->dport = bpf_ntohs(th->dest);
+	if (pi->protocol != IPPROTO_TCP)
+		return;
+	pi->seq = bpf_ntohl(th->seq);
+	pi->ack = bpf_ntohl(th->ack_seq);
+	/* Bytes 12 and 13 (data offset, flags) are bitfields: one load. */
+	__u16 w = *(const __u16 *)((const __u8 *)th + 12);
+	pi->doff = ((w & 0xff) >> 4) * 4;
+	pi->tcp_flags = w >> 8;
+}
+
+/* parse_l3 on kernels with bpf_rdonly_cast (6.2+): the header fields by
+ * direct loads (each an inlined load that yields 0 on a fault), not one
+ * 80-byte bpf_probe_read_kernel into the stack: the helper call and the
+ * copy were most of dev_rx's work before its reservation (issue 13). */
+static __always_inline void parse_l3_cast(const void *l3, struct pkt_info *pi)
+{
+	const struct iphdr *ip = bpf_core_cast(l3, struct iphdr);
+	__u8 b0 = *(const __u8 *)ip; /* version and header length: bitfields */
+	__u8 version = b0 >> 4;
+	if (version == 4) {
+		pi->version = 4;
+		pi->tos = ip->tos;
+		pi->ttl = ip->ttl;
+		pi->protocol = ip->protocol;
+		pi->tot_len = bpf_ntohs(ip->tot_len);
+		pi->ip_id = bpf_ntohs(ip->id);
+		pi->frag_off = bpf_ntohs(ip->frag_off);
+		v4_mapped(pi->saddr, ip->saddr);
+		v4_mapped(pi->daddr, ip->daddr);
+		pi->ok = true;
+		__u32 ihl = (b0 & 0xf) * 4;
+		pi->l4_off = ihl;
+		if (pi->frag_off & IP_OFFSET) /* not the first fragment: no ports */
+			return;
+		if (ihl >= 20 && (pi->protocol == IPPROTO_TCP || pi->protocol == IPPROTO_UDP))
+			parse_l4_cast(l3 + ihl, pi);
+	} else if (version == 6) {
+		const struct ipv6hdr *ip6 = bpf_core_cast(l3, struct ipv6hdr);
+		pi->version = 6;
+		__u8 fl0 = ip6->flow_lbl[0];
+		pi->tos = ((b0 & 0xf) << 4) | (fl0 >> 4);
+		pi->ttl = ip6->hop_limit;
+		pi->protocol = ip6->nexthdr;
+		__u16 plen = bpf_ntohs(ip6->payload_len);
+		/* 0 for a jumbo payload (its length is in a hop-by-hop option) */
+		pi->tot_len = plen ? (__u32)plen + 40 : 0;
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			__u32 sw = ip6->saddr.in6_u.u6_addr32[i];
+			__u32 dw = ip6->daddr.in6_u.u6_addr32[i];
+			__builtin_memcpy(pi->saddr + 4 * i, &sw, 4);
+			__builtin_memcpy(pi->daddr + 4 * i, &dw, 4);
+		}
+		pi->ok = true;
+		pi->l4_off = 40;
+		if (pi->protocol == IPPROTO_TCP || pi->protocol == IPPROTO_UDP)
+			parse_l4_cast(l3 + 40, pi);
+		else
+			parse_v6_ext(l3, pi);
+	}
+}
+
 /* Parse IPv4/IPv6 and the first bytes of TCP/UDP at `l3`. */
 static __always_inline void parse_l3(const void *l3, struct pkt_info *pi)
 {
+	if (bpf_ksym_exists(bpf_rdonly_cast)) {
+		parse_l3_cast(l3, pi);
+		return;
+	}
+	/* 6.1: no bpf_rdonly_cast. One probe read instead of three (version
+	 * byte, IP header, transport header): each read is a helper call. */
 	__u8 buf[L3_PEEK];
 	/* A short packet at the very end of its buffer could make the long read
 	 * fault: fall back to the 40 bytes every IP packet with ports has. */
@@ -998,38 +1110,7 @@ static __always_inline void parse_l3(const void *l3, struct pkt_info *pi)
 			parse_l4(buf + 40, pi);
 			return;
 		}
-		/* Walk extension headers (hop-by-hop, routing, destination options,
-		 * fragment) to the transport header. */
-		__u8 nh = pi->protocol;
-		__u32 off = 40;
-#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			__u8 eh[8];
-			if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING && nh != IPPROTO_DSTOPTS &&
-			    nh != IPPROTO_FRAGMENT)
-				break;
-			if (bpf_probe_read_kernel(eh, sizeof(eh), l3 + off))
-				return;
-			if (nh == IPPROTO_FRAGMENT) {
-				/* Kept in IPv4's encoding: offset in 8-byte units, MF. */
-				__u16 fo = ((__u16)eh[2] << 8) | eh[3];
-				pi->frag_off = (fo >> 3) | ((fo & 1) ? IP_MF : 0);
-				pi->ip_id = ((__u16)eh[6] << 8) | eh[7];
-				off += 8;
-			} else {
-				off += ((__u32)eh[1] + 1) * 8;
-			}
-			nh = eh[0];
-		}
-		pi->protocol = nh;
-		pi->l4_off = off;
-		if (pi->frag_off & IP_OFFSET)
-			return;
-		if (nh == IPPROTO_TCP || nh == IPPROTO_UDP) {
-			__u8 l4[16];
-			if (off < 512 && !bpf_probe_read_kernel(l4, sizeof(l4), l3 + off))
-				parse_l4(l4, pi);
-		}
+		parse_v6_ext(l3, pi);
 	}
 }
 
