@@ -130,7 +130,7 @@ struct flow_key {
 	__u16 rport;
 	__u8 protocol;
 	__u8 _pad[3];
-};
+} __attribute__((aligned(8))); /* compared as five u64 (flow_key_eq) */
 
 /* The socket of a flow: its cookie, and its address for reading its state
  * (checked against the cookie, as the socket may be gone). */
@@ -147,6 +147,43 @@ struct {
 	__type(key, struct flow_key);
 	__type(value, struct flow_val);
 } traced_flows SEC(".maps");
+
+/* A per-CPU cache in front of traced_flows (issue 13: the LRU lookup of a
+ * 40-byte key, hashed, was a large part of dev_rx's work; a bulk flow's
+ * packets repeat its key). Direct-mapped by the ports. An entry holds a
+ * lookup's result, found or not, and is valid while `flow_gen` has not moved:
+ * track_flow() bumps it whenever it changes the map, so a cached answer is
+ * never older than the map (an entry the LRU evicted stays answerable, as a
+ * lookup just before the eviction would have answered).
+ *
+ * Nesting (a program interrupting another on this CPU): `seq` is odd while an
+ * entry is written; a reader that finds it odd, or changed after copying,
+ * falls back to the map; a writer that finds it odd leaves it alone. */
+#define FLOW_CACHE 16
+
+struct flow_cache_ent {
+	struct flow_key k;
+	struct flow_val v;
+	__u64 gen;
+	__u32 seq;
+	__u8 found;
+	__u8 exact;
+	__u8 _pad[2];
+};
+
+struct flow_cache {
+	struct flow_cache_ent e[FLOW_CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct flow_cache);
+} flow_caches SEC(".maps");
+
+/* Bumped by every change to traced_flows (see flow_caches). */
+__u64 flow_gen = 0;
 
 /* IP fragments after the first carry no ports: the datagram's first fragment
  * leaves its socket here, keyed by addresses, protocol and IP id. */
@@ -788,7 +825,13 @@ static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie, __u64 s
 	struct flow_val v = { .cookie = cookie, .sk = sk };
 	if (sk)
 		v.netns = BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_net.net, ns.inum);
+	/* Unchanged: no update, and the per-CPU flow caches stay valid. */
+	struct flow_val *old = bpf_map_lookup_elem(&traced_flows, &k);
+	if (old && old->cookie == v.cookie && old->sk == v.sk && old->netns == v.netns)
+		return;
 	bpf_map_update_elem(&traced_flows, &k, &v, BPF_ANY);
+	/* After the update: a cache filled before this sees a newer generation. */
+	__sync_fetch_and_add(&flow_gen, 1);
 }
 
 /* Write the socket's SOCK record. It goes to the identity ring, which holds
@@ -1252,10 +1295,35 @@ static __always_inline struct flow_val *bound_flow(struct flow_key *k)
 	return bpf_map_lookup_elem(&traced_flows, k);
 }
 
+static __always_inline bool flow_key_eq(const struct flow_key *a, const struct flow_key *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4];
+}
+
+/* traced_flows for key `k`: the exact flow, else a socket bound to the local
+ * address and port; the answer copied into `out`. */
+static __always_inline struct flow_val *flow_lookup(struct flow_key *k, bool *exact, struct flow_val *out)
+{
+	struct flow_val *v = bpf_map_lookup_elem(&traced_flows, k);
+	*exact = v != NULL;
+	if (!v) {
+		__builtin_memset(k->remote, 0, 16);
+		k->rport = 0;
+		v = bound_flow(k);
+	}
+	if (!v)
+		return NULL;
+	*out = *v;
+	return out;
+}
+
 /* The socket of a packet's flow (`rx`: the packet's destination is the local
  * end): the connected socket's exact flow, else a socket bound to the local
- * address and port (listening or unconnected; `exact` says which). */
-static __always_inline struct flow_val *flow_of_any(const struct pkt_info *pi, bool rx, bool *exact)
+ * address and port (listening or unconnected; `exact` says which). The answer
+ * is a copy in `out` (NULL: none), through this CPU's flow cache. */
+static __always_inline struct flow_val *flow_of_any(const struct pkt_info *pi, bool rx, bool *exact,
+						    struct flow_val *out)
 {
 	struct flow_key k = {};
 	if (rx) {
@@ -1270,22 +1338,46 @@ static __always_inline struct flow_val *flow_of_any(const struct pkt_info *pi, b
 		k.rport = pi->dport;
 	}
 	k.protocol = pi->protocol;
-	struct flow_val *v = bpf_map_lookup_elem(&traced_flows, &k);
-	*exact = v != NULL;
-	if (v)
-		return v;
-	__builtin_memset(k.remote, 0, 16);
-	k.rport = 0;
-	return bound_flow(&k);
+	__u32 zero = 0;
+	struct flow_cache *c = bpf_map_lookup_elem(&flow_caches, &zero);
+	if (!c)
+		return flow_lookup(&k, exact, out);
+	struct flow_cache_ent *e = &c->e[(k.lport ^ (k.rport * 7)) & (FLOW_CACHE - 1)];
+	__u64 gen = *(volatile __u64 *)&flow_gen;
+	__u32 seq = *(volatile __u32 *)&e->seq;
+	if (!(seq & 1) && e->gen == gen && flow_key_eq(&e->k, &k)) {
+		bool found = e->found;
+		*exact = e->exact;
+		*out = e->v;
+		mg_barrier();
+		if (*(volatile __u32 *)&e->seq == seq)
+			return found ? out : NULL;
+	}
+	struct flow_key key = k; /* flow_lookup() may turn k into its wildcard */
+	struct flow_val *v = flow_lookup(&k, exact, out);
+	seq = *(volatile __u32 *)&e->seq;
+	if (!(seq & 1)) {
+		e->seq = seq + 1;
+		mg_barrier();
+		e->k = key;
+		if (v)
+			e->v = *v;
+		e->found = v != NULL;
+		e->exact = *exact;
+		e->gen = gen; /* read before the lookup: a change since invalidates */
+		mg_barrier();
+		e->seq = seq + 2;
+	}
+	return v;
 }
 
 /* The socket of a packet seen in network namespace `netns`: a packet passing
  * through another namespace (a router, the far end of a veth) is not its
  * socket's, even when the addresses say so. */
 static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool rx, bool *exact,
-						__u32 netns)
+						__u32 netns, struct flow_val *out)
 {
-	struct flow_val *v = flow_of_any(pi, rx, exact);
+	struct flow_val *v = flow_of_any(pi, rx, exact, out);
 	if (v && v->netns && netns && v->netns != netns)
 		return NULL;
 	return v;
@@ -1338,7 +1430,8 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 		if (!pi->ok)
 			return false;
 		bool exact;
-		return flow_of_any(pi, rx, &exact) != NULL;
+		struct flow_val fv;
+		return flow_of_any(pi, rx, &exact, &fv) != NULL;
 	}
 	return pi->ok && tuple_matches(pi->saddr, pi->daddr, pi->sport, pi->dport);
 }
@@ -1794,7 +1887,8 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	if ((rx || !cookie) && track_all_flows && !(pi.frag_off & IP_OFFSET)) {
 		bool exact;
 		__u32 ns = ctx->state->net->ns.inum;
-		struct flow_val *fv = flow_of(&pi, rx, &exact, ns);
+		struct flow_val fvb;
+		struct flow_val *fv = flow_of(&pi, rx, &exact, ns, &fvb);
 		cookie = fv ? fv->cookie : 0;
 	}
 
@@ -2108,7 +2202,8 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 			struct pkt_info pi = {};
 			parse_skb_tx(skb, &pi);
 			bool exact;
-			struct flow_val *fv = pi.ok ? flow_of_any(&pi, false, &exact) : NULL;
+			struct flow_val fvb;
+			struct flow_val *fv = pi.ok ? flow_of_any(&pi, false, &exact, &fvb) : NULL;
 			if (fv && fv->netns && ns && fv->netns != ns)
 				hflags = MG_F_OTHER_NETNS;
 			else if (fv)
@@ -2245,7 +2340,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 	__u64 cookie = 0;
 	struct pkt_info pi = {};
 	parse_skb_rx(skb, &pi);
-	struct flow_val *fv = NULL;
+	struct flow_val *fv = NULL, fvb;
 	bool exact = false, traced;
 	if (pi.ok && (pi.frag_off & IP_OFFSET)) {
 		struct frag_key fk = {};
@@ -2260,7 +2355,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 	} else {
 		traced = !need_parse() || pkt_traced(skb_ck, sk, &pi, true);
 		if (traced && pi.ok) {
-			fv = flow_of(&pi, true, &exact, dev_netns(skb->dev));
+			fv = flow_of(&pi, true, &exact, dev_netns(skb->dev), &fvb);
 			if (fv)
 				cookie = fv->cookie;
 			if (cookie && (pi.frag_off & IP_MF)) {
