@@ -902,8 +902,30 @@ static __always_inline __u8 *mark_traced(const struct sock *sk, __u64 cookie)
 	return fl;
 }
 
+/* Cookies of sockets known traced and announced, per CPU, direct-mapped: the
+ * app and tcp events of a socket already known skip the socket-storage
+ * lookup (a helper call, issue 13). A cookie names one socket for the
+ * kernel's lifetime and a socket's flags are only ever set, so an entry never
+ * goes stale; a lost race (a nested program's store) costs only a lookup. */
+#define SEEN_SLOTS 64
+struct seen_socks {
+	__u64 cookie[SEEN_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct seen_socks);
+} seen_socks SEC(".maps");
+
 static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, bool task_ctx)
 {
+	__u32 zero = 0;
+	struct seen_socks *seen = bpf_map_lookup_elem(&seen_socks, &zero);
+	__u32 slot = cookie & (SEEN_SLOTS - 1);
+	if (seen && cookie && seen->cookie[slot] == cookie)
+		return true;
 	__u8 *fl = bpf_sk_storage_get(&sock_flags, (void *)sk, 0, 0);
 	if (fl && (*fl & SOCK_TRACED)) {
 		/* Its SOCK record was lost to a full ring: announce it again. */
@@ -913,6 +935,8 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
 			if (announce(sk, cookie, &t))
 				*fl |= SOCK_ANNOUNCED;
 		}
+		if (seen && (*fl & SOCK_ANNOUNCED))
+			seen->cookie[slot] = cookie;
 		return true;
 	}
 	if (!task_ctx && filter_tasks)
@@ -2335,8 +2359,6 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 {
 	if (pf_len && !pf_skb(skb, PF_AT_DATA))
 		return;
-	__u64 sk;
-	__u64 skb_ck = skb_cookie(skb, &sk);
 	__u64 cookie = 0;
 	struct pkt_info pi = {};
 	parse_skb_rx(skb, &pi);
@@ -2353,7 +2375,14 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 			traced = !need_parse();
 		}
 	} else {
-		traced = !need_parse() || pkt_traced(skb_ck, sk, &pi, true);
+		if (need_parse()) {
+			/* The skb's own socket matters only to the filters. */
+			__u64 sk;
+			__u64 skb_ck = skb_cookie(skb, &sk);
+			traced = pkt_traced(skb_ck, sk, &pi, true);
+		} else {
+			traced = true;
+		}
 		if (traced && pi.ok) {
 			fv = flow_of(&pi, true, &exact, dev_netns(skb->dev), &fvb);
 			if (fv)
