@@ -30,6 +30,7 @@
 #                     cpu = busy time of all CPUs from /proc/stat deltas over the transfer
 #                     (user+nice+system+irq+softirq), so the recorder's own drain thread is
 #                     included; other load on the host is included too (noise).
+#   trace B/event   = magnet: the trace file's bytes ÷ its records (JSON summary `bytes`, `records`)
 #
 # Environment: ROUNDS (5), SECS (5), MODES ("gso mtu"), MAGNET (path to the binary),
 #   CASES ("base magnet mag+st tcpdump"; add "alt" with MAGNET_ALT=<another build> to
@@ -109,7 +110,7 @@ wait_port() { # ns port
     die "iperf3 server did not start"
 }
 
-printf 'mode\tcase\tround\tbytes\tsecs\tbps\tcpu_busy_ticks\tcpu_total_ticks\tevents\tlost\n' >"$raw"
+printf 'mode\tcase\tround\tbytes\tsecs\tbps\tcpu_busy_ticks\tcpu_total_ticks\tevents\tlost\ttrace_bytes\n' >"$raw"
 
 run_case() { # mode case round
     local mode=$1 case=$2 round=$3 mon=
@@ -141,7 +142,7 @@ run_case() { # mode case round
     ip netns exec "$NA" iperf3 -c $AB -p $PORT -t "$SECS" -J >"$work/ipf.json" || die "iperf3 client failed"
     read -r b1 t1 < <(cpu_busy)
     wait $srv 2>/dev/null || true
-    local events=0 lost=0
+    local events=0 lost=0 tbytes=0
     if [[ -n $mon ]]; then
         sleep 0.5
         kill -INT $mon
@@ -150,17 +151,17 @@ run_case() { # mode case round
             events=$(awk '/packets captured/{print $1}' "$work/mon.err")
             lost=$(awk '/dropped by kernel/{print $1}' "$work/mon.err")
         else
-            read -r events lost < <(python3 -c 'import json,sys
+            read -r events lost tbytes < <(python3 -c 'import json,sys
 d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
-print(d["records"], d["lost_kernel"]+d.get("dropped_user",0))' "$work/mon.out")
+print(d["records"], d["lost_kernel"]+d.get("dropped_user",0), d.get("bytes",0))' "$work/mon.out")
         fi
         rm -f "$work/t.mgt" "$work/t.pcap"
     fi
     read -r bytes secs bps < <(python3 -c 'import json,sys
 e=json.load(open(sys.argv[1]))["end"]["sum_received"]
 print(e["bytes"], e["seconds"], e["bits_per_second"])' "$work/ipf.json")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$case" "$round" "$bytes" "$secs" "$bps" \
-        $((b1 - b0)) $((t1 - t0)) "${events:-0}" "${lost:-0}" >>"$raw"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$case" "$round" "$bytes" "$secs" "$bps" \
+        $((b1 - b0)) $((t1 - t0)) "${events:-0}" "${lost:-0}" "${tbytes:-0}" >>"$raw"
     log "$mode $case round $round: $(awk -v b="$bps" 'BEGIN{printf "%.2f Gbit/s", b/1e9}') events=$events lost=$lost"
 }
 
@@ -241,13 +242,18 @@ med = st.median
 names = {"base": "no monitor", "magnet": "magnet app,tcp,ip,dev", "alt": "magnet (MAGNET_ALT build) app,tcp,ip,dev", "mag+st": "magnet app,tcp,ip,dev --tcp-state", "tcpdump": "tcpdump -s 96 -w",
          "floor": "floor: same hooks, empty programs (MAGNET_FLOOR build)"}
 order = ["base", "floor", "magnet", "alt", "mag+st", "tcpdump"]
+def tbpe(mode, case):
+    # Trace bytes per event (file bytes ÷ records, from record's JSON summary).
+    v = [int(r.get("trace_bytes") or 0) / int(r["events"]) for r in rows
+         if r["mode"] == mode and r["case"] == case and int(r.get("trace_bytes") or 0) and int(r["events"])]
+    return med(v) if v else None
 print(f"### iperf3 TCP over veth, ns A → ns B, {rounds} rounds × {secs} s, medians\n")
 for mode in dict.fromkeys(r["mode"] for r in rows):
     label = {"gso": "default veth offloads (TSO/GSO on, GRO off: large GSO packets)",
              "mtu": "tso/gso/gro off on both ends (MTU-sized packets)"}.get(mode, mode)
     print(f"#### {label}\n")
-    print("| case | throughput Gbit/s | ratio to baseline | events/s | events/run | lost/run | events/MB | ns/event (thr) | ns/event (CPU) | CPU busy % |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| case | throughput Gbit/s | ratio to baseline | events/s | events/run | lost/run | events/MB | ns/event (thr) | ns/event (CPU) | CPU busy % | trace B/event |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     base = None
     for case in order:
         rs = [r for r in rows if r["mode"] == mode and r["case"] == case]
@@ -270,7 +276,9 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
             nst = f"{(1/thr - 1/base[0]) / epb * 1e9:.0f}" if epb else "–"
             nsc = f"{(cpb - base[1]) / epb * 1e9:.0f}" if epb else "–"
         lost_s = f"{lost:.0f}" + (f" (max {lost_max})" if lost_max != lost else "")
-        print(f"| {names[case]} | {thr*8/1e9:.2f} | {thr/base[0]:.3f} | {evs:,.0f} | {ev:,.0f} | {lost_s} | {epb*1e6:.0f} | {nst} | {nsc} | {busy:.0f} |")
+        bpe = tbpe(mode, case)
+        bpe_s = f"{bpe:.1f}" if bpe is not None else "–"
+        print(f"| {names[case]} | {thr*8/1e9:.2f} | {thr/base[0]:.3f} | {evs:,.0f} | {ev:,.0f} | {lost_s} | {epb*1e6:.0f} | {nst} | {nsc} | {busy:.0f} | {bpe_s} |")
     print()
     print("Per-round throughput (Gbit/s):\n")
     print("| case | " + " | ".join(f"r{i}" for i in range(1, int(rounds) + 1)) + " |")
@@ -325,6 +333,10 @@ for mode in ("gso", "mtu"):
     if a is not None and b is not None:
         goals.append((f"{mode}: --tcp-state within 2 % of without", f"{b:.3f} vs {a:.3f} ({100*(b/a-1):+.1f} %)", b >= 0.98 * a))
 for mode in ("gso", "mtu"):
+    b = tbpe(mode, "magnet")
+    if b is not None:
+        goals.append((f"{mode}: trace bytes per event <= 32", f"{b:.1f}", b <= 32))
+for mode in ("gso", "mtu"):
     for case in ("magnet", "mag+st"):
         l = lost(mode, case)
         if l is not None:
@@ -348,7 +360,7 @@ print("| goal | measured | met? |")
 print("|---|---|---|")
 for name, val, ok in goals:
     verdict = "yes" if ok else "**no**"
-    print(f"| {name} | {val} | {verdict + ' (noisy)' if noisy and 'lost' not in name else verdict} |")
+    print(f"| {name} | {val} | {verdict + ' (noisy)' if noisy and 'lost' not in name and 'bytes' not in name else verdict} |")
 print()
 if os.path.exists(drain_raw):
     print("### Drain ceiling: `magnet record --buffer B -- sh -c 'magnet loadgen --udp Nx16 --flood [& …]'` (in ns A, loopback)\n")

@@ -3,17 +3,22 @@
 //! ```text
 //! file   = preamble header-json block* end?
 //! preamble (20 bytes) = "MAGNETTR" version:u16 bom:u16 json_len:u32 json_crc:u32
-//! block  (16-byte head) = "MGBK" payload_len:u32 count:u32 crc32(payload):u32, payload
-//! payload = (len:u32 record[len])*        each record starts with the 24-byte header
+//! block  (16-byte head) = magic payload_len:u32 count:u32 crc32(payload):u32, payload
+//! "MGBK" payload = (len:u32 record[len])*   each record starts with the 24-byte header
+//! "MGBD" payload = delta-coded records (version 2; see `delta`)
 //! end    = "MGND" json_len:u32 0:u32 crc32(json):u32, footer json
 //! ```
 //! All integers little-endian. docs/FORMAT.md is the full description.
 
+use crate::delta::DeltaEncoder;
+
 pub const MAGIC: &[u8; 8] = b"MAGNETTR";
-pub const VERSION: u16 = 1;
+/// Version 2 added delta-coded blocks (`MGBD`); readers read 1 and 2.
+pub const VERSION: u16 = 2;
 pub const BOM: u16 = 0x0102;
 pub const PREAMBLE_LEN: usize = 20;
 pub const BLOCK_MAGIC: &[u8; 4] = b"MGBK";
+pub const DELTA_BLOCK_MAGIC: &[u8; 4] = b"MGBD";
 pub const END_MAGIC: &[u8; 4] = b"MGND";
 pub const BLOCK_HEAD_LEN: usize = 16;
 /// Largest payload a reader accepts: guards allocation against a corrupt length.
@@ -40,11 +45,19 @@ pub fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 /// Accumulates records into one block payload. The recorder's drain fills it
-/// and hands finished blocks to a writer thread.
-#[derive(Default)]
+/// and hands finished blocks to a writer thread. Blocks are delta-coded
+/// (`MGBD`, a third of the bytes of a plain block on packet records) unless
+/// built with [`BlockBuilder::plain`].
 pub struct BlockBuilder {
     payload: Vec<u8>,
     count: u32,
+    delta: Option<DeltaEncoder>,
+}
+
+impl Default for BlockBuilder {
+    fn default() -> Self {
+        BlockBuilder::with_capacity(0)
+    }
 }
 
 impl BlockBuilder {
@@ -52,16 +65,31 @@ impl BlockBuilder {
         BlockBuilder {
             payload: Vec::with_capacity(bytes),
             count: 0,
+            delta: Some(DeltaEncoder::default()),
+        }
+    }
+
+    /// A builder of version-1 blocks (`MGBK`: every record as it is).
+    pub fn plain(bytes: usize) -> Self {
+        BlockBuilder {
+            delta: None,
+            ..BlockBuilder::with_capacity(bytes)
         }
     }
 
     pub fn push(&mut self, record: &[u8]) {
-        self.payload
-            .extend_from_slice(&(record.len() as u32).to_le_bytes());
-        self.payload.extend_from_slice(record);
+        match &mut self.delta {
+            Some(enc) => enc.encode(record, &mut self.payload),
+            None => {
+                self.payload
+                    .extend_from_slice(&(record.len() as u32).to_le_bytes());
+                self.payload.extend_from_slice(record);
+            }
+        }
         self.count += 1;
     }
 
+    /// Bytes of payload so far, as they will be written.
     pub fn len(&self) -> usize {
         self.payload.len()
     }
@@ -77,7 +105,13 @@ impl BlockBuilder {
     /// The encoded block (head + payload); the builder is left empty for reuse.
     pub fn take_encoded(&mut self) -> Vec<u8> {
         let mut out = Vec::with_capacity(BLOCK_HEAD_LEN + self.payload.len());
-        out.extend_from_slice(BLOCK_MAGIC);
+        match &mut self.delta {
+            Some(enc) => {
+                out.extend_from_slice(DELTA_BLOCK_MAGIC);
+                enc.reset();
+            }
+            None => out.extend_from_slice(BLOCK_MAGIC),
+        }
         out.extend_from_slice(&(self.payload.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.count.to_le_bytes());
         out.extend_from_slice(&crc(&self.payload).to_le_bytes());

@@ -20,6 +20,7 @@
 
 pub mod block;
 pub mod catalog;
+pub mod delta;
 pub mod emit;
 pub mod error;
 pub mod event;

@@ -7,6 +7,7 @@ use std::io::{BufReader, Read};
 
 use crate::block::*;
 use crate::catalog::HEADER_LEN;
+use crate::delta::decode_payload;
 use crate::error::TraceError;
 use crate::header::{Footer, Header};
 
@@ -88,6 +89,11 @@ pub struct TraceReader<R: Read> {
     pos: usize,
     index: u32,
     done: bool,
+    /// A delta-coded block's raw payload (decoded into `payload`).
+    coded: Vec<u8>,
+    /// A delta-coded block that failed to decode part way: reported after
+    /// the records before the damage.
+    pending: Option<TraceError>,
     /// Blocks skipped because they were damaged.
     pub damaged_blocks: u64,
 }
@@ -163,6 +169,8 @@ impl<R: Read> TraceReader<R> {
             pos: 0,
             index: 0,
             done: false,
+            coded: Vec::new(),
+            pending: None,
             damaged_blocks: 0,
         })
     }
@@ -214,6 +222,9 @@ impl<R: Read> TraceReader<R> {
         loop {
             if self.pos < self.payload.len() {
                 return Some(self.record_in_block());
+            }
+            if let Some(e) = self.pending.take() {
+                return Some(Err(e));
             }
             if self.done {
                 return None;
@@ -280,7 +291,7 @@ impl<R: Read> TraceReader<R> {
             }
         }
         let magic = &head[..4];
-        if magic != BLOCK_MAGIC && magic != END_MAGIC {
+        if magic != BLOCK_MAGIC && magic != DELTA_BLOCK_MAGIC && magic != END_MAGIC {
             self.offset += BLOCK_HEAD_LEN as u64;
             return Err(self.resync(at, &head, "bad block magic"));
         }
@@ -322,10 +333,23 @@ impl<R: Read> TraceReader<R> {
             self.footer = Some(footer);
             return Ok(false);
         }
-        self.payload = payload;
         self.block_offset = at;
         self.pos = 0;
         self.index = 0;
+        if magic == DELTA_BLOCK_MAGIC {
+            let mut decoded = std::mem::replace(&mut self.coded, payload);
+            decoded.clear();
+            if let Err(e) = decode_payload(&self.coded, &mut decoded) {
+                self.pending = Some(TraceError::BadRecord {
+                    offset: at,
+                    index: e.index,
+                    reason: format!("{}; rest of block skipped", e.reason),
+                });
+            }
+            self.payload = decoded;
+        } else {
+            self.payload = payload;
+        }
         Ok(true)
     }
 
@@ -370,7 +394,7 @@ impl<R: Read> TraceReader<R> {
 
 fn find_magic(w: &[u8]) -> Option<usize> {
     w.windows(4)
-        .position(|x| x == BLOCK_MAGIC || x == END_MAGIC)
+        .position(|x| x == BLOCK_MAGIC || x == DELTA_BLOCK_MAGIC || x == END_MAGIC)
 }
 
 /// The byte source: a buffered reader with room to push bytes back after a

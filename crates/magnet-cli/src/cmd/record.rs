@@ -116,8 +116,9 @@ pub struct RecordArgs {
 
     /// Keep the first N bytes of every frame the dev layer sees (dev_start_xmit
     /// and dev_rx, both directions, every interface), like tcpdump's -s; at most
-    /// 2048, and only what the skb holds linearly (TCP payload in page fragments
-    /// is not read). `magnet pcap` then writes these bytes. Off by default.
+    /// 2048: the skb's linear part, then its page fragments (where TCP payload
+    /// lives), but not a receive-side GRO frag_list (docs/wire.md). `magnet
+    /// pcap` then writes these bytes. Off by default.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=2048))]
     snaplen: Option<u32>,
 
