@@ -312,6 +312,8 @@ for mode in ("gso", "mtu"):
         continue
     line = (f"{mode}: hooks alone (empty programs) keep {f:.3f}; magnet's own work costs {f - m:.3f} above that"
             f" (magnet keeps {m:.3f})")
+    if f > 1 or m > f:
+        line += " — **inconsistent (floor above no monitor, or magnet above floor): noise, re-run**"
     def cpu_per_byte(case):
         return med(int(r["cpu_busy_ticks"]) / HZ / float(r["bytes"]) for r in rows if r["mode"] == mode and r["case"] == case)
     evs = [int(r["events"]) / float(r["bytes"]) for r in rows if r["mode"] == mode and r["case"] == "magnet"]
