@@ -8,6 +8,9 @@
 #        magnet   magnet record --all --layers app,tcp,ip,dev         (run inside ns A)
 #        mag+st   the same with --tcp-state                           (run inside ns A)
 #        tcpdump  tcpdump -s 96 -w FILE -i <client veth>              (run inside ns A)
+#        floor    (optional) the same record command with MAGNET_FLOOR, a build whose
+#                 programs all return at entry (MAGNET_BPF_CFLAGS=-DMG_PROF=9): what the
+#                 hooks alone cost, with nothing recorded
 #      with the veth's default offloads (gso) and with tso/gso/gro off on both ends (mtu).
 #   2. the recorder's drain ceiling: magnet record -- magnet loadgen --udp NxSIZE --flood
 #      (inside ns A, loopback of ns A) at several ring sizes and 1 or 2 parallel floods.
@@ -31,7 +34,8 @@
 #
 # Environment: ROUNDS (5), SECS (5), MODES ("gso mtu"), MAGNET (path to the binary),
 #   CASES ("base magnet mag+st tcpdump"; add "alt" with MAGNET_ALT=<another build> to
-#   compare two builds of magnet side by side in the same rounds),
+#   compare two builds of magnet side by side in the same rounds; add "floor" with
+#   MAGNET_FLOOR=<a -DMG_PROF=9 build> for the cost of the hooks alone),
 #   BUFFER (magnet --buffer, default: magnet's default), DRAIN (1; 0 skips steps 2 and 3),
 #   DRAIN_N (1000000 sendto() calls per flood), DRAIN_BUFFERS ("16KiB 256KiB 32MiB"),
 #   PARSE (1; 0 skips step 3),
@@ -116,10 +120,11 @@ run_case() { # mode case round
     local buf=()
     [[ -n $BUFFER ]] && buf=(--buffer "$BUFFER")
     case $case in
-    magnet | mag+st | alt)
+    magnet | mag+st | alt | floor)
         local st=() bin=$MAGNET
         [[ $case == mag+st ]] && st=(--tcp-state)
         [[ $case == alt ]] && bin=$MAGNET_ALT
+        [[ $case == floor ]] && bin=$MAGNET_FLOOR
         ip netns exec "$NA" "$bin" record -o "$work/t.mgt" --all --layers app,tcp,ip,dev \
             "${st[@]}" "${buf[@]}" --json >"$work/mon.out" 2>"$work/mon.err" &
         mon=$!
@@ -170,6 +175,9 @@ set_offloads() { # on|off
 read -r -a cases <<<"${CASES:-base magnet mag+st tcpdump}"
 if [[ " ${cases[*]} " == *" alt "* && ! -x ${MAGNET_ALT:-} ]]; then
     die "case alt needs MAGNET_ALT=<another magnet binary> (compare two builds side by side)"
+fi
+if [[ " ${cases[*]} " == *" floor "* && ! -x ${MAGNET_FLOOR:-} ]]; then
+    die "case floor needs MAGNET_FLOOR=<a magnet built with MAGNET_BPF_CFLAGS=-DMG_PROF=9> (every program returns at entry)"
 fi
 for mode in $MODES; do
     case $mode in
@@ -231,8 +239,9 @@ raw, drain_raw, parse_raw, secs, rounds = sys.argv[1:6]
 HZ = os.sysconf("SC_CLK_TCK")
 rows = list(csv.DictReader(open(raw), delimiter="\t"))
 med = st.median
-names = {"base": "no monitor", "magnet": "magnet app,tcp,ip,dev", "alt": "magnet (MAGNET_ALT build) app,tcp,ip,dev", "mag+st": "magnet app,tcp,ip,dev --tcp-state", "tcpdump": "tcpdump -s 96 -w"}
-order = ["base", "magnet", "alt", "mag+st", "tcpdump"]
+names = {"base": "no monitor", "magnet": "magnet app,tcp,ip,dev", "alt": "magnet (MAGNET_ALT build) app,tcp,ip,dev", "mag+st": "magnet app,tcp,ip,dev --tcp-state", "tcpdump": "tcpdump -s 96 -w",
+         "floor": "floor: same hooks, empty programs (MAGNET_FLOOR build)"}
+order = ["base", "floor", "magnet", "alt", "mag+st", "tcpdump"]
 def tbpe(mode, case):
     # Trace bytes per event (file bytes ÷ records, from record's JSON summary).
     v = [int(r.get("trace_bytes") or 0) / int(r["events"]) for r in rows
@@ -260,6 +269,8 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
         busy = med(100 * int(r["cpu_busy_ticks"]) / max(1, int(r["cpu_total_ticks"])) for r in rs)
         if case == "base":
             base = (thr, cpb)
+            nst = nsc = "–"
+        elif not epb:  # floor: records nothing
             nst = nsc = "–"
         else:
             nst = f"{(1/thr - 1/base[0]) / epb * 1e9:.0f}" if epb else "–"
@@ -293,6 +304,32 @@ if m is not None and t is not None:
 g = ratio("gso", "magnet")
 if g is not None:
     goals.append(("default offloads: magnet >= 0.97 of no monitor", f"{g:.3f}", g >= 0.97))
+# The floor: what the same hooks cost with empty programs, and magnet's own work above it.
+floor_lines = []
+for mode in ("gso", "mtu"):
+    f, m = ratio(mode, "floor"), ratio(mode, "magnet")
+    if f is None or m is None:
+        continue
+    line = (f"{mode}: hooks alone (empty programs) keep {f:.3f}; magnet's own work costs {f - m:.3f} above that"
+            f" (magnet keeps {m:.3f})")
+    if f > 1 or m > f:
+        line += " — **inconsistent (floor above no monitor, or magnet above floor): noise, re-run**"
+    def cpu_per_byte(case):
+        return med(int(r["cpu_busy_ticks"]) / HZ / float(r["bytes"]) for r in rows if r["mode"] == mode and r["case"] == case)
+    evs = [int(r["events"]) / float(r["bytes"]) for r in rows if r["mode"] == mode and r["case"] == "magnet"]
+    if evs and med(evs):
+        ns = (cpu_per_byte("magnet") - cpu_per_byte("floor")) / med(evs) * 1e9
+        line += f"; CPU per magnet event above the floor: {ns:.0f} ns"
+    t = ratio(mode, "tcpdump")
+    if t is not None and mode == "mtu":
+        half = (1 - t) / 2
+        line += (f". Half of tcpdump's cost is {half:.3f}: the hooks alone cost {1 - f:.3f}, so it is "
+                 + ("reachable with these hooks only if magnet's own work stays below "
+                    f"{half - (1 - f):.3f}" if 1 - f < half else "**not reachable with these hooks** (their floor alone is above it)"))
+    if mode == "gso":
+        line += (". The goal 0.97 is " + (f"reachable with these hooks only if magnet's own work stays below {f - 0.97:.3f}"
+                 if f > 0.97 else "**not reachable with these hooks** (their floor alone is below it)"))
+    floor_lines.append(line)
 for mode in ("gso", "mtu"):
     a, b = ratio(mode, "magnet"), ratio(mode, "mag+st")
     if a is not None and b is not None:
@@ -317,6 +354,10 @@ noisy = any(v > 0.10 for v in spread.values())
 print("Noise: no-monitor rounds spread (max − min) ÷ median: " +
       ", ".join(f"{m} {100*v:.0f} %" for m, v in spread.items()) +
       (" — **more than 10 %: the host was too busy for these verdicts; re-run on a quiet host**" if noisy else " (≤ 10 %: verdicts usable)") + "\n")
+for line in floor_lines:
+    print(f"- {line}")
+if floor_lines:
+    print()
 print("| goal | measured | met? |")
 print("|---|---|---|")
 for name, val, ok in goals:

@@ -34,6 +34,7 @@ Checks, for every file:
     starts, and a TCP connection held open after 30 writes of 1000 B shows 30 000 B app and
     wire (the kernel's tcp_sock counters, read by the socket-storage iterator) each way it
     moved; once both ends closed, the counters copied at close (wire rx 30 001: the FIN);
+    its default sampled per-packet windows opened at least 3 times, none failed;
     SIGTERM exits 0 (the leftovers check then finds no link).
 Prints a table of the rows per kernel; exits 1 on the first file with failures (after all).
 """
@@ -416,6 +417,11 @@ def judge(path, ref_udp=None):
             need("needs Linux 6.3+" in err, f"magnetd on 6.1 does not say what is missing: {err}")
         elif need(ready, f"magnetd did not start: {dm}"):
             need("rc 0" in dm, f"magnetd after SIGTERM: {[l for l in dm if l.startswith('rc ')]}, want rc 0")
+            # packet_hooks = "sampled" (the default): ~12 s of 100 ms windows every 2 s
+            w = next((l for l in dm if l.startswith("windows ")), "")
+            wm = re.search(r"packet windows: (\d+) opened \((\d+) failed\)", w)
+            need(wm is not None and int(wm.group(1)) >= 3 and wm.group(2) == "0",
+                 f"magnetd's sampled windows: {w!r}, want at least 3 opened, 0 failed")
             # when -> (local port 7001?, layer, direction) -> value
             got = {}
             for l in dm:

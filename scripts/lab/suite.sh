@@ -99,6 +99,7 @@ if [ "$2" = "--leftovers" ]; then
     # magnetd (a guest only: it listens on fixed ports): loads where the kernel
     # has its hooks (6.3+), else says what is missing; a TCP connection held
     # open after 30 writes of 1000 B is served with the kernel's own counters
+    # (the per-packet links created and destroyed every 2 s meanwhile)
     # (the iterator over socket storage), and keeps them once closed. The
     # leftovers section below checks that SIGTERM detached everything.
     echo "== daemon"
@@ -125,6 +126,8 @@ if [ "$2" = "--leftovers" ]; then
         kill $dp
         wait $dp
         echo "rc $?"
+        # the default packet_hooks = "sampled": windows opened and closed
+        echo "windows $(grep -o 'packet windows: [0-9]* opened ([0-9]* failed)' "$dir/magnetd.err")"
     else
         echo "ready 0"
         wait $dp

@@ -35,7 +35,8 @@ pub fn build_skeleton(src: &str, skel: &str) {
         "-Wall".to_string(),
     ];
     // Extra clang arguments for measurement builds only (e.g. the recorder's
-    // cost profile, `-DMG_PROF=1`: see bench/bpf-prog-stats.py --profile).
+    // cost profile `-DMG_PROF=N` and its floor `-DMG_PROF=9`: see "Cost profile
+    // builds" in magnet-record's record.bpf.c and bench/bpf-prog-profile.py).
     println!("cargo:rerun-if-env-changed=MAGNET_BPF_CFLAGS");
     if let Ok(extra) = env::var("MAGNET_BPF_CFLAGS") {
         args.extend(extra.split_whitespace().map(String::from));

@@ -457,6 +457,36 @@ fn bpf_ids(pid: i32) -> (Vec<u32>, Vec<u32>) {
     (links, progs)
 }
 
+/// A process's BPF link ids split by kind: (every other link, cgroup links)
+/// — magnetd's only cgroup links are its two per-packet programs.
+fn link_kinds(pid: i32) -> (Vec<u32>, Vec<u32>) {
+    let (mut other, mut cgroup) = (Vec::new(), Vec::new());
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return (other, cgroup);
+    };
+    for e in rd.flatten() {
+        let Ok(t) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        let field = |k: &str| {
+            t.lines()
+                .find_map(|l| l.strip_prefix(k).map(|v| v.trim().to_string()))
+        };
+        if let Some(id) = field("link_id:").and_then(|v| v.parse::<u32>().ok()) {
+            if field("link_type:").as_deref() == Some("cgroup") {
+                cgroup.push(id);
+            } else {
+                other.push(id);
+            }
+        }
+    }
+    for v in [&mut other, &mut cgroup] {
+        v.sort();
+        v.dedup();
+    }
+    (other, cgroup)
+}
+
 fn link_exists(id: u32) -> bool {
     // SAFETY: plain syscall wrapper; a returned fd is closed at once.
     let fd = unsafe { libbpf_sys::bpf_link_get_fd_by_id(id) };
@@ -496,7 +526,8 @@ fn kill_9_leaves_nothing_behind_and_the_next_start_cleans_up() {
     if !live("kill_9_leaves_nothing_behind_and_the_next_start_cleans_up") {
         return;
     }
-    let d = Daemon::start("");
+    let always = "packet_hooks = \"always\"\n";
+    let d = Daemon::start(always);
     let (links, progs) = bpf_ids(d.pid());
     // 5 tp_btf, 2 cgroup_skb, the TCP counters' iterator
     assert_eq!(links.len(), 8, "links {links:?}");
@@ -512,7 +543,7 @@ fn kill_9_leaves_nothing_behind_and_the_next_start_cleans_up() {
     assert!(d.socket().exists());
     let dir = std::mem::replace(&mut d.dir, tempfile::tempdir().unwrap());
     drop(d);
-    let d2 = Daemon::start_in(dir, http, "");
+    let d2 = Daemon::start_in(dir, http, always);
     let host = d2.client().host().unwrap();
     assert_eq!(host.health.map_capacity, 16384);
     let (links2, progs2) = bpf_ids(d2.pid());
@@ -1071,7 +1102,7 @@ fn a_slow_reader_triggers_a_latency_dump() {
     }
     let probe = tempfile::tempdir().unwrap();
     let d = Daemon::start(&format!(
-        "[recorder]\nseconds = \"4s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_latency = \"20ms\"\n",
+        "packet_hooks = \"always\"\n[recorder]\nseconds = \"4s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_latency = \"20ms\"\n",
         probe.path().display()
     ));
     let dumps = probe.path().join("dumps");
@@ -1152,7 +1183,7 @@ fn an_app_stall_triggers_one_dump_and_a_healthy_run_none() {
     let port = l.local_addr().unwrap().port();
     let probe = tempfile::tempdir().unwrap();
     let d = Daemon::start(&format!(
-        "[recorder]\nseconds = \"4s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_stall = \"1s\"\ntrigger_stall_ports = [{port}]\n",
+        "packet_hooks = \"always\"\n[recorder]\nseconds = \"4s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_stall = \"1s\"\ntrigger_stall_ports = [{port}]\n",
         probe.path().display()
     ));
     let dumps = probe.path().join("dumps");
@@ -1245,7 +1276,7 @@ fn a_full_send_queue_triggers_a_send_stall_dump() {
     let port = l.local_addr().unwrap().port();
     let probe = tempfile::tempdir().unwrap();
     let d = Daemon::start(&format!(
-        "[recorder]\nseconds = \"2s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_stall = \"1s\"\ntrigger_stall_ports = [{port}]\n",
+        "packet_hooks = \"always\"\n[recorder]\nseconds = \"2s\"\nmax_bytes = 67108864\ndir = \"{0}/flight\"\ndump_dir = \"{0}/dumps\"\ntrigger_stall = \"1s\"\ntrigger_stall_ports = [{port}]\n",
         probe.path().display()
     ));
     let dumps = probe.path().join("dumps");
@@ -1319,12 +1350,17 @@ fn ss_counters(local: &str) -> std::collections::BTreeMap<String, u64> {
 /// TCP's wire counters are the kernel's own per-socket counters: they equal
 /// what `ss -ti` shows for the same socket at the same moment, and a closed
 /// connection keeps its final ones.
-fn tcp_counters_case(extra: &str, links: usize) {
+fn tcp_counters_case(extra: &str, cgroup_links: &[usize]) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let d = Daemon::start(extra);
-    // 5 tp_btf + the iterator, + 2 cgroup_skb with packet_hooks
-    let (l, _) = bpf_ids(d.pid());
-    assert_eq!(l.len(), links, "links {l:?}");
+    // 5 tp_btf + the iterator; + 2 cgroup_skb while the per-packet
+    // programs are attached
+    let (other, cgroup) = link_kinds(d.pid());
+    assert_eq!(other.len(), 6, "links {other:?}");
+    assert!(
+        cgroup_links.contains(&cgroup.len()),
+        "cgroup links {cgroup:?}"
+    );
     let (client, server, _) = transfer(listener, 37, 1000);
     let (cl, sl) = (
         client.local_addr().unwrap().to_string(),
@@ -1393,7 +1429,7 @@ fn tcp_counters_case(extra: &str, links: usize) {
             // bytes_received counts the FIN (rcv_nxt moves over it), not the SYN
             assert_eq!(ms.wire.rx_bytes, 37_000 + 1);
             assert!(mc.wire.tx_data_segs >= 1 && ms.wire.rx_data_segs >= 1);
-            if links == 6 {
+            if cgroup_links == [0] {
                 // no per-packet program: no latency marks, no histograms
                 assert!(mc.latency.app_to_wire.is_empty() && ms.latency.wire_to_app.is_empty());
             }
@@ -1431,13 +1467,217 @@ fn tcp_counters_case(extra: &str, links: usize) {
 #[test]
 fn tcp_wire_counters_equal_ss() {
     if live("tcp_wire_counters_equal_ss") {
-        tcp_counters_case("", 8);
+        tcp_counters_case("packet_hooks = \"always\"\n", &[2]);
     }
 }
 
 #[test]
 fn tcp_wire_counters_equal_ss_without_packet_hooks() {
     if live("tcp_wire_counters_equal_ss_without_packet_hooks") {
-        tcp_counters_case("packet_hooks = false\n", 6);
+        tcp_counters_case("packet_hooks = false\n", &[0]);
     }
+}
+
+#[test]
+fn tcp_wire_counters_equal_ss_with_sampled_packet_hooks() {
+    if live("tcp_wire_counters_equal_ss_with_sampled_packet_hooks") {
+        // the default: 100 ms of every 2 s
+        tcp_counters_case("", &[0, 2]);
+    }
+}
+
+/// `packet_hooks = "sampled"` (200 ms of every 1 s here): the per-packet
+/// links exist only during windows — between them this magnetd holds no
+/// cgroup link, and the ones of the window before no longer exist — and the
+/// latency histograms fill from the windows alone: some samples, at most
+/// one per send (app→wire) and one per read (wire→app), none of the size a
+/// mark paired across a gap between windows would give. What is not counted
+/// is said: a UDP socket's wire counters and the host's are "absent", the
+/// interfaces' own counters are served instead. ~5 s.
+#[test]
+fn sampled_packet_hooks_fill_histograms_in_windows_only() {
+    if !live("sampled_packet_hooks_fill_histograms_in_windows_only") {
+        return;
+    }
+    let d = Daemon::start("packet_window = \"200ms\"\npacket_period = \"1s\"\n");
+    let pid = d.pid();
+    // Watch this magnetd's links every 10 ms while the workload runs.
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watch = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let (mut with, mut without) = (0u32, 0u32);
+            let mut seen: Vec<u32> = Vec::new();
+            let mut stale = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let (other, cgroup) = link_kinds(pid);
+                assert_eq!(other.len(), 6, "{other:?}");
+                match cgroup.len() {
+                    2 => {
+                        with += 1;
+                        seen.extend(&cgroup);
+                    }
+                    0 => {
+                        without += 1;
+                        // the links of earlier windows are destroyed, not
+                        // merely detached from this process
+                        stale.extend(seen.iter().copied().filter(|&id| link_exists(id)));
+                    }
+                    // caught between creating (or destroying) the two
+                    1 => {}
+                    n => panic!("{n} cgroup links: {cgroup:?}"),
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            seen.sort();
+            seen.dedup();
+            (with, without, seen, stale)
+        })
+    };
+
+    // 300 sends of 100 000 B, one every 10 ms, to a reader that keeps up.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (mut s, _) = l.accept().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 16];
+        let (mut got, mut reads) = (0usize, 0u64);
+        loop {
+            match s.read(&mut buf).unwrap() {
+                0 => return (s, got, reads),
+                n => {
+                    got += n;
+                    reads += 1;
+                }
+            }
+        }
+    });
+    let sends = 300u64;
+    let chunk = vec![9u8; 100_000];
+    for _ in 0..sends {
+        c.write_all(&chunk).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c.shutdown(Shutdown::Write).unwrap();
+    let (s, got, reads) = reader.join().unwrap();
+    assert_eq!(got as u64, sends * 100_000);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (with, without, seen, stale) = watch.join().unwrap();
+    assert!(
+        with > 0 && without > 0,
+        "windows seen {with}, gaps {without}"
+    );
+    // at least two windows of the ~4 s (each window its own two links)
+    assert!(seen.len() >= 4, "cgroup link ids {seen:?}");
+    assert!(
+        stale.is_empty(),
+        "links of a closed window still exist: {stale:?}"
+    );
+
+    let (mc, ms) = (
+        d.client().connection_of(&c).unwrap(),
+        d.client().connection_of(&s).unwrap(),
+    );
+    for m in [&mc, &ms] {
+        assert_eq!(m.latency.mode, "sampled");
+        // about 0.2; a loaded host keeps windows open a little longer
+        assert!(
+            m.latency.coverage > 0.05 && m.latency.coverage < 0.6,
+            "coverage {}",
+            m.latency.coverage
+        );
+    }
+    let tx: u64 = mc.latency.app_to_wire.iter().sum();
+    let rx: u64 = ms.latency.wire_to_app.iter().sum();
+    eprintln!(
+        "sampled: app→wire {:?} ({tx} samples of {sends} sends), wire→app {:?} ({rx} of {reads} reads), coverage {:.3}",
+        mc.latency.app_to_wire, ms.latency.wire_to_app, mc.latency.coverage
+    );
+    assert!(
+        tx > 0 && tx <= sends,
+        "app→wire samples {tx} of {sends} sends: {mc:?}"
+    );
+    assert!(
+        rx > 0 && rx <= reads,
+        "wire→app samples {rx} of {reads} reads: {ms:?}"
+    );
+    // Samples are taken in windows only: about `coverage` of the sends and
+    // reads (0.23 of each at coverage 0.24 here). Marks taken outside
+    // windows (e.g. by reads that leave data waiting) would push wire→app
+    // far above it (0.62 of the reads when the rules were left out).
+    let cov = mc.latency.coverage;
+    assert!(
+        (tx as f64) <= (cov + 0.2) * sends as f64,
+        "{tx} app→wire samples of {sends} sends at coverage {cov}"
+    );
+    assert!(
+        (rx as f64) <= (cov + 0.2) * reads as f64,
+        "{rx} wire→app samples of {reads} reads at coverage {cov}"
+    );
+    // A mark made before a gap and paired with a packet after it would
+    // measure the gap (up to 800 ms): nothing at 262 ms or more (slot 18).
+    for h in [&mc.latency.app_to_wire, &ms.latency.wire_to_app] {
+        assert!(h.iter().skip(18).all(|&n| n == 0), "{h:?}");
+    }
+    // TCP's wire counters are the socket's own, whatever the mode: the
+    // reader's bytes_received is every byte once, plus the FIN (bytes_sent
+    // would add retransmits, which a loaded host does see on loopback).
+    assert_eq!(
+        (mc.wire.source.as_str(), ms.wire.source.as_str()),
+        ("tcp_sock", "tcp_sock")
+    );
+    assert_eq!(ms.wire.rx_bytes, sends * 100_000 + 1);
+    assert!(mc.wire.tx_bytes >= sends * 100_000);
+
+    // UDP: app counts exact, wire counts absent (not partial).
+    let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for _ in 0..3 {
+        u.send_to(&[5u8; 100], peer.local_addr().unwrap()).unwrap();
+    }
+    let uc = d
+        .client()
+        .connection(socket_cookie(u.as_raw_fd()).unwrap())
+        .unwrap();
+    assert_eq!((uc.app.tx_calls, uc.app.tx_bytes), (3, 300));
+    assert_eq!(uc.wire.source, "absent");
+    assert_eq!((uc.wire.tx_bytes, uc.wire.tx_packets), (0, 0));
+
+    // Host: no per-packet totals; lo's own counters, between two readings
+    // of the same counters through sysfs.
+    let lo_tx = || {
+        std::fs::read_to_string("/sys/class/net/lo/statistics/tx_packets")
+            .unwrap()
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let before = lo_tx();
+    let h = d.client().host().unwrap();
+    let after = lo_tx();
+    assert_eq!(h.wire.source, "absent");
+    assert_eq!(h.wire.tx_bytes, 0);
+    let lo = h
+        .interfaces
+        .get("lo")
+        .expect("lo in host.interfaces")
+        .tx_packets;
+    assert!(before <= lo && lo <= after, "{before} <= {lo} <= {after}");
+    assert_eq!(h.health.packet_hooks, "sampled");
+    assert!(h.health.packet_windows >= 2, "{:?}", h.health);
+
+    let (_, metrics) = http_get(d.http, "/metrics");
+    assert!(!metrics.contains("magnet_wire_bytes_total"), "{metrics}");
+    assert!(metrics.contains("magnet_packet_hooks_coverage_ratio{mode=\"sampled\"} 0."));
+    assert!(metrics.contains("magnet_interface_packets_total{interface=\"lo\",direction=\"tx\"} "));
+    // At stop magnetd says what the windows cost.
+    let log = d.log.clone();
+    assert!(d.stop().success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !log.lock().unwrap().contains("packet windows: ") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = log.lock().unwrap().clone();
+    assert!(log.contains("packet windows: "), "{log}");
+    assert!(log.contains("(0 failed)"), "{log}");
 }

@@ -1170,3 +1170,67 @@ fn a_quiet_cpus_last_records_survive_a_kill() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+/// A port closed and bound again by a new socket within one recording: the
+/// received datagrams of each socket carry its own cookie. The recorder keeps a
+/// per-CPU cache of flow lookups in front of its flow table; the new socket's
+/// flow must replace the old one there too. The workload runs on one CPU, so a
+/// stale cache entry would give every datagram of the second socket the first
+/// socket's cookie.
+#[test]
+fn a_port_bound_again_gives_its_datagrams_the_new_socket() {
+    if !live_or_skip(
+        "a_port_bound_again_gives_its_datagrams_the_new_socket",
+        &[Need::Btf],
+    ) {
+        return;
+    }
+    const N: usize = 20;
+    const M: usize = 30;
+    let port: u16 = 20000 + ((std::process::id() + 7) % 20000) as u16;
+    let path = tmp("port-again.mgt");
+    let rec = start_port_recording(&path, "app,dev", port);
+    std::thread::spawn(move || {
+        // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it; pid 0 is this thread.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(0, &mut set);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
+        }
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut buf = [0u8; 256];
+        for n in [N, M] {
+            let rx = std::net::UdpSocket::bind(("127.0.0.1", port)).unwrap();
+            // bind() made the socket's flow known (flow_sys_exit): n + 1
+            // datagrams, each received before the next is sent.
+            for _ in 0..=n {
+                tx.send_to(&[5u8; 100], ("127.0.0.1", port)).unwrap();
+                assert_eq!(rx.recv(&mut buf).unwrap(), 100);
+            }
+        }
+    })
+    .join()
+    .unwrap();
+    finish_recording(rec);
+    let (evs, _) = read_trace(&path);
+    let recv_cookies: Vec<u64> = evs
+        .iter()
+        .filter(|e| e.kind_id == kind::APP_RECV && e.i("ret") == 100)
+        .map(|e| e.u("cookie"))
+        .collect();
+    assert_eq!(recv_cookies.len(), N + M + 2, "{recv_cookies:?}");
+    let (c1, c2) = (recv_cookies[0], recv_cookies[N + 1]);
+    assert_ne!(c1, c2, "two sockets: {recv_cookies:?}");
+    assert!(recv_cookies[..=N].iter().all(|&c| c == c1));
+    assert!(recv_cookies[N + 1..].iter().all(|&c| c == c2));
+    let mut by_cookie: BTreeMap<u64, usize> = BTreeMap::new();
+    for e in evs.iter().filter(|e| e.kind_id == kind::DEV_RX) {
+        *by_cookie.entry(e.u("cookie")).or_default() += 1;
+    }
+    let want = BTreeMap::from([(c1, N + 1), (c2, M + 1)]);
+    assert_eq!(by_cookie, want, "dev_rx records per cookie");
+    let _ = std::fs::remove_file(&path);
+}

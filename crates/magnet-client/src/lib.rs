@@ -93,10 +93,15 @@ pub struct AppCounters {
 ///   `rx_segs` = segs_in (every segment, pure ACKs and retransmits
 ///   included), `tx_data_segs`/`rx_data_segs` = data_segs_out/in,
 ///   `acked_bytes` = bytes_acked.
-/// - `"packets"` (other sockets; only with magnetd's `packet_hooks` on):
+/// - `"packets"` (other sockets, with magnetd's `packet_hooks = "always"`):
 ///   the root cgroup's per-packet hooks: `tx_bytes`/`rx_bytes` are IP bytes
 ///   (headers included), `tx_packets` packets handed down, `tx_segs` and
 ///   `rx_segs` wire segments (GSO/GRO segments); the TCP-only fields are 0.
+/// - `"absent"` (other sockets, with `packet_hooks = "sampled"` or `"off"`):
+///   not counted — the per-packet programs do not see every packet — so
+///   every field is 0 and means nothing.
+/// - in [`Host`]: `"packets"` as above for all sockets of the host, or
+///   `"absent"` (see [`Host::interfaces`] for the interfaces' own counters).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct WireCounters {
     pub tx_bytes: u64,
@@ -139,6 +144,17 @@ pub struct Latency {
     /// From the arrival of unread data to the recv call that returned it
     /// (sampled: the first unread arrival).
     pub wire_to_app: Vec<u64>,
+    /// When the per-packet programs that take these samples ran:
+    /// `"always"` (every packet), `"sampled"` (only in windows, see
+    /// `coverage`; docs/daemon.md says which samples are kept) or `"off"`
+    /// (the histograms stay empty).
+    #[serde(default)]
+    pub mode: String,
+    /// The fraction of this connection's life (first seen to now, or to its
+    /// close) during which those programs were attached: 1 with `"always"`,
+    /// 0 with `"off"`, e.g. about 0.05 with the default 100 ms of every 2 s.
+    #[serde(default)]
+    pub coverage: f64,
 }
 
 /// What magnetd knows about one connection.
@@ -177,12 +193,28 @@ pub struct Connection {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Host {
     pub app: AppCounters,
+    /// All sockets' packets, when `wire.source` is `"packets"`
+    /// (`packet_hooks = "always"`); zeros with `"absent"`.
     pub wire: WireCounters,
+    /// The interfaces of magnetd's network namespace, their own counters
+    /// (/proc/net/dev: exact, what `ip -s link` shows), in every mode.
+    #[serde(default)]
+    pub interfaces: std::collections::BTreeMap<String, InterfaceCounters>,
     pub retransmits: u64,
     pub drops: u64,
     /// Drops by the kernel's reason name (non-zero ones).
     pub drop_reasons: std::collections::BTreeMap<String, u64>,
     pub health: Health,
+}
+
+/// One interface's own counters (bytes as the driver counts them, link-layer
+/// headers included on most).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct InterfaceCounters {
+    pub rx_bytes: u64,
+    pub rx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
 }
 
 /// magnetd's own counters.
@@ -200,6 +232,18 @@ pub struct Health {
     /// The flight recorder is on and recording now (false between segments).
     #[serde(default)]
     pub recorder_running: bool,
+    /// `packet_hooks`: "sampled", "always" or "off".
+    #[serde(default)]
+    pub packet_hooks: String,
+    /// The per-packet programs are attached now.
+    #[serde(default)]
+    pub packet_hooks_attached: bool,
+    /// Windows opened since start (sampled).
+    #[serde(default)]
+    pub packet_windows: u64,
+    /// The fraction of time since start the per-packet programs were attached.
+    #[serde(default)]
+    pub packet_coverage: f64,
 }
 
 /// One answer line.

@@ -8,7 +8,9 @@
 //! retain_closed = "60s"                # keep a closed connection's summary this long
 //! idle = "10m"                         # forget sockets without a call for this long
 //! max_clients = 32                     # concurrent API clients
-//! packet_hooks = true                  # per-packet cgroup_skb programs (see below)
+//! packet_hooks = "sampled"             # per-packet programs: "sampled" | "always" | "off" (below)
+//! packet_window = "100ms"              # sampled: attached this long …
+//! packet_period = "2s"                 # … at the start of every period
 //!
 //! [metrics]
 //! connection_ports = [5432]            # per-connection series for these local or remote ports
@@ -39,12 +41,17 @@
 //! cgroup v2 root, egress and ingress) add what only a packet shows: the
 //! app→wire and wire→app latency histograms (and the stall and latency
 //! triggers built on them), wire counters of sockets other than TCP, and the
-//! host's wire totals. `false` leaves them out: the cheapest always-on mode
-//! (see docs/daemon.md for the measured cost of each).
+//! host's wire totals. `"always"` keeps them attached; `"sampled"` (the
+//! default) attaches them for `packet_window` of every `packet_period` and
+//! destroys their links in between, so the latency histograms are samples
+//! and the per-packet counts are not served (host wire totals come from the
+//! interfaces' own counters instead); `"off"` never attaches them. `true` and
+//! `false` are read as `"always"` and `"off"`. docs/daemon.md has what each
+//! mode gives and costs.
 //!
 //! SIGHUP re-reads the file: metrics selection, reaping and the sampler
-//! change at once; the listen addresses, map size and packet_hooks need a
-//! restart.
+//! change at once; the listen addresses, map size and the packet_* keys need
+//! a restart.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -58,6 +65,42 @@ use crate::Error;
 pub const DEFAULT_HTTP: &str = "127.0.0.1:9595";
 pub const DEFAULT_SOCKET: &str = magnet_client::DEFAULT_SOCKET;
 
+/// When the per-packet programs (cgroup_skb egress/ingress on the cgroup v2
+/// root) are attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketHooks {
+    /// Never: no latency histograms, no per-packet counts.
+    Off,
+    /// For `window` at the start of every `period`, their links destroyed in
+    /// between: the latency histograms are samples; per-packet counts are
+    /// not served.
+    Sampled { window: Duration, period: Duration },
+    /// All the time: every packet runs them.
+    Always,
+}
+
+impl PacketHooks {
+    /// The default: 100 ms of every 2 s (5 % of the time).
+    pub const DEFAULT: PacketHooks = PacketHooks::Sampled {
+        window: Duration::from_millis(100),
+        period: Duration::from_secs(2),
+    };
+
+    /// "off", "sampled" or "always" (as the API and /metrics say it).
+    pub fn name(&self) -> &'static str {
+        match self {
+            PacketHooks::Off => "off",
+            PacketHooks::Sampled { .. } => "sampled",
+            PacketHooks::Always => "always",
+        }
+    }
+
+    /// Whether the programs ever run (latency marks are kept at all).
+    pub fn ever(&self) -> bool {
+        !matches!(self, PacketHooks::Off)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     pub http: Option<SocketAddr>,
@@ -67,7 +110,7 @@ pub struct Config {
     pub retain_closed: Duration,
     pub idle: Duration,
     pub max_clients: usize,
-    pub packet_hooks: bool,
+    pub packet_hooks: PacketHooks,
     pub metrics: MetricsConfig,
     pub sample: Option<SampleSettings>,
     pub recorder: Option<crate::flight::FlightConfig>,
@@ -98,7 +141,7 @@ impl Default for Config {
             retain_closed: Duration::from_secs(60),
             idle: Duration::from_secs(600),
             max_clients: 32,
-            packet_hooks: true,
+            packet_hooks: PacketHooks::DEFAULT,
             metrics: MetricsConfig {
                 connection_ports: Vec::new(),
                 connection_containers: Vec::new(),
@@ -120,11 +163,21 @@ struct RawConfig {
     retain_closed: Option<String>,
     idle: Option<String>,
     max_clients: Option<usize>,
-    packet_hooks: Option<bool>,
+    packet_hooks: Option<RawHooks>,
+    packet_window: Option<String>,
+    packet_period: Option<String>,
     #[serde(default)]
     metrics: RawMetrics,
     sample: Option<RawSample>,
     recorder: Option<RawRecorder>,
+}
+
+/// `packet_hooks` as written: a mode name or (older configs) a bool.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawHooks {
+    Bool(bool),
+    Name(String),
 }
 
 #[derive(Deserialize)]
@@ -205,18 +258,75 @@ impl Config {
                     ))
                 })?;
         }
-        if let Some(p) = raw.packet_hooks {
-            c.packet_hooks = p;
+        let dur = |key: &str, v: &str| {
+            magnet_common::units::parse_duration(v).map_err(|e| bad(format!("{key}: {e}")))
+        };
+        let mode = match &raw.packet_hooks {
+            None => "sampled",
+            Some(RawHooks::Bool(true)) => "always",
+            Some(RawHooks::Bool(false)) => "off",
+            Some(RawHooks::Name(n)) => match n.as_str() {
+                m @ ("sampled" | "always" | "off") => m,
+                other => {
+                    return Err(bad(format!(
+                        "packet_hooks = {other:?}: give \"sampled\", \"always\" or \"off\""
+                    )))
+                }
+            },
+        };
+        if mode != "sampled" {
+            if let Some(k) = [
+                ("packet_window", &raw.packet_window),
+                ("packet_period", &raw.packet_period),
+            ]
+            .iter()
+            .find_map(|(k, v)| v.is_some().then_some(*k))
+            {
+                return Err(bad(format!(
+                    "{k} applies only to packet_hooks = \"sampled\" (this file says {mode:?})"
+                )));
+            }
         }
+        c.packet_hooks = match mode {
+            "always" => PacketHooks::Always,
+            "off" => PacketHooks::Off,
+            _ => {
+                let PacketHooks::Sampled {
+                    mut window,
+                    mut period,
+                } = PacketHooks::DEFAULT
+                else {
+                    unreachable!("the default is sampled")
+                };
+                if let Some(v) = &raw.packet_window {
+                    window = dur("packet_window", v)?;
+                }
+                if let Some(v) = &raw.packet_period {
+                    period = dur("packet_period", v)?;
+                }
+                if window < Duration::from_millis(10) {
+                    return Err(bad(format!(
+                        "packet_window = {:?}: at least 10ms (attaching takes about a millisecond)",
+                        raw.packet_window.as_deref().unwrap_or_default()
+                    )));
+                }
+                if window >= period {
+                    return Err(bad(format!(
+                        "packet_window ({}) must be shorter than packet_period ({}); \
+                         for programs attached all the time say packet_hooks = \"always\"",
+                        magnet_runs::units::format_duration(window),
+                        magnet_runs::units::format_duration(period)
+                    )));
+                }
+                PacketHooks::Sampled { window, period }
+            }
+        };
         if let Some(n) = raw.max_connections {
             if n == 0 || n > 1 << 22 {
                 return Err(bad(format!("max_connections = {n}: give 1 to 4194304")));
             }
             c.max_connections = n;
         }
-        let dur = |key: &str, v: &str| {
-            magnet_common::units::parse_duration(v).map_err(|e| bad(format!("{key}: {e}")))
-        };
         if let Some(v) = raw.retain_closed {
             c.retain_closed = dur("retain_closed", &v)?;
         }
@@ -273,12 +383,19 @@ impl Config {
                 f.trigger_stall = Some(t);
             }
             f.trigger_stall_ports = r.trigger_stall_ports;
-            if !c.packet_hooks && (f.trigger_latency.is_some() || f.trigger_stall.is_some()) {
+            if !c.packet_hooks.ever() && f.trigger_latency.is_some() {
                 return Err(bad(
-                    "recorder.trigger_latency and recorder.trigger_stall need packet_hooks = true \
-                     (the latency marks they read are set by the per-packet programs)"
+                    "recorder.trigger_latency needs packet_hooks = \"sampled\" or \"always\" \
+                     (it reads the latency histograms the per-packet programs fill)"
                         .into(),
                 ));
+            }
+            if c.packet_hooks != PacketHooks::Always && f.trigger_stall.is_some() {
+                return Err(bad(format!(
+                    "recorder.trigger_stall needs packet_hooks = \"always\" (its marks follow \
+                     every packet; with packet_hooks = {:?} they would miss packets)",
+                    c.packet_hooks.name()
+                )));
             }
             c.recorder = Some(f);
         }
@@ -306,31 +423,99 @@ mod tests {
         assert_eq!(c.socket, None);
         assert_eq!(c.retain_closed, Duration::from_secs(2));
         assert_eq!(c.metrics.connection_ports, vec![80, 443]);
-        assert!(!c.packet_hooks && Config::default().packet_hooks);
+        assert_eq!(c.packet_hooks, PacketHooks::Off);
+        assert_eq!(Config::default().packet_hooks, PacketHooks::DEFAULT);
         for (bad, says) in [
             ("http = \"nope\"", "http"),
             ("retain_closed = \"3 weeks\"", "retain_closed"),
             ("max_connections = 0", "max_connections"),
             ("bogus = 1", "bogus"),
-            ("packet_hooks = \"no\"", "packet_hooks"),
+            ("packet_hooks = \"no\"", "packet_hooks = \"no\": give"),
+            ("packet_hooks = 1", "packet_hooks"),
+            (
+                "packet_window = \"2s\"",
+                "must be shorter than packet_period (2s)",
+            ),
+            (
+                "packet_window = \"1s\"\npacket_period = \"500ms\"",
+                "packet_window (1s) must be shorter than packet_period (500ms)",
+            ),
+            (
+                "packet_window = \"5ms\"",
+                "packet_window = \"5ms\": at least 10ms",
+            ),
+            (
+                "packet_period = \"often\"",
+                "packet_period: 'often' is not a duration",
+            ),
+            (
+                "packet_hooks = \"always\"\npacket_window = \"1s\"",
+                "packet_window applies only to packet_hooks = \"sampled\"",
+            ),
+            (
+                "packet_hooks = true\npacket_period = \"1s\"",
+                "packet_period applies only",
+            ),
             ("socket_mode = \"999\"", "socket_mode"),
             ("[recorder]\ntrigger_stall = \"10ms\"", "trigger_stall"),
             ("[recorder]\ntrigger_stall = \"soon\"", "trigger_stall"),
             (
-                "packet_hooks = false\n[recorder]\ntrigger_stall = \"2s\"",
-                "need packet_hooks = true",
+                "packet_hooks = false\n[recorder]\ntrigger_latency = \"2s\"",
+                "trigger_latency needs packet_hooks = \"sampled\" or \"always\"",
+            ),
+            (
+                "[recorder]\ntrigger_stall = \"2s\"",
+                "trigger_stall needs packet_hooks = \"always\"",
+            ),
+            (
+                "packet_hooks = \"off\"\n[recorder]\ntrigger_stall = \"2s\"",
+                "trigger_stall needs packet_hooks = \"always\"",
             ),
         ] {
             let e = Config::parse(bad, "magnetd.toml").unwrap_err().to_string();
             assert!(e.starts_with("magnetd.toml: "), "{e}");
             assert!(e.contains(says), "{bad}: {e}");
+            assert!(!e.contains('\n'), "one line: {e}");
         }
+    }
+
+    #[test]
+    fn packet_hooks_modes() {
+        let hooks = |t: &str| Config::parse(t, "t").unwrap().packet_hooks;
+        assert_eq!(hooks("packet_hooks = \"always\""), PacketHooks::Always);
+        assert_eq!(hooks("packet_hooks = true"), PacketHooks::Always);
+        assert_eq!(hooks("packet_hooks = \"off\""), PacketHooks::Off);
+        assert_eq!(
+            hooks("packet_hooks = \"sampled\"\npacket_window = \"250ms\"\npacket_period = \"5s\""),
+            PacketHooks::Sampled {
+                window: Duration::from_millis(250),
+                period: Duration::from_secs(5)
+            }
+        );
+        assert_eq!(
+            hooks("packet_period = \"10s\""),
+            PacketHooks::Sampled {
+                window: Duration::from_millis(100),
+                period: Duration::from_secs(10)
+            }
+        );
+        // the latency trigger reads the sampled histograms too
+        assert!(Config::parse("[recorder]\ntrigger_latency = \"50ms\"", "t").is_ok());
+    }
+
+    #[test]
+    fn the_systemd_example_is_the_defaults() {
+        let text = include_str!("../../../systemd/magnetd.toml");
+        assert_eq!(
+            Config::parse(text, "systemd/magnetd.toml").unwrap(),
+            Config::default()
+        );
     }
 
     #[test]
     fn the_stall_trigger_is_read() {
         let c = Config::parse(
-            "[recorder]\ntrigger_stall = \"2s\"\ntrigger_stall_ports = [5432]\n",
+            "packet_hooks = \"always\"\n[recorder]\ntrigger_stall = \"2s\"\ntrigger_stall_ports = [5432]\n",
             "t",
         )
         .unwrap();

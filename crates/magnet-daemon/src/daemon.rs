@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 use magnet_client::Connection;
 use magnet_runs::store::Store;
 
-use crate::config::{Config, SampleSettings};
+use crate::config::{Config, PacketHooks, SampleSettings};
 use crate::container::Resolver;
 use crate::flight::Flight;
 use crate::summaries::{self, Reader};
@@ -361,19 +361,27 @@ pub fn run(
     log: Box<dyn Fn(&str) + Send + Sync>,
     ready: &mut dyn FnMut(),
 ) -> Result<(), Error> {
-    let (attached, reader) = summaries::attach(config.max_connections, config.packet_hooks)?;
+    let (mut attached, reader) = summaries::attach(config.max_connections, config.packet_hooks)?;
+    let fmt = magnet_runs::units::format_duration;
     log(&format!(
         "attached {} hooks ({}); connection map holds {}",
         attached.link_count(),
-        if config.packet_hooks {
-            format!(
+        match config.packet_hooks {
+            PacketHooks::Always => format!(
                 "tp_btf, TCP counters' iterator, cgroup_skb on {}",
                 attached.cgroup_root.display()
-            )
-        } else {
-            "tp_btf, TCP counters' iterator; packet_hooks off: no latency histograms, \
-             no host or non-TCP wire counts"
-                .to_string()
+            ),
+            PacketHooks::Sampled { window, period } => format!(
+                "tp_btf, TCP counters' iterator; packet_hooks sampled: cgroup_skb on {} for {} \
+                 of every {}: latency histograms sampled, no host or non-TCP wire counts",
+                attached.cgroup_root.display(),
+                fmt(window),
+                fmt(period)
+            ),
+            PacketHooks::Off =>
+                "tp_btf, TCP counters' iterator; packet_hooks off: no latency histograms, \
+                 no host or non-TCP wire counts"
+                    .to_string(),
         },
         config.max_connections
     ));
@@ -451,9 +459,46 @@ pub fn run(
     ready();
     let mut trig = Triggers::new(&shared);
 
+    // Sampled: the per-packet links exist from `open_at` for `window`, then
+    // not until `open_at + period` (a fixed rate; a late start skips ahead).
+    let mut open_at = Instant::now();
+    let mut close_at: Option<Instant> = None;
+    let mut failures_logged = 0u64;
     let mut last_reap = Instant::now();
     while !control.stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
+        let mut nap = Duration::from_millis(100);
+        if let PacketHooks::Sampled { window, period } = config.packet_hooks {
+            let now = Instant::now();
+            match close_at {
+                Some(t) if now >= t => {
+                    attached.close_window();
+                    close_at = None;
+                }
+                None if now >= open_at => {
+                    match attached.open_window() {
+                        Ok(_) => close_at = Some(Instant::now() + window),
+                        Err(e) => {
+                            // said once, then every 100th time
+                            if failures_logged % 100 == 0 {
+                                shared.log(&format!(
+                                    "packet window not opened (retried every {}): {e}",
+                                    fmt(period)
+                                ));
+                            }
+                            failures_logged += 1;
+                        }
+                    }
+                    open_at += period;
+                    if open_at <= now {
+                        open_at = now + period;
+                    }
+                }
+                _ => {}
+            }
+            let next = close_at.unwrap_or(open_at);
+            nap = nap.min(next.saturating_duration_since(Instant::now()));
+        }
+        std::thread::sleep(nap);
         if control.reload.swap(false, Ordering::SeqCst) {
             match &config_path {
                 None => shared.log("SIGHUP: no config file to re-read"),
@@ -467,7 +512,7 @@ pub fn run(
                             || new.packet_hooks != old.packet_hooks
                         {
                             shared.log(
-                                "reload: http, socket, max_connections and packet_hooks change only on restart",
+                                "reload: http, socket, max_connections and packet_hooks/packet_window/packet_period change only on restart",
                             );
                         }
                         if new.sample != old.sample {
@@ -516,6 +561,12 @@ pub fn run(
                 }
             }
             trig.check(&shared);
+        }
+    }
+    if let PacketHooks::Sampled { .. } = config.packet_hooks {
+        attached.close_window();
+        if let Ok(w) = shared.reader.windows.lock() {
+            shared.log(&w.summary());
         }
     }
     shared.log("stopping: detaching every hook");

@@ -10,6 +10,7 @@
 //! - [`metrics`]: the OpenMetrics text;
 //! - [`container`]: cgroup path → container id;
 //! - [`flight`]: the flight recorder (last seconds of full events, dumped on request or trigger);
+//! - [`window`]: when the per-packet programs were attached (`packet_hooks = "sampled"`);
 //! - [`daemon`]: the run loop tying them together.
 //!
 //! The library never prints or exits; it logs through a caller-given function.
@@ -23,6 +24,7 @@ pub mod flight;
 pub mod http;
 pub mod metrics;
 pub mod summaries;
+pub mod window;
 
 pub use config::Config;
 pub use daemon::{run, Control};

@@ -6,7 +6,9 @@
 //! | family | labels | what |
 //! |---|---|---|
 //! | `magnet_app_bytes_total`, `magnet_app_calls_total` | direction | send/recv calls of all sockets (IPv4/IPv6) |
-//! | `magnet_wire_bytes_total`, `magnet_wire_packets_total`, `magnet_wire_segments_total` | direction | IP packets of all sockets (only with `packet_hooks`) |
+//! | `magnet_wire_bytes_total`, `magnet_wire_packets_total`, `magnet_wire_segments_total` | direction | IP packets of all sockets (only with `packet_hooks = "always"`) |
+//! | `magnet_interface_bytes_total`, `magnet_interface_packets_total` | interface, direction | the interfaces' own counters (/proc/net/dev of magnetd's netns), at most 256 interfaces |
+//! | `magnet_packet_hooks_attached`, `magnet_packet_hooks_coverage_ratio`, `magnet_packet_hooks_windows_total`, `magnet_packet_hooks_switch_seconds_total` | mode | when the per-packet programs ran: what the latency histograms (API) are a sample of |
 //! | `magnet_tcp_retransmits_total` | — | tcp_retransmit_skb |
 //! | `magnet_tcp_counter_read_failures_total` | — | failed reads of the TCP sockets' own counters |
 //! | `magnet_drops_total` | reason | kfree_skb by reason (at most 256 reasons) |
@@ -16,10 +18,12 @@
 //! | `magnet_sample_runs_total`, `magnet_sample_last_*` | interface, interval | the sampler under the daemon: runs stored, last run's totals and peaks |
 //!
 //! Cardinality: host families have at most 2 series each (direction), drops
-//! at most 256; per-connection families at most `max_connection_series` × 2.
+//! at most 256, interfaces at most 2 × 256; per-connection families at most
+//! `max_connection_series` × 2.
 
 use std::fmt::Write;
 
+use crate::config::PacketHooks;
 use crate::daemon::Shared;
 
 fn esc(v: &str) -> String {
@@ -93,10 +97,16 @@ pub fn render(shared: &Shared) -> String {
         &[("direction", "rx")],
         host.app.rx_calls,
     );
-    // Host wire totals come from the per-packet programs only: without
-    // them the families are left out rather than served as zeros.
-    let packet_hooks = shared.config.read().map(|c| c.packet_hooks).unwrap_or(true);
-    if packet_hooks {
+    // Host wire totals come from the per-packet programs only, and only when
+    // they see every packet: otherwise the families are left out rather than
+    // served as zeros or as a part of the packets (the interfaces' own
+    // counters below are exact in every mode).
+    let hooks = shared
+        .config
+        .read()
+        .map(|c| c.packet_hooks)
+        .unwrap_or(PacketHooks::DEFAULT);
+    if hooks == PacketHooks::Always {
         o.family(
             "magnet_wire_bytes",
             "counter",
@@ -141,6 +151,89 @@ pub fn render(shared: &Shared) -> String {
             host.wire.tx_segs,
         );
     }
+    o.family(
+        "magnet_interface_bytes",
+        "counter",
+        Some("bytes"),
+        "Bytes through each interface of magnetd's network namespace, the interface's own counters (/proc/net/dev; link-layer headers included on most drivers).",
+    );
+    for (name, i) in &host.interfaces {
+        o.sample(
+            "magnet_interface_bytes_total",
+            &[("interface", name), ("direction", "tx")],
+            i.tx_bytes,
+        );
+        o.sample(
+            "magnet_interface_bytes_total",
+            &[("interface", name), ("direction", "rx")],
+            i.rx_bytes,
+        );
+    }
+    o.family(
+        "magnet_interface_packets",
+        "counter",
+        None,
+        "Packets through each interface of magnetd's network namespace (/proc/net/dev).",
+    );
+    for (name, i) in &host.interfaces {
+        o.sample(
+            "magnet_interface_packets_total",
+            &[("interface", name), ("direction", "tx")],
+            i.tx_packets,
+        );
+        o.sample(
+            "magnet_interface_packets_total",
+            &[("interface", name), ("direction", "rx")],
+            i.rx_packets,
+        );
+    }
+    let mode = [("mode", hooks.name())];
+    o.family(
+        "magnet_packet_hooks_attached",
+        "gauge",
+        None,
+        "1 while the per-packet programs (cgroup_skb, for the latency histograms) are attached, else 0 (packet_hooks sampled: only during windows).",
+    );
+    o.sample(
+        "magnet_packet_hooks_attached",
+        &mode,
+        u8::from(host.health.packet_hooks_attached),
+    );
+    o.family(
+        "magnet_packet_hooks_coverage_ratio",
+        "gauge",
+        None,
+        "Fraction of the time since magnetd started during which the per-packet programs were attached: the API's latency histograms are samples taken over this fraction (1 with packet_hooks always, 0 with off).",
+    );
+    o.sample(
+        "magnet_packet_hooks_coverage_ratio",
+        &mode,
+        format!("{:.6}", host.health.packet_coverage),
+    );
+    let (switch_s, windows) = shared
+        .reader
+        .windows
+        .lock()
+        .map(|w| (w.switch_seconds(), w.windows))
+        .unwrap_or_default();
+    o.family(
+        "magnet_packet_hooks_windows",
+        "counter",
+        None,
+        "Sampling windows opened (the per-packet links created) since magnetd started.",
+    );
+    o.sample("magnet_packet_hooks_windows_total", &mode, windows);
+    o.family(
+        "magnet_packet_hooks_switch_seconds",
+        "counter",
+        Some("seconds"),
+        "Time magnetd spent creating and destroying the per-packet links (the cost of sampling windows).",
+    );
+    o.sample(
+        "magnet_packet_hooks_switch_seconds_total",
+        &mode,
+        format!("{switch_s:.6}"),
+    );
     o.family(
         "magnet_tcp_retransmits",
         "counter",
@@ -286,7 +379,7 @@ pub fn render(shared: &Shared) -> String {
             "magnet_connection_wire_bytes",
             "counter",
             Some("bytes"),
-            "TCP: payload bytes, the socket's own counters (tx bytes_sent, retransmits included; rx bytes_received, the FIN included); other protocols: IP bytes of its packets (packet_hooks).",
+            "TCP: payload bytes, the socket's own counters (tx bytes_sent, retransmits included; rx bytes_received, the FIN included); other protocols: IP bytes of its packets, only with packet_hooks always (no series otherwise).",
         ),
         (
             "magnet_connection_retransmits",
@@ -345,6 +438,7 @@ pub fn render(shared: &Shared) -> String {
                         c.app.rx_calls,
                     );
                 }
+                "magnet_connection_wire_bytes" if c.wire.source == "absent" => {}
                 "magnet_connection_wire_bytes" => {
                     o.sample(
                         "magnet_connection_wire_bytes_total",

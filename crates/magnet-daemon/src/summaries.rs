@@ -4,18 +4,24 @@
 //!
 //! Every attachment is a BPF link owned by this process, never pinned: when
 //! magnetd exits — cleanly or by SIGKILL — the kernel detaches them all.
+//! With `packet_hooks = "sampled"` the two per-packet links are created at
+//! the start of each window and destroyed at its end
+//! ([`Attached::open_window`], [`Attached::close_window`]).
 
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 use magnet_client::{AppCounters, Connection, Host, Latency, TcpState, WireCounters};
 
+use crate::config::PacketHooks;
 use crate::skel::{types, SummarySkel, SummarySkelBuilder};
+use crate::window::WindowLog;
 use crate::Error;
 
 /// Hooks and what they feed, for logs and docs.
@@ -24,11 +30,11 @@ pub const HOOKS: &[(&str, &str)] = &[
     ("tp_btf/sock_recv_length", "app rx (Linux 6.3+)"),
     (
         "cgroup_skb/egress",
-        "host wire tx; wire tx of non-TCP sockets; app→wire latency (packet_hooks)",
+        "app→wire latency; with packet_hooks = \"always\" also host wire tx, wire tx of non-TCP sockets",
     ),
     (
         "cgroup_skb/ingress",
-        "host wire rx; wire rx of non-TCP sockets; wire→app latency (packet_hooks)",
+        "wire→app latency; with packet_hooks = \"always\" also host wire rx, wire rx of non-TCP sockets",
     ),
     ("tp_btf/tcp_retransmit_skb", "host retransmits"),
     ("tp_btf/kfree_skb", "drops by reason"),
@@ -59,20 +65,86 @@ pub fn cgroup2_root() -> Option<PathBuf> {
 pub struct Attached {
     // Declared before the skeleton so they are dropped first.
     links: Vec<Link>,
-    _skel: Box<SummarySkel<'static>>,
+    /// The per-packet links while they exist (always, or during a window).
+    packet_links: Vec<Link>,
+    skel: Box<SummarySkel<'static>>,
+    /// The cgroup v2 root, open (sampled: attached to at every window).
+    cgroup: std::fs::File,
     pub cgroup_root: PathBuf,
+    pub windows: Arc<Mutex<WindowLog>>,
 }
 
 impl Attached {
     /// Ids of this instance's links (for tests and logs).
     pub fn link_count(&self) -> usize {
-        self.links.len()
+        self.links.len() + self.packet_links.len()
+    }
+
+    fn set_window_open(&mut self, open: bool) {
+        if let Some(bss) = self.skel.maps.bss_data.as_deref_mut() {
+            // SAFETY: a plain store into the BPF object's mmapped .bss,
+            // which the programs read; volatile so it is not elided.
+            unsafe { std::ptr::write_volatile(&mut bss.window_open, u32::from(open)) };
+        }
+    }
+
+    /// Creates the two per-packet links (cgroup_skb egress and ingress on the
+    /// cgroup v2 root) and marks the window open. Returns what it took.
+    pub fn open_window(&mut self) -> Result<Duration, Error> {
+        if !self.packet_links.is_empty() {
+            return Ok(Duration::ZERO);
+        }
+        let t = Instant::now();
+        let p = &self.skel.progs;
+        let res = attach_cgroup_skb(
+            [&p.wire_egress, &p.wire_ingress],
+            &self.cgroup,
+            &self.cgroup_root,
+        );
+        let cost = t.elapsed();
+        let links = match res {
+            Ok(l) => l,
+            Err(e) => {
+                if let Ok(mut w) = self.windows.lock() {
+                    w.failures += 1;
+                }
+                return Err(e);
+            }
+        };
+        self.packet_links = links;
+        self.set_window_open(true);
+        if let Ok(mut w) = self.windows.lock() {
+            w.opened(monotonic_ns(), cost);
+        }
+        Ok(cost)
+    }
+
+    /// Marks the window closed and destroys the per-packet links. Returns
+    /// what destroying them took.
+    pub fn close_window(&mut self) -> Duration {
+        if self.packet_links.is_empty() {
+            return Duration::ZERO;
+        }
+        self.set_window_open(false);
+        let at = monotonic_ns();
+        let t = Instant::now();
+        self.packet_links.clear();
+        let cost = t.elapsed();
+        if let Ok(mut w) = self.windows.lock() {
+            w.closed(at, cost);
+        }
+        cost
     }
 }
 
 /// Loads and attaches everything; `max_connections` sizes the connection map;
-/// `packet_hooks` attaches the per-packet cgroup_skb programs too.
-pub fn attach(max_connections: u32, packet_hooks: bool) -> Result<(Attached, Reader), Error> {
+/// `packet_hooks` says whether the per-packet cgroup_skb programs are
+/// attached now ("always"), only in windows ("sampled", see
+/// [`Attached::open_window`]) or never ("off").
+pub fn attach(
+    max_connections: u32,
+    packet_hooks: PacketHooks,
+) -> Result<(Attached, Reader), Error> {
     magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
     let cgroup_root = cgroup2_root().ok_or_else(|| {
         Error::Host(
@@ -89,7 +161,9 @@ pub fn attach(max_connections: u32, packet_hooks: bool) -> Result<(Attached, Rea
         .open(storage)
         .map_err(|e| Error::bpf("opening magnetd's BPF object", e))?;
     if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
-        ro.packet_marks = packet_hooks;
+        ro.packet_marks = packet_hooks.ever();
+        ro.count_packets = packet_hooks == PacketHooks::Always;
+        ro.sampled = matches!(packet_hooks, PacketHooks::Sampled { .. });
     }
     open.maps
         .conns
@@ -111,9 +185,13 @@ pub fn attach(max_connections: u32, packet_hooks: bool) -> Result<(Attached, Rea
             ("kfree_skb", &p.drop),
             ("inet_sock_set_state", &p.tcp_state),
         ],
-        packet_hooks.then_some([&p.wire_egress, &p.wire_ingress]),
+        None,
         &cgroup_root,
     )?;
+    let cgroup = std::fs::File::open(&cgroup_root).map_err(|source| Error::Io {
+        path: cgroup_root.display().to_string(),
+        source,
+    })?;
     // The TCP counters' iterator: a link on the socket-storage map, run
     // (by creating an iterator from it and reading it) at every read.
     let iter_link = p
@@ -133,7 +211,9 @@ pub fn attach(max_connections: u32, packet_hooks: bool) -> Result<(Attached, Rea
     let handle = |m: &libbpf_rs::Map<'_>, what: &str| {
         MapHandle::try_from(m).map_err(|e| Error::bpf(format!("opening the {what} map"), e))
     };
+    let windows = Arc::new(Mutex::new(WindowLog::new(packet_hooks, monotonic_ns())));
     let reader = Reader {
+        windows: windows.clone(),
         conns: handle(&skel.maps.conns, "connection")?,
         host: handle(&skel.maps.host, "host totals")?,
         drops: handle(&skel.maps.drop_reasons, "drop reason")?,
@@ -142,14 +222,44 @@ pub fn attach(max_connections: u32, packet_hooks: bool) -> Result<(Attached, Rea
         capacity: max_connections.max(1),
         drop_names: drop_reason_names(),
     };
-    Ok((
-        Attached {
-            links,
-            _skel: Box::new(skel),
-            cgroup_root,
-        },
-        reader,
-    ))
+    let mut attached = Attached {
+        links,
+        packet_links: Vec::new(),
+        skel: Box::new(skel),
+        cgroup,
+        cgroup_root,
+        windows,
+    };
+    if packet_hooks == PacketHooks::Always {
+        let p = &attached.skel.progs;
+        attached.packet_links = attach_cgroup_skb(
+            [&p.wire_egress, &p.wire_ingress],
+            &attached.cgroup,
+            &attached.cgroup_root,
+        )?;
+        attached.set_window_open(true);
+    }
+    Ok((attached, reader))
+}
+
+/// Attaches the cgroup_skb egress and ingress programs to the open cgroup
+/// `cg` (named `root` in messages).
+fn attach_cgroup_skb(
+    progs: [&libbpf_rs::ProgramMut<'_>; 2],
+    cg: &std::fs::File,
+    root: &Path,
+) -> Result<Vec<Link>, Error> {
+    let mut links = Vec::new();
+    for (name, prog) in ["cgroup_skb/egress", "cgroup_skb/ingress"]
+        .into_iter()
+        .zip(progs)
+    {
+        links.push(
+            prog.attach_cgroup(cg.as_raw_fd())
+                .map_err(|e| Error::bpf(format!("attaching {name} to {}", root.display()), e))?,
+        );
+    }
+    Ok(links)
 }
 
 /// Attaches `tp_btf` programs (named by tracepoint, for messages) and the
@@ -174,15 +284,7 @@ pub(crate) fn attach_hooks(
         path: root.display().to_string(),
         source,
     })?;
-    for (name, prog) in ["cgroup_skb/egress", "cgroup_skb/ingress"]
-        .into_iter()
-        .zip(cgroup_skb)
-    {
-        links.push(
-            prog.attach_cgroup(cg.as_raw_fd())
-                .map_err(|e| Error::bpf(format!("attaching {name} to {}", root.display()), e))?,
-        );
-    }
+    links.extend(attach_cgroup_skb(cgroup_skb, &cg, root)?);
     Ok(links)
 }
 
@@ -207,6 +309,8 @@ fn drop_reason_names() -> BTreeMap<u32, String> {
 
 /// Reads the maps; shared by every server thread.
 pub struct Reader {
+    /// When the per-packet programs were attached (latency coverage).
+    pub windows: Arc<Mutex<WindowLog>>,
     conns: MapHandle,
     host: MapHandle,
     drops: MapHandle,
@@ -259,7 +363,7 @@ impl Stall {
     }
 }
 
-fn monotonic_ns() -> u64 {
+pub(crate) fn monotonic_ns() -> u64 {
     let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("monotonic clock");
     t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
 }
@@ -277,7 +381,9 @@ fn hist(h: &[u32]) -> Vec<u64> {
     h[..n].iter().map(|&c| u64::from(c)).collect()
 }
 
-fn decode(cookie: u64, raw: &[u8], now: u64) -> Option<Record> {
+/// What the per-packet programs' fields of a record mean: the mode, and the
+/// fraction of a span they were attached.
+fn decode(cookie: u64, raw: &[u8], now: u64, windows: &WindowLog) -> Option<Record> {
     if raw.len() < std::mem::size_of::<types::mg_conn>() {
         return None;
     }
@@ -316,7 +422,15 @@ fn decode(cookie: u64, raw: &[u8], now: u64) -> Option<Record> {
             tx_segs: c.wire_tx_segs,
             rx_bytes: c.wire_rx_bytes,
             rx_segs: c.wire_rx_packets,
-            source: if c.kstats != 0 { "tcp_sock" } else { "packets" }.to_string(),
+            source: if c.kstats != 0 {
+                "tcp_sock"
+            } else if windows.mode == PacketHooks::Always {
+                "packets"
+            } else {
+                // not counted: the per-packet programs do not see every packet
+                "absent"
+            }
+            .to_string(),
             tx_data_segs: c.data_segs_out,
             rx_data_segs: c.data_segs_in,
             acked_bytes: c.acked_bytes,
@@ -332,6 +446,9 @@ fn decode(cookie: u64, raw: &[u8], now: u64) -> Option<Record> {
         latency: Latency {
             app_to_wire: hist(&c.app_to_wire_hist),
             wire_to_app: hist(&c.wire_to_app_hist),
+            mode: windows.mode.name().to_string(),
+            coverage: windows
+                .coverage(c.first_ns, if c.closed_ns != 0 { c.closed_ns } else { now }),
         },
     };
     Some(Record {
@@ -393,7 +510,8 @@ impl Reader {
             .conns
             .lookup(&cookie.to_ne_bytes(), MapFlags::ANY)
             .ok()??;
-        decode(cookie, &raw, monotonic_ns())
+        let w = self.windows.lock().ok()?;
+        decode(cookie, &raw, monotonic_ns(), &w)
     }
 
     /// Every record (at most the map's capacity).
@@ -401,13 +519,16 @@ impl Reader {
         self.refresh();
         let now = monotonic_ns();
         let mut out = Vec::new();
+        let Ok(w) = self.windows.lock() else {
+            return out;
+        };
         for key in self.conns.keys() {
             let Ok(k) = <[u8; 8]>::try_from(key.as_slice()) else {
                 continue;
             };
             let cookie = u64::from_ne_bytes(k);
             if let Ok(Some(raw)) = self.conns.lookup(&key, MapFlags::ANY) {
-                if let Some(r) = decode(cookie, &raw, now) {
+                if let Some(r) = decode(cookie, &raw, now, &w) {
                     out.push(r);
                 }
             }
@@ -485,11 +606,97 @@ impl Reader {
         }
         h.health.map_entries = self.conns.keys().count() as u64;
         h.health.map_capacity = u64::from(self.capacity);
+        if let Ok(w) = self.windows.lock() {
+            h.wire.source = if w.mode == PacketHooks::Always {
+                "packets"
+            } else {
+                "absent"
+            }
+            .to_string();
+            if w.mode != PacketHooks::Always {
+                // partial counts (from windows) are not served
+                h.wire = WireCounters {
+                    source: h.wire.source,
+                    ..WireCounters::default()
+                };
+            }
+            h.health.packet_hooks = w.mode.name().to_string();
+            h.health.packet_hooks_attached = w.is_open();
+            h.health.packet_windows = w.windows;
+            h.health.packet_coverage = w.coverage(w.started_ns, monotonic_ns());
+        }
+        h.interfaces = interfaces(&std::fs::read_to_string("/proc/net/dev").unwrap_or_default());
         h
     }
+}
+
+/// Interfaces magnetd reports, at most (a host with more serves the first
+/// ones by name).
+pub const MAX_INTERFACES: usize = 256;
+
+/// The interfaces' own counters from the text of /proc/net/dev (the
+/// reading thread's network namespace): `name: rx_bytes rx_packets errs
+/// drop fifo frame compressed multicast tx_bytes tx_packets …`. Lines that
+/// do not parse are skipped.
+pub fn interfaces(text: &str) -> BTreeMap<String, magnet_client::InterfaceCounters> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let name = name.trim();
+        let v: Vec<u64> = rest
+            .split_whitespace()
+            .map_while(|w| w.parse().ok())
+            .collect();
+        if name.is_empty() || name.contains(' ') || v.len() < 10 {
+            continue;
+        }
+        out.insert(
+            name.to_string(),
+            magnet_client::InterfaceCounters {
+                rx_bytes: v[0],
+                rx_packets: v[1],
+                tx_bytes: v[8],
+                tx_packets: v[9],
+            },
+        );
+    }
+    while out.len() > MAX_INTERFACES {
+        out.pop_last();
+    }
+    out
 }
 
 /// Whether `path` is magnetd's cgroup root (for messages).
 pub fn describe_root(path: &Path) -> String {
     format!("cgroup v2 root {}", path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_net_dev_is_read() {
+        let text = "Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo: 1000      10    0    0    0     0          0         0     1000      10    0    0    0     0       0          0
+  eth0: 123456789 4242 0 0 0 0 0 7 98765 321 0 0 0 0 0 0
+ bad: 1 2 3
+";
+        let m = interfaces(text);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert_eq!(m["lo"].rx_packets, 10);
+        assert_eq!(
+            m["eth0"],
+            magnet_client::InterfaceCounters {
+                rx_bytes: 123456789,
+                rx_packets: 4242,
+                tx_bytes: 98765,
+                tx_packets: 321
+            }
+        );
+        assert!(interfaces("").is_empty());
+    }
 }

@@ -21,10 +21,12 @@ SIGINT/SIGTERM detach every hook and exit 0. See docs/daemon.md.
 
 TCP's wire counters (bytes, segments, retransmits, srtt, cwnd, send buffer) are
 the kernel's own per-socket counters, read when asked: the numbers `ss -ti`
-shows. The config key `packet_hooks` (default true) adds per-packet programs
-for the app->wire / wire->app latency histograms and their triggers, wire
-counts of non-TCP sockets and host wire totals; `packet_hooks = false` is the
-cheapest always-on mode, without those.";
+shows. The per-packet programs for the app->wire / wire->app latency
+histograms run only in windows by default (`packet_hooks = \"sampled\"`, 100 ms
+of every 2 s: the histograms are samples, the answers say what fraction of
+time they cover); `packet_hooks = \"always\"` keeps them on every packet (and
+adds host and non-TCP wire counts and the stall trigger); `\"off\"` never
+attaches them.";
 
 /// Run magnetd: per-connection summaries in the kernel, served over a Unix socket and HTTP.
 #[derive(Args, Debug)]

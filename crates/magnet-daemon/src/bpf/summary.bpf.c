@@ -56,10 +56,23 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define TCP_SYN_SENT 2
 #define TCP_CLOSE 7
 
-/* Set by user space before load: false when the per-packet programs are not
- * attached (magnetd's packet_hooks = false). Then the calls set no latency
- * marks: nothing would close them. */
+/* Set by user space before load: false when the per-packet programs are
+ * never attached (magnetd's packet_hooks = "off"). Then the calls set no
+ * latency marks: nothing would close them. */
 const volatile bool packet_marks = true;
+/* packet_hooks = "always": the per-packet programs see every packet, so they
+ * count (host wire totals, wire counters of sockets other than TCP). When
+ * they are only attached in windows such counts would be partial: they are
+ * not kept at all. */
+const volatile bool count_packets = true;
+/* packet_hooks = "sampled": the per-packet programs are attached only during
+ * windows (user space creates and destroys their links). The marks then
+ * follow the rules marked "sampled" below, so that a sample is never made
+ * of a mark and a wire event that do not belong together. */
+const volatile bool sampled = false;
+/* 1 while the per-packet programs are attached (user space writes it after
+ * attaching and before detaching; always 1 with packet_hooks = "always"). */
+__u32 window_open = 0;
 
 /* Keeps the record types in the object's BTF for the skeleton's types. */
 struct mg_conn mg_conn_layout SEC(".data.layout");
@@ -267,10 +280,13 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	if (!c->kstats)
 		c->wmem_queued = sk->sk_wmem_queued;
 	struct tcp_sock *tp = NULL;
-	/* A send while an earlier send's mark still waits needs no TCP state:
-	 * the mark's data has not all left, so neither has this call's (the
-	 * packets out close the mark before the call returns if it had). */
-	if (packet_marks && c->protocol == IPPROTO_TCP && bytes && !(tx && c->tx_mark_ns))
+	/* A send while an earlier send's mark still waits needs no TCP state
+	 * when every packet is seen: the mark's data has not all left, so
+	 * neither has this call's (the packets out close the mark before the
+	 * call returns if it had). Sampled: the mark's data may have left
+	 * between windows, unseen; the state says so. */
+	if (packet_marks && c->protocol == IPPROTO_TCP && bytes &&
+	    !(tx && c->tx_mark_ns && !sampled))
 		tp = bpf_skc_to_tcp_sock(sk);
 	if (tx) {
 		__sync_fetch_and_add(&c->app_tx_calls, 1);
@@ -278,10 +294,21 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 		if (tp) {
 			__u32 write_seq = tp->write_seq;
 			__u32 snd_nxt = tp->snd_nxt;
-			if ((__s32)(snd_nxt - write_seq) >= 0) {
-				/* everything already left during the call */
-				__sync_fetch_and_add(&c->app_to_wire_hist[0], 1);
-			} else if (!c->tx_mark_ns) {
+			/* sampled: a mark whose data has all been sent left
+			 * while no program watched; it can no longer pair */
+			if (c->tx_mark_ns && (__s32)(snd_nxt - c->tx_mark_seq) >= 0)
+				c->tx_mark_ns = 0;
+			if (c->tx_mark_ns) {
+				/* an earlier send's data still waits */
+			} else if ((__s32)(snd_nxt - write_seq) >= 0) {
+				/* everything already left during the call: a
+				 * sample of 0 if that was inside a window */
+				if (window_open)
+					__sync_fetch_and_add(&c->app_to_wire_hist[0], 1);
+			} else {
+				/* a mark, inside a window or not: it pairs with
+				 * the packet that takes its last byte if that
+				 * packet leaves inside one */
 				c->tx_mark_seq = write_seq;
 				c->tx_mark_ns = now;
 			}
@@ -297,9 +324,20 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 			c->rx_mark_ns = 0;
 		}
 		/* A read that leaves data waiting: the rest waits from now
-		 * (what the stall trigger and the next sample measure). */
-		if (tp && tp->rcv_nxt != tp->copied_seq)
-			c->rx_mark_ns = now;
+		 * (what the stall trigger and the next sample measure).
+		 * Sampled: only inside a window, so that marks (the start of
+		 * a wait) are taken in windows only, whatever made them. A read
+		 * that leaves nothing waiting notes how far the socket had
+		 * received (see the ingress rule). */
+		if (tp) {
+			__u32 rcv_nxt = tp->rcv_nxt;
+			if (rcv_nxt != tp->copied_seq) {
+				if (!sampled || window_open)
+					c->rx_mark_ns = now;
+			} else if (sampled) {
+				c->rx_drained_seq = rcv_nxt;
+			}
+		}
 	}
 	return 0;
 }
@@ -378,6 +416,8 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	__u64 segs = skb->gso_segs ? skb->gso_segs : 1;
 	if (h) {
 		h->events++;
+	}
+	if (h && count_packets) {
 		if (tx) {
 			h->wire_tx_bytes += len;
 			h->wire_tx_packets++;
@@ -393,8 +433,9 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
 	if (!c)
 		return;
-	if (c->kstats) {
-		/* counted by the kernel (tcp_sock), copied by tcp_kstats */
+	if (c->kstats || !count_packets) {
+		/* TCP: counted by the kernel (tcp_sock), copied by tcp_kstats;
+		 * sampled: not counted (it would be a part of the packets) */
 	} else if (tx) {
 		__sync_fetch_and_add(&c->wire_tx_bytes, len);
 		__sync_fetch_and_add(&c->wire_tx_packets, 1);
@@ -436,15 +477,24 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	if (tx) {
 		c->tx_progress_ns = now;
 		if ((__s32)(seq + payload - c->tx_mark_seq) >= 0) {
-			__u32 s = hist_slot(now > mark ? now - mark : 0);
-			if (s < MG_HIST_SLOTS)
-				__sync_fetch_and_add(&c->app_to_wire_hist[s], 1);
+			/* sampled: a packet that starts at or after the mark's
+			 * end means the mark's last byte left unseen (between
+			 * windows): no sample */
+			if (!sampled || (__s32)(seq - c->tx_mark_seq) < 0) {
+				__u32 s = hist_slot(now > mark ? now - mark : 0);
+				if (s < MG_HIST_SLOTS)
+					__sync_fetch_and_add(&c->app_to_wire_hist[s], 1);
+			}
 			c->tx_mark_ns = 0;
 		}
 	} else if (!c->rx_mark_ns && (!rcv_nxt || (__s32)(seq + payload - rcv_nxt) > 0)) {
 		/* new data (not a duplicate of what the socket already has)
-		 * waits for the reader from now */
-		c->rx_mark_ns = now;
+		 * waits for the reader from now. Sampled: only if nothing has
+		 * arrived since the reader last took everything (rcv_nxt is
+		 * where it was then); otherwise older data, which arrived
+		 * unseen, already waits, and a mark now would be too late. */
+		if (!sampled || (rcv_nxt && rcv_nxt == c->rx_drained_seq))
+			c->rx_mark_ns = now;
 	}
 }
 
@@ -522,6 +572,12 @@ int BPF_PROG(tcp_state, struct sock *sk, const int oldstate, const int newstate)
 			c->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
 			c->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 			kstats_track(c, sk, cookie);
+			/* sampled: nothing received yet is waiting */
+			if (sampled && newstate == TCP_ESTABLISHED) {
+				struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+				if (tp)
+					c->rx_drained_seq = tp->rcv_nxt;
+			}
 		}
 		return 0;
 	}

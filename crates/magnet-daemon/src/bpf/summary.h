@@ -55,7 +55,9 @@ struct mg_conn {
 	__u32 tx_mark_seq;       /* write_seq after that call */
 	__u32 sndbuf;            /* sk_sndbuf at the last call */
 	__u32 wmem_queued;       /* sk_wmem_queued at the last call: send-buffer occupancy */
-	__u32 _pad1;
+	__u32 rx_drained_seq;    /* sampled: rcv_nxt when a read last left nothing
+				    waiting (0: not known; one value in 2^32 of
+				    rcv_nxt is taken for that) */
 	__u32 wire_to_app_hist[MG_HIST_SLOTS]; /* written by reads */
 	__u8 _pad2[64];
 

@@ -130,7 +130,7 @@ struct flow_key {
 	__u16 rport;
 	__u8 protocol;
 	__u8 _pad[3];
-};
+} __attribute__((aligned(8))); /* compared as five u64 (flow_key_eq) */
 
 /* The socket of a flow: its cookie, and its address for reading its state
  * (checked against the cookie, as the socket may be gone). */
@@ -147,6 +147,43 @@ struct {
 	__type(key, struct flow_key);
 	__type(value, struct flow_val);
 } traced_flows SEC(".maps");
+
+/* A per-CPU cache in front of traced_flows (issue 13: the LRU lookup of a
+ * 40-byte key, hashed, was a large part of dev_rx's work; a bulk flow's
+ * packets repeat its key). Direct-mapped by the ports. An entry holds a
+ * lookup's result, found or not, and is valid while `flow_gen` has not moved:
+ * track_flow() bumps it whenever it changes the map, so a cached answer is
+ * never older than the map (an entry the LRU evicted stays answerable, as a
+ * lookup just before the eviction would have answered).
+ *
+ * Nesting (a program interrupting another on this CPU): `seq` is odd while an
+ * entry is written; a reader that finds it odd, or changed after copying,
+ * falls back to the map; a writer that finds it odd leaves it alone. */
+#define FLOW_CACHE 16
+
+struct flow_cache_ent {
+	struct flow_key k;
+	struct flow_val v;
+	__u64 gen;
+	__u32 seq;
+	__u8 found;
+	__u8 exact;
+	__u8 _pad[2];
+};
+
+struct flow_cache {
+	struct flow_cache_ent e[FLOW_CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct flow_cache);
+} flow_caches SEC(".maps");
+
+/* Bumped by every change to traced_flows (see flow_caches). */
+__u64 flow_gen = 0;
 
 /* IP fragments after the first carry no ports: the datagram's first fragment
  * leaves its socket here, keyed by addresses, protocol and IP id. */
@@ -279,6 +316,20 @@ struct mg_func_exit _mg_func_exit = {};
 struct mg_frame _mg_frame = {};
 
 /* ---- record plumbing ------------------------------------------------------ */
+
+/* Cost profile builds: see "Cost profile builds" below. */
+#ifndef MG_PROF
+#define MG_PROF 0
+#endif
+
+/* First statement of every program: in the floor build (MG_PROF=9) it returns
+ * `v` (what lets the hook go on: 0, NF_ACCEPT, 1 for cgroup/sock_create). */
+#if MG_PROF == 9
+#define FLOOR_RETURN(v) return (v)
+#else
+#define FLOOR_RETURN(v) do { } while (0)
+#endif
+
 
 static __always_inline struct mg_cpu_stats *stats(void)
 {
@@ -461,7 +512,7 @@ static __noinline int batch_send(struct batch *b)
 #define MG_ROUND8(n) (((n) + 7) & ~7U)
 
 /* Room for a record of `size` bytes, NULL if lost (counted). */
-static __always_inline void *batch_reserve(__u32 size, __u32 kind)
+static __always_inline __attribute__((unused)) void *batch_reserve(__u32 size, __u32 kind)
 {
 	struct batch *b = my_batch();
 	if (!b)
@@ -556,6 +607,7 @@ static __always_inline void batch_flush(void)
 SEC("perf_event")
 int batch_tick(void *ctx)
 {
+	FLOOR_RETURN(0);
 	batch_flush();
 	return 0;
 }
@@ -578,16 +630,21 @@ static __always_inline void send_direct(void *rec, __u32 size, __u32 kind)
 		count_lost(st, kind);
 }
 
-/* Cost profile builds (issue 13; never shipped): MAGNET_BPF_CFLAGS=-DMG_PROF=N
- * makes every RESERVE fail on purpose after stage N, so that bpf_stats split a
- * program's cost: 1 = filters, lookups, parsing and packet id only; 2 = + the
- * header (clock, pid, CPU) into a stack copy; 3 = + the ring reservation and
- * commit with the wake-up query (the record is discarded: no trace records).
- * The full program (0) adds the record's field reads and stores. */
-#ifndef MG_PROF
-#define MG_PROF 0
-#endif
-
+/* Cost profile builds (issue 13; never shipped): MAGNET_BPF_CFLAGS=-DMG_PROF=N.
+ * bench/bpf-prog-profile.py splits each program's cost (kernel BPF statistics)
+ * by the differences between these builds:
+ *   9 = the floor: every program returns at its entry (FLOOR_RETURN below), on
+ *       the same hooks with the same maps; nothing is recorded. What the hooks
+ *       alone cost (trampoline, the program call), bench/record-overhead.sh's
+ *       case `floor` (MAGNET_FLOOR=<this build>);
+ *   1 = every RESERVE fails on purpose: filters, lookups, parsing and (where a
+ *       program takes it before reserving) the packet id;
+ *   2 = + the header (clock, pid/tid, CPU) into a stack copy;
+ *   3 = + the batch: room in this CPU's batch, the header written there, the
+ *       commit, and the batch sent to the ring when full or 1 ms old; the
+ *       record's own fields are not written (the trace holds headers and
+ *       stale bytes: for the statistics only);
+ *   0 = the full program: + the record's own field reads and stores. */
 #if MG_PROF == 1
 #define RESERVE(ptr, size, kind_) ({ (ptr) = NULL; false; })
 #elif MG_PROF == 2
@@ -602,18 +659,10 @@ static __always_inline void send_direct(void *rec, __u32 size, __u32 kind)
 #elif MG_PROF == 3
 #define RESERVE(ptr, size, kind_)                                                 \
 	({                                                                        \
-		struct mg_cpu_stats *__st = stats();                              \
-		void *__ring = my_ring();                                         \
-		struct mg_hdr *__r = NULL;                                        \
-		if (__st && __ring) {                                             \
-			flush_lost(__st, __ring);                                 \
-			__r = bpf_ringbuf_reserve(__ring, (size), 0);             \
-		}                                                                 \
+		struct mg_hdr *__r = batch_reserve((size), (kind_));              \
 		if (__r) {                                                        \
 			fill_hdr(__r, (kind_), 0);                                \
-			__u64 __q = bpf_ringbuf_query(__ring, BPF_RB_AVAIL_DATA); \
-			bpf_ringbuf_discard(__r, __q >= wakeup_bytes ?            \
-						 BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP); \
+			submit(__r);                                              \
 		}                                                                 \
 		(ptr) = NULL;                                                     \
 		false;                                                            \
@@ -777,7 +826,13 @@ static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie, __u64 s
 	struct flow_val v = { .cookie = cookie, .sk = sk };
 	if (sk)
 		v.netns = BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_net.net, ns.inum);
+	/* Unchanged: no update, and the per-CPU flow caches stay valid. */
+	struct flow_val *old = bpf_map_lookup_elem(&traced_flows, &k);
+	if (old && old->cookie == v.cookie && old->sk == v.sk && old->netns == v.netns)
+		return;
 	bpf_map_update_elem(&traced_flows, &k, &v, BPF_ANY);
+	/* After the update: a cache filled before this sees a newer generation. */
+	__sync_fetch_and_add(&flow_gen, 1);
 }
 
 /* Write the socket's SOCK record. It goes to the identity ring, which holds
@@ -848,8 +903,30 @@ static __always_inline __u8 *mark_traced(const struct sock *sk, __u64 cookie)
 	return fl;
 }
 
+/* Cookies of sockets known traced and announced, per CPU, direct-mapped: the
+ * app and tcp events of a socket already known skip the socket-storage
+ * lookup (a helper call, issue 13). A cookie names one socket for the
+ * kernel's lifetime and a socket's flags are only ever set, so an entry never
+ * goes stale; a lost race (a nested program's store) costs only a lookup. */
+#define SEEN_SLOTS 64
+struct seen_socks {
+	__u64 cookie[SEEN_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct seen_socks);
+} seen_socks SEC(".maps");
+
 static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, bool task_ctx)
 {
+	__u32 zero = 0;
+	struct seen_socks *seen = bpf_map_lookup_elem(&seen_socks, &zero);
+	__u32 slot = cookie & (SEEN_SLOTS - 1);
+	if (seen && cookie && seen->cookie[slot] == cookie)
+		return true;
 	__u8 *fl = bpf_sk_storage_get(&sock_flags, (void *)sk, 0, 0);
 	if (fl && (*fl & SOCK_TRACED)) {
 		/* Its SOCK record was lost to a full ring: announce it again. */
@@ -859,6 +936,8 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
 			if (announce(sk, cookie, &t))
 				*fl |= SOCK_ANNOUNCED;
 		}
+		if (seen && (*fl & SOCK_ANNOUNCED))
+			seen->cookie[slot] = cookie;
 		return true;
 	}
 	if (!task_ctx && filter_tasks)
@@ -941,9 +1020,121 @@ static __always_inline void parse_l4(const __u8 *l4, struct pkt_info *pi)
 	}
 }
 
+/* IPv6 extension headers (hop-by-hop, routing, destination options,
+ * fragment) from `l3 + 40` to the transport header, whose first bytes are
+ * parsed. Rare: probe reads. */
+static __always_inline void parse_v6_ext(const void *l3, struct pkt_info *pi)
+{
+	__u8 nh = pi->protocol;
+	__u32 off = 40;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__u8 eh[8];
+		if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING && nh != IPPROTO_DSTOPTS &&
+		    nh != IPPROTO_FRAGMENT)
+			break;
+		if (bpf_probe_read_kernel(eh, sizeof(eh), l3 + off))
+			return;
+		if (nh == IPPROTO_FRAGMENT) {
+			/* Kept in IPv4's encoding: offset in 8-byte units, MF. */
+			__u16 fo = ((__u16)eh[2] << 8) | eh[3];
+			pi->frag_off = (fo >> 3) | ((fo & 1) ? IP_MF : 0);
+			pi->ip_id = ((__u16)eh[6] << 8) | eh[7];
+			off += 8;
+		} else {
+			off += ((__u32)eh[1] + 1) * 8;
+		}
+		nh = eh[0];
+	}
+	pi->protocol = nh;
+	pi->l4_off = off;
+	if (pi->frag_off & IP_OFFSET)
+		return;
+	if (nh == IPPROTO_TCP || nh == IPPROTO_UDP) {
+		__u8 l4[16];
+		if (off < 512 && !bpf_probe_read_kernel(l4, sizeof(l4), l3 + off))
+			parse_l4(l4, pi);
+	}
+}
+
+/* The ports and TCP fields at `l4` by direct loads (see parse_l3_cast). TCP
+ * and UDP have their ports at the same offsets. */
+static __always_inline void parse_l4_cast(const void *l4, struct pkt_info *pi)
+{
+	const struct tcphdr *th = bpf_core_cast(l4, struct tcphdr);
+	pi->sport = bpf_ntohs(th->source);
+	pi->dport = bpf_ntohs(th->dest);
+	if (pi->protocol != IPPROTO_TCP)
+		return;
+	pi->seq = bpf_ntohl(th->seq);
+	pi->ack = bpf_ntohl(th->ack_seq);
+	/* Bytes 12 and 13 (data offset, flags) are bitfields: one load. */
+	__u16 w = *(const __u16 *)((const __u8 *)th + 12);
+	pi->doff = ((w & 0xff) >> 4) * 4;
+	pi->tcp_flags = w >> 8;
+}
+
+/* parse_l3 on kernels with bpf_rdonly_cast (6.2+): the header fields by
+ * direct loads (each an inlined load that yields 0 on a fault), not one
+ * 80-byte bpf_probe_read_kernel into the stack: the helper call and the
+ * copy were most of dev_rx's work before its reservation (issue 13). */
+static __always_inline void parse_l3_cast(const void *l3, struct pkt_info *pi)
+{
+	const struct iphdr *ip = bpf_core_cast(l3, struct iphdr);
+	__u8 b0 = *(const __u8 *)ip; /* version and header length: bitfields */
+	__u8 version = b0 >> 4;
+	if (version == 4) {
+		pi->version = 4;
+		pi->tos = ip->tos;
+		pi->ttl = ip->ttl;
+		pi->protocol = ip->protocol;
+		pi->tot_len = bpf_ntohs(ip->tot_len);
+		pi->ip_id = bpf_ntohs(ip->id);
+		pi->frag_off = bpf_ntohs(ip->frag_off);
+		v4_mapped(pi->saddr, ip->saddr);
+		v4_mapped(pi->daddr, ip->daddr);
+		pi->ok = true;
+		__u32 ihl = (b0 & 0xf) * 4;
+		pi->l4_off = ihl;
+		if (pi->frag_off & IP_OFFSET) /* not the first fragment: no ports */
+			return;
+		if (ihl >= 20 && (pi->protocol == IPPROTO_TCP || pi->protocol == IPPROTO_UDP))
+			parse_l4_cast(l3 + ihl, pi);
+	} else if (version == 6) {
+		const struct ipv6hdr *ip6 = bpf_core_cast(l3, struct ipv6hdr);
+		pi->version = 6;
+		__u8 fl0 = ip6->flow_lbl[0];
+		pi->tos = ((b0 & 0xf) << 4) | (fl0 >> 4);
+		pi->ttl = ip6->hop_limit;
+		pi->protocol = ip6->nexthdr;
+		__u16 plen = bpf_ntohs(ip6->payload_len);
+		/* 0 for a jumbo payload (its length is in a hop-by-hop option) */
+		pi->tot_len = plen ? (__u32)plen + 40 : 0;
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			__u32 sw = ip6->saddr.in6_u.u6_addr32[i];
+			__u32 dw = ip6->daddr.in6_u.u6_addr32[i];
+			__builtin_memcpy(pi->saddr + 4 * i, &sw, 4);
+			__builtin_memcpy(pi->daddr + 4 * i, &dw, 4);
+		}
+		pi->ok = true;
+		pi->l4_off = 40;
+		if (pi->protocol == IPPROTO_TCP || pi->protocol == IPPROTO_UDP)
+			parse_l4_cast(l3 + 40, pi);
+		else
+			parse_v6_ext(l3, pi);
+	}
+}
+
 /* Parse IPv4/IPv6 and the first bytes of TCP/UDP at `l3`. */
 static __always_inline void parse_l3(const void *l3, struct pkt_info *pi)
 {
+	if (bpf_ksym_exists(bpf_rdonly_cast)) {
+		parse_l3_cast(l3, pi);
+		return;
+	}
+	/* 6.1: no bpf_rdonly_cast. One probe read instead of three (version
+	 * byte, IP header, transport header): each read is a helper call. */
 	__u8 buf[L3_PEEK];
 	/* A short packet at the very end of its buffer could make the long read
 	 * fault: fall back to the 40 bytes every IP packet with ports has. */
@@ -987,38 +1178,7 @@ static __always_inline void parse_l3(const void *l3, struct pkt_info *pi)
 			parse_l4(buf + 40, pi);
 			return;
 		}
-		/* Walk extension headers (hop-by-hop, routing, destination options,
-		 * fragment) to the transport header. */
-		__u8 nh = pi->protocol;
-		__u32 off = 40;
-#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			__u8 eh[8];
-			if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING && nh != IPPROTO_DSTOPTS &&
-			    nh != IPPROTO_FRAGMENT)
-				break;
-			if (bpf_probe_read_kernel(eh, sizeof(eh), l3 + off))
-				return;
-			if (nh == IPPROTO_FRAGMENT) {
-				/* Kept in IPv4's encoding: offset in 8-byte units, MF. */
-				__u16 fo = ((__u16)eh[2] << 8) | eh[3];
-				pi->frag_off = (fo >> 3) | ((fo & 1) ? IP_MF : 0);
-				pi->ip_id = ((__u16)eh[6] << 8) | eh[7];
-				off += 8;
-			} else {
-				off += ((__u32)eh[1] + 1) * 8;
-			}
-			nh = eh[0];
-		}
-		pi->protocol = nh;
-		pi->l4_off = off;
-		if (pi->frag_off & IP_OFFSET)
-			return;
-		if (nh == IPPROTO_TCP || nh == IPPROTO_UDP) {
-			__u8 l4[16];
-			if (off < 512 && !bpf_probe_read_kernel(l4, sizeof(l4), l3 + off))
-				parse_l4(l4, pi);
-		}
+		parse_v6_ext(l3, pi);
 	}
 }
 
@@ -1077,7 +1237,7 @@ static __always_inline void parse_skb_rx(const struct sk_buff *skb, struct pkt_i
 static __always_inline struct pkt_slot *pkt_slot(__u64 a)
 {
 	/* skbs are 256-byte slab objects: drop the low bits, fold in high ones
-	 * (neighbours, as a burst of segments gets, never share a slot). A TCP
+	 * (neighbouring objects never share a slot). A TCP
 	 * skb and its fast clone are one 512-byte object (skbuff_fclone_cache),
 	 * the clone sizeof(struct sk_buff) (224-232) bytes in: without its low
 	 * byte, moved to bits 10-17, the clone shared the skb's slot, and the
@@ -1167,10 +1327,35 @@ static __always_inline struct flow_val *bound_flow(struct flow_key *k)
 	return bpf_map_lookup_elem(&traced_flows, k);
 }
 
+static __always_inline bool flow_key_eq(const struct flow_key *a, const struct flow_key *b)
+{
+	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4];
+}
+
+/* traced_flows for key `k`: the exact flow, else a socket bound to the local
+ * address and port; the answer copied into `out`. */
+static __always_inline struct flow_val *flow_lookup(struct flow_key *k, bool *exact, struct flow_val *out)
+{
+	struct flow_val *v = bpf_map_lookup_elem(&traced_flows, k);
+	*exact = v != NULL;
+	if (!v) {
+		__builtin_memset(k->remote, 0, 16);
+		k->rport = 0;
+		v = bound_flow(k);
+	}
+	if (!v)
+		return NULL;
+	*out = *v;
+	return out;
+}
+
 /* The socket of a packet's flow (`rx`: the packet's destination is the local
  * end): the connected socket's exact flow, else a socket bound to the local
- * address and port (listening or unconnected; `exact` says which). */
-static __always_inline struct flow_val *flow_of_any(const struct pkt_info *pi, bool rx, bool *exact)
+ * address and port (listening or unconnected; `exact` says which). The answer
+ * is a copy in `out` (NULL: none), through this CPU's flow cache. */
+static __always_inline struct flow_val *flow_of_any(const struct pkt_info *pi, bool rx, bool *exact,
+						    struct flow_val *out)
 {
 	struct flow_key k = {};
 	if (rx) {
@@ -1185,22 +1370,46 @@ static __always_inline struct flow_val *flow_of_any(const struct pkt_info *pi, b
 		k.rport = pi->dport;
 	}
 	k.protocol = pi->protocol;
-	struct flow_val *v = bpf_map_lookup_elem(&traced_flows, &k);
-	*exact = v != NULL;
-	if (v)
-		return v;
-	__builtin_memset(k.remote, 0, 16);
-	k.rport = 0;
-	return bound_flow(&k);
+	__u32 zero = 0;
+	struct flow_cache *c = bpf_map_lookup_elem(&flow_caches, &zero);
+	if (!c)
+		return flow_lookup(&k, exact, out);
+	struct flow_cache_ent *e = &c->e[(k.lport ^ (k.rport * 7)) & (FLOW_CACHE - 1)];
+	__u64 gen = *(volatile __u64 *)&flow_gen;
+	__u32 seq = *(volatile __u32 *)&e->seq;
+	if (!(seq & 1) && e->gen == gen && flow_key_eq(&e->k, &k)) {
+		bool found = e->found;
+		*exact = e->exact;
+		*out = e->v;
+		mg_barrier();
+		if (*(volatile __u32 *)&e->seq == seq)
+			return found ? out : NULL;
+	}
+	struct flow_key key = k; /* flow_lookup() may turn k into its wildcard */
+	struct flow_val *v = flow_lookup(&k, exact, out);
+	seq = *(volatile __u32 *)&e->seq;
+	if (!(seq & 1)) {
+		e->seq = seq + 1;
+		mg_barrier();
+		e->k = key;
+		if (v)
+			e->v = *v;
+		e->found = v != NULL;
+		e->exact = *exact;
+		e->gen = gen; /* read before the lookup: a change since invalidates */
+		mg_barrier();
+		e->seq = seq + 2;
+	}
+	return v;
 }
 
 /* The socket of a packet seen in network namespace `netns`: a packet passing
  * through another namespace (a router, the far end of a veth) is not its
  * socket's, even when the addresses say so. */
 static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool rx, bool *exact,
-						__u32 netns)
+						__u32 netns, struct flow_val *out)
 {
-	struct flow_val *v = flow_of_any(pi, rx, exact);
+	struct flow_val *v = flow_of_any(pi, rx, exact, out);
 	if (v && v->netns && netns && v->netns != netns)
 		return NULL;
 	return v;
@@ -1253,7 +1462,8 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 		if (!pi->ok)
 			return false;
 		bool exact;
-		return flow_of_any(pi, rx, &exact) != NULL;
+		struct flow_val fv;
+		return flow_of_any(pi, rx, &exact, &fv) != NULL;
 	}
 	return pi->ok && tuple_matches(pi->saddr, pi->daddr, pi->sport, pi->dport);
 }
@@ -1336,6 +1546,7 @@ static __always_inline void read_dest(const void *uaddr, struct syscall_in_fligh
 SEC("tp_btf/sys_exit")
 int BPF_PROG(flow_sys_exit, struct pt_regs *regs, long ret)
 {
+	FLOOR_RETURN(0);
 	if (ret != 0)
 		return 0;
 	long id = regs->orig_ax;
@@ -1356,6 +1567,7 @@ int BPF_PROG(flow_sys_exit, struct pt_regs *regs, long ret)
 SEC("tp_btf/sys_enter")
 int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 {
+	FLOOR_RETURN(0);
 	if (id != NR_sendto && id != NR_recvfrom && id != NR_write && id != NR_read &&
 	    id != NR_sendmsg && id != NR_recvmsg)
 		return 0;
@@ -1445,12 +1657,14 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(app_send, struct sock *sk, int ret, int flags)
 {
+	FLOOR_RETURN(0);
 	return app_event(sk, ret, flags, MG_APP_SEND);
 }
 
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
 {
+	FLOOR_RETURN(0);
 	return app_event(sk, ret, flags, MG_APP_RECV);
 }
 
@@ -1572,6 +1786,7 @@ static __always_inline void tcp_event(const struct sock *sk, const struct sk_buf
 SEC("tp_btf/tcp_probe")
 int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	struct tcp_skb_cb *cb = (struct tcp_skb_cb *)&skb->cb[0];
 	__u32 arg = cb->tcp_flags;
 	if (arg & 0x01) {
@@ -1589,6 +1804,7 @@ SEC("tp_btf/tcp_sendmsg_locked")
 int BPF_PROG(tcp_sendmsg, const struct sock *sk, const struct msghdr *msg,
 	     const struct sk_buff *skb, int size_goal)
 {
+	FLOOR_RETURN(0);
 	/* skb may be NULL (a new one is about to be allocated). */
 	__u32 len = skb ? skb->len : 0;
 	tcp_event(sk, skb, MG_TCP_SENDMSG, len, size_goal, true);
@@ -1598,6 +1814,7 @@ int BPF_PROG(tcp_sendmsg, const struct sock *sk, const struct msghdr *msg,
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(tcp_retrans, const struct sock *sk, const struct sk_buff *skb, int err)
 {
+	FLOOR_RETURN(0);
 	tcp_event(sk, skb, MG_TCP_RETRANS, BPF_CORE_READ(skb, len), err, false);
 	return 0;
 }
@@ -1605,6 +1822,7 @@ int BPF_PROG(tcp_retrans, const struct sock *sk, const struct sk_buff *skb, int 
 SEC("tp_btf/tcp_send_reset")
 int BPF_PROG(tcp_rst_sent, const struct sock *sk, const struct sk_buff *skb, int reason)
 {
+	FLOOR_RETURN(0);
 	/* Resets for packets that match no socket have sk == NULL. */
 	if (!sk)
 		return 0;
@@ -1615,6 +1833,7 @@ int BPF_PROG(tcp_rst_sent, const struct sock *sk, const struct sk_buff *skb, int
 SEC("tp_btf/tcp_receive_reset")
 int BPF_PROG(tcp_rst_rcvd, struct sock *sk)
 {
+	FLOOR_RETURN(0);
 	tcp_event(sk, NULL, MG_TCP_RST_RCVD, 0, 0, false);
 	return 0;
 }
@@ -1624,6 +1843,7 @@ int BPF_PROG(tcp_rst_rcvd, struct sock *sk)
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(tcp_state_change, const struct sock *sk, const int oldstate, const int newstate)
 {
+	FLOOR_RETURN(0);
 	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
 	__u64 cookie = sk_cookie(sk);
@@ -1699,7 +1919,8 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	if ((rx || !cookie) && track_all_flows && !(pi.frag_off & IP_OFFSET)) {
 		bool exact;
 		__u32 ns = ctx->state->net->ns.inum;
-		struct flow_val *fv = flow_of(&pi, rx, &exact, ns);
+		struct flow_val fvb;
+		struct flow_val *fv = flow_of(&pi, rx, &exact, ns, &fvb);
 		cookie = fv ? fv->cookie : 0;
 	}
 
@@ -1724,24 +1945,28 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 SEC("netfilter")
 int ip_local_out(struct bpf_nf_ctx *ctx)
 {
+	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_LOCAL_OUT, false);
 }
 
 SEC("netfilter")
 int ip_post_routing(struct bpf_nf_ctx *ctx)
 {
+	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_POST_ROUTING, false);
 }
 
 SEC("netfilter")
 int ip_pre_routing(struct bpf_nf_ctx *ctx)
 {
+	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_PRE_ROUTING, true);
 }
 
 SEC("netfilter")
 int ip_local_in(struct bpf_nf_ctx *ctx)
 {
+	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_LOCAL_IN, true);
 }
 
@@ -1797,6 +2022,7 @@ static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *s
 SEC("tp_btf/qdisc_enqueue")
 int BPF_PROG(qdisc_enq, struct Qdisc *q, const struct netdev_queue *txq, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	qdisc_event(q, skb, MG_QDISC_ENQ);
 	return 0;
 }
@@ -1805,6 +2031,7 @@ SEC("tp_btf/qdisc_dequeue")
 int BPF_PROG(qdisc_deq, struct Qdisc *q, const struct netdev_queue *txq, int packets,
 	     struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	qdisc_event(q, skb, MG_QDISC_DEQ);
 	return 0;
 }
@@ -2007,7 +2234,8 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 			struct pkt_info pi = {};
 			parse_skb_tx(skb, &pi);
 			bool exact;
-			struct flow_val *fv = pi.ok ? flow_of_any(&pi, false, &exact) : NULL;
+			struct flow_val fvb;
+			struct flow_val *fv = pi.ok ? flow_of_any(&pi, false, &exact, &fvb) : NULL;
 			if (fv && fv->netns && ns && fv->netns != ns)
 				hflags = MG_F_OTHER_NETNS;
 			else if (fv)
@@ -2042,6 +2270,7 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 SEC("tp_btf/net_dev_queue")
 int BPF_PROG(dev_queue, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	dev_event(skb, MG_DEV_QUEUE, skb->dev->ifindex, skb->len, 0,
 		  false, true);
 	return 0;
@@ -2050,6 +2279,7 @@ int BPF_PROG(dev_queue, struct sk_buff *skb)
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(dev_start_xmit, const struct sk_buff *skb, const struct net_device *dev)
 {
+	FLOOR_RETURN(0);
 	dev_event(skb, MG_DEV_START_XMIT, dev->ifindex, skb->len, 0,
 		  false, true);
 	return 0;
@@ -2060,6 +2290,7 @@ int BPF_PROG(dev_start_xmit, const struct sk_buff *skb, const struct net_device 
 SEC("tp_btf/net_dev_xmit")
 int BPF_PROG(dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev, unsigned int len)
 {
+	FLOOR_RETURN(0);
 	if (need_parse()) {
 		/* Only for a packet recorded at net_dev_start_xmit (its address may
 		 * since be another skb's: it is not read). */
@@ -2136,12 +2367,10 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 {
 	if (pf_len && !pf_skb(skb, PF_AT_DATA))
 		return;
-	__u64 sk;
-	__u64 skb_ck = skb_cookie(skb, &sk);
 	__u64 cookie = 0;
 	struct pkt_info pi = {};
 	parse_skb_rx(skb, &pi);
-	struct flow_val *fv = NULL;
+	struct flow_val *fv = NULL, fvb;
 	bool exact = false, traced;
 	if (pi.ok && (pi.frag_off & IP_OFFSET)) {
 		struct frag_key fk = {};
@@ -2154,9 +2383,16 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 			traced = !need_parse();
 		}
 	} else {
-		traced = !need_parse() || pkt_traced(skb_ck, sk, &pi, true);
+		if (need_parse()) {
+			/* The skb's own socket matters only to the filters. */
+			__u64 sk;
+			__u64 skb_ck = skb_cookie(skb, &sk);
+			traced = pkt_traced(skb_ck, sk, &pi, true);
+		} else {
+			traced = true;
+		}
 		if (traced && pi.ok) {
-			fv = flow_of(&pi, true, &exact, dev_netns(skb->dev));
+			fv = flow_of(&pi, true, &exact, dev_netns(skb->dev), &fvb);
 			if (fv)
 				cookie = fv->cookie;
 			if (cookie && (pi.frag_off & IP_MF)) {
@@ -2214,6 +2450,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(dev_rx, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	rx_event(skb, true, tcp_rx_other);
 	return 0;
 }
@@ -2223,6 +2460,7 @@ int BPF_PROG(dev_rx, struct sk_buff *skb)
 SEC("tp_btf/netif_receive_skb")
 int BPF_PROG(tcp_rx_seg, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	if (skb->protocol != bpf_htons(ETH_P_IP) && skb->protocol != bpf_htons(ETH_P_IPV6))
 		return 0;
 	rx_event(skb, false, true);
@@ -2241,6 +2479,7 @@ SEC("tp_btf/kfree_skb")
 int BPF_PROG(drop_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason,
 	     struct sock *rx_sk)
 {
+	FLOOR_RETURN(0);
 	__u64 cookie;
 	if (skb_wanted(skb, false, &cookie)) {
 		struct mg_drop *r;
@@ -2265,6 +2504,7 @@ int BPF_PROG(drop_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(pkt_free, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	forget_pkt(skb);
 	return 0;
 }
@@ -2272,6 +2512,7 @@ int BPF_PROG(pkt_free, struct sk_buff *skb)
 SEC("tp_btf/consume_skb")
 int BPF_PROG(pkt_consume, struct sk_buff *skb)
 {
+	FLOOR_RETURN(0);
 	forget_pkt(skb);
 	return 0;
 }
@@ -2303,6 +2544,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+	FLOOR_RETURN(0);
 	__u32 ptgid = BPF_CORE_READ(prev, tgid), ntgid = BPF_CORE_READ(next, tgid);
 	if (!task_struct_traced(prev) && !task_struct_traced(next))
 		return 0;
@@ -2338,6 +2580,7 @@ static __always_inline void task_event(struct task_struct *t, __u16 kind, int ar
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wakeup, struct task_struct *p)
 {
+	FLOOR_RETURN(0);
 	if (!task_struct_traced(p))
 		return 0;
 	task_event(p, MG_SCHED_WAKEUP, BPF_CORE_READ(p, wake_cpu));
@@ -2347,6 +2590,7 @@ int BPF_PROG(sched_wakeup, struct task_struct *p)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_exit, struct task_struct *p)
 {
+	FLOOR_RETURN(0);
 	if (!task_struct_traced(p))
 		return 0;
 	task_event(p, MG_SCHED_EXIT, BPF_CORE_READ(p, exit_code));
@@ -2360,6 +2604,7 @@ const volatile bool record_fork = false;
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 {
+	FLOOR_RETURN(0);
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	bool traced = task_struct_traced(parent);
@@ -2382,6 +2627,7 @@ int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
 SEC("cgroup/sock_create")
 int sock_cookie_at_create(struct bpf_sock *ctx)
 {
+	FLOOR_RETURN(1);
 	bpf_get_socket_cookie(ctx);
 	return 1;
 }
