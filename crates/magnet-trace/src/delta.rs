@@ -164,22 +164,28 @@ pub fn decode_payload(payload: &[u8], out: &mut Vec<u8>) -> Result<u32, DecodeEr
                     "delta record's words run past the end of the block".into(),
                 );
             }
-            out.extend_from_slice(&(len as u32).to_le_bytes());
-            let start = out.len();
-            out.extend_from_within(prev..prev + len);
-            for w in 0..words {
-                if mask[w / 8] & (1 << (w % 8)) != 0 {
-                    out[start + w * 4..start + w * 4 + 4].copy_from_slice(&payload[pos..pos + 4]);
-                    pos += 4;
-                }
-            }
             if mask.len() * 8 > words && mask[words / 8] >> (words % 8) != 0 {
-                out.truncate(start - 4);
                 return bad(
                     index,
                     "delta record's mask names words past its length".into(),
                 );
             }
+            out.extend_from_slice(&(len as u32).to_le_bytes());
+            let start = out.len();
+            out.extend_from_within(prev..prev + len);
+            // Visit only the set bits: most records change 2-4 words of 14+.
+            let rec = &mut out[start..start + len];
+            let mut words_in = payload[pos..pos + changed * 4].chunks_exact(4);
+            for (byte, &bits) in mask.iter().enumerate() {
+                let mut bits = bits;
+                while bits != 0 {
+                    let w = byte * 8 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let word = words_in.next().expect("counted above");
+                    rec[w * 4..w * 4 + 4].copy_from_slice(word);
+                }
+            }
+            pos += changed * 4;
             if u16_at(out, start + 8) != kind as u16 {
                 out.truncate(start - 4);
                 return bad(
