@@ -88,7 +88,10 @@ apt_update() {
 # the default candidate (e.g. qemu-utils ...~bpo12 from bookworm-backports): a part
 # that conflicts is retried with each of them as target release.
 other_suites() {
-    { dpkg-query -W -f='${Version}\n' 2>/dev/null | grep -q 'bpo' && echo "$(. /etc/os-release; echo "${VERSION_CODENAME:-bookworm}")-backports"; } || true
+    # (grep -c, not -q: -q closes the pipe early and pipefail then reads SIGPIPE as failure)
+    local n
+    n=$(dpkg-query -W -f='${Version}\n' 2>/dev/null | grep -c 'bpo' || true)
+    if [ "${n:-0}" -gt 0 ]; then echo "$(. /etc/os-release; echo "${VERSION_CODENAME:-bookworm}")-backports"; fi
 }
 
 failed=()
