@@ -62,6 +62,12 @@ mount -t tmpfs tmpfs "$root/tmp"; mounts+=("$root/tmp")
 bind "$rustup_home" /opt/rustup ro
 bind "$cargo_bin" /opt/cargo-bin ro
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The machine's own trust (a local CA, e.g. a proxy's) belongs to the machine the root
+# stands for, not to magnet: give the root the host's local CA certificates.
+if [ -n "$(ls /usr/local/share/ca-certificates 2>/dev/null)" ]; then
+    cp -r /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+    chroot "$root" update-ca-certificates >/dev/null 2>&1 || true
+fi
 
 if [ "$quirks" = 1 ]; then
     echo "fresh-root-demo: giving the root the image's quirk (qemu-utils from bookworm-backports, no backports source left)" >&2

@@ -293,8 +293,31 @@ struct {
 	__type(value, struct syscall_in_flight);
 } in_flight SEC(".maps");
 
+/* Kernels without task storage (5.10: it came in 5.11) keep the same state in
+ * a hash by thread id; the loader sets in_flight_by_tid and does not create
+ * `in_flight` there (the task-storage branch is dead code the verifier skips).
+ * LRU: a thread that dies mid-call leaves an entry that ages out. */
+const volatile bool in_flight_by_tid = false;
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct syscall_in_flight);
+} in_flight_tid SEC(".maps");
+
 static __always_inline struct syscall_in_flight *current_in_flight(bool create)
 {
+	if (in_flight_by_tid) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+		struct syscall_in_flight *f = bpf_map_lookup_elem(&in_flight_tid, &tid);
+
+		if (f || !create)
+			return f;
+		struct syscall_in_flight zero = {};
+
+		bpf_map_update_elem(&in_flight_tid, &tid, &zero, BPF_NOEXIST);
+		return bpf_map_lookup_elem(&in_flight_tid, &tid);
+	}
 	return bpf_task_storage_get(&in_flight, bpf_get_current_task_btf(), 0,
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
@@ -1494,13 +1517,25 @@ static __always_inline bool need_parse(void)
  * untyped pointers are given their types with bpf_core_cast. */
 static __always_inline __u64 fd_socket(__u64 fd)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct fdtable *fdt = task->files->fdt;
-	if (!fdt || fd >= fdt->max_fds)
-		return 0;
 	struct file *fp = NULL;
-	if (bpf_probe_read_kernel(&fp, sizeof(fp), &fdt->fd[fd]) || !fp)
-		return 0;
+	/* bpf_get_current_task_btf came in 5.11: asked of this kernel's BTF
+	 * (CO-RE), and without it the same walk by probe reads. */
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)) {
+		struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+		struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+		if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+			return 0;
+		struct file **fds = BPF_CORE_READ(fdt, fd);
+		if (bpf_probe_read_kernel(&fp, sizeof(fp), &fds[fd]) || !fp)
+			return 0;
+	} else {
+		struct task_struct *task = bpf_get_current_task_btf();
+		struct fdtable *fdt = task->files->fdt;
+		if (!fdt || fd >= fdt->max_fds)
+			return 0;
+		if (bpf_probe_read_kernel(&fp, sizeof(fp), &fdt->fd[fd]) || !fp)
+			return 0;
+	}
 	/* bpf_rdonly_cast is a 6.2 kfunc: without it, probe reads. */
 	if (!bpf_ksym_exists(bpf_rdonly_cast)) {
 		if ((BPF_CORE_READ(fp, f_inode, i_mode) & S_IFMT) != S_IFSOCK)

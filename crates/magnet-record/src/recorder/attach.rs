@@ -578,6 +578,18 @@ fn tcp_rcv_on(config: &RecordConfig) -> bool {
         .is_some_and(|p| probe_on(config, p))
 }
 
+/// Whether this kernel creates task-storage maps (Linux 5.11+); asked of the
+/// kernel itself, not guessed from its version.
+fn has_task_storage() -> bool {
+    // SAFETY: a probe call with no options; it creates and closes one map.
+    unsafe {
+        libbpf_sys::libbpf_probe_bpf_map_type(
+            libbpf_sys::BPF_MAP_TYPE_TASK_STORAGE,
+            std::ptr::null(),
+        ) == 1
+    }
+}
+
 /// The loaded object holding the programs of the `chosen` hooks (and the
 /// support programs `wanted` names). A hook the table allows can still be
 /// refused by this kernel's verifier (6.12 lets netfilter programs call fewer
@@ -598,6 +610,19 @@ fn load_with_fallback(
             .open(storage)
             .context("opening the BPF object failed")?;
         configure(&mut open)?;
+        // Task storage (5.11+) holds each thread's socket call in flight;
+        // without it the same state lives in a hash by thread id.
+        let task_storage = has_task_storage();
+        open.maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("the object has read-only settings")
+            .in_flight_by_tid = !task_storage;
+        if task_storage {
+            open.maps.in_flight_tid.set_max_entries(1)?;
+        } else {
+            open.maps.in_flight.set_autocreate(false)?;
+        }
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
             prog.set_autoload(wanted(chosen, &name));
