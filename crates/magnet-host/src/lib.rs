@@ -2,7 +2,8 @@
 //! sampler in magnet-sample): whether this host can load BPF at all and what
 //! to do when it cannot ([`preflight`]), the clock pair that maps BPF
 //! timestamps to wall-clock time ([`clock`]), attach helpers for netfilter,
-//! TCX and clsact ([`attach`]), and libbpf's load messages ([`libbpf_log`]).
+//! TCX and clsact ([`attach`]), libbpf's load messages ([`libbpf_log`]), and
+//! the host's sockets with their cookies and inodes ([`sockdiag`]).
 //!
 //! It compiles no BPF of its own, so a crate that needs only this does not
 //! build the recorder's programs.
@@ -10,6 +11,7 @@
 pub mod attach;
 pub mod clock;
 pub mod libbpf_log;
+pub mod sockdiag;
 
 use std::path::Path;
 

@@ -963,6 +963,27 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
 			seen->cookie[slot] = cookie;
 		return true;
 	}
+	/* A socket that existed when the recording began, held by a traced
+	 * task (a server's listener and connections when the recorder attaches
+	 * to it running): user space found it (recorder/snapshot.rs), wrote its
+	 * SOCK record and left its cookie in socks before attaching. Its first
+	 * event here may come in a softirq (the request of a connection the
+	 * server has not read yet), where task filters cannot decide. */
+	if (filter_tasks && cookie) {
+		__u8 *snap = bpf_map_lookup_elem(&socks, &cookie);
+		if (snap && (*snap & SOCK_TRACED)) {
+			struct sk_tuple t = {};
+			read_sk_tuple(sk, &t);
+			__u8 announced = *snap & SOCK_ANNOUNCED;
+			fl = mark_traced(sk, cookie);
+			if (fl)
+				*fl |= announced;
+			if (!announced && announce(sk, cookie, &t) && fl)
+				*fl |= SOCK_ANNOUNCED;
+			track_flow(&t, cookie, addr_of(sk));
+			return true;
+		}
+	}
 	if (!task_ctx && filter_tasks)
 		return false;
 	if (!task_traced())
@@ -1640,8 +1661,11 @@ int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 	if (filter_tasks) {
 		struct sk_tuple t = {};
 		read_sk_tuple((const struct sock *)sk, &t);
+		/* With its cookie: a flow left at cookie 0 named no socket for
+		 * the packets received during the call (the socket's app event
+		 * finds it in the per-CPU cache and does not track it again). */
 		if (t.sport)
-			track_flow(&t, 0, sk);
+			track_flow(&t, BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_cookie.counter), sk);
 	}
 	struct syscall_in_flight *f = current_in_flight(true);
 	if (f) {

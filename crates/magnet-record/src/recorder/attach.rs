@@ -13,10 +13,11 @@ use libbpf_rs::{NFPROTO_IPV4, NFPROTO_IPV6};
 use magnet_trace::{Header, LayerSource};
 
 use super::host::{kernel_release, preflight};
-use super::targets::{addr16, Cgroup2Root, Tasks};
+use super::targets::{Cgroup2Root, Tasks};
 use crate::config::{Layer, RecordConfig};
 use crate::probes::{self, Attach, Choice, PROBES};
 use crate::skel::{OpenRecordSkel, RecordSkel, RecordSkelBuilder};
+use magnet_host::sockdiag::addr16;
 
 /// `--kinds` may only adjust kinds of selected layers.
 pub(super) fn check_kinds(config: &RecordConfig) -> Result<()> {

@@ -106,16 +106,18 @@ pub(super) struct KernelMaps<'a> {
 /// Drains the rings into blocks until the target ends, the duration passes,
 /// `stop` is set or the writer fails; then detaches (`links` dropped), drains
 /// what is left and adds LOST records for counts the kernel had not reported.
+/// `drain` may hold records made in user space that open the trace (the SOCK
+/// records of the sockets found at the start).
 pub(super) fn run(
     config: &RecordConfig,
     opts: &mut RunOptions,
     rings: &[MapHandle],
     kernel: KernelMaps<'_>,
-    tx: SyncSender<WriterMsg>,
+    drain: Drain,
     mut child: Option<Child>,
     links: Vec<Link>,
 ) -> Result<Drained> {
-    let drain = RefCell::new(Drain::new(tx));
+    let drain = RefCell::new(drain);
     let mut rb = RingBufferBuilder::new();
     for ring in rings {
         rb.add(ring, |data: &[u8]| {

@@ -2,7 +2,9 @@
 //!
 //! 1. [`host`]: can this host record (root, BTF), the clock pair, the header;
 //! 2. [`targets`]: what is traced and which task filters the kernel applies;
-//! 3. [`attach`]: which hook feeds each probe, loading and attaching;
+//! 3. [`attach`]: which hook feeds each probe, loading and attaching, after
+//!    [`snapshot`] has told the kernel which sockets of the traced tasks
+//!    exist already;
 //! 4. [`drain`]: rings to trace blocks (written by a second thread), then the
 //!    stop: detach, drain the rest, account for every lost event, close the
 //!    trace with its totals.
@@ -24,6 +26,7 @@ mod attach;
 mod drain;
 mod frames;
 mod host;
+mod snapshot;
 mod targets;
 
 pub use attach::{check, CheckLine};
@@ -112,6 +115,10 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     // that no event precedes it.
     let mut header = host::header(config, &opts.target);
     let rings = drain::make_rings(&skel.maps.rings, cpus, ring_bytes)?;
+    // Sockets the traced tasks hold already (a running server's listeners
+    // and connections): known to the kernel before the first program runs.
+    let found = snapshot::take(config, &opts.target, &tasks)?;
+    snapshot::install(&found, &skel.maps.socks, &skel.maps.traced_flows)?;
     let links = attach::attach(&mut plan, &needs, &skel, &mut header)?;
     let (tx, writer) = drain::spawn_writer(&config.output, &header)?;
     if let Some(ready) = opts.ready.take() {
@@ -128,6 +135,10 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             return Err(e);
         }
     };
+    let mut opening = drain::Drain::new(tx.clone());
+    for f in &found {
+        opening.push(&snapshot::sock_record(f));
+    }
     let drained = drain::run(
         config,
         &mut opts,
@@ -136,7 +147,7 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             cpu_stats: &skel.maps.cpu_stats,
             batches: &skel.maps.batches,
         },
-        tx.clone(),
+        opening,
         child,
         links,
     )?;
