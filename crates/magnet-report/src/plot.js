@@ -239,7 +239,7 @@
       }
       smin = Math.max(1, smin);
       // Units in a few bins only: the distributions below say more.
-      const sizePlot = (used < 3 || (i1 + 1 - i0) < n / 2) ? (document.getElementById(`size-${C.cookie}-${dir}`).remove(), null) : make(`size-${C.cookie}-${dir}`, "time", `${dirName}: unit sizes per ${fmtDur(w)} bin`,
+      const sizePlot = (used < 3 || (i1 + 1 - i0) < n / 2) ? (document.getElementById(`size-${C.cookie}-${dir}`)?.remove(), null) : make(`size-${C.cookie}-${dir}`, "time", `${dirName}: unit sizes per ${fmtDur(w)} bin`,
         timeOpts(key, range, yAxis("unit size (bytes, log)", fmtBytes, { splits: byteSplits }), sseries,
           { bands, scales: { x: { time: false, range: () => range.slice() }, y: { distr: 3, log: 2, range: [smin / 1.5, smax * 1.5] } } }),
         sdata);
