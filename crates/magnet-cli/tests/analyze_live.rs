@@ -430,7 +430,9 @@ fn chromium(args: &[&str]) -> Output {
             "--no-first-run",
             "--enable-logging=stderr",
             "--v=0",
-            "--window-size=1000,6000",
+            "--window-size=1400,16000",
+            // The report checks its plots after uPlot has drawn them (a timer).
+            "--virtual-time-budget=5000",
             &format!("--user-data-dir={}", profile.display()),
         ])
         .args(args)

@@ -54,16 +54,22 @@
   // Seconds with as many decimals as the tick step needs; x ticks spaced by
   // the width of such a label.
   function secTicks(u, splits, axisIdx, space, incr) {
-    const d = Math.max(0, Math.min(9, Math.ceil(-Math.log10(incr) - 1e-9)));
+    // Decimals that show the step exactly (0.25 needs 2).
+    let d = 0;
+    while (d < 9 && Math.abs(incr * Math.pow(10, d) - Math.round(incr * Math.pow(10, d))) > 1e-6) d++;
     return splits.map((v) => v.toFixed(d));
   }
   function secSpace(u, axisIdx, min, max, dim) {
-    const d = Math.max(0, Math.ceil(-Math.log10((max - min) / 10)));
+    const d = Math.max(0, Math.ceil(-Math.log10((max - min) / 10))) + 1;
     return textW((max.toFixed(d)), FONT) + 24;
   }
   // Integer steps only for counts.
   const INT_INCRS = [];
   for (let p = 1; p <= 1e15; p *= 10) INT_INCRS.push(p, 2 * p, 5 * p);
+  // Byte steps that `bytes` shows round: plain below 100 000, then k (1024).
+  const BYTE_INCRS = [];
+  for (let p = 1; p <= 10000; p *= 10) BYTE_INCRS.push(p, 2 * p, 5 * p);
+  for (let p = 100; p <= 1e12; p *= 10) BYTE_INCRS.push(1024 * p, 2048 * p, 5120 * p);
   // Byte ticks on log axes: powers of 4 (or 2 over a narrow range).
   function byteSplits(u, axisIdx, min, max) {
     const out = [];
@@ -275,12 +281,12 @@
       };
       const B = (v) => fmtBytes(v);
       tcp("tcp-buf", "send buffer and bytes in flight", "bytes (B)", B,
-        [["sndbuf", "written, not acked (B)", "#1f77b4"], ["inflight", "in flight (B)", "#ff7f0e"]]);
+        [["sndbuf", "written, not acked (B)", "#1f77b4"], ["inflight", "in flight (B)", "#ff7f0e"]], { incrs: BYTE_INCRS });
       tcp("tcp-cwnd", "congestion window", "cwnd (segments)", fmtCount,
         [["cwnd", "cwnd (segments)", "#2ca02c"], ["retrans_out", "retransmits out (segments)", "#d62728"]], { incrs: INT_INCRS });
       tcp("tcp-rtt", "smoothed RTT", "srtt (time)", (v) => fmtDur(v * 1000), [["srtt_us", "srtt", "#9467bd"]]);
       tcp("tcp-wnd", "windows", "window (B)", B,
-        [["snd_wnd", "snd_wnd: peer's receive window (B)", "#8c564b"], ["rcv_wnd", "rcv_wnd: ours (B)", "#e377c2"]]);
+        [["snd_wnd", "snd_wnd: peer's receive window (B)", "#8c564b"], ["rcv_wnd", "rcv_wnd: ours (B)", "#e377c2"]], { incrs: BYTE_INCRS });
     }
   }
   if (P.sched.cpus.length && document.getElementById("sched")) {
@@ -355,6 +361,12 @@
     const out = { width: W, plots: plots.map(check) };
     const pre = document.getElementById("selfcheck");
     if (pre) pre.textContent = JSON.stringify(out);
+    // Each plot area on the page (for screenshot checks: coloured pixels in it).
+    const rects = plots.map((p) => {
+      const r = p.u.over.getBoundingClientRect();
+      return [Math.round(r.left + scrollX), Math.round(r.top + scrollY), Math.round(r.width), Math.round(r.height), p.id];
+    });
+    document.body.setAttribute("data-plot-rects", JSON.stringify(rects));
     document.body.setAttribute("data-rendered", String(plots.length));
   }, 200);
 })();

@@ -121,7 +121,11 @@ fn open(bin: &Path, html: &str, name: &str) -> Value {
     assert!(!text.is_empty(), "{name}: the page's script did not finish");
     let png = dir().join(format!("{name}.png"));
     chromium(bin, &[&format!("--screenshot={}", png.display()), &url]);
-    eprintln!("{name}: page {} bytes, screenshot {}", html.len(), png.display());
+    eprintln!(
+        "{name}: page {} bytes, screenshot {}",
+        html.len(),
+        png.display()
+    );
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: self-check {e}: {text}"))
 }
 
@@ -140,10 +144,7 @@ fn looks_right(name: &str, check: &Value) -> usize {
                 "{name} {id}: axis label {label:?} over its tick labels {}",
                 a["ticks"]
             );
-            assert_eq!(
-                a["label_longer_than_plot"], false,
-                "{name} {id}: {label:?}"
-            );
+            assert_eq!(a["label_longer_than_plot"], false, "{name} {id}: {label:?}");
             assert_eq!(
                 a["crowded_ticks"], 0,
                 "{name} {id}: tick labels of {label:?} run into each other: {}",
@@ -158,7 +159,9 @@ fn looks_right(name: &str, check: &Value) -> usize {
             assert!(ticks.len() >= 2, "{name} {id}: {label:?} ticks {ticks:?}");
             if label.contains("count") || label.contains("segments") {
                 assert!(
-                    ticks.iter().all(|t| t.chars().all(|c| c.is_ascii_digit() || c == ',')),
+                    ticks
+                        .iter()
+                        .all(|t| t.chars().all(|c| c.is_ascii_digit() || c == ',')),
                     "{name} {id}: counts shown as {ticks:?}"
                 );
             }
@@ -280,7 +283,8 @@ fn write(name: &str, recs: &[Vec<u8>], end: u64) -> Vec<u8> {
 #[test]
 fn report_reads_right_in_chromium() {
     let Some(bin) = chromium_path() else {
-        let why = "report_reads_right_in_chromium: chromium not found (scripts/setup.sh installs it)";
+        let why =
+            "report_reads_right_in_chromium: chromium not found (scripts/setup.sh installs it)";
         assert!(
             std::env::var("MAGNET_REQUIRE_LIVE").as_deref() != Ok("1"),
             "{why}"
@@ -307,7 +311,13 @@ fn report_reads_right_in_chromium() {
         .iter()
         .map(|p| p["id"].as_str().unwrap())
         .collect();
-    for want in ["rate-80823-out", "rate-80823-in", "lat-80823", "tcp-cwnd-80823", "sched"] {
+    for want in [
+        "rate-80823-out",
+        "rate-80823-in",
+        "lat-80823",
+        "tcp-cwnd-80823",
+        "sched",
+    ] {
         assert!(ids.contains(&want), "demo: no {want} in {ids:?}");
     }
 
@@ -319,7 +329,10 @@ fn report_reads_right_in_chromium() {
     let (a, html) = page(&bytes, "paced.mgt");
     let c = &a.connections[0];
     assert_eq!(c.row("app", "out").unwrap().units, sends);
-    assert_eq!(c.row("dev", "out").unwrap().units, sends / 1000 + (sends - sends / 1000) * 12);
+    assert_eq!(
+        c.row("dev", "out").unwrap().units,
+        sends / 1000 + (sends - sends / 1000) * 12
+    );
     assert!(
         html.len() < 1_500_000,
         "a page of {} bytes for {} events",
@@ -330,7 +343,10 @@ fn report_reads_right_in_chromium() {
     let n = looks_right("paced", &check);
     assert!(n >= 8, "paced: {n} plots");
     // The rate plot's bins: 50 ms over the 10 s transfer, every app byte in them.
-    let plots = html.split("<script id=plots type=\"application/json\">").nth(1).unwrap();
+    let plots = html
+        .split("<script id=plots type=\"application/json\">")
+        .nth(1)
+        .unwrap();
     let plots: Value = serde_json::from_str(&plots[..plots.find("</script>").unwrap()]).unwrap();
     let conn = &plots["conns"][0];
     assert_eq!(conn["w_ns"], 50 * MS);
@@ -368,7 +384,10 @@ fn report_reads_right_in_chromium() {
         .into_bytes()];
     let bytes = write("one", &one, T0 + 2 * MS);
     let (_, html) = page(&bytes, "one.mgt");
-    assert!(html.contains("app out: 1 call of 1000 B at 0.001000 s"), "{html}");
+    assert!(
+        html.contains("app out: 1 call of 1000 B at 0.001000 s"),
+        "{html}"
+    );
     let check = open(&bin, &html, "one");
     assert_eq!(looks_right("one", &check), 0);
 
