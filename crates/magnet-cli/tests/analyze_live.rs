@@ -582,7 +582,9 @@ fn check_report_in_chromium(trace: &Path, j: &Value) {
     assert_eq!(counts.len(), rendered);
     for (name, n) in &counts {
         assert!(
-            *n >= 1000,
+            // Axes and grid are grey: a plot with no data has next to no coloured
+            // pixels; the sparsest drawn one (a few ACK sizes as dots) has ~700.
+            *n >= 300,
             "plot {name} looks blank in the screenshot ({n} coloured pixels): {counts:?}"
         );
     }

@@ -272,6 +272,12 @@
       const tx = T.x.map((v) => (C.t0_ns + v) / 1e9);
       const step = uPlot.paths.stepped({ align: 1 });
       const tcp = (id, title, ylabel, fmt, fields, more) => {
+        // All zero (a receiver's send buffer): a line on the axis says less than words.
+        if (fields.every(([f]) => T[f].every((v) => !v))) {
+          const e = document.getElementById(`${id}-${C.cookie}`);
+          if (e) e.textContent = `${title}: 0 throughout.`;
+          return;
+        }
         const u = make(`${id}-${C.cookie}`, "time", title,
           timeOpts(key, range, yAxis(ylabel, fmt, more), fields.map(([f, label, color]) => ({
             label, stroke: color, width: 1.5, paths: step, points: { show: false },
