@@ -10,7 +10,8 @@ use magnet_trace::{catalog::tcp_state_name, kind, KindIndex};
 use crate::fields::{View, F};
 use crate::latency::{RecvPath, SendPath};
 use crate::model::{
-    AppTotals, Coalescing, ConnSeries, Connection, Latency, LayerRow, LostRegion, Marks,
+    AppTotals, Coalescing, ConnSeries, Connection, Latency, LayerRow, LostRegion, Marks, TimeBins,
+    LOG_BINS_PER_DECADE,
 };
 use crate::series::LayerAcc;
 use crate::tcp::{SegTrack, Snap, TcpAcc};
@@ -325,6 +326,12 @@ impl Conn {
                     marks.push(Marks {
                         layer: layer.to_string(),
                         dir: dir.to_string(),
+                        bins: acc
+                            .bins
+                            .take()
+                            .map_or_else(TimeBins::default, |b| b.finish(origin)),
+                        size_hist: acc.size.log_histogram(LOG_BINS_PER_DECADE),
+                        interval_hist: acc.interval.log_histogram(LOG_BINS_PER_DECADE),
                         stride: m.stride,
                         points: m
                             .points
@@ -379,8 +386,8 @@ impl Conn {
         let series = series.then(|| ConnSeries {
             marks,
             tcp: tcp_series,
-            send_latency_hist: self.send.latency.histogram(40),
-            recv_latency_hist: r.latency.histogram(40),
+            send_latency_hist: self.send.latency.log_histogram(LOG_BINS_PER_DECADE),
+            recv_latency_hist: r.latency.log_histogram(LOG_BINS_PER_DECADE),
         });
         let active_from_s = modulation.iter().map(|r| r.first_s).reduce(f64::min);
         let active_to_s = modulation.iter().map(|r| r.last_s).reduce(f64::max);

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::dist::Stats;
+pub use crate::dist::{LogHist, Stats};
 
 /// The result of analysing one trace.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -201,15 +201,33 @@ pub struct Latency {
     pub recv_cpu_wait_share: Option<f64>,
 }
 
-/// Points for plots, bounded: when a series would exceed its cap every other
-/// point is dropped (and from then on only every 2nd, 4th … point is kept).
+/// Points for plots, bounded: when a series of points would exceed its cap
+/// every other point is dropped (and from then on only every 2nd, 4th … point
+/// is kept). Time bins and histograms count every unit.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ConnSeries {
     pub marks: Vec<Marks>,
     pub tcp: Vec<TcpSample>,
-    /// (lower bound ns, count) bins.
-    pub send_latency_hist: Vec<(u64, u64)>,
-    pub recv_latency_hist: Vec<(u64, u64)>,
+    /// Latencies (ns) on a log axis, `LOG_BINS_PER_DECADE` bins per decade.
+    pub send_latency_hist: LogHist,
+    pub recv_latency_hist: LogHist,
+}
+
+/// Bins per power of ten of the series' log histograms.
+pub const LOG_BINS_PER_DECADE: u32 = 10;
+
+/// One layer and direction per time bin, every unit counted: bin `i` covers
+/// `from_s + i·width_ns` up to the next; `min`/`max` are its smallest and
+/// largest unit (0 where `units` is 0).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeBins {
+    /// Start of bin 0 (the layer's first unit), seconds since the recording's start.
+    pub from_s: f64,
+    pub width_ns: u64,
+    pub bytes: Vec<u64>,
+    pub units: Vec<u64>,
+    pub min: Vec<u32>,
+    pub max: Vec<u32>,
 }
 
 /// Units of one layer and direction: `[time_s, size]`.
@@ -220,6 +238,14 @@ pub struct Marks {
     /// 1 when every unit is present, else the decimation stride.
     pub stride: u64,
     pub points: Vec<(f64, u32)>,
+    /// Every unit per time bin (bytes over time, unit sizes per bin).
+    #[serde(default)]
+    pub bins: TimeBins,
+    /// Unit sizes (bytes) and gaps between consecutive units (ns), log bins.
+    #[serde(default)]
+    pub size_hist: LogHist,
+    #[serde(default)]
+    pub interval_hist: LogHist,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -430,7 +430,9 @@ fn chromium(args: &[&str]) -> Output {
             "--no-first-run",
             "--enable-logging=stderr",
             "--v=0",
-            "--window-size=1000,6000",
+            "--window-size=1400,16000",
+            // The report checks its plots after uPlot has drawn them (a timer).
+            "--virtual-time-budget=5000",
             &format!("--user-data-dir={}", profile.display()),
         ])
         .args(args)
@@ -580,7 +582,9 @@ fn check_report_in_chromium(trace: &Path, j: &Value) {
     assert_eq!(counts.len(), rendered);
     for (name, n) in &counts {
         assert!(
-            *n >= 1000,
+            // Axes and grid are grey: a plot with no data has next to no coloured
+            // pixels; the sparsest drawn one (a few ACK sizes as dots) has ~700.
+            *n >= 300,
             "plot {name} looks blank in the screenshot ({n} coloured pixels): {counts:?}"
         );
     }

@@ -3,15 +3,22 @@
 //! The page works offline: no fetches, no external scripts or styles. Tables
 //! are rendered here (every number also sits in a `data-value` attribute with
 //! its exact value from the analysis, under a `data-key` naming it, so tests and
-//! scripts can compare the page with `magnet analyze --json`); the plots are
-//! drawn in the browser by a small inline script from the analysis embedded as
-//! JSON: bytes versus time per layer for the chosen connection (MAGNeT figs.
-//! 9/10), TCP state, latency histograms, context switches per CPU, with LOST
-//! regions shaded. Drag to zoom the time plots, double-click to reset.
+//! scripts can compare the page with `magnet analyze --json`). The plots are
+//! drawn in the browser by uPlot (vendored, MIT, inlined: `vendor/uplot`) from
+//! compact arrays made here ([`plots`]): per plotted connection, bytes per time
+//! bin of every layer on one time axis, unit sizes per bin, unit-size and gap
+//! distributions and latencies on log axes with percentiles marked, TCP state;
+//! context switches per CPU; LOST regions shaded. docs/analyze.md describes the
+//! page. Numbers are shown by `magnet_analyze::units`, as `magnet analyze` shows
+//! them (the page's script gets the same unit tables).
 
 use std::fmt::Write;
 
+use magnet_analyze::units::{bps, bytes, dur, units_json};
 use magnet_analyze::{Analysis, Connection, LayerRow, Stats};
+
+mod plots;
+pub use plots::{plotted, PLOTTED};
 
 pub struct ReportOptions {
     /// Shown as the page title (usually the trace's file name).
@@ -26,10 +33,12 @@ h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; } h3 { font-
 table { border-collapse: collapse; margin: .4em 0 1em; }
 td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
 th { background: #f4f4f4; } td.l, th.l { text-align: left; }
-.plotbox { margin: 2px 0; } svg.plot { display: block; max-width: 100%; height: auto; }
-.tick { font-size: 10px; fill: #555; } .label { font-size: 11px; fill: #333; }
-.legend { font-size: 11px; } .tip { font-size: 11px; fill: #000; }
+.plotbox { margin: 4px 0 10px; } .pair { display: flex; gap: 16px; flex-wrap: wrap; }
 .note { color: #666; font-size: 12px; } .lostrow td { background: #fde; }
+section.conn { border-top: 2px solid #ccd; margin-top: 1.5em; }
+ul.dists { font-size: 12px; color: #444; margin: 0 0 1em; }
+.ptitle { font-size: 13px; font-weight: 600; margin: 6px 0 0 4px; }
+.uplot .u-legend { font-size: 12px; }
 ";
 
 /// Index of the connection to plot.
@@ -64,38 +73,6 @@ fn cell(out: &mut String, key: &str, value: impl std::fmt::Display, shown: &str)
         esc(key),
         esc(shown)
     );
-}
-
-fn bytes(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.2} MB", v / 1e6)
-    } else if v >= 1e4 {
-        format!("{:.1} kB", v / 1e3)
-    } else if v.fract() == 0.0 {
-        format!("{v:.0} B")
-    } else {
-        format!("{v:.1} B")
-    }
-}
-
-fn dur(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.3} s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.3} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
-}
-
-fn rate(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.2} Mb/s", v / 1e6)
-    } else {
-        format!("{:.1} kb/s", v / 1e3)
-    }
 }
 
 fn stats_cells(out: &mut String, key: &str, s: Option<&Stats>, show: fn(f64) -> String) {
@@ -157,7 +134,7 @@ fn modulation(out: &mut String, c: &Connection) {
             None => out.push_str("<td>-</td>"),
         }
         match r.rate_bps {
-            Some(v) => cell(out, &format!("{k}.rate_bps"), v, &rate(v)),
+            Some(v) => cell(out, &format!("{k}.rate_bps"), v, &bps(Some(v))),
             None => out.push_str("<td>-</td>"),
         }
         cell(
@@ -245,11 +222,13 @@ pub fn time_span(a: &Analysis, pick: Option<usize>) -> (f64, f64) {
 pub fn render(a: &Analysis, o: &ReportOptions) -> String {
     let pick = chosen(a, o.sock);
     let span = time_span(a, pick);
+    let shown = plotted(a, o.sock);
     let mut h = String::with_capacity(1 << 16);
     let _ = write!(
         h,
         "<!doctype html><html lang=en><head><meta charset=utf-8><title>magnet report: {t}</title>\
-         <style>{STYLE}</style></head><body data-chosen=\"{}\" data-from=\"{}\" data-to=\"{}\"><h1>magnet report: {t}</h1>",
+         <style>{}</style><style>{STYLE}</style></head><body data-chosen=\"{}\" data-from=\"{}\" data-to=\"{}\"><h1>magnet report: {t}</h1>",
+        include_str!("../vendor/uplot/uPlot.min.css"),
         pick.map_or(-1, |i| i as i64),
         span.0,
         span.1,
@@ -296,60 +275,38 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
             c.pids.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(","),
             esc(&c.comm)
         );
-        cell(
-            &mut h,
-            &format!("{k}.app.sent_bytes"),
-            c.app.sent_bytes,
-            &c.app.sent_bytes.to_string(),
-        );
-        cell(
-            &mut h,
-            &format!("{k}.app.sent_calls"),
-            c.app.sent_calls,
-            &c.app.sent_calls.to_string(),
-        );
-        cell(
-            &mut h,
-            &format!("{k}.app.recv_bytes"),
-            c.app.recv_bytes,
-            &c.app.recv_bytes.to_string(),
-        );
-        cell(
-            &mut h,
-            &format!("{k}.app.recv_calls"),
-            c.app.recv_calls,
-            &c.app.recv_calls.to_string(),
-        );
+        for (f, v) in [
+            ("sent_bytes", c.app.sent_bytes),
+            ("sent_calls", c.app.sent_calls),
+            ("recv_bytes", c.app.recv_bytes),
+            ("recv_calls", c.app.recv_calls),
+        ] {
+            cell(&mut h, &format!("{k}.app.{f}"), v, &v.to_string());
+        }
         let _ = write!(h, "<td>{:.3}</td><td>{:.3}</td></tr>", c.first_s, c.last_s);
     }
     h.push_str("</table>");
-
-    if let Some(c) = pick.map(|i| &a.connections[i]) {
+    if a.connections.len() > shown.len() && !shown.is_empty() {
         let _ = write!(
             h,
-            "<h2>Socket {} in time: {} → {}</h2><p class=note>One row of marks per layer and direction; a mark's \
-             height is the unit's size (MAGNeT figs. 9/10). Drag to zoom, double-click to reset. Showing <span id=zoom></span>.</p>\
-             <div id=layers></div>",
-            c.cookie,
-            esc(c.local.as_deref().unwrap_or("?")),
-            esc(c.remote.as_deref().unwrap_or("?"))
+            "<p class=note>Plots below for the {} connection{} that moved the most bytes{}; \
+             <code>magnet report --sock COOKIE</code> plots another one first.</p>",
+            shown.len(),
+            if shown.len() == 1 { "" } else { "s" },
+            if o.sock.is_some() {
+                " (--sock first)"
+            } else {
+                ""
+            }
         );
-        if c.series.as_ref().is_some_and(|s| !s.tcp.is_empty()) {
-            h.push_str(
-                "<h3>TCP state (--tcp-state snapshots)</h3><div id=tcp-buf class=plotbox></div><div id=tcp-cwnd class=plotbox></div>\
-                 <div id=tcp-rtt class=plotbox></div><div id=tcp-wnd class=plotbox></div>",
-            );
-        }
-        if c.latency.send.is_some() || c.latency.recv.is_some() {
-            h.push_str("<h3>Latency through the stack</h3>");
-            latency(&mut h, c);
-            h.push_str(
-                "<div id=lat-send class=plotbox></div><div id=lat-recv class=plotbox></div>",
-            );
-        }
     }
 
-    h.push_str("<h2>Modulation per connection and layer (MAGNeT's Table III)</h2>");
+    for &i in &shown {
+        conn_section(&mut h, &a.connections[i]);
+    }
+
+    h.push_str("<h2>Modulation per connection and layer (MAGNeT's Table III)</h2>\
+        <p class=note>Sizes in bytes (k = 1024 B, M = 1024² B), times as <code>magnet analyze</code> shows them.</p>");
     for c in &a.connections {
         let _ = write!(
             h,
@@ -364,8 +321,8 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
         if let Some(t) = &c.tcp {
             let _ = write!(
                 h,
-                "<p class=note>TCP: send buffer (written, not acked) max <span data-key=\"{k}.tcp.sndbuf_max\" data-value=\"{}\">{}</span>, \
-                 mean <span data-key=\"{k}.tcp.sndbuf_mean\" data-value=\"{}\">{}</span>; cwnd {}–{}; {} retransmits</p>",
+                "<p class=note>TCP: send buffer (written, not acked) max <span data-key=\"{k}.tcp.sndbuf_max\" data-value=\"{}\">{} B</span>, \
+                 mean <span data-key=\"{k}.tcp.sndbuf_mean\" data-value=\"{}\">{} B</span>; cwnd {}–{} segments; {} retransmits</p>",
                 t.sndbuf_max,
                 bytes(t.sndbuf_max as f64),
                 t.sndbuf_mean,
@@ -376,7 +333,7 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
                 k = c.cookie
             );
         }
-        if pick.map(|i| a.connections[i].cookie) != Some(c.cookie)
+        if !shown.iter().any(|&i| a.connections[i].cookie == c.cookie)
             && (c.latency.send.is_some() || c.latency.recv.is_some())
         {
             latency(&mut h, c);
@@ -412,21 +369,170 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
         }
         h.push_str("</table>");
     }
-    let json = serde_json::to_string(a)
-        .unwrap_or_else(|_| "null".into())
-        .replace("</", "<\\/");
+    h.push_str("<pre id=selfcheck hidden></pre>");
+    // The analysis without its plot series (the plots have their own compact
+    // arrays below), for scripts that read the page.
+    let mut lean = a.clone();
+    for c in &mut lean.connections {
+        c.series = None;
+    }
+    let json = script_safe(&serde_json::to_string(&lean).unwrap_or_else(|_| "null".into()));
+    let plots = script_safe(&plots::plots(a, &shown).to_string());
     let _ = writeln!(
         h,
-        "<script id=analysis type=\"application/json\">{json}</script><script>{}</script></body></html>",
+        "<script id=analysis type=\"application/json\">{json}</script>\
+         <script id=plots type=\"application/json\">{plots}</script>\
+         <script id=units type=\"application/json\">{}</script>\
+         <script>{}</script><script>{}</script></body></html>",
+        units_json(),
+        include_str!("../vendor/uplot/uPlot.iife.min.js"),
         include_str!("plot.js")
     );
     h
+}
+
+/// JSON that cannot close its script element early.
+fn script_safe(json: &str) -> String {
+    json.replace("</", "<\\/")
+}
+
+/// One plotted connection: its plots (drawn by the script into the empty
+/// boxes named here) and what the numbers under them mean.
+fn conn_section(h: &mut String, c: &Connection) {
+    let k = c.cookie;
+    let _ = write!(
+        h,
+        "<section class=conn id=\"plots-{k}\" data-cookie=\"{k}\"><h2>Socket {k}: {} {} → {} <span class=note>{}</span></h2>",
+        esc(&c.protocol),
+        esc(c.local.as_deref().unwrap_or("?")),
+        esc(c.remote.as_deref().unwrap_or("?")),
+        esc(&c.comm)
+    );
+    let Some(series) = &c.series else {
+        h.push_str("<p class=note>No plot series (analysed without them).</p></section>");
+        return;
+    };
+    let units: u64 = c.modulation.iter().map(|r| r.units).sum();
+    let span = match (c.active_from_s, c.active_to_s) {
+        (Some(f), Some(t)) => t - f,
+        _ => 0.0,
+    };
+    if units < 2 || span <= 0.0 {
+        // Nothing to draw over time: say what there is.
+        h.push_str("<p>");
+        for r in &c.modulation {
+            let _ = write!(
+                h,
+                "{} {}: {} {}{} of {} B at {:.6} s. ",
+                r.layer,
+                r.dir,
+                r.units,
+                esc(&r.unit),
+                if r.units == 1 { "" } else { "s" },
+                bytes(r.size.max as f64),
+                r.first_s
+            );
+        }
+        h.push_str("Too few units in time for plots.</p>");
+    } else {
+        let dirs: Vec<&str> = ["out", "in"]
+            .into_iter()
+            .filter(|d| c.modulation.iter().any(|r| r.dir == *d))
+            .collect();
+        h.push_str("<h3>Bytes over time, every layer</h3><p class=note>Bytes each layer handled per time bin, \
+            shown as a rate; all layers share the time axis, so a burst of sends and the packets it became line up. \
+            Drag to zoom (all time plots of this socket follow), double-click to reset.</p>");
+        for d in &dirs {
+            let _ = write!(h, "<div class=plotbox id=\"rate-{k}-{d}\"></div>");
+        }
+        h.push_str("<h3>Unit sizes over time</h3><p class=note>Per time bin, the smallest and the largest unit of each layer \
+            (shaded between); log scale.</p>");
+        for d in &dirs {
+            let _ = write!(h, "<div class=plotbox id=\"size-{k}-{d}\"></div>");
+        }
+        h.push_str("<h3>Unit sizes and gaps between units</h3><p class=note>Histograms on log axes (10 bins per \
+            power of ten; count axis log scale); dashed line: median, dotted: p99.</p>");
+        for d in &dirs {
+            let _ = write!(
+                h,
+                "<div class=pair><div class=plotbox id=\"sizes-{k}-{d}\"></div><div class=plotbox id=\"gaps-{k}-{d}\"></div></div>"
+            );
+            dist_notes(h, c, d, series);
+        }
+    }
+    if c.latency.send.is_some() || c.latency.recv.is_some() {
+        h.push_str("<h3>Latency through the stack</h3>");
+        latency(h, c);
+        let _ = write!(h, "<div class=plotbox id=\"lat-{k}\"></div>");
+    }
+    if !series.tcp.is_empty() && span > 0.0 {
+        let _ = write!(
+            h,
+            "<h3>TCP state (--tcp-state snapshots)</h3><p class=note>{} snapshots{}; where more fall in one pixel \
+             column, its smallest and largest value are drawn.</p>",
+            c.tcp.as_ref().map_or(0, |t| t.samples),
+            if series.tcp.len() as u64 != c.tcp.as_ref().map_or(0, |t| t.samples) {
+                format!(" ({} kept for plots: --max-points)", series.tcp.len())
+            } else {
+                String::new()
+            }
+        );
+        for p in ["buf", "cwnd", "rtt", "wnd"] {
+            let _ = write!(h, "<div class=plotbox id=\"tcp-{p}-{k}\"></div>");
+        }
+    }
+    h.push_str("</section>");
+}
+
+/// Under the distribution plots: each layer's count and percentiles in words
+/// (and a layer whose units all have one size or one gap, which a histogram
+/// would only show as one bar).
+fn dist_notes(h: &mut String, c: &Connection, dir: &str, s: &magnet_analyze::ConnSeries) {
+    h.push_str("<ul class=dists>");
+    for r in c.modulation.iter().filter(|r| r.dir == dir) {
+        let zeros = s
+            .marks
+            .iter()
+            .find(|m| m.layer == r.layer && m.dir == r.dir)
+            .map_or(0, |m| m.interval_hist.zeros);
+        let one = |st: &Stats, f: fn(f64) -> String, unit: &str| {
+            if st.min == st.max {
+                format!("all {}{unit}", f(st.min as f64))
+            } else {
+                format!(
+                    "median {}{unit}, p99 {}{unit}, max {}{unit}",
+                    f(st.median as f64),
+                    f(st.p99 as f64),
+                    f(st.max as f64)
+                )
+            }
+        };
+        let _ = write!(
+            h,
+            "<li><b>{} {}</b>: {} {}{}; size {}",
+            r.layer,
+            r.dir,
+            r.units,
+            esc(&r.unit),
+            if r.units == 1 { "" } else { "s" },
+            one(&r.size, bytes, " B")
+        );
+        if let Some(i) = &r.interval_ns {
+            let _ = write!(h, "; gap {}", one(i, dur, ""));
+            if zeros > 0 {
+                let _ = write!(h, " ({zeros} gaps of 0 ns, not on the log axis)");
+            }
+        }
+        h.push_str("</li>");
+    }
+    h.push_str("</ul>");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use magnet_analyze::{Analysis, Sched, TraceSummary};
+    use serde_json::json;
 
     #[test]
     fn escapes_and_embeds() {
@@ -507,6 +613,19 @@ mod tests {
             },
         );
         assert!(html.contains(&format!("data-from=\"{from}\" data-to=\"{to}\"")));
-        assert!(html.contains("Number(document.body.dataset.from)"));
+        // The plots' time grid: 100 µs bins over the connection's 10 ms, and
+        // every byte of its 11 sends in them.
+        let p = plots::plots(&a, &[0]);
+        let c = &p["conns"][0];
+        assert_eq!(
+            (&c["t0_ns"], &c["w_ns"], &c["n"]),
+            (&json!(79_800_000), &json!(100_000), &json!(104))
+        );
+        let app = &c["layers"][0];
+        assert_eq!(app["layer"], "app");
+        let bytes: Vec<u64> = serde_json::from_value(app["bytes"].clone()).unwrap();
+        assert_eq!(bytes.iter().sum::<u64>(), 11_000);
+        assert_eq!(bytes.iter().filter(|&&b| b == 1000).count(), 11);
+        assert!(html.contains("<script id=plots type=\"application/json\">"));
     }
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
+use magnet_analyze::units::{bps, bytes, dur};
 use magnet_analyze::{analyze, Analysis, Connection, Options, Stats};
 
 use super::trace_input;
@@ -91,42 +92,6 @@ pub fn run(args: AnalyzeArgs) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Bytes, readably.
-pub fn bytes(v: f64) -> String {
-    if v >= 10.0 * 1024.0 * 1024.0 {
-        format!("{:.1}M", v / 1048576.0)
-    } else if v >= 100_000.0 {
-        format!("{:.1}k", v / 1024.0)
-    } else if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
-
-/// Nanoseconds, readably.
-pub fn dur(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.3}s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.3}ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1}us", ns / 1e3)
-    } else {
-        format!("{ns:.0}ns")
-    }
-}
-
-pub fn bps(v: Option<f64>) -> String {
-    match v {
-        None => "-".into(),
-        Some(v) if v >= 1e9 => format!("{:.2}Gb/s", v / 1e9),
-        Some(v) if v >= 1e6 => format!("{:.2}Mb/s", v / 1e6),
-        Some(v) if v >= 1e3 => format!("{:.1}kb/s", v / 1e3),
-        Some(v) => format!("{v:.0}b/s"),
-    }
 }
 
 fn lat(s: &Option<Stats>) -> String {

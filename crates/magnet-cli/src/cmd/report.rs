@@ -1,5 +1,5 @@
-//! `magnet report`: one self-contained HTML page (inline SVG and JavaScript, no
-//! network fetches) with the analysis of a trace in numbers and plots.
+//! `magnet report`: one self-contained HTML page (inline uPlot and JavaScript,
+//! no network fetches) with the analysis of a trace in numbers and plots.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,10 +9,12 @@ use clap::Args;
 use magnet_analyze::Options;
 
 const AFTER_HELP: &str = "\
-The page shows, for the chosen connection (--sock, else the one that moved the most
-bytes): bytes versus time per layer (MAGNeT figs. 9/10), the modulation table of every
-connection, TCP state over time, latency distributions, context switches per CPU,
-and where events were lost. Its numbers are those of `magnet analyze --json`.
+The page shows, for --sock (else the connection that moved the most bytes) and the
+next busiest (4 in all): bytes per time bin of every layer on one time axis, unit
+sizes over time, unit-size and gap distributions, latency distributions (log axes,
+median and p99 marked), TCP state over time; the modulation table of every
+connection, context switches per CPU, and where events were lost. Its numbers are
+those of `magnet analyze --json`. docs/analyze.md describes the page.
 
 Examples:
   magnet report run.mgt -o run.html
@@ -29,7 +31,8 @@ pub struct ReportArgs {
     /// Connection to plot (socket cookie); default: the one that moved the most bytes.
     #[arg(long, value_name = "COOKIE")]
     sock: Option<u64>,
-    /// Most points per plotted series (more are decimated).
+    /// Most TCP snapshots kept per connection for the plots (more are decimated;
+    /// bytes over time and the distributions count every unit).
     #[arg(long, default_value_t = 20_000)]
     max_points: usize,
     /// Records held back to sort by time.
@@ -53,10 +56,10 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
             );
         }
     }
-    // Only the plotted connection's series go into the page.
-    let pick = magnet_report::chosen(&a, args.sock);
+    // Only the plotted connections' series go into the page.
+    let shown = magnet_report::plotted(&a, args.sock);
     for (i, c) in a.connections.iter_mut().enumerate() {
-        if Some(i) != pick {
+        if !shown.contains(&i) {
             c.series = None;
         }
     }
