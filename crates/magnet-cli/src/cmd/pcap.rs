@@ -89,11 +89,15 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
                 .iter()
                 .flat_map(|h| h.interfaces.iter().map(|i| i.name.clone()))
                 .collect();
+            let known = if known.is_empty() {
+                "the trace's header lists no interfaces".to_string()
+            } else {
+                format!("the trace knows {}", known.join(", "))
+            };
             anyhow::bail!(
-                "-i {}: no frames on such an interface in {} (the trace knows {})",
+                "-i {}: no frames on such an interface in {} ({known})",
                 names.join(","),
                 trace.display(),
-                known.join(", ")
             );
         }
     }
