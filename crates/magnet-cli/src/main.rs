@@ -3,14 +3,14 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 
 /// magnet shows what an application asked of the network and what every layer of the
 /// Linux stack (socket, TCP, IP, qdisc, device, wire) made of it.
 #[derive(Parser)]
-#[command(name = "magnet", version, about, long_about = None, propagate_version = true)]
+#[command(name = "magnet", version = env!("MAGNET_VERSION"), about, long_about = None, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,6 +52,10 @@ enum Command {
     Daemon(cmd::daemon::DaemonArgs),
     /// Write magnetd's flight recorder (the last seconds of full events) as trace files.
     Dump(cmd::dump::DumpArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::completions::CompletionsArgs),
+    /// Print the man page (roff) of magnet and its subcommands.
+    Man(cmd::completions::ManArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -73,6 +77,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Packets(args) => cmd::packets::run(args),
         Command::Daemon(args) => cmd::daemon::run(args),
         Command::Dump(args) => cmd::dump::run(args),
+        Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
+        Command::Man(args) => cmd::completions::man(args, Cli::command()),
     }
 }
 
@@ -93,12 +99,17 @@ impl Command {
                 | Command::Match(_)
                 | Command::Funcs(_)
                 | Command::Packets(_)
+                | Command::Pcap(_)
+                | Command::Report(_)
         )
     }
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     if cli.command.ends_on_closed_pipe() {
         // SAFETY: restoring the default disposition of one signal before any
         // thread is started; no handler runs Rust code.
@@ -121,6 +132,56 @@ fn main() -> ExitCode {
     }
 }
 
+/// clap's verdict on the arguments: help and --version as clap prints them (exit
+/// 0); anything else one `magnet: error:` line, exit 2 (docs/exit-codes.md).
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("magnet: error: {}", clap_one_line(e));
+    ExitCode::from(2)
+}
+
+/// clap's several-line message as one line: the error, its tip, and where the
+/// usage is explained.
+fn clap_one_line(e: &clap::Error) -> String {
+    use clap::error::ErrorKind;
+    let text = e.render().to_string();
+    let usage = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "))
+        .unwrap_or("magnet");
+    // The command path: the usage's words before its first option or argument.
+    let path: Vec<&str> = usage
+        .split_whitespace()
+        .take_while(|w| !w.starts_with(['[', '<', '-']))
+        .collect();
+    let path = if path.is_empty() {
+        "magnet".to_string()
+    } else {
+        path.join(" ")
+    };
+    let mut line = match e.kind() {
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+            "a subcommand is required".to_string()
+        }
+        _ => text
+            .lines()
+            .find_map(|l| l.strip_prefix("error: "))
+            .unwrap_or("bad arguments")
+            .trim()
+            .to_string(),
+    };
+    if let Some(tip) = text.lines().find_map(|l| l.trim().strip_prefix("tip: ")) {
+        line.push_str("; ");
+        line.push_str(tip.trim());
+    }
+    line.push_str(&format!(" (see '{path} --help')"));
+    line
+}
+
 /// The error and its causes on one line, `a: b: c`, each cause once: many
 /// errors already print their source in their own message.
 fn one_line(err: &anyhow::Error) -> String {
@@ -136,4 +197,146 @@ fn one_line(err: &anyhow::Error) -> String {
         out.push_str(&c);
     }
     out
+}
+
+#[cfg(test)]
+mod grammar {
+    //! One grammar for every subcommand (issue 23, section 4): a short flag means one
+    //! thing wherever it appears, durations take one syntax, and the documented
+    //! spellings parse.
+    use super::Cli;
+    use clap::{CommandFactory, Parser};
+    use std::collections::BTreeMap;
+
+    /// The meaning of each short flag: its long name (tcpdump's where users know it).
+    const SHORTS: &[(char, &str)] = &[
+        ('c', "count"),
+        ('d', "duration"),
+        ('f', "filter"),
+        ('i', "interface"),
+        ('o', "output"),
+        ('p', "pid"),
+        ('q', "quiet"),
+        ('r', "read"),
+        ('T', "format"),
+    ];
+
+    fn walk(cmd: &clap::Command, path: &str, f: &mut dyn FnMut(&str, &clap::Arg)) {
+        for a in cmd.get_arguments() {
+            f(path, a);
+        }
+        for s in cmd.get_subcommands() {
+            walk(s, &format!("{path} {}", s.get_name()), f);
+        }
+    }
+
+    #[test]
+    fn clap_accepts_the_definitions() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn each_short_flag_has_one_meaning() {
+        let want: BTreeMap<char, &str> = SHORTS.iter().copied().collect();
+        let mut seen: BTreeMap<char, Vec<String>> = BTreeMap::new();
+        walk(&Cli::command(), "magnet", &mut |path, a| {
+            let Some(s) = a.get_short() else { return };
+            if s == 'h' || s == 'V' {
+                return;
+            }
+            let long = a.get_long().unwrap_or("");
+            assert_eq!(
+                want.get(&s).copied(),
+                Some(long),
+                "{path}: -{s} is --{long}; -{s} means --{} everywhere",
+                want.get(&s)
+                    .copied()
+                    .unwrap_or("(nothing: add it to SHORTS)")
+            );
+            seen.entry(s).or_default().push(path.to_string());
+        });
+        // The tcpdump meanings are where tcpdump users look for them.
+        for (s, cmds) in [
+            (
+                'r',
+                &[
+                    "info", "parse", "analyze", "report", "export", "pcap", "packets", "rpc", "nfs",
+                ][..],
+            ),
+            ('c', &["parse", "rpc", "nfs"][..]),
+            ('i', &["pcap", "rpc", "nfs", "sample"][..]),
+            ('o', &["record", "pcap", "report", "export"][..]),
+        ] {
+            for c in cmds {
+                assert!(
+                    seen[&s].iter().any(|p| p == &format!("magnet {c}")),
+                    "magnet {c} has no -{s}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn durations_take_one_syntax() {
+        walk(&Cli::command(), "magnet", &mut |path, a| {
+            let names: Vec<&str> = a
+                .get_value_names()
+                .map(|v| v.iter().map(|s| s.as_str()).collect())
+                .unwrap_or_default();
+            assert!(
+                !names.iter().any(|n| *n == "SECS" || *n == "SECONDS"),
+                "{path} --{}: bare seconds; take a DURATION (docs/exit-codes.md)",
+                a.get_id()
+            );
+        });
+        for args in [
+            &["magnet", "rpc", "-r", "x", "--reply-timeout", "5s"][..],
+            &["magnet", "rpc", "-r", "x", "--reply-timeout", "500ms"][..],
+            &["magnet", "nfs", "-r", "x", "--idle", "2m"][..],
+            &["magnet", "nfs", "-r", "x", "--idle", "30"][..],
+            &["magnet", "parse", "t", "--since", "1.5s", "--until", "2"][..],
+            &["magnet", "record", "-d", "100ms", "--all"][..],
+        ] {
+            Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+    }
+
+    #[test]
+    fn documented_spellings_parse() {
+        for args in [
+            &["magnet", "sample", "show", "--store", "D", "-2"][..],
+            &[
+                "magnet", "sample", "plot", "--store", "D", "-1", "-o", "x.svg",
+            ][..],
+            &["magnet", "info", "-r", "t.mgt"][..],
+            &[
+                "magnet", "parse", "-r", "t.mgt", "-c", "10", "--layers", "tcp",
+            ][..],
+            &[
+                "magnet", "parse", "t.mgt", "--layer", "tcp", "--kind", "tcp_rcv",
+            ][..],
+            &["magnet", "record", "--layer", "app,tcp", "--all"][..],
+            &["magnet", "record", "--layers", "app,tcp", "--all"][..],
+            &["magnet", "export", "t.mgt", "-T", "csv", "-o", "-"][..],
+            &["magnet", "export", "t.mgt", "-f", "csv", "-o", "-"][..],
+            &["magnet", "pcap", "-r", "t.mgt", "-i", "lo", "-o", "-"][..],
+            &["magnet", "rpc", "-r", "c.pcap", "-c", "5", "--concise"][..],
+            &["magnet", "completions", "bash"][..],
+            &["magnet", "man"][..],
+        ] {
+            Cli::try_parse_from(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+        // Both a positional trace and -r: one is too many.
+        assert!(Cli::try_parse_from(["magnet", "info", "a", "-r", "b"]).is_err());
+        assert!(Cli::try_parse_from(["magnet", "info"]).is_err());
+    }
+
+    #[test]
+    fn version_names_the_commit() {
+        let v = Cli::command().render_version();
+        assert!(
+            v.contains("(commit ") || v.contains("(not built from a git checkout)"),
+            "{v}"
+        );
+    }
 }

@@ -24,21 +24,36 @@ fn bad_input_exits_2_with_one_line() {
     let bad_conf = dir.path().join("bad.toml");
     std::fs::write(&bad_conf, "max_connections = \"many\"\n").unwrap();
     let bad_conf = bad_conf.to_str().unwrap();
-    // Arguments clap rejects: 2 (clap's usage text follows its error line).
+    // Arguments clap rejects, and arguments that name nothing: 2 and one line.
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/release-0.1.0.mgt"
+    );
     for args in [
         &["record", "-d", "ten", "--all"][..],
         &["record", "--buffer", "12parsecs", "--all"],
+        &["record", "--no-such-flag"],
+        &["record", "--cgroup", "/nonexistent/cg", "--", "true"],
         &["loadgen", "--tcp", "10x1q"],
         &["loadgen", "--tcp", "2x10", "--interval", "3fortnights"],
         &["sample", "-i", "lo", "--interval", "x"],
         &["parse", "--since", "yesterday", "x.mgt"],
+        &["parse", fixture, "--layer", "nosuch"],
+        &["parse", fixture, "--kind", "nosuch"],
+        &["parse"],
+        &["info", "a.mgt", "-r", "b.mgt"],
+        &["rpc", "-r", "x.pcap", "--reply-timeout", "soon"],
+        &["export", fixture, "-T", "xml", "-o", "-"],
+        &["completions", "tcsh"],
         &["no-such-subcommand"],
+        &[],
     ] {
         let out = magnet().args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            String::from_utf8_lossy(&out.stderr).starts_with("error: "),
-            "{args:?}: {out:?}"
+            err.starts_with("magnet: error: ") && err.lines().count() == 1,
+            "{args:?}: {err}"
         );
     }
     // Input the command could not use: 2 and exactly one line.

@@ -41,7 +41,7 @@ fn rpcspy_lines_one_per_transaction() {
     assert!(read[3].ends_with(".0"), "client.uid: {}", read[3]);
     assert!(read[5].ends_with(", 0, 4000}"), "{}", read[5]);
     assert_eq!(read[6], "ok, 4000");
-    let (concise, _, _) = magnet(&["rpc", "-c", "-q", "-r", f.to_str().unwrap()]);
+    let (concise, _, _) = magnet(&["rpc", "--concise", "-q", "-r", f.to_str().unwrap()]);
     assert!(concise.lines().all(|l| l.split(" | ").count() == 5));
 }
 

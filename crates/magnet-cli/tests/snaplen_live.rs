@@ -60,6 +60,8 @@ fn frames_equal_tcpdump(ns: &Netns, b: &End, script: &str, snap: usize) -> usize
     let o = magnet(&[
         "pcap",
         trace.to_str().unwrap(),
+        "-i",
+        b.name(),
         "-o",
         out_pcap.to_str().unwrap(),
     ]);

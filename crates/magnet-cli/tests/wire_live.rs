@@ -207,7 +207,14 @@ fn match_and_pcap_between_namespaces() {
 
     // ---- pcap: tshark reads it cleanly; b's frames = tcpdump's; comments name pids ------
     let png = tmp("wire.pcapng");
-    let out = magnet(&["pcap", trace.to_str().unwrap(), "-o", png.to_str().unwrap()]);
+    // Every device sighting: b's frames are tcpdump's on b, a's are a's.
+    let out = magnet(&[
+        "pcap",
+        trace.to_str().unwrap(),
+        "--each-device",
+        "-o",
+        png.to_str().unwrap(),
+    ]);
     assert!(
         out.status.success(),
         "{}",

@@ -1,24 +1,47 @@
 //! `magnet pcap`: a trace as pcapng.
 //!
-//! One frame per sighting at the device layer: `dev_start_xmit` (outbound, handed to
-//! the driver) and `dev_rx` (inbound, from the driver). A packet that crossed a veth
-//! pair is two frames, one per interface, as tcpdump on each would show. Packets the
-//! trace saw only at the IP layer (the dev layer was not recorded) become one raw-IP
-//! frame at LOCAL_OUT or LOCAL_IN on an interface block of their own.
+//! Which sightings at the device layer (`dev_start_xmit`: outbound, handed to the
+//! driver; `dev_rx`: inbound, from the driver) become frames is [`Select`]'s choice:
+//!
+//! - [`Select::Once`] (the default): each packet once, where it first met a device, as
+//!   a capture on its path would have seen it. TCP analysis (Wireshark's expert info)
+//!   sees every segment once: no false retransmissions from the same packet seen on
+//!   both ends of a veth pair.
+//! - [`Select::Interfaces`]: what `tcpdump -i NAME` on each named interface would
+//!   have seen.
+//! - [`Select::EachDevice`]: every device sighting, each interface on its own block
+//!   (a packet that crossed a veth pair is two frames, one per end).
+//!
+//! On a loopback device a packet is transmitted and received by the same interface;
+//! a capture there sees it once (libpcap drops the outgoing copy), so do these: the
+//! receive, or the transmit when the receive was not recorded. Packets the trace saw
+//! only at the IP layer (the dev layer was not recorded) become one raw-IP frame at
+//! LOCAL_OUT or LOCAL_IN on an interface block of their own.
 //!
 //! A trace recorded with `magnet record --snaplen N` carries the first bytes of
 //! each frame: those are written as they are (captured length = what was kept,
 //! original length = the frame). Without them, headers are synthesised from the
 //! recorded fields: Ethernet (zero MAC addresses, the recorded ethertype), IPv4/IPv6 (every
 //! field the IP layer recorded, header checksum computed), TCP (ports, sequence and
-//! acknowledgement numbers, flags) or UDP (ports, length). The captured length is the
-//! headers; the original length is what the device saw. Each comment ends with
+//! acknowledgement numbers, flags, and NOP options up to the connection's header
+//! length, so a decoder finds the payload length the packet had) or UDP (ports,
+//! length). The captured length is the headers; the original length is what the
+//! device saw. Each comment ends with
 //! `synthesized=` and what was made up, so nobody mistakes it for a capture.
 //!
 //! Every frame's comment (Wireshark: `frame.comment contains "pid=1234"`) has
-//! `pid= comm= cookie= dir= if=`, the application call whose bytes it carries (the
-//! socket's last send before it) or that consumed them (the first receive after it),
-//! and the packet's path: every hook that saw it, with times relative to this frame.
+//! `pid= comm= cookie= dir= if=`, the application calls whose bytes it carries (only
+//! frames with payload name any), and the packet's path: every hook that saw it,
+//! with times relative to this frame.
+//!
+//! Which calls: a TCP connection whose handshake the trace holds has its byte stream
+//! numbered from the SYN's sequence number; the socket's send calls cover it in
+//! order (call n: the bytes after the first n-1 calls' return values), as do the
+//! receiving socket's receive calls. A frame names each call whose stream bytes
+//! overlap its payload: `app=send#3(16384)` is the socket's third send, which
+//! returned 16384. Without the handshake (the recording started later) or for UDP,
+//! a frame with payload names the one call nearest it: the sending thread's next
+//! send or the socket's last before it, the socket's first receive at or after it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -29,7 +52,9 @@ use magnet_pcap::{linktype, InterfaceDesc, OutPacket, PcapNgWriter};
 use magnet_trace::catalog::kind;
 use serde::Serialize;
 
-use crate::kernel::{IpFields, KPacket, Kernel};
+use std::collections::HashMap;
+
+use crate::kernel::{AppCall, FlowKey, Hop, IpFields, KPacket, Kernel};
 
 /// What was written.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -47,6 +72,26 @@ pub struct ExportStats {
     pub interfaces: Vec<(String, u64)>,
 }
 
+/// Which device sightings become frames (see the module's documentation).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Select {
+    /// Each packet once, at the first device that saw it (on loopback: its receive).
+    #[default]
+    Once,
+    /// Frames on these interfaces only, as `tcpdump -i NAME` on each would show them.
+    /// An entry names an interface (`veth0`, `ifindex7`, `ip-ifindex3`) or its
+    /// ifindex (`7`).
+    Interfaces(Vec<String>),
+    /// Every device sighting (loopback still once).
+    EachDevice,
+}
+
+/// How to write the file.
+#[derive(Debug, Clone, Default)]
+pub struct PcapOptions {
+    pub select: Select,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum IfKey {
     /// A device: ifindex, network namespace (0: not known).
@@ -54,12 +99,213 @@ enum IfKey {
     Ip(u32),
 }
 
+/// Every network namespace's loopback device has this ifindex.
+const LOOPBACK_IFINDEX: u32 = 1;
+
 fn us(ns: i64) -> String {
     format!("{:+.1}us", ns as f64 / 1000.0)
 }
 
-/// Writes `k` as pcapng to `w`.
+/// The device hops of `p` that become frames under `sel` (before interface names
+/// are known: [`Select::Interfaces`] is applied later).
+fn dev_hops(p: &KPacket, sel: &Select) -> Vec<usize> {
+    let dev: Vec<usize> = (0..p.hops.len())
+        .filter(|&i| matches!(p.hops[i].kind, kind::DEV_START_XMIT | kind::DEV_RX))
+        .collect();
+    let lo_rx = dev
+        .iter()
+        .any(|&i| p.hops[i].ifindex == LOOPBACK_IFINDEX && p.hops[i].kind == kind::DEV_RX);
+    // On loopback, the receive stands for the packet (libpcap shows that copy).
+    let keep = |i: &usize| {
+        let h = &p.hops[*i];
+        !(h.ifindex == LOOPBACK_IFINDEX && h.kind == kind::DEV_START_XMIT && lo_rx)
+    };
+    match sel {
+        Select::Once => {
+            let first = dev.first().copied();
+            match first {
+                Some(i) if p.hops[i].ifindex == LOOPBACK_IFINDEX => {
+                    dev.into_iter().filter(keep).take(1).collect()
+                }
+                f => f.into_iter().collect(),
+            }
+        }
+        _ => dev.into_iter().filter(keep).collect(),
+    }
+}
+
+/// Sequence number and payload length of a TCP frame: the header length from the
+/// frame's bytes when they hold the TCP header, else the connection's.
+fn tcp_payload(k: &Kernel, ip: &IpFields, bytes: Option<&[u8]>, link: bool) -> Option<(u32, u32)> {
+    if ip.protocol != 6 || ip.frag_off & 0x3fff != 0 {
+        return None;
+    }
+    let ihl = if ip.version == 6 { 40 } else { 20 };
+    let from_bytes = bytes.and_then(|b| {
+        let l3 = if link { 14 } else { 0 };
+        let ihl = if ip.version == 6 {
+            40
+        } else {
+            ((*b.get(l3)? & 0x0f) as usize) * 4
+        };
+        let doff = (*b.get(l3 + ihl + 12)? >> 4) as u32 * 4;
+        Some(ihl as u32 + doff)
+    });
+    let hl = from_bytes.unwrap_or_else(|| ihl + synth_tcp_len(k, ip));
+    Some((ip.seq, ip.tot_len.saturating_sub(hl)))
+}
+
+/// The TCP header length a synthesised header gets: a SYN's is all of the packet
+/// past the IP header (a SYN carries options, no data), others the connection's.
+fn synth_tcp_len(k: &Kernel, ip: &IpFields) -> u32 {
+    let room = ip
+        .tot_len
+        .saturating_sub(if ip.version == 6 { 40 } else { 20 });
+    let want = if ip.tcp_flags & 0x02 != 0 {
+        room
+    } else {
+        k.tcp_header_len
+            .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
+            .copied()
+            .unwrap_or(20)
+    };
+    want.min(room).clamp(20, 60) & !3
+}
+
+/// Where each TCP flow direction's byte stream starts (its SYN's sequence number),
+/// and the stream offset reached so far (to unwrap 32-bit sequence numbers).
+#[derive(Default)]
+struct Streams {
+    isn: HashMap<FlowKey, u32>,
+    last: HashMap<FlowKey, u64>,
+    /// Each socket's send (false) and receive (true) calls' cumulative ends.
+    ends: HashMap<(u64, bool), Vec<u64>>,
+}
+
+impl Streams {
+    fn new(k: &Kernel) -> Streams {
+        let mut st = Streams::default();
+        for p in &k.packets {
+            if let Some(ip) =
+                p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x02 != 0)
+            {
+                st.isn
+                    .entry((ip.saddr, ip.sport, ip.daddr, ip.dport))
+                    .or_insert(ip.seq);
+            }
+        }
+        st
+    }
+
+    /// The stream offsets `[from, to)` of a frame's payload.
+    fn range(&mut self, ip: &IpFields, seq: u32, len: u32) -> Option<(u64, u64)> {
+        let key = (ip.saddr, ip.sport, ip.daddr, ip.dport);
+        let isn = *self.isn.get(&key)?;
+        let off32 = seq.wrapping_sub(isn.wrapping_add(1));
+        let last = self.last.entry(key).or_insert(0);
+        let delta = off32.wrapping_sub(*last as u32) as i32 as i64;
+        let off = (*last as i64 + delta).max(0) as u64;
+        *last = (*last).max(off);
+        Some((off, off + len as u64))
+    }
+
+    /// The calls of socket `cookie` (receives when `recv`) whose bytes overlap
+    /// `[from, to)`: (index, call).
+    fn calls<'k>(
+        &mut self,
+        k: &'k Kernel,
+        cookie: u64,
+        recv: bool,
+        (from, to): (u64, u64),
+    ) -> Vec<(usize, &'k AppCall)> {
+        let Some(calls) = (if recv { &k.recvs } else { &k.sends }).get(&cookie) else {
+            return Vec::new();
+        };
+        let ends = self.ends.entry((cookie, recv)).or_insert_with(|| {
+            let mut sum = 0u64;
+            calls
+                .iter()
+                .map(|c| {
+                    sum += c.ret.max(0) as u64;
+                    sum
+                })
+                .collect()
+        });
+        let mut out = Vec::new();
+        let mut i = ends.partition_point(|&e| e <= from);
+        while i < calls.len() && ends[i] - (calls[i].ret.max(0) as u64) < to {
+            if calls[i].ret > 0 {
+                out.push((i, &calls[i]));
+            }
+            i += 1;
+        }
+        out
+    }
+}
+
+/// Writes `k` as pcapng to `w`, every device sighting a frame
+/// ([`Select::EachDevice`]).
 pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
+    write_pcapng_with(
+        k,
+        w,
+        &PcapOptions {
+            select: Select::EachDevice,
+        },
+    )
+}
+
+/// The name and description of an interface block.
+fn describe(
+    header: Option<&magnet_trace::Header>,
+    host: &str,
+    key: IfKey,
+) -> (u32, String, String) {
+    match key {
+        IfKey::Dev(i, ns) => {
+            let known: Vec<&magnet_trace::Interface> = header
+                .map(|h| h.interfaces.iter().filter(|f| f.ifindex == i).collect())
+                .unwrap_or_default();
+            let exact = known.iter().find(|f| ns != 0 && f.netns == ns);
+            let name = exact
+                .map(|f| f.name.as_str())
+                .or_else(|| header.and_then(|h| h.interface_name(i)));
+            let list = known
+                .iter()
+                .map(|f| format!("{} in netns {}", f.name, f.netns))
+                .collect::<Vec<_>>()
+                .join(", ");
+            match name {
+                Some(name) => (
+                    linktype::ETHERNET,
+                    name.to_owned(),
+                    match exact {
+                        Some(f) => format!("{host}: {name}, ifindex {i}, netns {}", f.netns),
+                        None => format!("{host}: {name}, ifindex {i} ({list})"),
+                    },
+                ),
+                None if known.is_empty() => (
+                    linktype::ETHERNET,
+                    format!("ifindex{i}"),
+                    format!("{host}: device ifindex {i} (not among the interfaces when the recording started)"),
+                ),
+                None => (
+                    linktype::ETHERNET,
+                    format!("ifindex{i}"),
+                    format!("{host}: device ifindex {i}: one of {list} (its events name no socket to tell the namespace)"),
+                ),
+            }
+        }
+        IfKey::Ip(i) => (
+            linktype::RAW,
+            format!("ip-ifindex{i}"),
+            format!("{host}: IP layer of ifindex {i} (the trace has no device events for these packets)"),
+        ),
+    }
+}
+
+/// Writes `k` as pcapng to `w`, the frames `o.select` chooses.
+pub fn write_pcapng_with<W: Write>(k: &Kernel, w: W, o: &PcapOptions) -> io::Result<ExportStats> {
     let header = k.header.as_ref();
     let host = k
         .header
@@ -78,13 +324,15 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
         if p.gso_segments > 0 {
             continue; // on the wire as its segments
         }
-        let mut any_dev = false;
-        for (hi, h) in p.hops.iter().enumerate() {
-            if matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX) {
-                any_dev = true;
-                frames.push((h.ts_ns, pi as u32, hi as u16, IfKey::Dev(h.ifindex, 0)));
-            }
+        let dev = dev_hops(p, &o.select);
+        for &hi in &dev {
+            let h = &p.hops[hi];
+            frames.push((h.ts_ns, pi as u32, hi as u16, IfKey::Dev(h.ifindex, 0)));
         }
+        let any_dev = p
+            .hops
+            .iter()
+            .any(|h| matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX));
         if !any_dev {
             if let Some((hi, h)) = p
                 .hops
@@ -123,7 +371,20 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
             f.3 = IfKey::Dev(i, ns);
         }
     }
+    if let Select::Interfaces(names) = &o.select {
+        let mut named: BTreeMap<IfKey, bool> = BTreeMap::new();
+        frames.retain(|f| {
+            *named.entry(f.3).or_insert_with(|| {
+                let (_, name, _) = describe(header, &host, f.3);
+                let ifx = match f.3 {
+                    IfKey::Dev(i, _) | IfKey::Ip(i) => i.to_string(),
+                };
+                names.iter().any(|n| *n == name || *n == ifx)
+            })
+        });
+    }
     frames.sort_unstable();
+    let mut streams = Streams::new(k);
     let mut ifaces: BTreeMap<IfKey, (u32, String, u64)> = BTreeMap::new();
     let mut st = ExportStats::default();
     let mut data = Vec::with_capacity(128);
@@ -135,47 +396,7 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
         let entry = match ifaces.entry(key) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => {
-                let (lt, name, desc) = match key {
-                    IfKey::Dev(i, ns) => {
-                        let known: Vec<&magnet_trace::Interface> = header
-                            .map(|h| h.interfaces.iter().filter(|f| f.ifindex == i).collect())
-                            .unwrap_or_default();
-                        let exact = known.iter().find(|f| ns != 0 && f.netns == ns);
-                        let name = exact
-                            .map(|f| f.name.as_str())
-                            .or_else(|| header.and_then(|h| h.interface_name(i)));
-                        let list = known
-                            .iter()
-                            .map(|f| format!("{} in netns {}", f.name, f.netns))
-                            .collect::<Vec<_>>()
-                            .join(", ");
-                        match name {
-                            Some(name) => (
-                                linktype::ETHERNET,
-                                name.to_owned(),
-                                match exact {
-                                    Some(f) => format!("{host}: {name}, ifindex {i}, netns {}", f.netns),
-                                    None => format!("{host}: {name}, ifindex {i} ({list})"),
-                                },
-                            ),
-                            None if known.is_empty() => (
-                                linktype::ETHERNET,
-                                format!("ifindex{i}"),
-                                format!("{host}: device ifindex {i} (not among the interfaces when the recording started)"),
-                            ),
-                            None => (
-                                linktype::ETHERNET,
-                                format!("ifindex{i}"),
-                                format!("{host}: device ifindex {i}: one of {list} (its events name no socket to tell the namespace)"),
-                            ),
-                        }
-                    }
-                    IfKey::Ip(i) => (
-                        linktype::RAW,
-                        format!("ip-ifindex{i}"),
-                        format!("{host}: IP layer of ifindex {i} (the trace has no device events for these packets)"),
-                    ),
-                };
+                let (lt, name, desc) = describe(header, &host, key);
                 let id =
                     out.add_interface(&InterfaceDesc::new(lt).name(&name).description(&desc))?;
                 debug_assert_eq!(id as usize, n);
@@ -183,6 +404,7 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
             }
         };
         entry.2 += 1;
+        let loopback = h.ifindex == LOOPBACK_IFINDEX && matches!(key, IfKey::Dev(..));
         let outbound = matches!(h.kind, kind::DEV_START_XMIT | kind::IP_LOCAL_OUT);
         data.clear();
         let link = matches!(key, IfKey::Dev(..));
@@ -196,7 +418,7 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
             orig = (h.len as usize).max(data.len());
             st.captured += 1;
         } else {
-            made = synthesise(p, link, &mut data);
+            made = synthesise(k, p, link, &mut data);
             orig = match (p.ip, link) {
                 (Some(ip), true) => 14 + ip.tot_len as usize,
                 (Some(ip), false) => ip.tot_len as usize,
@@ -210,11 +432,10 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
             }
         }
         comment.clear();
-        let cookie = if outbound {
-            k.sender_of(p, hi as usize)
-        } else {
-            k.receiver_of(p)
-        };
+        // A loopback frame is both the sender's and the receiver's.
+        let sender = (outbound || loopback).then(|| k.sender_of(p, hi as usize));
+        let receiver = (!outbound || loopback).then(|| k.receiver_of(p));
+        let cookie = sender.or(receiver).unwrap_or(0);
         if let Some(o) = k.owners.get(&cookie) {
             let _ = write!(comment, "pid={} comm={} ", o.pid, o.comm);
             st.with_process += 1;
@@ -222,22 +443,33 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
         let _ = write!(
             comment,
             "cookie={cookie} dir={} if={} pkt={:#x}",
-            if outbound { "out" } else { "in" },
+            if loopback {
+                "lo"
+            } else if outbound {
+                "out"
+            } else {
+                "in"
+            },
             h.ifindex,
             p.id
         );
-        let anchor = if outbound { p.first_ts() } else { ts };
-        let tid = p.hops.first().map_or(0, |h| h.tid);
-        if let Some(c) = k.call_for(cookie, anchor, outbound, tid) {
-            let _ = write!(
-                comment,
-                " app={} ret={} tid={} at={}",
-                if c.send { "send" } else { "recv" },
-                c.ret,
-                c.tid,
-                us(c.ts_ns - ts)
-            );
+        if let Some(r) = receiver.filter(|&r| loopback && r != cookie && r != 0) {
+            let _ = write!(comment, " peer_cookie={r}");
+            if let Some(o) = k.owners.get(&r) {
+                let _ = write!(comment, " peer_pid={} peer_comm={}", o.pid, o.comm);
+            }
         }
+        app_calls(
+            k,
+            p,
+            &h,
+            frame,
+            link,
+            sender,
+            receiver,
+            &mut streams,
+            &mut comment,
+        );
         comment.push_str(" path=");
         for (i, hop) in p.hops.iter().enumerate() {
             if i > 0 {
@@ -260,16 +492,103 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
         } else {
             let _ = write!(comment, " synthesized={made}");
         }
-        let op = OutPacket::new(entry.0, ts.max(0), &data)
+        let mut op = OutPacket::new(entry.0, ts.max(0), &data)
             .orig_len(orig as u32)
-            .comment(&comment)
-            .flags(if outbound { 2 } else { 1 });
+            .comment(&comment);
+        if !loopback {
+            op = op.flags(if outbound { 2 } else { 1 });
+        }
         out.write_packet(&op)?;
         st.frames += 1;
     }
     out.flush()?;
     st.interfaces = ifaces.into_values().map(|(_, n, c)| (n, c)).collect();
     Ok(st)
+}
+
+/// Appends ` app=…` naming the calls whose bytes the frame carries: the sender's
+/// sends and the receiver's receives (a loopback frame: both). Nothing for a frame
+/// without payload.
+#[allow(clippy::too_many_arguments)]
+fn app_calls(
+    k: &Kernel,
+    p: &KPacket,
+    h: &Hop,
+    frame: Option<&[u8]>,
+    link: bool,
+    sender: Option<u64>,
+    receiver: Option<u64>,
+    streams: &mut Streams,
+    comment: &mut String,
+) {
+    let Some(ip) = p.ip else { return };
+    let mut names: Vec<String> = Vec::new();
+    let mut push = |recv: bool, i: usize, c: &AppCall| {
+        names.push(format!(
+            "{}#{}({})",
+            if recv { "recv" } else { "send" },
+            i + 1,
+            c.ret
+        ));
+    };
+    match ip.protocol {
+        6 => {
+            let Some((seq, len)) = tcp_payload(k, &ip, frame, link) else {
+                return;
+            };
+            if len == 0 {
+                return;
+            }
+            if let Some(range) = streams.range(&ip, seq, len) {
+                for (recv, cookie) in [(false, sender), (true, receiver)] {
+                    let Some(cookie) = cookie.filter(|&c| c != 0) else {
+                        continue;
+                    };
+                    for (i, c) in streams.calls(k, cookie, recv, range) {
+                        push(recv, i, c);
+                    }
+                }
+            } else {
+                nearest(k, p, h, sender, receiver, &mut push);
+            }
+        }
+        17 => {
+            let hl = if ip.version == 6 { 48 } else { 28 };
+            if ip.tot_len > hl {
+                nearest(k, p, h, sender, receiver, &mut push);
+            }
+        }
+        _ => {}
+    }
+    if !names.is_empty() {
+        let _ = write!(comment, " app={}", names.join(","));
+    }
+}
+
+/// The one call nearest a frame whose stream position is not known.
+fn nearest(
+    k: &Kernel,
+    p: &KPacket,
+    h: &Hop,
+    sender: Option<u64>,
+    receiver: Option<u64>,
+    push: &mut impl FnMut(bool, usize, &AppCall),
+) {
+    let tid = p.hops.first().map_or(0, |h| h.tid);
+    for (recv, cookie) in [(false, sender), (true, receiver)] {
+        let Some(cookie) = cookie.filter(|&c| c != 0) else {
+            continue;
+        };
+        let anchor = if recv { h.ts_ns } else { p.first_ts() };
+        if let Some(c) = k.call_for(cookie, anchor, !recv, tid) {
+            let calls = if recv { &k.recvs } else { &k.sends };
+            let i = calls[&cookie]
+                .iter()
+                .position(|x| std::ptr::eq(x, c))
+                .unwrap_or(0);
+            push(recv, i, c);
+        }
+    }
 }
 
 fn push16(d: &mut Vec<u8>, v: u16) {
@@ -280,7 +599,7 @@ fn push32(d: &mut Vec<u8>, v: u32) {
 }
 
 /// Writes made-up headers for `p` into `d`; returns what was made up.
-fn synthesise(p: &KPacket, link: bool, d: &mut Vec<u8>) -> &'static str {
+fn synthesise(k: &Kernel, p: &KPacket, link: bool, d: &mut Vec<u8>) -> &'static str {
     let Some(ip) = p.ip else {
         d.extend_from_slice(&[0; 12]);
         push16(d, p.ethertype);
@@ -335,19 +654,31 @@ fn synthesise(p: &KPacket, link: bool, d: &mut Vec<u8>) -> &'static str {
     }
     // Only a first fragment carries the transport header.
     if ip.frag_off & 0x1fff == 0 {
-        transport(&ip, hdr_len, l4, d);
+        transport(&ip, hdr_len, l4, synth_tcp_len(k, &ip), d);
     }
     what
 }
 
-fn transport(ip: &IpFields, hdr_len: u32, l4: usize, d: &mut Vec<u8>) {
+fn transport(ip: &IpFields, hdr_len: u32, l4: usize, tcp_len: u32, d: &mut Vec<u8>) {
     match l4 {
         20 => {
             push16(d, ip.sport);
             push16(d, ip.dport);
             push32(d, ip.seq);
             push32(d, ip.ack);
-            d.extend_from_slice(&[0x50, ip.tcp_flags, 0xff, 0xff, 0, 0, 0, 0]);
+            // Data offset: the header length the packet had; the options it
+            // carried are not recorded, NOPs stand in for them.
+            d.extend_from_slice(&[
+                ((tcp_len / 4) as u8) << 4,
+                ip.tcp_flags,
+                0xff,
+                0xff,
+                0,
+                0,
+                0,
+                0,
+            ]);
+            d.extend(std::iter::repeat_n(1u8, tcp_len as usize - 20));
         }
         8 => {
             push16(d, ip.sport);

@@ -162,6 +162,10 @@ pub struct Kernel {
     pub header: Option<Header>,
     /// Each socket's network namespace (inode number), from its SOCK record.
     pub sock_netns: HashMap<u64, u64>,
+    /// Each TCP connection's header length (both directions, with options): the
+    /// most common one of its header-only packets (pure ACKs and FINs). The trace
+    /// does not record it.
+    pub tcp_header_len: HashMap<FlowKey, u32>,
 }
 
 /// Field positions of one kind, looked up once.
@@ -559,6 +563,7 @@ impl Kernel {
             p.hops.sort_by_key(|h| h.ts_ns);
         }
         k.packets.sort_by_key(|p| p.first_ts());
+        k.tcp_header_len = k.tcp_header_lens();
         k.assign_gso_segments();
         // record --snaplen: a packet the IP layer did not see (or whose fields
         // were derived, a GSO segment) takes its header fields from its frame.
@@ -626,7 +631,6 @@ impl Kernel {
     /// whenever its LOCAL_OUT lay nearer the frame's time than the segment's device
     /// hops (about 2 % of the frames of an iperf3 run over loopback).
     fn assign_gso_segments(&mut self) {
-        type Conn = (IpAddr, u16, IpAddr, u16);
         let ihl_of = |ip: &IpFields| -> i64 {
             if ip.version == 6 {
                 40
@@ -634,39 +638,13 @@ impl Kernel {
                 20
             }
         };
-        let mut thl_counts: HashMap<Conn, HashMap<u32, u64>> = HashMap::new();
-        for p in &self.packets {
-            let Some(ip) =
-                p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x06 == 0)
-            else {
-                continue;
-            };
-            let h = ip.tot_len.saturating_sub(ihl_of(&ip) as u32);
-            if !(20..=60).contains(&h) {
-                continue;
-            }
-            for key in [
-                (ip.saddr, ip.sport, ip.daddr, ip.dport),
-                (ip.daddr, ip.dport, ip.saddr, ip.sport),
-            ] {
-                *thl_counts.entry(key).or_default().entry(h).or_default() += 1;
-            }
-        }
-        let thl: HashMap<Conn, i64> = thl_counts
-            .into_iter()
-            .filter_map(|(k, c)| {
-                let (h, _) = c
-                    .into_iter()
-                    .max_by_key(|&(h, n)| (n, std::cmp::Reverse(h)))?;
-                Some((k, h as i64))
-            })
-            .collect();
+        let thl = &self.tcp_header_len;
         let header_len = |ip: &IpFields| -> i64 {
             ihl_of(ip)
                 + thl
                     .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
                     .copied()
-                    .unwrap_or(20)
+                    .unwrap_or(20) as i64
         };
 
         // Segments: first seen on the transmit side below the IP layer, with a
@@ -896,6 +874,40 @@ impl Kernel {
         }
     }
 
+    /// The TCP header length (options included) of each connection's header-only
+    /// packets, by flow direction (both directions get the connection's value).
+    fn tcp_header_lens(&self) -> HashMap<FlowKey, u32> {
+        let mut counts: HashMap<FlowKey, HashMap<u32, u64>> = HashMap::new();
+        for p in &self.packets {
+            let Some(ip) =
+                p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x06 == 0)
+            else {
+                continue;
+            };
+            let h = ip
+                .tot_len
+                .saturating_sub(if ip.version == 6 { 40 } else { 20 });
+            if !(20..=60).contains(&h) {
+                continue;
+            }
+            for key in [
+                (ip.saddr, ip.sport, ip.daddr, ip.dport),
+                (ip.daddr, ip.dport, ip.saddr, ip.sport),
+            ] {
+                *counts.entry(key).or_default().entry(h).or_default() += 1;
+            }
+        }
+        counts
+            .into_iter()
+            .filter_map(|(k, c)| {
+                let (h, _) = c
+                    .into_iter()
+                    .max_by_key(|&(h, n)| (n, std::cmp::Reverse(h)))?;
+                Some((k, h))
+            })
+            .collect()
+    }
+
     /// The socket that sent `p` (as of its hop `upto`): the first send-side hop
     /// naming one, else the flow's sender.
     pub fn sender_of(&self, p: &KPacket, upto: usize) -> u64 {
@@ -964,7 +976,8 @@ impl Kernel {
     }
 }
 
-type FlowKey = (IpAddr, u16, IpAddr, u16);
+/// A flow direction: source, source port, destination, destination port.
+pub type FlowKey = (IpAddr, u16, IpAddr, u16);
 
 /// Remembers `cookie` for a flow direction; a socket whose process is known (it made
 /// calls) wins over one that made none (a listener, a request socket).

@@ -448,7 +448,8 @@ fn pcapng_frames_carry_owners_and_headers_that_match_back() {
         "{}",
         c12[0]
     );
-    assert!(c12[0].contains("app=send ret=3000"), "{}", c12[0]);
+    assert!(c12[0].contains(" app=send#1(3000) "), "{}", c12[0]);
+    assert!(c12[1].contains(" app=recv#1("), "{}", c12[1]);
     assert!(
         c12[0].contains(" path=ip_local_out[3]@-1.1us>dev_start_xmit[3]@+0.0us>dev_rx[4]@+0.1us>tcp_rcv@+0.1us "),
         "{}",

@@ -2,7 +2,6 @@
 //! (MAGNeT's Table III), TCP state, latency through the stack, scheduler.
 
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -26,8 +25,8 @@ Examples:
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct AnalyzeArgs {
-    /// Trace file.
-    file: PathBuf,
+    #[command(flatten)]
+    input: super::trace_input::TraceArg,
     /// Only these sockets (cookies); repeatable or comma-separated.
     #[arg(long, value_name = "COOKIE", value_delimiter = ',')]
     sock: Vec<u64>,
@@ -76,19 +75,20 @@ pub fn load(file: &std::path::Path, opts: &Options, socks: &[u64], all: bool) ->
 }
 
 pub fn run(args: AnalyzeArgs) -> Result<ExitCode> {
+    let file = args.input.path();
     let opts = Options {
         series: args.series,
         window: args.window,
         ..Options::default()
     };
-    let a = load(&args.file, &opts, &args.sock, args.all)?;
+    let a = load(&file, &opts, &args.sock, args.all)?;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if args.json {
         serde_json::to_writer_pretty(&mut out, &a)?;
         writeln!(out)?;
     } else {
-        print_text(&mut out, &args.file, &a)?;
+        print_text(&mut out, &file, &a)?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)

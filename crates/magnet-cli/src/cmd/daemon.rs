@@ -33,7 +33,7 @@ attaches them.";
 #[command(after_help = EXAMPLES)]
 pub struct DaemonArgs {
     /// TOML config file (default: /etc/magnet/magnetd.toml if it exists).
-    #[arg(short = 'c', long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Listen for HTTP here (overrides the config; "" turns it off).
     #[arg(long, value_name = "ADDR:PORT")]

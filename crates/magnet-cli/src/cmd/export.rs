@@ -30,10 +30,11 @@ Examples:
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct ExportArgs {
-    /// Trace file.
-    file: PathBuf,
-    /// Output format: perfetto, parquet, csv or jsonl.
-    #[arg(short, long)]
+    #[command(flatten)]
+    input: super::trace_input::TraceArg,
+    /// Output format: perfetto, parquet, csv or jsonl (-T as in tshark; -f, which is
+    /// --filter elsewhere, still works here)
+    #[arg(short = 'T', long, short_alias = 'f')]
     format: Format,
     /// Output file (`-` for standard output).
     #[arg(short, long)]
@@ -47,12 +48,13 @@ pub struct ExportArgs {
 }
 
 pub fn run(args: ExportArgs) -> Result<ExitCode> {
-    let mut reader = trace_input::open(&args.file)?;
+    let file = args.input.path();
+    let mut reader = trace_input::open(&file)?;
     let opts = Options {
         window: args.window,
         row_group_rows: args.row_group,
     };
-    let path = args.file.clone();
+    let path = file.clone();
     let mut warn = |e: &magnet_trace::TraceError| trace_input::warn(&path, e);
     let to_stdout = args.output.as_os_str() == "-";
     let summary = if to_stdout {
@@ -73,13 +75,8 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
-    let summary = summary.with_context(|| {
-        format!(
-            "exporting {} as {}",
-            args.file.display(),
-            args.format.name()
-        )
-    })?;
+    let summary = summary
+        .with_context(|| format!("exporting {} as {}", file.display(), args.format.name()))?;
     let mut line = format!(
         "magnet: exported {} events to {} ({})",
         summary.rows,
@@ -100,7 +97,7 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
     if !summary.complete && summary.damage.is_empty() {
         eprintln!(
             "magnet: warning: {}: the trace has no END block (the recorder did not finish)",
-            args.file.display()
+            file.display()
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -15,8 +15,8 @@ use super::trace_input;
 #[derive(Args, Debug)]
 #[command(after_help = "Example:\n  magnet info run.mgt\n  magnet info run.mgt --json | jq .kinds")]
 pub struct InfoArgs {
-    /// Trace file.
-    file: PathBuf,
+    #[command(flatten)]
+    input: super::trace_input::TraceArg,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -32,14 +32,18 @@ struct Info {
 
 impl InfoArgs {
     pub fn for_file(file: PathBuf) -> Self {
-        InfoArgs { file, json: false }
+        InfoArgs {
+            input: super::trace_input::TraceArg::of(file),
+            json: false,
+        }
     }
 }
 
 pub fn run(args: InfoArgs) -> Result<ExitCode> {
-    let mut r = trace_input::open(&args.file)?;
+    let file = args.input.path();
+    let mut r = trace_input::open(&file)?;
     let info = Info {
-        file: args.file.clone(),
+        file: file.clone(),
         summary: summarize(&mut r),
     };
     if args.json {

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 pub mod analyze;
+pub mod completions;
 pub mod daemon;
 pub mod demo;
 pub mod dump;

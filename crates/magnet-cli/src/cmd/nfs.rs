@@ -15,7 +15,7 @@ Output: one line per reconstructed open session, as it closes:
 
 How sessions are inferred: NFS carries no open or close, so a session for
 (client, uid, file) opens at the first operation on the file and closes when
-the file has been idle for --idle seconds (default 120), at an NFSv4 CLOSE, or
+the file has been idle for --idle (default 120s), at an NFSv4 CLOSE, or
 when the file is removed; sessions still open at the end are closed there
 (closed-by 'end'). Bytes are summed from successful READ/WRITE replies. File
 names come from MOUNT, LOOKUP, CREATE, MKDIR, READDIRPLUS, RENAME and NFSv4
@@ -42,9 +42,9 @@ pub struct NfsArgs {
     /// Print per-operation, per-client and per-file tables instead of sessions.
     #[arg(long)]
     pub stats: bool,
-    /// Idle window in seconds after which a file's session is considered closed.
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
-    pub idle: f64,
+    /// Idle time after which a file's session is considered closed (e.g. 30s, 2m).
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = magnet_common::units::parse_duration)]
+    pub idle: std::time::Duration,
 }
 
 fn ts(ns: i64) -> String {
@@ -81,8 +81,8 @@ fn session_line(s: &Session, json: bool) -> String {
 }
 
 pub fn run(args: NfsArgs) -> anyhow::Result<ExitCode> {
-    anyhow::ensure!(args.idle > 0.0, "--idle must be positive");
-    let mut tr = NfsTrace::new((args.idle * 1e9) as i64);
+    anyhow::ensure!(!args.idle.is_zero(), "--idle must be positive");
+    let mut tr = NfsTrace::new(i64::try_from(args.idle.as_nanos()).unwrap_or(i64::MAX));
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut lines: Vec<String> = Vec::new();

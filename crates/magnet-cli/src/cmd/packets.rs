@@ -4,7 +4,6 @@
 
 use std::io::{BufWriter, Write};
 use std::net::IpAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -30,8 +29,8 @@ Examples:
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct PacketsArgs {
-    /// Trace file.
-    file: PathBuf,
+    #[command(flatten)]
+    input: super::trace_input::TraceArg,
     /// Only this packet id (decimal or 0x hex).
     #[arg(long, value_name = "ID", value_parser = parse_id)]
     pkt: Option<u64>,
@@ -99,9 +98,10 @@ fn us(ns: u64) -> String {
 }
 
 pub fn run(args: PacketsArgs) -> Result<ExitCode> {
-    let mut reader = trace_input::open(&args.file)?;
+    let file = args.input.path();
+    let mut reader = trace_input::open(&file)?;
     let header = reader.header().clone();
-    let path = args.file.clone();
+    let path = file.clone();
     let mut paths = Paths::new(&header);
     let mut ordered = ReorderBuffer::new(&mut reader, args.window);
     while let Some(item) = ordered.next() {
@@ -132,7 +132,7 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
             writeln!(
                 out,
                 "no TCP three-way handshake in {} (need ip events: --layers ip, and the SYN)",
-                args.file.display()
+                file.display()
             )?;
         }
         for h in hs.iter().filter(|_| !args.json) {

@@ -8,7 +8,6 @@
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -34,16 +33,16 @@ Examples:
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct ParseArgs {
-    /// Trace file.
-    file: PathBuf,
+    #[command(flatten)]
+    input: super::trace_input::TraceArg,
     /// JSON lines instead of text.
     #[arg(long)]
     json: bool,
     /// Only these layers (app, tcp, ip, qdisc, dev, drop, sched, meta); repeatable or comma-separated.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, visible_alias = "layers", value_delimiter = ',')]
     layer: Vec<String>,
     /// Only these kinds (e.g. app_send, tcp_rcv); repeatable or comma-separated.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, visible_alias = "kinds", value_delimiter = ',')]
     kind: Vec<String>,
     /// Only events of this socket cookie (and its SOCK record).
     #[arg(long, value_name = "COOKIE")]
@@ -76,7 +75,8 @@ pub struct ParseArgs {
 }
 
 pub fn run(args: ParseArgs) -> Result<ExitCode> {
-    let mut reader = trace_input::open(&args.file)?;
+    let file = args.input.path();
+    let mut reader = trace_input::open(&file)?;
     let header = reader.header().clone();
     let index = KindIndex::new(&header.catalog);
     for k in &args.kind {
@@ -89,6 +89,22 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
                 .collect();
             anyhow::bail!(
                 "--kind {k}: no such kind in this trace (kinds: {})",
+                names.join(", ")
+            );
+        }
+    }
+    for l in &args.layer {
+        if !header.catalog.kinds.iter().any(|k| k.layer == *l) {
+            let mut names: Vec<&str> = header
+                .catalog
+                .kinds
+                .iter()
+                .map(|k| k.layer.as_str())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            anyhow::bail!(
+                "--layer {l}: no such layer in this trace (layers: {})",
                 names.join(", ")
             );
         }
@@ -107,7 +123,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
         writeln!(
             buf,
             "# magnet parse {} host={} kernel={}\n# {} cpu pid tid layer kind field=value ...",
-            args.file.display(),
+            file.display(),
             header.host,
             header.kernel,
             if args.wall { "wall_ns" } else { "time_s" }
@@ -136,7 +152,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
         time,
     };
     let mut damaged = 0u64;
-    let path = args.file.clone();
+    let path = file.clone();
     let mut ordered = ReorderBuffer::new(&mut reader, args.window);
     let mut on_damage = |e: &magnet_trace::TraceError| {
         damaged += 1;

@@ -1,54 +1,106 @@
 //! `magnet pcap`: a trace as pcapng for Wireshark and tshark.
 
-use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use magnet_wire::export::{PcapOptions, Select};
 use magnet_wire::kernel::Kernel;
 
 use super::trace_input;
 
-/// Write a trace as pcapng: one interface per device, one frame per packet the
-/// device layer saw, each with a comment Wireshark can filter on.
+/// Write a trace as pcapng: each packet once where it first met a device (or the
+/// frames of the interfaces named by -i), each with a comment Wireshark can filter on.
 #[derive(Args)]
 #[command(after_help = "Examples:
   magnet pcap run.mgt -o run.pcapng
+  magnet pcap run.mgt -o - | tshark -r - -q -z expert
+  magnet pcap run.mgt -i veth1 -o veth1.pcapng     (what tcpdump -i veth1 saw)
   tshark -r run.pcapng -Y 'frame.comment contains \"pid=1234\"'
 
-Each frame's comment: pid=, comm= (the process behind the socket), cookie=, dir=in|out,
-if= (ifindex), pkt= (packet id), app= (the send whose bytes the frame carries, or the
-recv that consumed them: ret= bytes, tid=, at= time relative to the frame), path= (every
-hook that saw the packet, with its ifindex and time relative to the frame), and
-synthesized= (what was made up).
+Which frames: by default each packet once, where it first met a device (the sender's
+transmit; on loopback the receive, the copy tcpdump -i lo shows), so TCP analysis sees
+every segment once. -i NAME keeps what a capture on those interfaces would have seen;
+--each-device writes every device sighting (a packet that crossed a veth pair is then
+two frames, one per end, and Wireshark takes the second for a retransmission).
 
-The trace holds header fields, not frame bytes: each frame's Ethernet, IP and TCP/UDP
-headers are synthesised from the fields the IP layer recorded (zero MAC addresses, no
-payload; the original length is the device's). Interfaces are named by ifindex: the
-trace records neither device names nor the network namespace of a device event.")]
+Each frame's comment: pid=, comm= (the process behind the socket), cookie=, dir=in|out|lo,
+if= (ifindex), pkt= (packet id), app= (the application calls whose bytes the frame
+carries, e.g. send#3(16384): the socket's third send, which returned 16384; frames
+without payload name none), path= (every hook that saw the packet, with its ifindex and
+time relative to the frame), and snap= (bytes recorded) or synthesized= (what was made up).
+
+A trace recorded with --snaplen N holds the first N bytes of each frame: those are
+written as they are. Otherwise each frame's Ethernet, IP and TCP/UDP headers are
+synthesised from the fields the IP layer recorded (zero MAC addresses, no payload, TCP
+options as NOPs; the original length is the device's). Interfaces are named as the
+recording found them (ifindexN for a device that came later).")]
 pub struct PcapArgs {
-    /// Trace to read (magnet record -o …)
-    pub trace: PathBuf,
-    /// pcapng file to write
+    #[command(flatten)]
+    pub input: super::trace_input::TraceArg,
+    /// pcapng file to write ('-': standard output)
     #[arg(short, long, default_value = "magnet.pcapng")]
     pub output: PathBuf,
+    /// Only frames on this interface, as tcpdump -i NAME would show them (a name
+    /// or an ifindex; repeat for more)
+    #[arg(short = 'i', long = "interface", value_name = "NAME")]
+    pub interfaces: Vec<String>,
+    /// Every device sighting a frame (a packet crossing a veth pair twice)
+    #[arg(long, conflicts_with = "interfaces")]
+    pub each_device: bool,
     /// No summary on standard error
     #[arg(short, long)]
     pub quiet: bool,
 }
 
 pub fn run(a: PcapArgs) -> Result<ExitCode> {
-    let mut rd = trace_input::open(&a.trace)?;
-    let k = Kernel::load(&mut rd).with_context(|| format!("{}", a.trace.display()))?;
+    let trace = a.input.path();
+    let mut rd = trace_input::open(&trace)?;
+    let k = Kernel::load(&mut rd).with_context(|| format!("{}", trace.display()))?;
     for w in &k.warnings {
-        eprintln!("magnet: warning: {}: {w}", a.trace.display());
+        eprintln!("magnet: warning: {}: {w}", trace.display());
     }
-    let f =
-        File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
-    let st = magnet_wire::export::write_pcapng(&k, BufWriter::with_capacity(1 << 20, f))
-        .with_context(|| format!("writing {}", a.output.display()))?;
+    let opts = PcapOptions {
+        select: if a.each_device {
+            Select::EachDevice
+        } else if !a.interfaces.is_empty() {
+            Select::Interfaces(a.interfaces.clone())
+        } else {
+            Select::Once
+        },
+    };
+    let to_stdout = a.output.as_os_str() == "-";
+    let (sink, shown): (Box<dyn Write>, String) = if to_stdout {
+        (Box::new(std::io::stdout().lock()), "standard output".into())
+    } else {
+        let f = std::fs::File::create(&a.output)
+            .with_context(|| format!("cannot create {}", a.output.display()))?;
+        (Box::new(f), a.output.display().to_string())
+    };
+    let st =
+        magnet_wire::export::write_pcapng_with(&k, BufWriter::with_capacity(1 << 20, sink), &opts)
+            .with_context(|| format!("writing {shown}"))?;
+    if let Select::Interfaces(names) = &opts.select {
+        if st.frames == 0 {
+            let known: Vec<String> = k
+                .header
+                .iter()
+                .flat_map(|h| h.interfaces.iter().map(|i| i.name.clone()))
+                .collect();
+            let known = if known.is_empty() {
+                "the trace's header lists no interfaces".to_string()
+            } else {
+                format!("the trace knows {}", known.join(", "))
+            };
+            anyhow::bail!(
+                "-i {}: no frames on such an interface in {} ({known})",
+                names.join(","),
+                trace.display(),
+            );
+        }
+    }
     if !a.quiet {
         let ifs: Vec<String> = st
             .interfaces
@@ -56,9 +108,8 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
             .map(|(n, c)| format!("{n} {c}"))
             .collect();
         eprintln!(
-            "magnet: {} frames to {} ({}); {} with the bytes the trace kept (--snaplen), {} with IP/transport headers synthesised from the trace's fields, {} link header only; {} name their process",
+            "magnet: {} frames to {shown} ({}); {} with the bytes the trace kept (--snaplen), {} with IP/transport headers synthesised from the trace's fields, {} link header only; {} name their process",
             st.frames,
-            a.output.display(),
             ifs.join(", "),
             st.captured,
             st.synthesized_ip,

@@ -96,7 +96,7 @@ pub struct RecordArgs {
     /// Layers to record, comma-separated, or `all` [default: app,tcp,ip,dev].
     /// A default layer this kernel cannot record is left out with a note; a
     /// layer named here fails instead.
-    #[arg(long, value_name = "LIST", value_parser = parse_layers)]
+    #[arg(long, visible_alias = "layer", value_name = "LIST", value_parser = parse_layers)]
     layers: Option<std::collections::BTreeSet<Layer>>,
 
     /// Print, for this kernel, which hook will feed each kind of each layer and
@@ -107,7 +107,7 @@ pub struct RecordArgs {
     /// Adjust the kinds recorded in those layers: +KIND adds one that is off by
     /// default (dev_queue, dev_xmit, ip_post_routing, ip_pre_routing), -KIND leaves
     /// one out, `all` records every kind of the selected layers.
-    #[arg(long, value_name = "LIST", value_parser = parse_kinds, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "kind", value_name = "LIST", value_parser = parse_kinds, allow_hyphen_values = true)]
     kinds: Option<KindSelection>,
 
     /// Add MAGNeT's TCP snapshot (windows, RTT, cwnd, sequence numbers) to every tcp event.
@@ -256,7 +256,12 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                         .map_err(|e| anyhow::anyhow!(e))?,
                 )
             }
-            None => args.cgroup.clone(),
+            None => match &args.cgroup {
+                Some(c) if !c.is_dir() => {
+                    bail!("--cgroup {}: no such cgroup directory", c.display())
+                }
+                c => c.clone(),
+            },
         },
         port: args.port,
         host: args.host,

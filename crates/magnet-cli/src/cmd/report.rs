@@ -23,9 +23,9 @@ Examples:
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct ReportArgs {
-    /// Trace file.
-    file: PathBuf,
-    /// Output HTML file.
+    #[command(flatten)]
+    input: super::trace_input::TraceArg,
+    /// Output HTML file ('-': standard output).
     #[arg(short = 'o', long, value_name = "FILE")]
     output: PathBuf,
     /// Connection to plot (socket cookie); default: the one that moved the most bytes.
@@ -41,18 +41,19 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
+    let file = args.input.path();
     let opts = Options {
         series: true,
         series_cap: args.max_points,
         window: args.window,
         ..Options::default()
     };
-    let mut a = super::analyze::load(&args.file, &opts, &[], false)?;
+    let mut a = super::analyze::load(&file, &opts, &[], false)?;
     if let Some(s) = args.sock {
         if !a.connections.iter().any(|c| c.cookie == s) {
             anyhow::bail!(
                 "--sock {s}: no connection with data has this cookie in {}",
-                args.file.display()
+                file.display()
             );
         }
     }
@@ -63,8 +64,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
             c.series = None;
         }
     }
-    let title = args
-        .file
+    let title = file
         .file_name()
         .map_or("trace".into(), |n| n.to_string_lossy().into_owned());
     let html = magnet_report::render(
@@ -74,8 +74,16 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
             sock: args.sock,
         },
     );
-    std::fs::write(&args.output, html)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
-    eprintln!("magnet: report written to {}", args.output.display());
+    if args.output.as_os_str() == "-" {
+        use std::io::Write;
+        std::io::stdout()
+            .lock()
+            .write_all(html.as_bytes())
+            .context("writing the report to standard output")?;
+    } else {
+        std::fs::write(&args.output, html)
+            .with_context(|| format!("cannot write {}", args.output.display()))?;
+        eprintln!("magnet: report written to {}", args.output.display());
+    }
     Ok(ExitCode::SUCCESS)
 }

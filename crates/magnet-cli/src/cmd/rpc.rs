@@ -39,8 +39,8 @@ count is --count.";
 pub struct RpcArgs {
     #[command(flatten)]
     pub input: InputArgs,
-    /// Concise: drop arguments and reply data (rpcspy's -c).
-    #[arg(short = 'c', long)]
+    /// Concise: drop arguments and reply data (rpcspy's -c; -c is --count, as in tcpdump).
+    #[arg(long)]
     pub concise: bool,
     /// JSON lines with every decoded field instead of rpcspy lines.
     #[arg(long)]
@@ -62,11 +62,11 @@ pub struct InputArgs {
     #[arg(short = 'i', long, value_name = "IFACE", conflicts_with = "read")]
     pub interface: Option<String>,
     /// Stop after this many packets.
-    #[arg(long, value_name = "N")]
+    #[arg(short = 'c', long, value_name = "N")]
     pub count: Option<u64>,
-    /// Seconds to wait for a reply before reporting a call as unanswered.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
-    pub reply_timeout: f64,
+    /// How long to wait for a reply before reporting a call as unanswered (e.g. 5s, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = magnet_common::units::parse_duration)]
+    pub reply_timeout: std::time::Duration,
     /// Do not print the decode summary to standard error.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -82,10 +82,10 @@ pub fn drive(
     on_tx: &mut dyn FnMut(Transaction) -> anyhow::Result<()>,
 ) -> anyhow::Result<(Counters, Option<String>)> {
     let mut lim = Limits::default();
-    if input.reply_timeout.is_nan() || input.reply_timeout <= 0.0 {
+    if input.reply_timeout.is_zero() {
         bail!("--reply-timeout must be positive");
     }
-    lim.reply_timeout_ns = (input.reply_timeout * 1e9) as i64;
+    lim.reply_timeout_ns = i64::try_from(input.reply_timeout.as_nanos()).unwrap_or(i64::MAX);
     let mut dec = Decoder::new(lim);
     let expr = input.filter.join(" ");
     let expr = (!expr.trim().is_empty()).then_some(expr);

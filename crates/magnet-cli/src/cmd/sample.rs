@@ -123,7 +123,7 @@ struct LsArgs {
 #[derive(Args, Debug)]
 struct ShowArgs {
     /// A run file, or with --store a run name, name prefix, `latest` or -N.
-    #[arg(default_value = "latest")]
+    #[arg(default_value = "latest", allow_negative_numbers = true)]
     run: String,
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,
@@ -135,7 +135,7 @@ struct ShowArgs {
 #[derive(Args, Debug)]
 struct PlotArgs {
     /// A run file, or with --store a run name, name prefix, `latest` or -N.
-    #[arg(default_value = "latest")]
+    #[arg(default_value = "latest", allow_negative_numbers = true)]
     run: String,
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,

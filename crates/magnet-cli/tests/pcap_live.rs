@@ -1,0 +1,263 @@
+//! `magnet pcap` against tshark (root, real BPF): a clean TCP transfer over
+//! loopback and over a veth pair into another network namespace, recorded with and
+//! without `--snaplen`. Wireshark's TCP analysis of the pcapng finds no
+//! retransmission, out-of-order, duplicate ACK or missing segment; on loopback the
+//! frames are tcpdump -i lo's, one per packet; and every frame's comment names
+//! exactly the send calls whose bytes tshark decodes in it (none for a pure ACK).
+//! About 10 s.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use common::{magnet, tmp, MAGNET};
+use magnet_testkit::{live_or_skip, tshark_fields, Capture, Need, Netns, Side, Veth};
+
+/// 8 sends of 16 KiB: stream bytes [16384 (n-1), 16384 n) are send n's.
+const SEND: u64 = 16384;
+const SENDS: u64 = 8;
+
+/// The analysis flags a clean transfer must not raise.
+const BAD: &str = "tcp.analysis.retransmission || tcp.analysis.fast_retransmission \
+    || tcp.analysis.spurious_retransmission || tcp.analysis.out_of_order \
+    || tcp.analysis.lost_segment || tcp.analysis.ack_lost_segment \
+    || tcp.analysis.duplicate_ack";
+
+fn record(trace: &Path, snaplen: Option<usize>, script: &str) {
+    let snap = snaplen.map(|s| s.to_string());
+    let mut args = vec!["record", "-q"];
+    if let Some(s) = &snap {
+        args.extend(["--snaplen", s]);
+    }
+    args.extend(["-o", trace.to_str().unwrap(), "--", "sh", "-c", script]);
+    let o = magnet(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn pcap(trace: &Path, out: &Path, extra: &[&str]) {
+    let mut args = vec![
+        "pcap",
+        "-q",
+        trace.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let o = magnet(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Frames tshark flags with `BAD`, and tshark's expert summary for the message.
+fn flagged(file: &Path, port: u16) -> (usize, String) {
+    let rows = tshark_fields(
+        file,
+        &format!("tcp.port == {port} && ({BAD})"),
+        &["frame.number"],
+    )
+    .unwrap();
+    let n = rows.iter().filter(|r| !r[0].is_empty()).count();
+    let expert = Command::new("tshark")
+        .args([
+            "-r",
+            file.to_str().unwrap(),
+            "-n",
+            "-q",
+            "-z",
+            "expert,warn",
+        ])
+        .output()
+        .unwrap();
+    (n, String::from_utf8_lossy(&expert.stdout).into_owned())
+}
+
+/// Checks every frame of the connection: tshark's payload length against the
+/// calls its comment names. Returns (frames, frames with payload).
+fn comments_name_the_bytes(file: &Path, port: u16, lo: bool) -> (usize, usize) {
+    let rows = tshark_fields(
+        file,
+        &format!("tcp.port == {port}"),
+        &["tcp.dstport", "tcp.seq", "tcp.len", "frame.comment"],
+    )
+    .unwrap();
+    let mut with_payload = 0;
+    let mut last_recv = 0u64;
+    for r in &rows {
+        let (dport, seq, len, c) = (
+            r[0].parse::<u16>().unwrap(),
+            r[1].parse::<u64>().unwrap(),
+            r[2].parse::<u64>().unwrap(),
+            &r[3],
+        );
+        let named = |what: &str| -> Vec<u64> {
+            c.split(' ')
+                .find_map(|f| f.strip_prefix("app="))
+                .unwrap_or("")
+                .split(',')
+                .filter_map(|e| e.strip_prefix(what))
+                .map(|e| e.split('(').next().unwrap().parse().unwrap())
+                .collect()
+        };
+        assert!(!c.contains(" at="), "{c}");
+        if len == 0 {
+            assert!(!c.contains(" app="), "no payload, calls named: {c}");
+            continue;
+        }
+        with_payload += 1;
+        assert_eq!(dport, port, "payload toward the sender: {c}");
+        // Relative sequence numbers: the stream's first byte is 1.
+        let first = (seq - 1) / SEND + 1;
+        let last = (seq - 1 + len - 1) / SEND + 1;
+        assert!(last <= SENDS);
+        // The sender's frame (or a loopback one) names the sends, exactly.
+        let (out, inb) = match () {
+            _ if c.contains(" dir=lo ") => (true, true),
+            _ if c.contains(" dir=out ") => (true, false),
+            _ => (false, true),
+        };
+        assert_eq!(lo, out && inb, "{c}");
+        if out {
+            let want: Vec<u64> = (first..=last).collect();
+            assert_eq!(named("send#"), want, "seq {seq} len {len}: {c}");
+        } else {
+            assert!(!c.contains("send#"), "{c}");
+        }
+        if inb {
+            // The receiver's calls that consumed them, in order.
+            let recvs = named("recv#");
+            assert!(
+                !recvs.is_empty(),
+                "frame in with payload names no recv: {c}"
+            );
+            assert!(recvs[0] >= last_recv, "recv calls out of order: {c}");
+            last_recv = *recvs.last().unwrap();
+        } else {
+            assert!(!c.contains("recv#"), "{c}");
+        }
+    }
+    (rows.len(), with_payload)
+}
+
+fn check(file: &Path, port: u16, lo: bool, what: &str) -> usize {
+    let (n, expert) = flagged(file, port);
+    assert_eq!(n, 0, "{what}: tshark flags {n} frames:\n{expert}");
+    for bad in [
+        "retransmission",
+        "Out-Of-Order",
+        "ACKed segment that wasn't captured",
+        "Previous segment",
+    ] {
+        assert!(
+            !expert.to_lowercase().contains(&bad.to_lowercase()),
+            "{what}: {expert}"
+        );
+    }
+    let (frames, payload) = comments_name_the_bytes(file, port, lo);
+    // The handshake, 128 KiB of data, its ACKs, the FINs.
+    assert!(
+        frames >= 7 && payload >= 2,
+        "{what}: {frames} frames, {payload} with payload"
+    );
+    eprintln!("{what}: {frames} frames, {payload} with payload, no analysis flags");
+    frames
+}
+
+#[test]
+fn loopback_pcap_is_what_tcpdump_saw_and_tshark_trusts() {
+    if !live_or_skip(
+        "loopback_pcap_is_what_tcpdump_saw_and_tshark_trusts",
+        &[Need::Btf, Need::Tool("tshark"), Need::Tool("tcpdump")],
+    ) {
+        return;
+    }
+    let port = 21_000 + (std::process::id() % 20_000) as u16;
+    let script = format!("{MAGNET} loadgen --tcp {SENDS}x16k --port {port}");
+    for snap in [Some(128), None] {
+        let what = format!("loopback, snaplen {snap:?}");
+        let trace = tmp("lo.mgt");
+        let out = tmp("lo.pcapng");
+        let cap =
+            Capture::start(None, "lo", &["-s", "128", "tcp", "port", &port.to_string()]).unwrap();
+        record(&trace, snap, &script);
+        let theirs = cap.stop().unwrap();
+        pcap(&trace, &out, &[]);
+        let ours = check(&out, port, true, &what);
+        // One frame per packet, as tcpdump -i lo saw them: same count, same
+        // (direction, seq, len, flags) in the same order.
+        let key = |f: &Path| {
+            tshark_fields(
+                f,
+                &format!("tcp.port == {port}"),
+                &["tcp.srcport", "tcp.seq_raw", "tcp.len", "tcp.flags"],
+            )
+            .unwrap()
+        };
+        let t = key(theirs.path());
+        assert_eq!(
+            ours,
+            t.len(),
+            "{what}: frames, tcpdump -i lo saw {}",
+            t.len()
+        );
+        let as_set = |v: Vec<Vec<String>>| v.into_iter().collect::<BTreeSet<_>>();
+        assert_eq!(
+            as_set(key(&out)),
+            as_set(t),
+            "{what}: frames differ from tcpdump's"
+        );
+        // -i lo: the same; -o -: the same bytes on standard output.
+        let o = magnet(&["pcap", "-q", trace.to_str().unwrap(), "-o", "-"]);
+        assert!(o.status.success());
+        assert_eq!(
+            o.stdout,
+            std::fs::read(&out).unwrap(),
+            "{what}: -o - differs"
+        );
+        assert!(!Path::new("-").exists());
+        let _ = std::fs::remove_file(&trace);
+        let _ = std::fs::remove_file(&out);
+    }
+}
+
+#[test]
+fn veth_pcap_is_clean_for_tshark() {
+    if !live_or_skip(
+        "veth_pcap_is_clean_for_tshark",
+        &[Need::Btf, Need::Tool("tshark")],
+    ) {
+        return;
+    }
+    let ns = Netns::new().unwrap();
+    let link = Veth::pair(Side::Root, Side::Ns(&ns)).unwrap();
+    let b = link.b();
+    let port = 22_000 + (std::process::id() % 20_000) as u16;
+    let script = format!(
+        "{MAGNET} loadgen --tcp {SENDS}x16k --netns {ns} --peer-addr {addr} --port {port}",
+        ns = ns.name(),
+        addr = b.addr()
+    );
+    for snap in [Some(128), None] {
+        let what = format!("veth, snaplen {snap:?}");
+        let trace = tmp("veth.mgt");
+        let out = tmp("veth.pcapng");
+        record(&trace, snap, &script);
+        pcap(&trace, &out, &[]);
+        let once = check(&out, port, false, &what);
+        // Each end alone is clean too, and holds each packet once.
+        for end in [link.a(), b] {
+            pcap(&trace, &out, &["-i", end.name()]);
+            let n = check(&out, port, false, &format!("{what}, -i {}", end.name()));
+            assert_eq!(n, once, "{what}: frames on {}", end.name());
+        }
+        // The oracle sees duplicates: both ends in one file are retransmissions.
+        pcap(&trace, &out, &["--each-device"]);
+        let (n, _) = flagged(&out, port);
+        assert!(
+            n > 0,
+            "{what}: tshark flagged nothing with each device's frames"
+        );
+        let _ = std::fs::remove_file(&trace);
+        let _ = std::fs::remove_file(&out);
+    }
+}
