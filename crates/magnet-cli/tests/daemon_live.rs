@@ -50,12 +50,36 @@ impl Daemon {
         Daemon::start_full(dir, http, extra, None)
     }
 
-    /// magnetd run inside `netns` (its HTTP port is there too).
+    /// magnetd with `MAGNET_HOOKS_DENY=deny` (as if the kernel refused those
+    /// hooks).
+    fn start_denying(extra: &str, deny: &str) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        Daemon::start_env(
+            dir,
+            free_port(),
+            extra,
+            None,
+            &[("MAGNET_HOOKS_DENY", deny)],
+        )
+    }
+
     fn start_full(
         dir: tempfile::TempDir,
         http: u16,
         extra: &str,
         netns: Option<&magnet_testkit::Netns>,
+    ) -> Daemon {
+        Daemon::start_env(dir, http, extra, netns, &[])
+    }
+
+    /// magnetd run inside `netns` (its HTTP port is there too), with `env`.
+    fn start_env(
+        dir: tempfile::TempDir,
+        http: u16,
+        extra: &str,
+        netns: Option<&magnet_testkit::Netns>,
+        env: &[(&str, &str)],
     ) -> Daemon {
         let conf = dir.path().join("magnetd.toml");
         std::fs::write(
@@ -77,6 +101,9 @@ impl Daemon {
             }
             None => Command::new(env!("CARGO_BIN_EXE_magnet")),
         };
+        // (a MAGNET_HOOKS_DENY of the test's own environment passes on: the
+        // suite can be run as on a kernel that refuses those hooks)
+        cmd.envs(env.iter().copied().filter(|(_, v)| !v.is_empty()));
         let mut child = cmd
             .args(["daemon", "--config"])
             .arg(&conf)
@@ -137,6 +164,19 @@ impl Daemon {
 
     fn log(&self) -> String {
         self.log.lock().unwrap().clone()
+    }
+
+    /// How this magnetd reads the TCP counters of open connections: its
+    /// links other than cgroup ones (5 tp_btf, + the iterator's) and the
+    /// source its open TCP records name. The iterator where the kernel
+    /// loads it; sock_diag (tcp_info, as `ss -ti`) where it refuses it.
+    fn tcp_path(&self) -> (usize, &'static str) {
+        let h = self.client().host().unwrap();
+        match h.health.parts.get("tcp_counters").map(String::as_str) {
+            Some("iter/bpf_sk_storage_map") => (6, "tcp_sock"),
+            Some("sock_diag") => (5, "tcp_info"),
+            other => panic!("tcp_counters fed by {other:?}: {:?}", h.health),
+        }
     }
 }
 
@@ -261,7 +301,7 @@ fn prometheus_scrapes_exact_counts_of_a_known_workload() {
     // checks every one against ss -ti).
     assert_eq!(
         (mine.wire.source.as_str(), mine.wire.tx_bytes),
-        ("tcp_sock", 37_000),
+        (d.tcp_path().1, 37_000),
         "{mine:?}"
     );
 
@@ -1351,12 +1391,25 @@ fn ss_counters(local: &str) -> std::collections::BTreeMap<String, u64> {
 /// what `ss -ti` shows for the same socket at the same moment, and a closed
 /// connection keeps its final ones.
 fn tcp_counters_case(extra: &str, cgroup_links: &[usize]) {
+    tcp_counters_case_denying(extra, cgroup_links, "")
+}
+
+fn tcp_counters_case_denying(extra: &str, cgroup_links: &[usize], deny: &str) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let d = Daemon::start(extra);
-    // 5 tp_btf + the iterator; + 2 cgroup_skb while the per-packet
-    // programs are attached
+    let d = Daemon::start_denying(extra, deny);
+    // 5 tp_btf (+ the iterator where it is used); + 2 cgroup_skb while the
+    // per-packet programs are attached
+    let (links, source) = d.tcp_path();
+    if deny.contains("iter") {
+        assert_eq!(source, "tcp_info");
+        let log = d.log();
+        assert!(
+            log.contains("iter/bpf_sk_storage_map denied by MAGNET_HOOKS_DENY"),
+            "{log}"
+        );
+    }
     let (other, cgroup) = link_kinds(d.pid());
-    assert_eq!(other.len(), 6, "links {other:?}");
+    assert_eq!(other.len(), links, "links {other:?}");
     assert!(
         cgroup_links.contains(&cgroup.len()),
         "cgroup links {cgroup:?}"
@@ -1419,7 +1472,7 @@ fn tcp_counters_case(extra: &str, cgroup_links: &[usize]) {
         let (c1, s1) = (oracle(&cl), oracle(&sl));
         assert_eq!(
             (mc.wire.source.as_str(), ms.wire.source.as_str()),
-            ("tcp_sock", "tcp_sock")
+            (source, source)
         );
         if c0 == c1 && s0 == s1 && view(&mc) == c0 && view(&ms) == s0 {
             // and the payload is what the application wrote and read
@@ -1471,6 +1524,16 @@ fn tcp_wire_counters_equal_ss() {
     }
 }
 
+/// The same through sock_diag (the iterator denied, as the kernels that
+/// refuse `iter/bpf_sk_storage_map` do).
+#[test]
+fn tcp_wire_counters_equal_ss_through_sock_diag() {
+    if live("tcp_wire_counters_equal_ss_through_sock_diag") {
+        tcp_counters_case_denying("packet_hooks = \"always\"\n", &[2], "iter");
+        tcp_counters_case_denying("packet_hooks = false\n", &[0], "iter");
+    }
+}
+
 #[test]
 fn tcp_wire_counters_equal_ss_without_packet_hooks() {
     if live("tcp_wire_counters_equal_ss_without_packet_hooks") {
@@ -1501,6 +1564,7 @@ fn sampled_packet_hooks_fill_histograms_in_windows_only() {
     }
     let d = Daemon::start("packet_window = \"200ms\"\npacket_period = \"1s\"\n");
     let pid = d.pid();
+    let (links, source) = d.tcp_path();
     // Watch this magnetd's links every 10 ms while the workload runs.
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watch = {
@@ -1511,7 +1575,7 @@ fn sampled_packet_hooks_fill_histograms_in_windows_only() {
             let mut stale = Vec::new();
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 let (other, cgroup) = link_kinds(pid);
-                assert_eq!(other.len(), 6, "{other:?}");
+                assert_eq!(other.len(), links, "{other:?}");
                 match cgroup.len() {
                     2 => {
                         with += 1;
@@ -1624,7 +1688,7 @@ fn sampled_packet_hooks_fill_histograms_in_windows_only() {
     // would add retransmits, which a loaded host does see on loopback).
     assert_eq!(
         (mc.wire.source.as_str(), ms.wire.source.as_str()),
-        ("tcp_sock", "tcp_sock")
+        (source, source)
     );
     assert_eq!(ms.wire.rx_bytes, sends * 100_000 + 1);
     assert!(mc.wire.tx_bytes >= sends * 100_000);
