@@ -40,7 +40,7 @@ fn record_funcs(
     (out, trace, marker)
 }
 
-/// The failure: exit 1, one line naming --funcs and why, nothing recorded
+/// The failure: exit 2 (a missing kernel feature), one line naming --funcs and why, nothing recorded
 /// and the command not run.
 fn assert_fails_before_recording(
     out: &std::process::Output,
@@ -48,7 +48,7 @@ fn assert_fails_before_recording(
     marker: &std::path::Path,
 ) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(
         stderr.starts_with(
