@@ -143,6 +143,7 @@ fn funcs_auto_records_or_says_why_not() {
         .find(|s| s["layer"] == "func")
         .expect("a func source in the header")
         .clone();
+    assert!(!func["hooks"].as_array().unwrap().is_empty(), "{func}");
     let funcs_recorded = info["kinds"]["func"]["events"].as_u64().unwrap_or(0);
     // Function probes: the SYN's path, in order.
     assert!(funcs_recorded > 0, "{info}");
