@@ -50,12 +50,36 @@ impl Daemon {
         Daemon::start_full(dir, http, extra, None)
     }
 
-    /// magnetd run inside `netns` (its HTTP port is there too).
+    /// magnetd with `MAGNET_HOOKS_DENY=deny` (as if the kernel refused those
+    /// hooks).
+    fn start_denying(extra: &str, deny: &str) -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        Daemon::start_env(
+            dir,
+            free_port(),
+            extra,
+            None,
+            &[("MAGNET_HOOKS_DENY", deny)],
+        )
+    }
+
     fn start_full(
         dir: tempfile::TempDir,
         http: u16,
         extra: &str,
         netns: Option<&magnet_testkit::Netns>,
+    ) -> Daemon {
+        Daemon::start_env(dir, http, extra, netns, &[])
+    }
+
+    /// magnetd run inside `netns` (its HTTP port is there too), with `env`.
+    fn start_env(
+        dir: tempfile::TempDir,
+        http: u16,
+        extra: &str,
+        netns: Option<&magnet_testkit::Netns>,
+        env: &[(&str, &str)],
     ) -> Daemon {
         let conf = dir.path().join("magnetd.toml");
         std::fs::write(
@@ -77,6 +101,9 @@ impl Daemon {
             }
             None => Command::new(env!("CARGO_BIN_EXE_magnet")),
         };
+        // (a MAGNET_HOOKS_DENY of the test's own environment passes on: the
+        // suite can be run as on a kernel that refuses those hooks)
+        cmd.envs(env.iter().copied().filter(|(_, v)| !v.is_empty()));
         let mut child = cmd
             .args(["daemon", "--config"])
             .arg(&conf)
@@ -137,6 +164,25 @@ impl Daemon {
 
     fn log(&self) -> String {
         self.log.lock().unwrap().clone()
+    }
+
+    /// How this magnetd reads the TCP counters of open connections: its
+    /// links other than cgroup ones (one per tp_btf program of the parts it
+    /// runs, 5 with all, + the iterator's) and the source its open TCP
+    /// records name. The iterator where the kernel loads it; sock_diag
+    /// (tcp_info, as `ss -ti`) where it refuses it.
+    fn tcp_path(&self) -> (usize, &'static str) {
+        let h = self.client().host().unwrap();
+        let p = &h.health.parts;
+        let tp_btf: usize = p
+            .values()
+            .map(|c| c.split('+').filter(|h| h.starts_with("tp_btf/")).count())
+            .sum();
+        match p.get("tcp_counters").map(String::as_str) {
+            Some("iter/bpf_sk_storage_map") => (tp_btf + 1, "tcp_sock"),
+            Some("sock_diag") => (tp_btf, "tcp_info"),
+            other => panic!("tcp_counters fed by {other:?}: {:?}", h.health),
+        }
     }
 }
 
@@ -261,7 +307,7 @@ fn prometheus_scrapes_exact_counts_of_a_known_workload() {
     // checks every one against ss -ti).
     assert_eq!(
         (mine.wire.source.as_str(), mine.wire.tx_bytes),
-        ("tcp_sock", 37_000),
+        (d.tcp_path().1, 37_000),
         "{mine:?}"
     );
 
@@ -529,8 +575,9 @@ fn kill_9_leaves_nothing_behind_and_the_next_start_cleans_up() {
     let always = "packet_hooks = \"always\"\n";
     let d = Daemon::start(always);
     let (links, progs) = bpf_ids(d.pid());
-    // 5 tp_btf, 2 cgroup_skb, the TCP counters' iterator
-    assert_eq!(links.len(), 8, "links {links:?}");
+    // 5 tp_btf, 2 cgroup_skb, the TCP counters' iterator where it is used
+    let tcp_links = d.tcp_path().0;
+    assert_eq!(links.len(), tcp_links + 2, "links {links:?}");
     assert!(progs.len() >= 7, "progs {progs:?}");
     assert!(links.iter().all(|&l| link_exists(l)));
     let http = d.http;
@@ -547,7 +594,7 @@ fn kill_9_leaves_nothing_behind_and_the_next_start_cleans_up() {
     let host = d2.client().host().unwrap();
     assert_eq!(host.health.map_capacity, 16384);
     let (links2, progs2) = bpf_ids(d2.pid());
-    assert_eq!(links2.len(), 8);
+    assert_eq!(links2.len(), tcp_links + 2);
     let sock = d2.socket();
     // A second instance on the same socket refuses to start.
     let second = Command::new(env!("CARGO_BIN_EXE_magnet"))
@@ -1351,12 +1398,36 @@ fn ss_counters(local: &str) -> std::collections::BTreeMap<String, u64> {
 /// what `ss -ti` shows for the same socket at the same moment, and a closed
 /// connection keeps its final ones.
 fn tcp_counters_case(extra: &str, cgroup_links: &[usize]) {
+    tcp_counters_case_denying(extra, cgroup_links, "");
+}
+
+/// [`tcp_counters_case`] with `MAGNET_HOOKS_DENY=deny`; the parts that run
+/// give the same numbers whatever is denied: app counters exact (when the
+/// `app` part runs, else 0), TCP counters equal to ss -ti, latency samples
+/// when the per-packet part runs, final counters at close (when `tcp_state`
+/// runs). Returns magnetd's log and health.
+fn tcp_counters_case_denying(
+    extra: &str,
+    cgroup_links: &[usize],
+    deny: &str,
+) -> (String, magnet_client::Health) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let d = Daemon::start(extra);
-    // 5 tp_btf + the iterator; + 2 cgroup_skb while the per-packet
-    // programs are attached
+    let d = Daemon::start_denying(extra, deny);
+    let health = d.client().host().unwrap().health;
+    let has = |part: &str| health.parts.contains_key(part);
+    // 5 tp_btf (+ the iterator where it is used); + 2 cgroup_skb while the
+    // per-packet programs are attached
+    let (links, source) = d.tcp_path();
+    if deny.contains("iter") {
+        assert_eq!(source, "tcp_info");
+        let log = d.log();
+        assert!(
+            log.contains("iter/bpf_sk_storage_map denied by MAGNET_HOOKS_DENY"),
+            "{log}"
+        );
+    }
     let (other, cgroup) = link_kinds(d.pid());
-    assert_eq!(other.len(), 6, "links {other:?}");
+    assert_eq!(other.len(), links, "links {other:?}");
     assert!(
         cgroup_links.contains(&cgroup.len()),
         "cgroup links {cgroup:?}"
@@ -1419,7 +1490,7 @@ fn tcp_counters_case(extra: &str, cgroup_links: &[usize]) {
         let (c1, s1) = (oracle(&cl), oracle(&sl));
         assert_eq!(
             (mc.wire.source.as_str(), ms.wire.source.as_str()),
-            ("tcp_sock", "tcp_sock")
+            (source, source)
         );
         if c0 == c1 && s0 == s1 && view(&mc) == c0 && view(&ms) == s0 {
             // and the payload is what the application wrote and read
@@ -1432,6 +1503,17 @@ fn tcp_counters_case(extra: &str, cgroup_links: &[usize]) {
             if cgroup_links == [0] {
                 // no per-packet program: no latency marks, no histograms
                 assert!(mc.latency.app_to_wire.is_empty() && ms.latency.wire_to_app.is_empty());
+            } else if cgroup_links == [2] && has("app") {
+                // every send marked and closed by its packets
+                assert!(mc.latency.app_to_wire.iter().sum::<u64>() > 0, "{mc:?}");
+            }
+            // the application's calls: exact, or not counted at all
+            let app = |c: &Connection| (c.app.tx_bytes, c.app.tx_calls, c.app.rx_bytes);
+            if has("app") {
+                assert_eq!(app(&mc), (37_000, 37, 0), "{mc:?}");
+                assert_eq!(app(&ms).2, 37_000, "{ms:?}");
+            } else {
+                assert_eq!((app(&mc), app(&ms)), ((0, 0, 0), (0, 0, 0)));
             }
             ok = true;
             break;
@@ -1445,6 +1527,12 @@ fn tcp_counters_case(extra: &str, cgroup_links: &[usize]) {
     }
     assert!(ok, "magnetd's TCP counters never matched ss -ti:\n{last}");
 
+    let log = d.log();
+    if !has("tcp_state") {
+        // no close is seen: the record stays open until reaped as idle
+        assert!(d.stop().success());
+        return (log, health);
+    }
     // Closed: the record keeps the final counters (the FIN adds no bytes_sent).
     let data_out = d.client().connection(cc).unwrap().wire.tx_data_segs;
     drop(client);
@@ -1462,6 +1550,7 @@ fn tcp_counters_case(extra: &str, cgroup_links: &[usize]) {
     assert_eq!(closed.wire.tx_data_segs, data_out, "{closed:?}");
     assert_eq!(d.client().connection(sc).unwrap().wire.rx_bytes, 37_001);
     assert!(d.stop().success());
+    (log, health)
 }
 
 #[test]
@@ -1469,6 +1558,139 @@ fn tcp_wire_counters_equal_ss() {
     if live("tcp_wire_counters_equal_ss") {
         tcp_counters_case("packet_hooks = \"always\"\n", &[2]);
     }
+}
+
+/// The same through sock_diag (the iterator denied, as the kernels that
+/// refuse `iter/bpf_sk_storage_map` do).
+#[test]
+fn tcp_wire_counters_equal_ss_through_sock_diag() {
+    if live("tcp_wire_counters_equal_ss_through_sock_diag") {
+        tcp_counters_case_denying("packet_hooks = \"always\"\n", &[2], "iter");
+        tcp_counters_case_denying("packet_hooks = false\n", &[0], "iter");
+    }
+}
+
+/// The deny matrix: magnetd under each single denial of a program type,
+/// attach kind, hook or map type (`MAGNET_HOOKS_DENY`, as a kernel that
+/// refuses it would). It starts with the affected part left out — one line
+/// in its log and in /health naming the part, what it feeds, the hook and
+/// the denial — or fed by its next candidate (one line saying so), and the
+/// parts that remain give the same numbers as without the denial
+/// ([`tcp_counters_case_denying`]: exact app counts, TCP counters equal to
+/// ss -ti). Denying every tracepoint leaves nothing to make records from:
+/// magnetd fails (exit 2) with one line naming both parts. ~20 s.
+#[test]
+fn deny_matrix_each_single_denial() {
+    if !live("deny_matrix_each_single_denial") {
+        return;
+    }
+    let sock_diag = "tcp_counters through sock_diag: iter/bpf_sk_storage_map: ";
+    let cases: &[(&str, &[&str], Option<&str>)] = &[
+        ("iter", &[], Some(sock_diag)),
+        ("sk_storage", &[], Some(sock_diag)),
+        ("tp_btf/sock_send_length", &["app"], None),
+        ("tp_btf/inet_sock_set_state", &["tcp_state"], None),
+        ("tp_btf/tcp_retransmit_skb", &["retransmits"], None),
+        ("tp_btf/kfree_skb", &["drops"], None),
+        ("cgroup_skb", &["packets"], None),
+        // kinds magnetd does not use: nothing changes
+        ("fentry", &[], None),
+        ("fexit", &[], None),
+        ("kprobe", &[], None),
+        ("kprobe_multi", &[], None),
+        ("raw_tp", &[], None),
+        ("netfilter", &[], None),
+        ("tcx", &[], None),
+        ("ringbuf", &[], None),
+        ("task_storage", &[], None),
+    ];
+    for &(deny, left_out, fallback) in cases {
+        let cgroup = if deny == "cgroup_skb" { [0] } else { [2] };
+        let (log, health) = tcp_counters_case_denying("packet_hooks = \"always\"\n", &cgroup, deny);
+        let lines: Vec<&str> = log
+            .lines()
+            .filter_map(|l| l.strip_prefix("magnetd: "))
+            .filter(|l| l.contains(" left out: "))
+            .collect();
+        assert_eq!(lines, health.left_out, "{deny}: {log}");
+        assert_eq!(lines.len(), left_out.len(), "{deny}: {log}");
+        for (l, part) in lines.iter().zip(left_out) {
+            assert!(
+                l.starts_with(&format!("{part} left out: no ")),
+                "{deny}: {l}"
+            );
+            assert!(
+                l.ends_with(&format!("denied by MAGNET_HOOKS_DENY={deny})")),
+                "{deny}: {l}"
+            );
+            assert!(!health.parts.contains_key(*part), "{deny}: {health:?}");
+        }
+        let fell: Vec<&String> = health.fallbacks.iter().collect();
+        match fallback {
+            Some(f) => {
+                assert_eq!(fell.len(), 1, "{deny}: {health:?}");
+                assert!(fell[0].starts_with(f), "{deny}: {}", fell[0]);
+                assert!(log.contains(fell[0].as_str()), "{deny}: {log}");
+            }
+            None => assert!(fell.is_empty(), "{deny}: {fell:?}"),
+        }
+    }
+
+    // No candidate left for the TCP counters: left out, and TCP's wire
+    // counters are the packets' (counted per packet, "always").
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let d = Daemon::start_denying("packet_hooks = \"always\"\n", "iter,sock_diag");
+    let h = d.client().host().unwrap().health;
+    assert_eq!(h.left_out.len(), 1, "{h:?}");
+    assert!(
+        h.left_out[0].starts_with(
+            "tcp_counters left out: no TCP wire counters, retransmits, srtt, cwnd and \
+             send-buffer occupancy of open connections (iter/bpf_sk_storage_map: \
+             iter/bpf_sk_storage_map denied by"
+        ),
+        "{}",
+        h.left_out[0]
+    );
+    assert!(h.left_out[0].contains("; sock_diag: sock_diag denied by"));
+    let (client, _server, _) = transfer(listener, 37, 1000);
+    let c = d.client().connection_of(&client).unwrap();
+    assert_eq!(c.wire.source, "packets", "{c:?}");
+    assert_eq!(c.app.tx_bytes, 37_000);
+    assert!(
+        c.wire.tx_bytes > 37_000,
+        "IP bytes, headers included: {c:?}"
+    );
+    assert!(d.stop().success());
+
+    // Nothing makes records: one line naming both parts, exit 2.
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("magnetd.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "http = \"127.0.0.1:{}\"\nsocket = \"{}\"\n",
+            free_port(),
+            dir.path().join("magnetd.sock").display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_magnet"))
+        .env("MAGNET_HOOKS_DENY", "tp_btf")
+        .args(["daemon", "--config"])
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let last: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(last.len(), 1, "{err}");
+    assert!(
+        last[0].contains("magnetd has nothing to make connection records from: app left out:")
+            && last[0].contains("; tcp_state left out: ")
+            && last[0].contains("tp_btf/inet_sock_set_state denied by MAGNET_HOOKS_DENY=tp_btf"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -1501,6 +1723,7 @@ fn sampled_packet_hooks_fill_histograms_in_windows_only() {
     }
     let d = Daemon::start("packet_window = \"200ms\"\npacket_period = \"1s\"\n");
     let pid = d.pid();
+    let (links, source) = d.tcp_path();
     // Watch this magnetd's links every 10 ms while the workload runs.
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watch = {
@@ -1511,7 +1734,7 @@ fn sampled_packet_hooks_fill_histograms_in_windows_only() {
             let mut stale = Vec::new();
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 let (other, cgroup) = link_kinds(pid);
-                assert_eq!(other.len(), 6, "{other:?}");
+                assert_eq!(other.len(), links, "{other:?}");
                 match cgroup.len() {
                     2 => {
                         with += 1;
@@ -1624,7 +1847,7 @@ fn sampled_packet_hooks_fill_histograms_in_windows_only() {
     // would add retransmits, which a loaded host does see on loopback).
     assert_eq!(
         (mc.wire.source.as_str(), ms.wire.source.as_str()),
-        ("tcp_sock", "tcp_sock")
+        (source, source)
     );
     assert_eq!(ms.wire.rx_bytes, sends * 100_000 + 1);
     assert!(mc.wire.tx_bytes >= sends * 100_000);

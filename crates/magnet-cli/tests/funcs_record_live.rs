@@ -1,14 +1,101 @@
 //! `record --funcs` on this host. Where the kernel has no function probes
-//! (6.18 here: no kprobes, no kprobe-multi) the recording still holds exactly
-//! the workload's events and one layer note says why; where it has them, the
-//! SYN's path holds the functions of the transmit path in order, from
-//! `__tcp_transmit_skb <- tcp_connect` on the queued skb through its clone. ~2 s.
-//! (Debian's 6.1 and 6.12 are exercised in the QEMU lab: docs/funcs.md.)
+//! (6.18 here: no kprobes, no kprobe-multi; or `MAGNET_HOOKS_DENY=kprobe`)
+//! the recorder fails before recording, with one line, as for a layer named
+//! in --layers that cannot be recorded: no trace, the command never runs;
+//! where it has them, the SYN's path holds the functions of the transmit path
+//! in order, from `__tcp_transmit_skb <- tcp_connect` on the queued skb
+//! through its clone. ~2 s. (Debian's 6.1 and 6.12 are exercised in the QEMU
+//! lab: docs/funcs.md.)
 
 mod common;
 
+use std::process::{Command, Stdio};
+
 use common::{magnet, tmp, MAGNET};
 use magnet_testkit::{live_or_skip, Need};
+
+/// `record --funcs auto -- touch MARKER` under `deny` (MAGNET_HOOKS_DENY,
+/// empty: none): its output, the trace's path and the marker's.
+fn record_funcs(
+    deny: &str,
+    name: &str,
+) -> (std::process::Output, std::path::PathBuf, std::path::PathBuf) {
+    let trace = tmp(&format!("{name}.mgt"));
+    let marker = tmp(&format!("{name}.ran"));
+    let _ = std::fs::remove_file(&trace);
+    let _ = std::fs::remove_file(&marker);
+    let mut c = Command::new(MAGNET);
+    c.env_remove("MAGNET_HOOKS_DENY");
+    if !deny.is_empty() {
+        c.env("MAGNET_HOOKS_DENY", deny);
+    }
+    let out = c
+        .args(["record", "-q", "-o"])
+        .arg(&trace)
+        .args(["--layers", "app,tcp", "--funcs", "auto", "--", "touch"])
+        .arg(&marker)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (out, trace, marker)
+}
+
+/// The failure: exit 2 (a missing kernel feature), one line naming --funcs and why, nothing recorded
+/// and the command not run.
+fn assert_fails_before_recording(
+    out: &std::process::Output,
+    trace: &std::path::Path,
+    marker: &std::path::Path,
+) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "magnet: error: --funcs cannot be recorded: no kprobes or kprobe-multi on this kernel"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .trim_end()
+            .ends_with("(leave out --funcs, or see `magnet record --check`)"),
+        "{stderr}"
+    );
+    assert!(!trace.exists(), "a trace was written");
+    assert!(!marker.exists(), "the command ran");
+}
+
+#[test]
+fn funcs_without_function_probes_fail_before_recording() {
+    if !live_or_skip(
+        "funcs_without_function_probes_fail_before_recording",
+        &[Need::Btf],
+    ) {
+        return;
+    }
+    // As a kernel without kprobes (and so without kprobe-multi) would.
+    let (out, trace, marker) = record_funcs("kprobe", "denied");
+    assert_fails_before_recording(&out, &trace, &marker);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("denied by MAGNET_HOOKS_DENY=kprobe"));
+    // Without --funcs the same recording records (the denial is about
+    // function probes only).
+    let out = Command::new(MAGNET)
+        .env("MAGNET_HOOKS_DENY", "kprobe")
+        .args(["record", "-q", "-o"])
+        .arg(&trace)
+        .args(["--layers", "app,tcp", "--", "touch"])
+        .arg(&marker)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(trace.exists() && marker.exists());
+}
 
 #[test]
 fn funcs_auto_records_or_says_why_not() {
@@ -33,7 +120,17 @@ fn funcs_auto_records_or_says_why_not() {
         "7323",
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    if !out.status.success() {
+        // No function probes here: the failure before recording, and the
+        // kernel does lack kprobes (no kprobe PMU).
+        let (out, trace, marker) = record_funcs("", "plain");
+        assert_fails_before_recording(&out, &trace, &marker);
+        assert!(
+            !std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists(),
+            "{stderr}"
+        );
+        return;
+    }
     let info: serde_json::Value =
         serde_json::from_slice(&magnet(&["info", trace.to_str().unwrap(), "--json"]).stdout)
             .unwrap();
@@ -46,27 +143,8 @@ fn funcs_auto_records_or_says_why_not() {
         .find(|s| s["layer"] == "func")
         .expect("a func source in the header")
         .clone();
+    assert!(!func["hooks"].as_array().unwrap().is_empty(), "{func}");
     let funcs_recorded = info["kinds"]["func"]["events"].as_u64().unwrap_or(0);
-    if func["hooks"].as_array().unwrap().is_empty() {
-        // No function probes: one note, no func events.
-        let missing = func["missing"].as_array().unwrap();
-        assert_eq!(missing.len(), 1, "{func}");
-        let m = missing[0].as_str().unwrap();
-        assert!(
-            m.starts_with(
-                "function probes not recorded: no kprobes or kprobe-multi on this kernel"
-            ),
-            "{m}"
-        );
-        assert!(m.ends_with("the other layers still record"), "{m}");
-        assert_eq!(funcs_recorded, 0);
-        let notes: Vec<&str> = stderr
-            .lines()
-            .filter(|l| l.contains("layer func"))
-            .collect();
-        assert_eq!(notes.len(), 1, "{stderr}");
-        return;
-    }
     // Function probes: the SYN's path, in order.
     assert!(funcs_recorded > 0, "{info}");
     let hs: serde_json::Value = serde_json::from_slice(

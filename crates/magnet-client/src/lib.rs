@@ -244,6 +244,21 @@ pub struct Health {
     /// The fraction of time since start the per-packet programs were attached.
     #[serde(default)]
     pub packet_coverage: f64,
+    /// magnetd's parts and what feeds each (`tcp_counters` →
+    /// `iter/bpf_sk_storage_map` or `sock_diag`, …); parts left out are
+    /// not listed here but in `left_out`.
+    #[serde(default)]
+    pub parts: std::collections::BTreeMap<String, String>,
+    /// One line per part left out: which part, what it feeds, each hook
+    /// tried and what the kernel (or MAGNET_HOOKS_DENY) said.
+    #[serde(default)]
+    pub left_out: Vec<String>,
+    /// One line per part fed by a later candidate than its first, and why.
+    #[serde(default)]
+    pub fallbacks: Vec<String>,
+    /// The last failed read of the TCP counters (iterator or sock_diag).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_counters_error: Option<String>,
 }
 
 /// One answer line.

@@ -363,25 +363,28 @@ pub fn run(
 ) -> Result<(), Error> {
     let (mut attached, reader) = summaries::attach(config.max_connections, config.packet_hooks)?;
     let fmt = magnet_runs::units::format_duration;
+    for line in attached.plan.left_out() {
+        log(&line);
+    }
+    for line in &attached.plan.fallbacks {
+        log(line);
+    }
     log(&format!(
-        "attached {} hooks ({}); connection map holds {}",
+        "attached {} hooks ({}; {}); connection map holds {}",
         attached.link_count(),
-        match config.packet_hooks {
-            PacketHooks::Always => format!(
-                "tp_btf, TCP counters' iterator, cgroup_skb on {}",
-                attached.cgroup_root.display()
-            ),
+        attached.plan.summary(),
+        match attached.packet_hooks {
+            PacketHooks::Always => format!("cgroup_skb on {}", attached.cgroup_root.display()),
             PacketHooks::Sampled { window, period } => format!(
-                "tp_btf, TCP counters' iterator; packet_hooks sampled: cgroup_skb on {} for {} \
-                 of every {}: latency histograms sampled, no host or non-TCP wire counts",
+                "packet_hooks sampled: cgroup_skb on {} for {} of every {}: latency histograms \
+                 sampled, no host or non-TCP wire counts",
                 attached.cgroup_root.display(),
                 fmt(window),
                 fmt(period)
             ),
-            PacketHooks::Off =>
-                "tp_btf, TCP counters' iterator; packet_hooks off: no latency histograms, \
+            PacketHooks::Off => "packet_hooks off: no latency histograms, \
                  no host or non-TCP wire counts"
-                    .to_string(),
+                .to_string(),
         },
         config.max_connections
     ));
@@ -467,7 +470,7 @@ pub fn run(
     let mut last_reap = Instant::now();
     while !control.stop.load(Ordering::Relaxed) {
         let mut nap = Duration::from_millis(100);
-        if let PacketHooks::Sampled { window, period } = config.packet_hooks {
+        if let PacketHooks::Sampled { window, period } = attached.packet_hooks {
             let now = Instant::now();
             match close_at {
                 Some(t) if now >= t => {
@@ -563,7 +566,7 @@ pub fn run(
             trig.check(&shared);
         }
     }
-    if let PacketHooks::Sampled { .. } = config.packet_hooks {
+    if let PacketHooks::Sampled { .. } = attached.packet_hooks {
         attached.close_window();
         if let Ok(w) = shared.reader.windows.lock() {
             shared.log(&w.summary());

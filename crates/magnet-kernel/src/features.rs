@@ -53,19 +53,29 @@ impl Features {
     pub fn detect(btf: &KernelBtf) -> Features {
         let release = nix_release();
         let target = PROBE_TARGETS.iter().copied().find(|f| btf.has_func(f));
+        let t = target.unwrap_or("?");
+        // MAGNET_HOOKS_DENY: as if the kernel refused them (crate::deny)
+        let or_denied = |name: String, probe: &dyn Fn() -> Support| match crate::deny::denied(&name)
+        {
+            Some(why) => Support::No(why),
+            None => probe(),
+        };
         Features {
             release,
-            kprobe: probe_kprobe(target),
-            kprobe_multi: probe_kprobe_multi(target),
-            fentry: probe_fentry(btf, target),
-            netfilter_link: probe_netfilter(btf),
-            tcx: if btf.has_enum_value("bpf_attach_type", "BPF_TCX_INGRESS") {
-                Support::Yes
-            } else {
-                Support::No(
-                    "no TCX links (Linux 6.6 or later); clsact + tc filters work instead".into(),
-                )
-            },
+            kprobe: or_denied(format!("kprobe/{t}"), &|| probe_kprobe(target)),
+            kprobe_multi: or_denied(format!("kprobe_multi/{t}"), &|| probe_kprobe_multi(target)),
+            fentry: or_denied(format!("fentry/{t}"), &|| probe_fentry(btf, target)),
+            netfilter_link: or_denied("netfilter/LOCAL_OUT".into(), &|| probe_netfilter(btf)),
+            tcx: or_denied("tcx/ingress".into(), &|| {
+                if btf.has_enum_value("bpf_attach_type", "BPF_TCX_INGRESS") {
+                    Support::Yes
+                } else {
+                    Support::No(
+                        "no TCX links (Linux 6.6 or later); clsact + tc filters work instead"
+                            .into(),
+                    )
+                }
+            }),
         }
     }
 

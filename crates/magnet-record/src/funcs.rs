@@ -102,6 +102,12 @@ impl Plan {
         }
     }
 
+    /// Why the functions asked for cannot be probed on this kernel (None:
+    /// they can, or none were asked for).
+    pub fn why_not(&self) -> Option<&str> {
+        self.no.as_deref()
+    }
+
     /// Whether `prog` (a program of funcs.bpf.c) is to be loaded.
     pub fn wants(&self, prog: &str) -> bool {
         if self.no.is_some() {

@@ -318,19 +318,12 @@ impl Kernel {
     /// Why this attach point cannot be used here (None: it can).
     ///
     /// `MAGNET_HOOKS_DENY` (comma-separated prefixes of hook names such as
-    /// `netfilter`, `fentry`, `fexit/inet_sendmsg`, `tp_btf/sock_send_length`)
-    /// makes magnet act as if the kernel lacked those hooks: for tests and for
-    /// trying another hook by hand.
+    /// `netfilter`, `fentry`, `fexit/inet_sendmsg`, `tp_btf/sock_send_length`;
+    /// see `magnet_kernel::deny`) makes magnet act as if the kernel lacked
+    /// those hooks: for tests and for trying another hook by hand.
     pub fn missing(&self, a: Attach) -> Option<String> {
-        if let Ok(deny) = std::env::var("MAGNET_HOOKS_DENY") {
-            let name = attach_name(a);
-            if deny
-                .split(',')
-                .map(str::trim)
-                .any(|d| !d.is_empty() && name.starts_with(d))
-            {
-                return Some(format!("{name} denied by MAGNET_HOOKS_DENY={deny}"));
-            }
+        if let Some(why) = magnet_kernel::deny::denied(&attach_name(a)) {
+            return Some(why);
         }
         match a {
             TpBtf { tp, args } => {

@@ -269,7 +269,10 @@ pub fn sample(
         .sample_tcp_retransmit
         .attach()
         .map_err(|e| Error::bpf("attaching tp_btf/tcp_retransmit_skb", e))?;
+    // MAGNET_HOOKS_DENY=tcx: as a kernel without TCX links (clsact instead).
+    let tcx_denied = magnet_kernel::deny::denied("tcx/ingress").is_some();
     let tcx = match config.attach {
+        AttachMode::Auto if tcx_denied => None,
         AttachMode::Auto => Some((
             attach_tcx(&skel.progs.sample_ingress, ifindex),
             attach_tcx(&skel.progs.sample_egress, ifindex),

@@ -20,7 +20,10 @@
  *   iter/bpf_sk_storage_map           5.9+    TCP wire counters, retransmits, srtt,
  *                                             cwnd, send-buffer occupancy: copied
  *                                             from each socket's tcp_sock when user
- *                                             space reads (not counted per packet)
+ *                                             space reads (not counted per packet);
+ *                                             where the kernel refuses it, user
+ *                                             space reads the same counters through
+ *                                             sock_diag (tcp_info), as `ss -ti` does
  *
  * TCP's wire counters are the kernel's own (tcp_sock bytes_sent, bytes_acked,
  * bytes_received, segs_out/in, data_segs_out/in, total_retrans): every TCP
@@ -70,6 +73,16 @@ const volatile bool count_packets = true;
  * follow the rules marked "sampled" below, so that a sample is never made
  * of a mark and a wire event that do not belong together. */
 const volatile bool sampled = false;
+/* TCP records take their wire counters, retransmits, srtt and cwnd from
+ * the socket's own tcp_sock (copied at close here, and while open by the
+ * `tcp_kstats` iterator or, where that is refused, by user space through
+ * sock_diag). False: magnetd has no way to read them (the TCP counters part
+ * is left out) and the per-packet programs count TCP too. */
+const volatile bool kstats_on = true;
+/* The iterator reads them: every TCP record's socket gets a `tcp_socks`
+ * entry for it to visit. False (sock_diag reads them): no socket storage is
+ * used and the map is not created. */
+const volatile bool kstats_storage = true;
 /* 1 while the per-packet programs are attached (user space writes it after
  * attaching and before detaching; always 1 with packet_hooks = "always"). */
 __u32 window_open = 0;
@@ -175,8 +188,13 @@ static __always_inline void kstats_copy(struct mg_conn *c, struct sock *sk)
 /* Gives a TCP socket its `tcp_socks` entry (once per record). */
 static __always_inline void kstats_track(struct mg_conn *c, struct sock *sk, __u64 cookie)
 {
-	if (c->kstats || c->protocol != IPPROTO_TCP)
+	if (!kstats_on || c->kstats || c->protocol != IPPROTO_TCP)
 		return;
+	if (!kstats_storage) {
+		/* read by user space (sock_diag), found by cookie */
+		c->kstats = 1;
+		return;
+	}
 	__u64 *v = bpf_sk_storage_get(&tcp_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (v) {
 		*v = cookie;

@@ -104,6 +104,13 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let mut plan = attach::Plan::new(config, &kernel)?;
     let tasks = targets::Tasks::resolve(config, &opts.target)?;
     let needs = attach::Needs::new(config, tasks, &kernel);
+    // Functions asked for by name (--funcs) are like a layer named in
+    // --layers: no function probes fails here, before recording.
+    if let Some(why) = needs.funcs.why_not() {
+        anyhow::bail!(
+            "--funcs cannot be recorded: {why} (leave out --funcs, or see `magnet record --check`)"
+        );
+    }
 
     // The buffer is split into one ring per possible CPU (see `rings` in
     // record.bpf.c).
