@@ -213,3 +213,54 @@ fn interrupts_exit_as_the_table_says() {
     );
     assert_eq!(st.signal(), Some(libc::SIGINT), "{st:?}");
 }
+
+/// Issue 24, finding 4: SIGHUP and SIGQUIT end `record` as SIGTERM does (exit
+/// 0, an END block), and a recorder killed as soon as it is ready leaves a
+/// trace that reads as cut short: the header is on disk at once.
+#[test]
+fn hangup_quit_and_kill_leave_a_readable_trace() {
+    if !live_or_skip("hangup_quit_and_kill_leave_a_readable_trace", &[Need::Btf]) {
+        return;
+    }
+    let ns = Netns::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let record = |out: &str| {
+        let mut c = ns.command(env!("CARGO_BIN_EXE_magnet"));
+        c.args([
+            "record", "--all", "--layers", "app", "--port", "1", "-o", out,
+        ]);
+        c
+    };
+    for (sig, name) in [(libc::SIGHUP, "hup"), (libc::SIGQUIT, "quit")] {
+        let out = dir.path().join(format!("{name}.mgt"));
+        let out = out.to_str().unwrap();
+        let st = interrupt(
+            record(out),
+            Some("recording"),
+            Duration::from_millis(300),
+            sig,
+        );
+        assert_eq!(st.code(), Some(0), "{name}: {st:?}");
+        let info = magnet().args(["info", out, "--json"]).output().unwrap();
+        assert_eq!(info.status.code(), Some(0), "{name}: {info:?}");
+        let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        assert_eq!(v["complete"], true, "{name}: the END block is written");
+    }
+    let out = dir.path().join("killed.mgt");
+    let out = out.to_str().unwrap();
+    let st = interrupt(
+        record(out),
+        Some("recording"),
+        Duration::ZERO,
+        libc::SIGKILL,
+    );
+    assert_eq!(st.signal(), Some(libc::SIGKILL));
+    let info = magnet().args(["info", out]).output().unwrap();
+    let text = String::from_utf8_lossy(&info.stdout);
+    // A trace cut short: exit 1 (incomplete), never "not a magnet trace".
+    assert_eq!(info.status.code(), Some(1), "{info:?}");
+    assert!(
+        text.contains("NOT CLEANLY") && text.contains("cut short"),
+        "{text}"
+    );
+}

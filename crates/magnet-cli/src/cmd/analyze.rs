@@ -90,7 +90,7 @@ pub fn run(args: AnalyzeArgs) -> Result<ExitCode> {
         print_text(&mut out, &args.file, &a)?;
     }
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::damaged_code(!a.trace.damage.is_empty()))
 }
 
 /// Bytes, readably.

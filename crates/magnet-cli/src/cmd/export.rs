@@ -103,5 +103,5 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
             args.file.display()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::exit_code(&reader))
 }

@@ -47,7 +47,7 @@ pub fn run(args: InfoArgs) -> Result<ExitCode> {
     } else {
         print_text(&info);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::exit_code(&r))
 }
 
 fn print_text(info: &Info) {

@@ -121,7 +121,7 @@ pub fn run(a: MatchArgs) -> Result<ExitCode> {
         text(&k, &asc, &mut out, a.quiet)?;
     }
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::damaged_code(rd.damage() > 0 || cut.is_some()))
 }
 
 fn path_json(k: &Kernel, i: usize, t: i64) -> serde_json::Value {

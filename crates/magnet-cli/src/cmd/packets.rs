@@ -111,6 +111,7 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
         }
     }
     drop(ordered);
+    let code = trace_input::exit_code(&reader);
     let filter = Filter {
         pkt: args.pkt,
         src: args.src,
@@ -205,13 +206,13 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
             )?;
         }
         out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     if args.json {
         serde_json::to_writer(&mut out, &kept).context("writing JSON")?;
         writeln!(out)?;
         out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     for p in &kept {
         let fp = match &p.footprint {
@@ -259,5 +260,5 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
         }
     }
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }

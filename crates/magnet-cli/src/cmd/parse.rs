@@ -191,7 +191,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
             path.display()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::exit_code(&reader))
 }
 
 /// Most formatting threads by default.

@@ -66,5 +66,5 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
             st.with_process
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::exit_code(&rd))
 }

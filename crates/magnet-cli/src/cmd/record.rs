@@ -262,7 +262,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         host: args.host,
     };
 
-    let signals = magnet_common::stop::Stop::install().context("installing the signal handler")?;
+    // SIGHUP and SIGQUIT end a recording as SIGTERM does: with its END block.
+    let signals = magnet_common::stop::Stop::install_ending_on_hangup()
+        .context("installing the signal handler")?;
     let stop = signals.flag();
     // A recording with its own end (`-- CMD`, `-d`) cut short by a signal
     // exits 128+N (docs/exit-codes.md); one that runs until stopped, 0.
@@ -310,7 +312,10 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         use std::io::Write;
         writeln!(std::io::stdout(), "{}", summary_json(&summary, &config))?;
     } else if !args.quiet {
-        eprint!("{}", summary_text(&summary, &config));
+        // After SIGHUP the terminal may be gone: the trace is closed, say
+        // what it holds where that can still be said.
+        use std::io::Write;
+        let _ = write!(std::io::stderr(), "{}", summary_text(&summary, &config));
     }
     // The command's status passed on; killed by signal N: 128+N, as a shell says.
     if summary.child_status.is_none() && has_end && summary.end_reason == "interrupted" {
