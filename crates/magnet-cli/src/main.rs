@@ -115,7 +115,11 @@ fn main() -> ExitCode {
                     return ExitCode::SUCCESS;
                 }
             }
-            eprintln!("magnet: error: {}", one_line(&err));
+            // Errors may quote names from a trace or capture: escaped.
+            eprintln!(
+                "magnet: error: {}",
+                magnet_common::text::escape(&one_line(&err))
+            );
             ExitCode::from(2)
         }
     }

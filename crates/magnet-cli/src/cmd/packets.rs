@@ -123,7 +123,8 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
     let all = paths.finish();
     let kept: Vec<PacketPath> = all.into_iter().filter(|p| filter.keeps(p)).collect();
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    // Process and interface names from the trace: escaped in text.
+    let mut out = magnet_common::text::Escaping::when(!args.json, BufWriter::new(stdout.lock()));
     if args.handshake {
         let hs = handshakes(&kept);
         if args.json {

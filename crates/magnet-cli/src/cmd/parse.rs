@@ -108,8 +108,8 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
             buf,
             "# magnet parse {} host={} kernel={}\n# {} cpu pid tid layer kind field=value ...",
             args.file.display(),
-            header.host,
-            header.kernel,
+            magnet_common::text::escape(&header.host),
+            magnet_common::text::escape(&header.kernel),
             if args.wall { "wall_ns" } else { "time_s" }
         )?;
     }

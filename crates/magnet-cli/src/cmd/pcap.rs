@@ -43,7 +43,8 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
     let mut rd = trace_input::open(&a.trace)?;
     let k = Kernel::load(&mut rd).with_context(|| format!("{}", a.trace.display()))?;
     for w in &k.warnings {
-        eprintln!("magnet: warning: {}: {w}", a.trace.display());
+        let line = format!("{}: {w}", a.trace.display());
+        eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
     }
     let f =
         File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
@@ -53,7 +54,7 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
         let ifs: Vec<String> = st
             .interfaces
             .iter()
-            .map(|(n, c)| format!("{n} {c}"))
+            .map(|(n, c)| format!("{} {c}", magnet_common::text::escape(n)))
             .collect();
         eprintln!(
             "magnet: {} frames to {} ({}); {} with the bytes the trace kept (--snaplen), {} with IP/transport headers synthesised from the trace's fields, {} link header only; {} name their process",

@@ -29,5 +29,6 @@ pub fn damaged_code(damaged: bool) -> std::process::ExitCode {
 
 /// One line for damage found while reading (the reader goes on after it).
 pub fn warn(path: &Path, err: &magnet_trace::TraceError) {
-    eprintln!("magnet: warning: {}: {err}", path.display());
+    let line = format!("{}: {err}", path.display());
+    eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
 }
