@@ -98,7 +98,24 @@ impl Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // A value out of its range or not of its kind: one line, exit 2
+        // (docs/exit-codes.md); usage errors keep clap's help.
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::ValueValidation | clap::error::ErrorKind::InvalidValue
+            ) =>
+        {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad argument");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("magnet: error: {}", magnet_common::text::escape(first));
+            return ExitCode::from(magnet_common::exit::ERROR);
+        }
+        Err(e) => e.exit(),
+    };
     if cli.command.ends_on_closed_pipe() {
         // SAFETY: restoring the default disposition of one signal before any
         // thread is started; no handler runs Rust code.

@@ -24,21 +24,37 @@ fn bad_input_exits_2_with_one_line() {
     let bad_conf = dir.path().join("bad.toml");
     std::fs::write(&bad_conf, "max_connections = \"many\"\n").unwrap();
     let bad_conf = bad_conf.to_str().unwrap();
-    // Arguments clap rejects: 2 (clap's usage text follows its error line).
+    // A usage error: 2, clap's usage text follows its error line.
+    let out = magnet().arg("no-such-subcommand").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "));
+    // Values clap rejects — not of their kind, or out of their documented
+    // range (issue 24, finding 7) — one `magnet: error:` line, exit 2.
     for args in [
         &["record", "-d", "ten", "--all"][..],
         &["record", "--buffer", "12parsecs", "--all"],
+        &["record", "--buffer", "18446744073709551615", "--all"],
+        &["record", "--buffer", "1000000000000", "--all"],
+        &["record", "--buffer", "1k", "--all"],
         &["loadgen", "--tcp", "10x1q"],
+        &["loadgen", "--tcp", "1x1000000000000"],
         &["loadgen", "--tcp", "2x10", "--interval", "3fortnights"],
         &["sample", "-i", "lo", "--interval", "x"],
         &["parse", "--since", "yesterday", "x.mgt"],
-        &["no-such-subcommand"],
+        &["parse", "--threads", "18446744073709551615", "x.mgt"],
+        &["parse", "--threads", "4294967296", "x.mgt"],
+        &["parse", "--threads", "100000", "x.mgt"],
+        &["parse", "--threads", "0", "x.mgt"],
+        &["parse", "--window", "0", "x.mgt"],
+        &["funcs", "--pointer-depth", "100000"],
     ] {
         let out = magnet().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        // Rejected by its range (not by the missing trace file).
         assert!(
-            String::from_utf8_lossy(&out.stderr).starts_with("error: "),
-            "{args:?}: {out:?}"
+            err.starts_with("magnet: error: invalid value") && err.lines().count() == 1,
+            "{args:?}: {err}"
         );
     }
     // Input the command could not use: 2 and exactly one line.
@@ -52,6 +68,7 @@ fn bad_input_exits_2_with_one_line() {
         &["rpc", "-r", "/nonexistent.pcap"],
         &["nfs", "-r", "/nonexistent.pcap"],
         &["sample", "show", "/nonexistent.json"],
+        &["sample", "-i", "lo", "--at", "@99999999999"],
         &["daemon", "--config", "/nonexistent.toml"],
         &["daemon", "--config", bad_conf],
         &[

@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn output_keeps_lines_and_tabs_and_escapes_the_rest() {
         let mut w = Escaping::new(Vec::new());
-        write!(w, "x\t{HOSTILE}\n").unwrap();
+        writeln!(w, "x\t{HOSTILE}").unwrap();
         // A C1 character split across two writes, then µ (C2 B5) split too.
         w.write_all(b"a\xc2").unwrap();
         w.write_all(b"\x9bb \xc2").unwrap();

@@ -87,6 +87,12 @@ fn print_text(o: &mut impl Write, info: &Info) -> std::io::Result<()> {
     )?;
     match &i.end_reason {
         Some(r) => writeln!(o, "ended     {r}")?,
+        // Damage can take the END block too: say so rather than blame the
+        // recorder.
+        None if i.damage.iter().any(|d| !d.contains("cut short")) => writeln!(
+            o,
+            "ended     NOT CLEANLY: no END block was read (the trace is damaged, below)"
+        )?,
         None => writeln!(
             o,
             "ended     NOT CLEANLY: the trace has no END block (recorder killed or disk full)"

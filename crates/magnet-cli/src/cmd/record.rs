@@ -139,7 +139,7 @@ pub struct RecordArgs {
 
     /// Ring buffer space in total, split into one ring per CPU (each rounded up to a
     /// power of two), e.g. 64MiB.
-    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_buffer)]
     buffer: u64,
 
     /// Stop after this long (e.g. 10s, 500ms); default: until the command exits or Ctrl-C.
@@ -453,4 +453,14 @@ fn summary_text(s: &Summary, c: &RecordConfig) -> String {
         }
     }
     out
+}
+
+/// `--buffer`: a size from 4KiB (a page per CPU) to 2GiB (what BPF ring
+/// buffers hold).
+fn parse_buffer(s: &str) -> Result<u64, String> {
+    let v = parse_size(s)?;
+    if !(4096..=1 << 31).contains(&v) {
+        return Err(format!("{s}: the buffer is 4KiB to 2GiB"));
+    }
+    Ok(v)
 }
