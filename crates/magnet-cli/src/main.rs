@@ -126,7 +126,11 @@ fn main() -> ExitCode {
                     return ExitCode::SUCCESS;
                 }
             }
-            eprintln!("magnet: error: {}", one_line(&err));
+            // Errors may quote names from a trace or capture: escaped.
+            eprintln!(
+                "magnet: error: {}",
+                magnet_common::text::escape(&one_line(&err))
+            );
             ExitCode::from(2)
         }
     }
@@ -140,7 +144,7 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::SUCCESS;
     }
-    eprintln!("magnet: error: {}", clap_one_line(e));
+    eprintln!("magnet: error: {}", magnet_common::text::escape(&clap_one_line(e)));
     ExitCode::from(2)
 }
 

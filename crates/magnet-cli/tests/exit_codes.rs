@@ -34,7 +34,11 @@ fn bad_input_exits_2_with_one_line() {
         &["record", "--buffer", "12parsecs", "--all"],
         &["record", "--no-such-flag"],
         &["record", "--cgroup", "/nonexistent/cg", "--", "true"],
+        &["record", "--buffer", "18446744073709551615", "--all"],
+        &["record", "--buffer", "1000000000000", "--all"],
+        &["record", "--buffer", "1k", "--all"],
         &["loadgen", "--tcp", "10x1q"],
+        &["loadgen", "--tcp", "1x1000000000000"],
         &["loadgen", "--tcp", "2x10", "--interval", "3fortnights"],
         &["sample", "-i", "lo", "--interval", "x"],
         &["parse", "--since", "yesterday", "x.mgt"],
@@ -47,10 +51,16 @@ fn bad_input_exits_2_with_one_line() {
         &["completions", "tcsh"],
         &["no-such-subcommand"],
         &[],
+        &["parse", "--threads", "18446744073709551615", "x.mgt"],
+        &["parse", "--threads", "4294967296", "x.mgt"],
+        &["parse", "--threads", "100000", "x.mgt"],
+        &["parse", "--threads", "0", "x.mgt"],
+        &["parse", "--window", "0", "x.mgt"],
+        &["funcs", "--pointer-depth", "100000"],
     ] {
         let out = magnet().args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
         assert!(
             err.starts_with("magnet: error: ") && err.lines().count() == 1,
             "{args:?}: {err}"
@@ -67,6 +77,7 @@ fn bad_input_exits_2_with_one_line() {
         &["rpc", "-r", "/nonexistent.pcap"],
         &["nfs", "-r", "/nonexistent.pcap"],
         &["sample", "show", "/nonexistent.json"],
+        &["sample", "-i", "lo", "--at", "@99999999999"],
         &["daemon", "--config", "/nonexistent.toml"],
         &["daemon", "--config", bad_conf],
         &[
@@ -227,4 +238,55 @@ fn interrupts_exit_as_the_table_says() {
         libc::SIGINT,
     );
     assert_eq!(st.signal(), Some(libc::SIGINT), "{st:?}");
+}
+
+/// Issue 24, finding 4: SIGHUP and SIGQUIT end `record` as SIGTERM does (exit
+/// 0, an END block), and a recorder killed as soon as it is ready leaves a
+/// trace that reads as cut short: the header is on disk at once.
+#[test]
+fn hangup_quit_and_kill_leave_a_readable_trace() {
+    if !live_or_skip("hangup_quit_and_kill_leave_a_readable_trace", &[Need::Btf]) {
+        return;
+    }
+    let ns = Netns::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let record = |out: &str| {
+        let mut c = ns.command(env!("CARGO_BIN_EXE_magnet"));
+        c.args([
+            "record", "--all", "--layers", "app", "--port", "1", "-o", out,
+        ]);
+        c
+    };
+    for (sig, name) in [(libc::SIGHUP, "hup"), (libc::SIGQUIT, "quit")] {
+        let out = dir.path().join(format!("{name}.mgt"));
+        let out = out.to_str().unwrap();
+        let st = interrupt(
+            record(out),
+            Some("recording"),
+            Duration::from_millis(300),
+            sig,
+        );
+        assert_eq!(st.code(), Some(0), "{name}: {st:?}");
+        let info = magnet().args(["info", out, "--json"]).output().unwrap();
+        assert_eq!(info.status.code(), Some(0), "{name}: {info:?}");
+        let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        assert_eq!(v["complete"], true, "{name}: the END block is written");
+    }
+    let out = dir.path().join("killed.mgt");
+    let out = out.to_str().unwrap();
+    let st = interrupt(
+        record(out),
+        Some("recording"),
+        Duration::ZERO,
+        libc::SIGKILL,
+    );
+    assert_eq!(st.signal(), Some(libc::SIGKILL));
+    let info = magnet().args(["info", out]).output().unwrap();
+    let text = String::from_utf8_lossy(&info.stdout);
+    // A trace cut short: exit 1 (incomplete), never "not a magnet trace".
+    assert_eq!(info.status.code(), Some(1), "{info:?}");
+    assert!(
+        text.contains("NOT CLEANLY") && text.contains("cut short"),
+        "{text}"
+    );
 }

@@ -2,8 +2,10 @@
 //!
 //! - [`units`]: durations and sizes, parsed one way everywhere;
 //! - [`stop`]: one stop flag set by SIGINT/SIGTERM (and a reload flag for SIGHUP);
-//! - [`exit`]: one exit-code table, documented in docs/exit-codes.md.
+//! - [`exit`]: one exit-code table, documented in docs/exit-codes.md;
+//! - [`text`]: names from traces and captures escaped for the terminal.
 
 pub mod exit;
 pub mod stop;
+pub mod text;
 pub mod units;

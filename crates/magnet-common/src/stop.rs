@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 
 /// Set by SIGINT/SIGTERM.
 #[derive(Clone, Default)]
@@ -18,8 +18,20 @@ pub struct Stop {
 impl Stop {
     /// Installs the handlers (once per process is enough; again is harmless).
     pub fn install() -> std::io::Result<Stop> {
+        Stop::install_for(&[SIGINT, SIGTERM])
+    }
+
+    /// [`Stop::install`], and SIGHUP (the terminal closed) and SIGQUIT
+    /// (Ctrl-backslash) stop too: for work that must close what it writes (the
+    /// recorder's END block) whatever signal ends it. Not for commands that
+    /// reload on SIGHUP.
+    pub fn install_ending_on_hangup() -> std::io::Result<Stop> {
+        Stop::install_for(&[SIGINT, SIGTERM, SIGHUP, SIGQUIT])
+    }
+
+    fn install_for(sigs: &[i32]) -> std::io::Result<Stop> {
         let s = Stop::default();
-        for sig in [SIGINT, SIGTERM] {
+        for &sig in sigs {
             let (flag, which) = (s.flag.clone(), s.sig.clone());
             // SAFETY: the handler only stores into atomics (async-signal-safe).
             unsafe {
@@ -69,5 +81,15 @@ mod tests {
         assert!(s.requested());
         assert_eq!(s.signal(), Some(SIGTERM));
         assert_eq!(crate::exit::signalled(s.signal().unwrap()), 143);
+    }
+
+    #[test]
+    fn hangup_and_quit_stop_a_recorder() {
+        for sig in [SIGHUP, SIGQUIT] {
+            let s = Stop::install_ending_on_hangup().unwrap();
+            signal_hook::low_level::raise(sig).unwrap();
+            assert!(s.requested());
+            assert_eq!(s.signal(), Some(sig));
+        }
     }
 }

@@ -61,7 +61,8 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         }
     };
     let v = n * mult as f64;
-    if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 || v.fract() != 0.0 {
+    // 2^64 (u64::MAX as f64) is already too large: `as u64` would clamp it.
+    if !v.is_finite() || v < 0.0 || v >= u64::MAX as f64 || v.fract() != 0.0 {
         return Err(format!("'{s}' is not a whole number of bytes"));
     }
     Ok(v as u64)

@@ -188,6 +188,8 @@ fn trace() -> Vec<u8> {
     }
     w.finish(&Footer {
         records: recs.len() as u64,
+        // The LOST record's count: the totals add up (the reader checks).
+        lost_kernel: 5,
         ..Footer::default()
     })
     .unwrap()

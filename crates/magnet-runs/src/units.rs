@@ -61,6 +61,13 @@ pub fn parse_instant(s: &str) -> Result<SystemTime, Error> {
     };
     if let Some(secs) = s.strip_prefix('@') {
         let f: f64 = secs.parse().map_err(|_| bad())?;
+        // Nanoseconds since 1970 in a u64: up to the year 2554, not clamped.
+        if !(0.0..u64::MAX as f64 / 1e9).contains(&f) {
+            return Err(Error::Config(format!(
+                "'{s}': out of range (@0 to @{} seconds since 1970)",
+                u64::MAX / 1_000_000_000
+            )));
+        }
         return Ok(UNIX_EPOCH + Duration::from_nanos((f * 1e9).round() as u64));
     }
     let b = s.as_bytes();

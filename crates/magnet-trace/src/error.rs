@@ -29,6 +29,10 @@ pub enum TraceError {
         index: u32,
         reason: String,
     },
+    /// What was read does not add up to the END block's totals (a block
+    /// dropped, duplicated or damaged): one per kind or total that differs.
+    #[error("totals do not add up: {0}")]
+    Totals(String),
 }
 
 impl TraceError {
@@ -36,7 +40,7 @@ impl TraceError {
     pub fn is_recoverable(&self) -> bool {
         matches!(
             self,
-            TraceError::BadBlock { .. } | TraceError::BadRecord { .. }
+            TraceError::BadBlock { .. } | TraceError::BadRecord { .. } | TraceError::Totals(_)
         )
     }
 }

@@ -56,7 +56,8 @@ impl fmt::Display for Value {
             Value::U(v) => write!(f, "{v}"),
             Value::I(v) => write!(f, "{v}"),
             Value::Str(s) if s.is_empty() => f.write_str("-"),
-            Value::Str(s) => f.write_str(s),
+            // Names from the trace (comm): escaped for the terminal.
+            Value::Str(s) => f.write_str(&magnet_common::text::escape(s)),
             Value::Addr(a) => write!(f, "{a}"),
             Value::Hex(v) => write!(f, "{v:#x}"),
             Value::TcpState(s) => f.write_str(tcp_state_name(*s)),

@@ -122,6 +122,11 @@ pub struct Footer {
     /// Events that passed the kernel filters, by kind name (recorded + lost).
     #[serde(default)]
     pub generated: std::collections::BTreeMap<String, u64>,
+    /// Records written, by kind name (LOST records included; they sum to
+    /// `records`). Absent in traces written before it existed: a reader then
+    /// checks each kind against `generated` only.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub recorded: std::collections::BTreeMap<String, u64>,
     pub first_ts_ns: u64,
     pub last_ts_ns: u64,
     /// CLOCK_MONOTONIC when the recording stopped (0 in traces written before

@@ -14,6 +14,7 @@ use crate::catalog::{tcp_state_name, FieldDesc, FieldType};
 use crate::event::{addr, decode_field};
 use crate::header::Header;
 use crate::reader::RecordRef;
+use magnet_common::text::escape;
 
 /// Time column of the text form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,7 +86,7 @@ impl<'h> LinePrinter<'h> {
                 json_name_key.push(b':');
                 fields.push(FieldPlan {
                     desc: f,
-                    text_key: format!(" {}=", f.name).into_bytes(),
+                    text_key: format!(" {}=", escape(&f.name)).into_bytes(),
                     json_key,
                     json_name_key,
                     names,
@@ -100,7 +101,7 @@ impl<'h> LinePrinter<'h> {
             json_head.extend(json_str(&k.name));
             // A later duplicate in the catalog would win `by_id` in KindIndex too.
             by_id[k.id as usize] = Some(KindPlan {
-                text_head: format!(" {} {}", k.layer, k.name).into_bytes(),
+                text_head: format!(" {} {}", escape(&k.layer), escape(&k.name)).into_bytes(),
                 json_head,
                 fields,
                 json_fast: sorted.len() == keys.len(),
@@ -164,7 +165,7 @@ impl<'h> LinePrinter<'h> {
             }
             out.extend_from_slice(&f.text_key);
             if let Some(name) = self.name_of(f, b) {
-                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(escape(name).as_bytes());
                 continue;
             }
             match d.ty {
@@ -185,12 +186,10 @@ impl<'h> LinePrinter<'h> {
                     if n == 0 {
                         out.push(b'-');
                     } else {
-                        match std::str::from_utf8(&raw[..n]) {
-                            Ok(s) => out.extend_from_slice(s.as_bytes()),
-                            Err(_) => {
-                                out.extend_from_slice(String::from_utf8_lossy(&raw[..n]).as_bytes())
-                            }
-                        }
+                        // Any user names its process: escaped for the
+                        // terminal (issue 24), as `Value`'s Display does.
+                        let s = String::from_utf8_lossy(&raw[..n]);
+                        out.extend_from_slice(escape(&s).as_bytes());
                     }
                 }
             }
@@ -362,16 +361,16 @@ mod tests {
             rec.cpu(),
             rec.pid(),
             rec.tid(),
-            desc.layer,
-            desc.name
+            escape(&desc.layer),
+            escape(&desc.name)
         );
         for (f, v) in ev.described_fields() {
             match v.as_u64().and_then(|n| h.value_name(f, n)) {
                 Some(name) => {
-                    let _ = write!(line, " {}={name}", f.name);
+                    let _ = write!(line, " {}={}", escape(&f.name), escape(name));
                 }
                 None => {
-                    let _ = write!(line, " {}={v}", f.name);
+                    let _ = write!(line, " {}={v}", escape(&f.name));
                 }
             }
         }

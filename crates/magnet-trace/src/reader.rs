@@ -1,12 +1,19 @@
-//! Reads a trace block by block. Damage never panics: a block whose checksum
-//! fails is reported and skipped (the reader resynchronises on the next block
-//! magic), and a file cut short yields everything up to its last whole block and
-//! then one `Truncated` error saying where it ended.
+//! Reads a trace block by block. Damage never panics and loses no more than
+//! the damaged block: a block whose checksum fails is reported and skipped, and
+//! its length field is not trusted (it may be the damage): the reader scans on
+//! from the block's next byte for a block magic whose block's checksum holds. A
+//! file cut short yields everything up to its last whole block and then one
+//! `Truncated` error saying where it ended. Whole-block damage that checksums
+//! cannot see (a block dropped or repeated, an END block in the middle) is
+//! reported too: a block that repeats an earlier one byte for byte is skipped,
+//! and at the end what was read is compared with the END block's totals, one
+//! `Totals` error per kind that does not add up.
 
-use std::io::{BufReader, Read};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::io::Read;
 
 use crate::block::*;
-use crate::catalog::HEADER_LEN;
+use crate::catalog::{kind, Catalog, HEADER_LEN};
 use crate::delta::decode_payload;
 use crate::error::TraceError;
 use crate::header::{Footer, Header};
@@ -81,7 +88,6 @@ impl RecordRef<'_> {
 
 pub struct TraceReader<R: Read> {
     src: Source<R>,
-    offset: u64,
     header: Header,
     footer: Option<Footer>,
     payload: Vec<u8>,
@@ -89,40 +95,47 @@ pub struct TraceReader<R: Read> {
     pos: usize,
     index: u32,
     done: bool,
-    /// A delta-coded block's raw payload (decoded into `payload`).
-    coded: Vec<u8>,
-    /// A delta-coded block that failed to decode part way: reported after
-    /// the records before the damage.
-    pending: Option<TraceError>,
+    /// Errors to report before the next block: a delta-coded block that failed
+    /// to decode part way (after the records before the damage), and at the
+    /// end the totals that do not add up.
+    pending: VecDeque<TraceError>,
     /// Blocks skipped because they were damaged.
     pub damaged_blocks: u64,
+    /// Errors reported so far (damage of every kind, a cut included).
+    damage: u64,
+    /// (checksum, length) of every data block read, with its offset: a block
+    /// that repeats one byte for byte is a copy (no two real blocks share
+    /// their records' timestamps).
+    seen: HashMap<(u32, u32), u64>,
+    tally: Tally,
 }
 
-enum Fill {
-    Full,
-    Eof { got: usize },
+/// What was read, for the comparison with the END block's totals.
+struct Tally {
+    records: u64,
+    by_kind: Vec<u64>,
+    /// The LOST records' counts, summed without wrapping.
+    lost: u64,
+    /// Where a LOST record keeps its count (the trace's own catalog says).
+    lost_at: Option<usize>,
 }
 
 impl<R: Read> TraceReader<R> {
     pub fn new(src: R) -> Result<Self, TraceError> {
-        let mut src = Source {
-            inner: BufReader::with_capacity(1 << 20, src),
-            back: Vec::new(),
-            back_pos: 0,
-        };
-        let mut pre = [0u8; PREAMBLE_LEN];
-        match read_full(&mut src, &mut pre, 0)? {
-            Fill::Full => {}
-            Fill::Eof { got } if got < MAGIC.len() || pre[..8] != MAGIC[..] => {
-                return Err(TraceError::NotATrace)
-            }
-            Fill::Eof { got } => {
+        let mut src = Source::new(src);
+        let pre: [u8; PREAMBLE_LEN] = {
+            let got = src.fill(PREAMBLE_LEN)?;
+            if got.len() < PREAMBLE_LEN {
+                if got.len() < MAGIC.len() || got[..8] != MAGIC[..] {
+                    return Err(TraceError::NotATrace);
+                }
                 return Err(TraceError::Truncated {
-                    offset: got as u64,
+                    offset: got.len() as u64,
                     reason: "inside the file preamble".into(),
-                })
+                });
             }
-        }
+            got[..PREAMBLE_LEN].try_into().expect("preamble")
+        };
         if &pre[..8] != MAGIC {
             return Err(TraceError::NotATrace);
         }
@@ -142,26 +155,35 @@ impl<R: Read> TraceReader<R> {
                 reason: format!("header length {len} exceeds the limit of {MAX_HEADER_JSON} bytes"),
             });
         }
-        let mut json = vec![0u8; len];
-        if let Fill::Eof { got } = read_full(&mut src, &mut json, PREAMBLE_LEN as u64)? {
+        src.consume(PREAMBLE_LEN);
+        let json = src.fill(len)?;
+        if json.len() < len {
+            let got = json.len();
             return Err(TraceError::Truncated {
                 offset: (PREAMBLE_LEN + got) as u64,
                 reason: format!("inside the header ({got} of {len} bytes)"),
             });
         }
-        if crc(&json) != u32_at(&pre, 16) {
+        let json = &json[..len];
+        if crc(json) != u32_at(&pre, 16) {
             return Err(TraceError::BadHeader {
                 offset: PREAMBLE_LEN as u64,
                 reason: "checksum mismatch".into(),
             });
         }
-        let header: Header = serde_json::from_slice(&json).map_err(|e| TraceError::BadHeader {
+        let header: Header = serde_json::from_slice(json).map_err(|e| TraceError::BadHeader {
             offset: PREAMBLE_LEN as u64,
             reason: format!("invalid header JSON: {e}"),
         })?;
+        src.consume(len);
+        let lost_at = header
+            .catalog
+            .get(kind::LOST)
+            .and_then(|k| k.field("count"))
+            .filter(|f| f.ty.size() == 8)
+            .map(|f| f.offset as usize);
         Ok(TraceReader {
             src,
-            offset: (PREAMBLE_LEN + len) as u64,
             header,
             footer: None,
             payload: Vec::new(),
@@ -169,9 +191,16 @@ impl<R: Read> TraceReader<R> {
             pos: 0,
             index: 0,
             done: false,
-            coded: Vec::new(),
-            pending: None,
+            pending: VecDeque::new(),
             damaged_blocks: 0,
+            damage: 0,
+            seen: HashMap::new(),
+            tally: Tally {
+                records: 0,
+                by_kind: vec![0; 1 << 16],
+                lost: 0,
+                lost_at,
+            },
         })
     }
 
@@ -187,7 +216,14 @@ impl<R: Read> TraceReader<R> {
 
     /// Byte offset the reader has consumed up to.
     pub fn offset(&self) -> u64 {
-        self.offset
+        self.src.offset
+    }
+
+    /// How many errors the reader has reported: damage it stepped over, a cut,
+    /// totals that do not add up. A command that read a trace with damage
+    /// exits with code 1 (docs/exit-codes.md) after printing what it read.
+    pub fn damage(&self) -> u64 {
+        self.damage
     }
 
     pub fn next_record(&mut self) -> Option<Result<Record, TraceError>> {
@@ -219,11 +255,19 @@ impl<R: Read> TraceReader<R> {
 
     /// The next record's place in the current block's payload.
     fn next_raw(&mut self) -> Option<Result<(usize, usize), TraceError>> {
+        let r = self.next_raw_inner();
+        if let Some(Err(_)) = r {
+            self.damage += 1;
+        }
+        r
+    }
+
+    fn next_raw_inner(&mut self) -> Option<Result<(usize, usize), TraceError>> {
         loop {
             if self.pos < self.payload.len() {
                 return Some(self.record_in_block());
             }
-            if let Some(e) = self.pending.take() {
+            if let Some(e) = self.pending.pop_front() {
                 return Some(Err(e));
             }
             if self.done {
@@ -231,16 +275,29 @@ impl<R: Read> TraceReader<R> {
             }
             match self.next_block() {
                 Ok(true) => continue,
-                Ok(false) => {
-                    self.done = true;
-                    return None;
-                }
+                Ok(false) => self.finish(true),
                 Err(e) => {
                     if !e.is_recoverable() {
-                        self.done = true;
+                        // A cut is the end of what there is to read: the
+                        // totals still say what is missing (when an END
+                        // block was met in the middle).
+                        self.finish(matches!(e, TraceError::Truncated { .. }));
                     }
                     return Some(Err(e));
                 }
+            }
+        }
+    }
+
+    /// Nothing more to read: queue what does not add up.
+    fn finish(&mut self, check: bool) {
+        self.done = true;
+        if !check {
+            return;
+        }
+        if let Some(f) = &self.footer {
+            for line in totals_mismatch(f, &self.tally, &self.header.catalog) {
+                self.pending.push_back(TraceError::Totals(line));
             }
         }
     }
@@ -267,180 +324,405 @@ impl<R: Read> TraceReader<R> {
         }
         self.pos = start + len;
         self.index += 1;
+        let t = &mut self.tally;
+        t.records += 1;
+        let k = u16_at(p, start + 8);
+        t.by_kind[k as usize] += 1;
+        if k == kind::LOST {
+            if let Some(b) = t.lost_at.and_then(|at| p.get(start + at..start + at + 8)) {
+                t.lost = t
+                    .lost
+                    .saturating_add(u64::from_le_bytes(b.try_into().expect("8 bytes")));
+            }
+        }
         Ok((start, len))
     }
 
-    /// Loads the next block. Ok(false) at a clean end (END block).
+    /// Loads the next block. Ok(false) at a clean end (END block, then the
+    /// end of the file).
     fn next_block(&mut self) -> Result<bool, TraceError> {
-        let at = self.offset;
-        let mut head = [0u8; BLOCK_HEAD_LEN];
-        match read_full(&mut self.src, &mut head, at)? {
-            Fill::Full => {}
-            Fill::Eof { got: 0 } => {
-                return Err(TraceError::Truncated {
-                    offset: at,
-                    reason: "no END block (the recorder did not finish)".into(),
-                })
-            }
-            Fill::Eof { got } => {
-                self.offset += got as u64;
-                return Err(TraceError::Truncated {
-                    offset: at,
-                    reason: format!("inside a block head ({got} of {BLOCK_HEAD_LEN} bytes)"),
-                });
-            }
-        }
-        let magic = &head[..4];
-        if magic != BLOCK_MAGIC && magic != DELTA_BLOCK_MAGIC && magic != END_MAGIC {
-            self.offset += BLOCK_HEAD_LEN as u64;
-            return Err(self.resync(at, &head, "bad block magic"));
-        }
-        let len = u32_at(&head, 4) as usize;
-        if len > MAX_BLOCK_PAYLOAD {
-            self.offset += BLOCK_HEAD_LEN as u64;
-            return Err(self.resync(at, &head, &format!("block length {len} exceeds the limit")));
-        }
-        self.offset += BLOCK_HEAD_LEN as u64;
-        let mut payload = std::mem::take(&mut self.payload);
-        payload.clear();
-        payload.resize(len, 0);
-        if let Fill::Eof { got } = read_full(&mut self.src, &mut payload, self.offset)? {
-            self.offset += got as u64;
+        let at = self.src.offset;
+        let got = self.src.fill(BLOCK_HEAD_LEN)?.len();
+        if got < BLOCK_HEAD_LEN {
+            self.src.consume(got);
             return Err(TraceError::Truncated {
                 offset: at,
-                reason: format!("inside a block ({got} of {len} payload bytes)"),
+                reason: if got == 0 && self.footer.is_some() {
+                    "no END block at the end (the one read was in the middle)".into()
+                } else if got == 0 {
+                    "no END block (the recorder did not finish)".into()
+                } else {
+                    format!("inside a block head ({got} of {BLOCK_HEAD_LEN} bytes)")
+                },
             });
         }
-        self.offset += len as u64;
-        if crc(&payload) != u32_at(&head, 12) {
+        let head: [u8; BLOCK_HEAD_LEN] = self.src.avail()[..BLOCK_HEAD_LEN]
+            .try_into()
+            .expect("block head");
+        let magic = &head[..4];
+        if !is_magic(magic) {
             self.damaged_blocks += 1;
-            self.payload = payload;
-            self.payload.clear();
-            self.pos = 0;
+            let hint = Some(u32_at(&head, 4) as usize);
+            return Err(self.resync(at, "bad block magic".into(), hint, None));
+        }
+        let len = u32_at(&head, 4) as usize;
+        let count = u32_at(&head, 8);
+        if len > MAX_BLOCK_PAYLOAD {
+            self.damaged_blocks += 1;
+            let why = format!("block length {len} exceeds the limit");
+            return Err(self.resync(at, why, None, None));
+        }
+        let whole = BLOCK_HEAD_LEN + len;
+        let got = self.src.fill(whole)?.len();
+        if got < whole {
+            // Cut inside this block, or its length is the damage: a whole
+            // block further on says which.
+            let payload = got - BLOCK_HEAD_LEN;
+            let why = format!("its length {len} runs past the end of the file");
+            let cut = TraceError::Truncated {
+                offset: at,
+                reason: format!("inside a block ({payload} of {len} payload bytes)"),
+            };
+            return Err(self.resync(at, why, None, Some(cut)));
+        }
+        let sum = u32_at(&head, 12);
+        if crc(&self.src.avail()[BLOCK_HEAD_LEN..whole]) != sum {
+            self.damaged_blocks += 1;
+            // The length may be what was damaged: skip by it only to a
+            // block that holds.
+            let why = format!("checksum mismatch; its {count} records were skipped");
+            return Err(self.resync(at, why, Some(len), None));
+        }
+        if magic == END_MAGIC {
+            let footer = serde_json::from_slice(&self.src.avail()[BLOCK_HEAD_LEN..whole]);
+            self.src.consume(whole);
+            self.footer = Some(footer.map_err(|e| TraceError::BadBlock {
+                offset: at,
+                reason: format!("invalid END block JSON: {e}"),
+            })?);
+            if count != 0 {
+                self.pending.push_back(TraceError::BadBlock {
+                    offset: at,
+                    reason: format!("END block head counts {count} records, not 0"),
+                });
+            }
+            if self.src.fill(1)?.is_empty() {
+                return Ok(false);
+            }
+            return Err(TraceError::BadBlock {
+                offset: at,
+                reason: "an END block in the middle of the trace (blocks follow it); \
+                         reading on"
+                    .into(),
+            });
+        }
+        if let Some(&first) = self.seen.get(&(sum, len as u32)) {
+            self.src.consume(whole);
+            self.damaged_blocks += 1;
             return Err(TraceError::BadBlock {
                 offset: at,
                 reason: format!(
-                    "checksum mismatch; its {} records were skipped",
-                    u32_at(&head, 8)
+                    "repeats the block at byte {first} (same length and checksum); \
+                     its {count} records were skipped"
                 ),
             });
         }
-        if magic == END_MAGIC {
-            let footer = serde_json::from_slice(&payload).map_err(|e| TraceError::BadBlock {
-                offset: at,
-                reason: format!("invalid END block JSON: {e}"),
-            })?;
-            self.footer = Some(footer);
-            return Ok(false);
-        }
+        self.seen.insert((sum, len as u32), at);
         self.block_offset = at;
         self.pos = 0;
         self.index = 0;
-        if magic == DELTA_BLOCK_MAGIC {
-            let mut decoded = std::mem::replace(&mut self.coded, payload);
-            decoded.clear();
-            if let Err(e) = decode_payload(&self.coded, &mut decoded) {
-                self.pending = Some(TraceError::BadRecord {
-                    offset: at,
-                    index: e.index,
-                    reason: format!("{}; rest of block skipped", e.reason),
-                });
+        self.payload.clear();
+        let body = &self.src.avail()[BLOCK_HEAD_LEN..whole];
+        let held = if magic == DELTA_BLOCK_MAGIC {
+            match decode_payload(body, &mut self.payload) {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    self.pending.push_back(TraceError::BadRecord {
+                        offset: at,
+                        index: e.index,
+                        reason: format!("{}; rest of block skipped", e.reason),
+                    });
+                    None
+                }
             }
-            self.payload = decoded;
         } else {
-            self.payload = payload;
+            self.payload.extend_from_slice(body);
+            plain_count(body)
+        };
+        // The head's count is outside the checksum: the payload is right.
+        if held.is_some_and(|n| n != count) {
+            self.pending.push_back(TraceError::BadBlock {
+                offset: at,
+                reason: format!(
+                    "its head counts {count} records, its payload holds {}",
+                    held.unwrap_or(0)
+                ),
+            });
         }
+        self.src.consume(whole);
         Ok(true)
     }
 
-    /// After damage in a block head: scan forward for the next block magic so
-    /// that later blocks are still read. Returns the error to report.
-    fn resync(&mut self, at: u64, head: &[u8; BLOCK_HEAD_LEN], why: &str) -> TraceError {
-        self.damaged_blocks += 1;
-        // Window of the last 4 bytes seen; start with the head after its first byte.
-        let mut window: Vec<u8> = head[1..].to_vec();
-        let mut skipped = 1u64;
-        loop {
-            if let Some(i) = find_magic(&window) {
-                // Bytes before the magic are skipped; the magic and what follows
-                // it in `window` must be re-read: push them back by buffering.
-                let rest = window.split_off(i);
-                skipped += i as u64;
-                self.offset = at + skipped;
-                self.src.push_back(rest);
-                return TraceError::BadBlock {
-                    offset: at,
-                    reason: format!("{why}; skipped {skipped} bytes to the next block"),
-                };
-            }
-            let keep = window.len().saturating_sub(3);
-            skipped += keep as u64;
-            window.drain(..keep);
-            let mut buf = [0u8; 4096];
-            match self.src.read(&mut buf) {
-                Ok(0) | Err(_) => {
-                    self.done = true;
-                    self.offset = at + skipped + window.len() as u64;
-                    return TraceError::BadBlock {
-                        offset: at,
-                        reason: format!("{why}; no further block found"),
-                    };
+    /// After damage at `at`: find the next block. Where the damaged block's
+    /// head says it ends (`len`, its payload length, when given) is taken
+    /// only if a whole block with a good checksum starts there; else the
+    /// reader scans on from the damaged block's next byte for a block magic
+    /// whose block holds (a magic inside a frame's payload does not), so
+    /// that later blocks are still read. Returns the error to report: `why`
+    /// and the bytes skipped, or `cut` (else "no further block found") when
+    /// no such block follows.
+    fn resync(
+        &mut self,
+        at: u64,
+        why: String,
+        len: Option<usize>,
+        cut: Option<TraceError>,
+    ) -> TraceError {
+        let found = match len.filter(|&l| l <= MAX_BLOCK_PAYLOAD) {
+            Some(l) => match self.candidate_holds(BLOCK_HEAD_LEN + l) {
+                Ok(true) => {
+                    self.src.consume(BLOCK_HEAD_LEN + l);
+                    Ok(Some(self.src.offset))
                 }
-                Ok(n) => window.extend_from_slice(&buf[..n]),
+                Ok(false) => self.scan(),
+                Err(e) => Err(e),
+            },
+            None => self.scan(),
+        };
+        match found {
+            Ok(Some(next)) => TraceError::BadBlock {
+                offset: at,
+                reason: format!(
+                    "{why}; skipped {} bytes to the next whole block (byte {next})",
+                    next - at
+                ),
+            },
+            Ok(None) => {
+                self.done = true;
+                cut.unwrap_or_else(|| TraceError::BadBlock {
+                    offset: at,
+                    reason: format!("{why}; no further block found"),
+                })
+            }
+            Err(e) => e,
+        }
+    }
+
+    /// Consumes bytes up to the next block (its offset) or to the end of the
+    /// file (None), starting one byte past where the reader stands.
+    fn scan(&mut self) -> Result<Option<u64>, TraceError> {
+        self.src.consume(1);
+        loop {
+            let window = self.src.fill(SCAN_CHUNK)?;
+            if window.len() < 4 {
+                let n = window.len();
+                self.src.consume(n);
+                return Ok(None);
+            }
+            let Some(i) = window.windows(4).position(is_magic) else {
+                let n = window.len() - 3;
+                self.src.consume(n);
+                continue;
+            };
+            self.src.consume(i);
+            if self.candidate_holds(0)? {
+                return Ok(Some(self.src.offset));
+            }
+            self.src.consume(1);
+        }
+    }
+
+    /// Whether a whole block with a good checksum starts `skip` bytes past
+    /// where the reader stands.
+    fn candidate_holds(&mut self, skip: usize) -> Result<bool, TraceError> {
+        let head = self.src.fill(skip + BLOCK_HEAD_LEN)?;
+        let Some(head) = head.get(skip..skip + BLOCK_HEAD_LEN) else {
+            return Ok(false);
+        };
+        let len = u32_at(head, 4) as usize;
+        // The writer's END block has a zero record count.
+        if !is_magic(&head[..4])
+            || len > MAX_BLOCK_PAYLOAD
+            || (&head[..4] == END_MAGIC && u32_at(head, 8) != 0)
+        {
+            return Ok(false);
+        }
+        let sum = u32_at(head, 12);
+        let at = skip + BLOCK_HEAD_LEN;
+        let block = self.src.fill(at + len)?;
+        Ok(block.get(at..at + len).is_some_and(|p| crc(p) == sum))
+    }
+}
+
+/// Bytes looked at per step of a resynchronising scan.
+const SCAN_CHUNK: usize = 64 << 10;
+
+/// Records in a plain block's payload, when its framing walks exactly to
+/// its end (else the records themselves report the damage).
+fn plain_count(p: &[u8]) -> Option<u32> {
+    let (mut at, mut n) = (0usize, 0u32);
+    while at < p.len() {
+        let len = p.get(at..at + 4).map(|b| u32_at(b, 0) as usize)?;
+        at = at.checked_add(4 + len)?;
+        n += 1;
+    }
+    (at == p.len()).then_some(n)
+}
+
+fn is_magic(x: &[u8]) -> bool {
+    x == BLOCK_MAGIC || x == DELTA_BLOCK_MAGIC || x == END_MAGIC
+}
+
+/// What was read against the END block's totals: one line per kind (or
+/// total) that does not add up. A footer with no totals at all (records 0,
+/// nothing generated or lost: written by a tool, not the recorder) is not
+/// checked.
+fn totals_mismatch(f: &Footer, t: &Tally, catalog: &Catalog) -> Vec<String> {
+    if f.records == 0 && f.lost_kernel == 0 && f.generated.is_empty() && f.recorded.is_empty() {
+        return Vec::new();
+    }
+    let lost_name = catalog
+        .get(kind::LOST)
+        .map_or_else(|| "lost".to_string(), |d| d.name.clone());
+    let mut read: BTreeMap<String, u64> = BTreeMap::new();
+    for (k, &n) in t.by_kind.iter().enumerate().filter(|(_, n)| **n > 0) {
+        let name = catalog
+            .get(k as u16)
+            .map_or_else(|| format!("kind{k}"), |d| d.name.clone());
+        *read.entry(name).or_default() += n;
+    }
+    let diff = |r: u64, w: u64| {
+        if r < w {
+            format!("{} missing", w - r)
+        } else {
+            format!("{} more than written", r - w)
+        }
+    };
+    let mut out = Vec::new();
+    if !f.recorded.is_empty() {
+        let names: BTreeSet<&String> = f.recorded.keys().chain(read.keys()).collect();
+        for name in names {
+            let r = read.get(name).copied().unwrap_or(0);
+            let w = f.recorded.get(name).copied().unwrap_or(0);
+            if r != w {
+                out.push(format!(
+                    "{name}: {r} records read, the END block counts {w} written ({})",
+                    diff(r, w)
+                ));
             }
         }
-    }
-}
-
-fn find_magic(w: &[u8]) -> Option<usize> {
-    w.windows(4)
-        .position(|x| x == BLOCK_MAGIC || x == DELTA_BLOCK_MAGIC || x == END_MAGIC)
-}
-
-/// The byte source: a buffered reader with room to push bytes back after a
-/// resynchronising scan has read past a block magic.
-struct Source<R: Read> {
-    inner: BufReader<R>,
-    back: Vec<u8>,
-    back_pos: usize,
-}
-
-impl<R: Read> Read for Source<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.back_pos < self.back.len() {
-            let n = buf.len().min(self.back.len() - self.back_pos);
-            buf[..n].copy_from_slice(&self.back[self.back_pos..self.back_pos + n]);
-            self.back_pos += n;
-            return Ok(n);
+    } else if !f.generated.is_empty() {
+        // Older traces: generated = recorded + lost, by kind; the loss is
+        // known only in total.
+        let names: BTreeSet<&String> = f
+            .generated
+            .keys()
+            .chain(read.keys().filter(|n| **n != lost_name))
+            .collect();
+        let mut short = 0u64;
+        for name in names {
+            let r = read.get(name).copied().unwrap_or(0);
+            let g = f.generated.get(name).copied().unwrap_or(0);
+            if r > g {
+                out.push(format!(
+                    "{name}: {r} records read, more than the {g} the END block says were \
+                     generated ({} too many)",
+                    r - g
+                ));
+            } else if r < g && f.lost_kernel == 0 {
+                out.push(format!(
+                    "{name}: {r} records read of the {g} generated, and the kernel lost \
+                     none ({} missing)",
+                    g - r
+                ));
+            }
+            short = short.saturating_add(g.saturating_sub(r));
         }
-        self.inner.read(buf)
+        if f.lost_kernel > 0 && short > f.lost_kernel {
+            out.push(format!(
+                "{short} generated events are not in the trace, more than the {} the \
+                 kernel lost",
+                f.lost_kernel
+            ));
+        }
     }
+    if t.records != f.records && (f.recorded.is_empty() || out.is_empty()) {
+        out.push(format!(
+            "all kinds: {} records read, the END block counts {} written ({})",
+            t.records,
+            f.records,
+            diff(t.records, f.records)
+        ));
+    }
+    if t.lost != f.lost_kernel {
+        out.push(format!(
+            "{lost_name}: the LOST records count {} lost events, the END block {}",
+            t.lost, f.lost_kernel
+        ));
+    }
+    out
+}
+
+/// The byte source: a buffer over the reader that can hold a whole block
+/// (so that a block is checked before it is consumed, and a scan can look at
+/// a candidate block and go on from its next byte).
+struct Source<R: Read> {
+    inner: R,
+    buf: Vec<u8>,
+    pos: usize,
+    filled: usize,
+    eof: bool,
+    /// File offset of `buf[pos]`.
+    offset: u64,
 }
 
 impl<R: Read> Source<R> {
-    fn push_back(&mut self, bytes: Vec<u8>) {
-        let mut v = bytes;
-        v.extend_from_slice(&self.back[self.back_pos..]);
-        self.back = v;
-        self.back_pos = 0;
-    }
-}
-
-/// Reads until `buf` is full or the source ends.
-fn read_full<R: Read>(src: &mut R, buf: &mut [u8], offset: u64) -> Result<Fill, TraceError> {
-    let mut got = 0;
-    while got < buf.len() {
-        match src.read(&mut buf[got..]) {
-            Ok(0) => return Ok(Fill::Eof { got }),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(source) => {
-                return Err(TraceError::Io {
-                    offset: offset + got as u64,
-                    source,
-                })
-            }
+    fn new(inner: R) -> Self {
+        Source {
+            inner,
+            buf: vec![0; 1 << 20],
+            pos: 0,
+            filled: 0,
+            eof: false,
+            offset: 0,
         }
     }
-    Ok(Fill::Full)
+
+    /// The bytes buffered and not yet consumed.
+    fn avail(&self) -> &[u8] {
+        &self.buf[self.pos..self.filled]
+    }
+
+    /// Buffers at least `n` bytes unless the source ends first; returns what
+    /// is buffered (fewer than `n` only at the end).
+    fn fill(&mut self, n: usize) -> Result<&[u8], TraceError> {
+        while self.filled - self.pos < n && !self.eof {
+            if self.pos + n > self.buf.len() {
+                self.buf.copy_within(self.pos..self.filled, 0);
+                self.filled -= self.pos;
+                self.pos = 0;
+                if n > self.buf.len() {
+                    self.buf.resize(n.next_multiple_of(1 << 20), 0);
+                }
+            }
+            match self.inner.read(&mut self.buf[self.filled..]) {
+                Ok(0) => self.eof = true,
+                Ok(k) => self.filled += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(TraceError::Io {
+                        offset: self.offset + (self.filled - self.pos) as u64,
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(self.avail())
+    }
+
+    fn consume(&mut self, n: usize) {
+        let n = n.min(self.filled - self.pos);
+        self.pos += n;
+        self.offset += n as u64;
+    }
 }

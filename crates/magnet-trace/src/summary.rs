@@ -98,7 +98,8 @@ pub fn summarize<R: Read>(reader: &mut TraceReader<R>) -> TraceInfo {
                 if rec.kind() == kind::LOST {
                     if let Some(b) = count_at.and_then(|at| rec.bytes.get(at..at + 8)) {
                         lost_records += 1;
-                        lost += u64::from_le_bytes(b.try_into().expect("8 bytes"));
+                        lost =
+                            lost.saturating_add(u64::from_le_bytes(b.try_into().expect("8 bytes")));
                     }
                 }
             }

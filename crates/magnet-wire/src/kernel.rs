@@ -355,9 +355,11 @@ impl Kernel {
                     k.warnings.push(e.to_string());
                     continue;
                 }
+                // The end of what there is; the totals the reader checks
+                // at the end may still follow.
                 Err(e @ magnet_trace::TraceError::Truncated { .. }) => {
                     k.warnings.push(e.to_string());
-                    break;
+                    continue;
                 }
                 Err(e) => return Err(e),
             };

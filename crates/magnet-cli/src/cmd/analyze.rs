@@ -49,7 +49,8 @@ pub fn load(file: &std::path::Path, opts: &Options, socks: &[u64], all: bool) ->
     let mut reader = trace_input::open(file)?;
     let mut a = analyze(&mut reader, opts);
     for d in &a.trace.damage {
-        eprintln!("magnet: warning: {}: {d}", file.display());
+        let line = format!("{}: {d}", file.display());
+        eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
     }
     if !a.trace.complete && a.trace.damage.is_empty() {
         eprintln!(
@@ -83,7 +84,8 @@ pub fn run(args: AnalyzeArgs) -> Result<ExitCode> {
     };
     let a = load(&file, &opts, &args.sock, args.all)?;
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    // Process names and the like from the trace: escaped in text.
+    let mut out = magnet_common::text::Escaping::when(!args.json, BufWriter::new(stdout.lock()));
     if args.json {
         serde_json::to_writer_pretty(&mut out, &a)?;
         writeln!(out)?;
@@ -91,7 +93,7 @@ pub fn run(args: AnalyzeArgs) -> Result<ExitCode> {
         print_text(&mut out, &file, &a)?;
     }
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::damaged_code(!a.trace.damage.is_empty()))
 }
 
 fn lat(s: &Option<Stats>) -> String {

@@ -100,5 +100,5 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
             file.display()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::exit_code(&reader))
 }

@@ -45,7 +45,7 @@ pub struct FuncsArgs {
     #[arg(long, value_name = "FILE")]
     available: Option<PathBuf>,
     /// Pointer hops allowed from a parameter's struct to one that nests an skb.
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=8))]
     pointer_depth: u32,
     /// Explain why a function is (or is not) selected.
     #[arg(long, value_name = "FUNC")]

@@ -1,6 +1,7 @@
 //! `magnet info`: what a trace holds — header, host, kernel, duration, events per
 //! kind and layer, where each layer's events came from, and what was lost.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,28 +50,36 @@ pub fn run(args: InfoArgs) -> Result<ExitCode> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
     } else {
-        print_text(&info);
+        // Names in a trace (host, kernel, kinds, hooks) are the recording
+        // host's: escaped for this terminal.
+        let stdout = std::io::stdout();
+        let mut out = magnet_common::text::Escaping::new(std::io::BufWriter::new(stdout.lock()));
+        print_text(&mut out, &info)?;
+        out.flush()?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::exit_code(&r))
 }
 
-fn print_text(info: &Info) {
+fn print_text(o: &mut impl Write, info: &Info) -> std::io::Result<()> {
     let i = &info.summary;
-    println!("file      {}", info.file.display());
-    println!(
+    writeln!(o, "file      {}", info.file.display())?;
+    writeln!(
+        o,
         "written   by {} on host {} (kernel {}, {} CPUs)",
         i.writer, i.host, i.kernel, i.cpus
-    );
+    )?;
     let secs = (i.start_realtime_ns / 1_000_000_000) as i64;
-    println!(
+    writeln!(
+        o,
         "started   {} (unix time {}.{:09})",
         fmt_utc(secs),
         secs,
         i.start_realtime_ns % 1_000_000_000
-    );
-    println!("duration  {:.6} s: {}", i.duration_s, i.duration_source);
-    println!("records   {}", i.records);
-    println!(
+    )?;
+    writeln!(o, "duration  {:.6} s: {}", i.duration_s, i.duration_source)?;
+    writeln!(o, "records   {}", i.records)?;
+    writeln!(
+        o,
         "lost      {} events in {} LOST records{}",
         i.lost_events,
         i.lost_records,
@@ -79,18 +88,25 @@ fn print_text(info: &Info) {
         } else {
             " (parse shows where)"
         }
-    );
+    )?;
     match &i.end_reason {
-        Some(r) => println!("ended     {r}"),
-        None => println!(
+        Some(r) => writeln!(o, "ended     {r}")?,
+        // Damage can take the END block too: say so rather than blame the
+        // recorder.
+        None if i.damage.iter().any(|d| !d.contains("cut short")) => writeln!(
+            o,
+            "ended     NOT CLEANLY: no END block was read (the trace is damaged, below)"
+        )?,
+        None => writeln!(
+            o,
             "ended     NOT CLEANLY: the trace has no END block (recorder killed or disk full)"
-        ),
+        )?,
     }
     for d in &i.damage {
-        println!("damage    {d}");
+        writeln!(o, "damage    {d}")?;
     }
-    println!();
-    println!("{:<8} {:>10}  hooks", "layer", "events");
+    writeln!(o)?;
+    writeln!(o, "{:<8} {:>10}  hooks", "layer", "events")?;
     for (layer, n) in &i.layers {
         let hooks = i
             .sources
@@ -98,33 +114,36 @@ fn print_text(info: &Info) {
             .find(|s| &s.layer == layer)
             .map(|s| s.hooks.join(", "))
             .unwrap_or_default();
-        println!("{layer:<8} {n:>10}  {hooks}");
+        writeln!(o, "{layer:<8} {n:>10}  {hooks}")?;
     }
     for s in &i.sources {
         if !i.layers.contains_key(&s.layer) {
-            println!("{:<8} {:>10}  {}", s.layer, 0, s.hooks.join(", "));
+            writeln!(o, "{:<8} {:>10}  {}", s.layer, 0, s.hooks.join(", "))?;
         }
         for m in &s.missing {
-            println!("{:<8} {:>10}  note: {m}", s.layer, "");
+            writeln!(o, "{:<8} {:>10}  note: {m}", s.layer, "")?;
         }
     }
-    println!();
+    writeln!(o)?;
     // generated: passed the kernel's filters (END block); lost: generated but
     // not in the file.
-    println!(
+    writeln!(
+        o,
         "{:<16} {:<6} {:>10} {:>10} {:>8}  hook",
         "kind", "layer", "events", "generated", "lost"
-    );
+    )?;
     for (name, k) in &i.kinds {
         let (generated, lost) = match k.generated {
             Some(g) => (g.to_string(), g.saturating_sub(k.events).to_string()),
             None => ("-".to_string(), "-".to_string()),
         };
-        println!(
+        writeln!(
+            o,
             "{name:<16} {:<6} {:>10} {:>10} {:>8}  {}",
             k.layer, k.events, generated, lost, k.hook
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// `YYYY-MM-DD HH:MM:SS UTC` without a date library (civil-from-days).

@@ -79,8 +79,15 @@ pub struct LoadgenArgs {
     tap: Option<String>,
 }
 
+/// `NxSIZE`: SIZE at most 1GiB (each call's buffer is allocated).
 fn parse_calls(s: &str) -> Result<Calls, String> {
-    s.parse().map_err(|e: magnet_loadgen::Error| e.to_string())
+    let c: Calls = s
+        .parse()
+        .map_err(|e: magnet_loadgen::Error| e.to_string())?;
+    if c.size > 1 << 30 {
+        return Err(format!("{s}: SIZE is at most 1GiB"));
+    }
+    Ok(c)
 }
 
 fn parse_dur(s: &str) -> Result<std::time::Duration, String> {

@@ -107,21 +107,24 @@ pub fn run(a: MatchArgs) -> Result<ExitCode> {
     let mut rd = trace_input::open(&a.trace)?;
     let k = Kernel::load(&mut rd).with_context(|| format!("{}", a.trace.display()))?;
     for w in &k.warnings {
-        eprintln!("magnet: warning: {}: {w}", a.trace.display());
+        let line = format!("{}: {w}", a.trace.display());
+        eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
     }
     let (frames, cut) = read_capture(&a.capture)?;
     if let Some(c) = &cut {
         eprintln!("magnet: warning: {c}; matched the frames before it");
     }
     let asc = associate_parsed(&k, frames);
-    let mut out = BufWriter::new(std::io::stdout().lock());
+    // Names from the trace and the capture: escaped in text.
+    let mut out =
+        magnet_common::text::Escaping::when(!a.json, BufWriter::new(std::io::stdout().lock()));
     if a.json {
         json(&k, &asc, &mut out, a.quiet)?;
     } else {
         text(&k, &asc, &mut out, a.quiet)?;
     }
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::damaged_code(rd.damage() > 0 || cut.is_some()))
 }
 
 fn path_json(k: &Kernel, i: usize, t: i64) -> serde_json::Value {

@@ -84,7 +84,9 @@ pub fn run(args: NfsArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(!args.idle.is_zero(), "--idle must be positive");
     let mut tr = NfsTrace::new(i64::try_from(args.idle.as_nanos()).unwrap_or(i64::MAX));
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    // Paths and host names from the capture: escaped in text.
+    let mut out =
+        magnet_common::text::Escaping::when(!args.json, std::io::BufWriter::new(stdout.lock()));
     let mut lines: Vec<String> = Vec::new();
     let show = !args.stats;
     let json = args.json;

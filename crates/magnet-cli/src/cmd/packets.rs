@@ -111,6 +111,7 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
         }
     }
     drop(ordered);
+    let code = trace_input::exit_code(&reader);
     let filter = Filter {
         pkt: args.pkt,
         src: args.src,
@@ -122,7 +123,8 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
     let all = paths.finish();
     let kept: Vec<PacketPath> = all.into_iter().filter(|p| filter.keeps(p)).collect();
     let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    // Process and interface names from the trace: escaped in text.
+    let mut out = magnet_common::text::Escaping::when(!args.json, BufWriter::new(stdout.lock()));
     if args.handshake {
         let hs = handshakes(&kept);
         if args.json {
@@ -205,13 +207,13 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
             )?;
         }
         out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     if args.json {
         serde_json::to_writer(&mut out, &kept).context("writing JSON")?;
         writeln!(out)?;
         out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(code);
     }
     for p in &kept {
         let fp = match &p.footprint {
@@ -259,5 +261,5 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
         }
     }
     out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }

@@ -62,16 +62,16 @@ pub struct ParseArgs {
     /// Stop after this many events.
     #[arg(short = 'c', long)]
     count: Option<u64>,
-    /// Records held back to sort by time.
-    #[arg(long, default_value_t = 65536)]
-    window: usize,
+    /// Records held back to sort by time (1 to 16777216).
+    #[arg(long, default_value_t = 65536, value_parser = clap::value_parser!(u64).range(1..=1 << 24))]
+    window: u64,
     /// Threads that format lines (default: one per core; 1 formats on the
     /// reading thread). The output is the same for every value.
-    #[arg(long, value_name = "N")]
-    threads: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    threads: Option<u64>,
     /// Records per batch handed to a formatting thread (tests use small ones).
-    #[arg(long, default_value_t = 2048, hide = true)]
-    batch: usize,
+    #[arg(long, default_value_t = 2048, hide = true, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    batch: u64,
 }
 
 pub fn run(args: ParseArgs) -> Result<ExitCode> {
@@ -124,8 +124,8 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
             buf,
             "# magnet parse {} host={} kernel={}\n# {} cpu pid tid layer kind field=value ...",
             file.display(),
-            header.host,
-            header.kernel,
+            magnet_common::text::escape(&header.host),
+            magnet_common::text::escape(&header.kernel),
             if args.wall { "wall_ns" } else { "time_s" }
         )?;
     }
@@ -135,7 +135,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
     } else {
         TimeColumn::Relative
     };
-    let threads = args.threads.unwrap_or_else(|| {
+    let threads = args.threads.map(|n| n as usize).unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS))
     });
     let filter = Filter {
@@ -153,7 +153,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
     };
     let mut damaged = 0u64;
     let path = file.clone();
-    let mut ordered = ReorderBuffer::new(&mut reader, args.window);
+    let mut ordered = ReorderBuffer::new(&mut reader, args.window as usize);
     let mut on_damage = |e: &magnet_trace::TraceError| {
         damaged += 1;
         trace_input::warn(&path, e);
@@ -192,7 +192,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
             style,
             Split {
                 threads,
-                batch: args.batch.max(1),
+                batch: args.batch as usize,
             },
             args.count,
             &mut on_damage,
@@ -207,7 +207,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
             path.display()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::exit_code(&reader))
 }
 
 /// Most formatting threads by default.

@@ -60,7 +60,8 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
     let mut rd = trace_input::open(&trace)?;
     let k = Kernel::load(&mut rd).with_context(|| format!("{}", trace.display()))?;
     for w in &k.warnings {
-        eprintln!("magnet: warning: {}: {w}", trace.display());
+        let line = format!("{}: {w}", trace.display());
+        eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
     }
     let opts = PcapOptions {
         select: if a.each_device {
@@ -105,7 +106,7 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
         let ifs: Vec<String> = st
             .interfaces
             .iter()
-            .map(|(n, c)| format!("{n} {c}"))
+            .map(|(n, c)| format!("{} {c}", magnet_common::text::escape(n)))
             .collect();
         eprintln!(
             "magnet: {} frames to {shown} ({}); {} with the bytes the trace kept (--snaplen), {} with IP/transport headers synthesised from the trace's fields, {} link header only; {} name their process",
@@ -117,5 +118,5 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
             st.with_process
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(trace_input::exit_code(&rd))
 }

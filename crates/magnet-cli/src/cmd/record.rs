@@ -139,7 +139,7 @@ pub struct RecordArgs {
 
     /// Ring buffer space in total, split into one ring per CPU (each rounded up to a
     /// power of two), e.g. 64MiB.
-    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = parse_buffer)]
     buffer: u64,
 
     /// Stop after this long (e.g. 10s, 500ms); default: until the command exits or Ctrl-C.
@@ -267,7 +267,9 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         host: args.host,
     };
 
-    let signals = magnet_common::stop::Stop::install().context("installing the signal handler")?;
+    // SIGHUP and SIGQUIT end a recording as SIGTERM does: with its END block.
+    let signals = magnet_common::stop::Stop::install_ending_on_hangup()
+        .context("installing the signal handler")?;
     let stop = signals.flag();
     // A recording with its own end (`-- CMD`, `-d`) cut short by a signal
     // exits 128+N (docs/exit-codes.md); one that runs until stopped, 0.
@@ -315,7 +317,10 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         use std::io::Write;
         writeln!(std::io::stdout(), "{}", summary_json(&summary, &config))?;
     } else if !args.quiet {
-        eprint!("{}", summary_text(&summary, &config));
+        // After SIGHUP the terminal may be gone: the trace is closed, say
+        // what it holds where that can still be said.
+        use std::io::Write;
+        let _ = write!(std::io::stderr(), "{}", summary_text(&summary, &config));
     }
     // The command's status passed on; killed by signal N: 128+N, as a shell says.
     if summary.child_status.is_none() && has_end && summary.end_reason == "interrupted" {
@@ -453,4 +458,14 @@ fn summary_text(s: &Summary, c: &RecordConfig) -> String {
         }
     }
     out
+}
+
+/// `--buffer`: a size from 4KiB (a page per CPU) to 2GiB (what BPF ring
+/// buffers hold).
+fn parse_buffer(s: &str) -> Result<u64, String> {
+    let v = parse_size(s)?;
+    if !(4096..=1 << 31).contains(&v) {
+        return Err(format!("{s}: the buffer is 4KiB to 2GiB"));
+    }
+    Ok(v)
 }

@@ -85,5 +85,5 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot write {}", args.output.display()))?;
         eprintln!("magnet: report written to {}", args.output.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(super::trace_input::damaged_code(!a.trace.damage.is_empty()))
 }

@@ -187,7 +187,11 @@ pub fn summary(c: &Counters, cut: &Option<String>) -> String {
 
 pub fn run(args: RpcArgs) -> anyhow::Result<ExitCode> {
     let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    // Paths and host names from the capture: escaped in text (docs/exit-codes.md).
+    let mut out = magnet_common::text::Escaping::when(
+        !args.json,
+        std::io::BufWriter::with_capacity(1 << 16, stdout.lock()),
+    );
     let live = args.input.interface.is_some();
     let (c, cut) = drive(&args.input, &mut |t| {
         let line = if args.json {

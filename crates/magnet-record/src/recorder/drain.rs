@@ -273,6 +273,7 @@ pub(super) fn finish(
         lost_kernel: stats.lost_total,
         dropped_user: d.dropped_user,
         generated: generated.clone(),
+        recorded: by_kind.clone(),
         first_ts_ns: d.first_ts,
         last_ts_ns: d.last_ts,
         end_reason: end_reason.clone(),
@@ -316,6 +317,10 @@ pub(super) fn spawn_writer(
 ) -> Result<(SyncSender<WriterMsg>, JoinHandle<Result<u64>>)> {
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let mut w = TraceWriter::new(BufWriter::with_capacity(1 << 20, file), header)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    // The header goes to the file at once: a recorder killed before its first
+    // block leaves a trace that reads as cut short, not an empty file.
+    w.flush()
         .with_context(|| format!("cannot write {}", path.display()))?;
     // Blocks queue here while the disk is slow; when the queue is full the
     // drain waits, the ring fills, and the kernel counts what it drops.
