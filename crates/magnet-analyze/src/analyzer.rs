@@ -354,13 +354,14 @@ impl Analyzer {
                     }
                 }
                 let c = self.conns.get_mut(&cookie).expect("present");
-                if let Some(seg) = c.seg[IN].segment(seq, ts, flags) {
+                // len counts TCP header and payload.
+                let len = v.u(F::Len).unwrap_or(0);
+                if let Some(seg) = c.seg[IN].segment(seq, ts, flags, len) {
                     c.layers[TCP][IN].unit(seg.ts, seg.bytes);
                 }
                 // A FIN names its TCP header length: the data it carries is
-                // known at once (len counts header and payload).
+                // known at once.
                 let doff = (flags >> 8) & 0xff;
-                let len = v.u(F::Len).unwrap_or(0);
                 if flags & TCP_FIN != 0 && doff > 0 && len >= doff {
                     let end = seq.wrapping_add((len - doff) as u32).wrapping_add(1);
                     if let Some(seg) = c.seg[IN].fin_end(end) {
@@ -416,7 +417,7 @@ impl Analyzer {
             if flags & TCP_ACK != 0 {
                 c.acked(IN, p.ack);
             }
-            if let Some(seg) = c.seg[OUT].segment(seq, ts, flags) {
+            if let Some(seg) = c.seg[OUT].segment(seq, ts, flags, len) {
                 c.layers[TCP][OUT].unit(seg.ts, seg.bytes);
             }
             let s = IpSegment {
@@ -483,7 +484,7 @@ impl Analyzer {
             }
             // One wire segment: its payload from sequence numbers, its arrival
             // at the device when the device saw it.
-            if let Some(seg) = c.seg_in_wire.segment(p.seq, p.ts, p.flags) {
+            if let Some(seg) = c.seg_in_wire.segment(p.seq, p.ts, p.flags, p.len) {
                 c.tcp_in_wire.unit(seg.ts, seg.bytes);
             }
             c.recv.segment(p.seq, arrival, p.flags, RxSource::Ip);

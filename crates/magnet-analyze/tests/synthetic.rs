@@ -1259,3 +1259,76 @@ fn fin_sized_by_its_own_header_length_without_snapshots() {
     let r = a.connections[0].row("tcp", "in").unwrap().clone();
     assert_eq!((r.units, r.bytes), (2, 1500));
 }
+
+/// Issue 21, finding 7: a tail-loss probe sends the last MSS of the last (GSO)
+/// packet again, a zero-window probe sends one old byte's sequence number
+/// (snd_una − 1) without data. Both start inside the last segment, whose end
+/// its length tells (IP length less the IP+TCP header, learnt from the
+/// connection's data segments): retransmissions, never units. They used to
+/// end the previous unit early and start a new one (+1 unit each, the GSO
+/// packet 1448 B short).
+#[test]
+fn probes_are_not_units() {
+    let t = T0 + MS;
+    let hdr: u64 = 20 + 32;
+    for (k, cookie, src, dst) in [
+        (kind::IP_LOCAL_OUT, 1, PA, PB),
+        (kind::IP_LOCAL_IN, 2, PA, PB),
+    ] {
+        let p = |ts, pkt, seq, len: u64, flags| {
+            ip(k, ts, cookie, pkt, hdr + len, seq, flags, src, dst).set("ack", 100)
+        };
+        let recs = vec![
+            if cookie == 1 {
+                sock(T0, 1, PA, PB)
+            } else {
+                sock(T0, 2, PB, PA)
+            },
+            p(t, 1, ISN, 1448, 0x18),
+            p(t + 10, 2, ISN + 1448, 1448, 0x18),
+            // A GSO packet of 4 × 1448.
+            p(t + 20, 3, ISN + 2896, 4 * 1448, 0x18),
+            // The tail-loss probe: its last 1448 bytes again.
+            p(t + MS, 4, ISN + 2896 + 3 * 1448, 1448, 0x18),
+            // The peer's window closes; zero-window probes at snd_una − 1.
+            p(t + 2 * MS, 5, ISN + 2896 + 4 * 1448 - 1, 0, 0x10),
+            p(t + 4 * MS, 6, ISN + 2896 + 4 * 1448 - 1, 0, 0x10),
+            // The window opens: 1000 new bytes, then a pure ACK after them.
+            p(t + 5 * MS, 7, ISN + 2896 + 4 * 1448, 1000, 0x18),
+            p(t + 6 * MS, 8, ISN + 3896 + 4 * 1448, 0, 0x10),
+        ];
+        let a = run(&recs);
+        let dir = if cookie == 1 { "out" } else { "in" };
+        let r = a.connections[0].row("tcp", dir).unwrap().clone();
+        assert_eq!(
+            (r.units, r.bytes, r.size.max),
+            (4, 3896 + 4 * 1448, 4 * 1448),
+            "tcp {dir}"
+        );
+    }
+    // The same from tcp_rcv alone (its length is TCP header + payload).
+    let rcv = |ts, pkt, seq, len: u64| {
+        rec(kind::TCP_RCV, ts, 0, 7, 9, false)
+            .set("cookie", 2)
+            .set("pkt_id", pkt)
+            .set("seq", seq)
+            .set("len", 32 + len)
+            .set("arg", 0x18)
+    };
+    let recs = vec![
+        sock(T0, 2, PB, PA),
+        rcv(t, 1, ISN, 1448),
+        rcv(t + 10, 2, ISN + 1448, 2 * 1448),
+        rcv(t + MS, 3, ISN + 2 * 1448, 1448),
+        rcv(t + 2 * MS, 4, ISN + 4344 - 1, 0),
+        rcv(t + 3 * MS, 5, ISN + 4344, 100),
+        rcv(t + 4 * MS, 6, ISN + 4444, 100),
+    ];
+    let a = run(&recs);
+    let r = a.connections[0].row("tcp", "in").unwrap().clone();
+    assert_eq!(
+        (r.units, r.bytes, r.size.max),
+        (3, 4444, 2 * 1448),
+        "tcp in from tcp_rcv"
+    );
+}
