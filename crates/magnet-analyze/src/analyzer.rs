@@ -12,7 +12,10 @@ use crate::flows::{FlowKey, Flows, IpPacket, Orphan};
 use crate::latency::{IpSegment, RxSource, SendWait};
 use crate::model::{Analysis, Connection, LostRegion, TraceSummary, Unattributed};
 use crate::sched::{SchedAcc, SwitchedIn, SwitchedOut};
-use crate::tcp::{Snap, TCP_ACK, TCP_FIN};
+use crate::tcp::{Snap, TCP_ACK, TCP_FIN, TCP_SYN};
+
+/// TCP_LISTEN in the kernel's numbering.
+const TCP_LISTEN: u64 = 10;
 use crate::{secs, Map, Options};
 
 /// Age after which per-packet state (pending dev_rx, packets waiting for their
@@ -28,6 +31,16 @@ struct PendingRx {
     ts: u64,
     len: u64,
     claimed: bool,
+    /// A traced socket handed this frame (same id and length) to a driver: if
+    /// nobody claims it, it is the peer's reception of our frame (`peer_rx`).
+    peer: bool,
+}
+
+/// A frame a known socket handed to a driver: its id and length.
+#[derive(Clone, Copy)]
+struct SentFrame {
+    ts: u64,
+    len: u64,
 }
 
 /// An outgoing packet seen at IP, for device events that carry no socket.
@@ -52,7 +65,11 @@ pub struct Analyzer {
     flows: Flows,
     pkt_out: Map<u64, OutPacket>,
     dev_rx: Map<u64, PendingRx>,
+    sent_frames: Map<u64, SentFrame>,
     orphans: VecDeque<Orphan>,
+    /// Flows whose SYN came in with no socket known (a listener not in the
+    /// trace), until their socket is announced.
+    passive: Map<FlowKey, u64>,
     send_wait: SendWait,
     sched: SchedAcc,
     lost: Vec<LostRegion>,
@@ -76,7 +93,9 @@ impl Analyzer {
             flows: Flows::default(),
             pkt_out: Map::default(),
             dev_rx: Map::default(),
+            sent_frames: Map::default(),
             orphans: VecDeque::new(),
+            passive: Map::default(),
             send_wait: Map::default(),
             sched: SchedAcc::new(origin, opts.sched_bin_ns, opts.series_cap.min(4000)),
             lost: Vec::new(),
@@ -118,8 +137,23 @@ impl Analyzer {
         };
         self.flows.insert(key, cookie);
         if !self.orphans.is_empty() {
+            // A passive open's handshake (a SYN without ACK came in, no socket
+            // known) before its socket was announced: the listener's, which is
+            // not in the trace.
             for o in std::mem::take(&mut self.orphans) {
                 let p = o.packet;
+                if p.proto == 6 && self.passive.contains_key(&o.key) {
+                    self.unattributed.no_listener_ip += 1;
+                    if let Some(d) = self
+                        .dev_rx
+                        .get_mut(&p.pkt)
+                        .filter(|d| !d.claimed && !o.outgoing)
+                    {
+                        d.claimed = true;
+                        self.unattributed.no_listener_dev_rx += 1;
+                    }
+                    continue;
+                }
                 match self.flows.find(o.key) {
                     Some(c) if o.outgoing => self.conn(c, p.ts).layers[IP][OUT].unit(p.ts, p.len),
                     Some(c) => self.ip_in_unit(c, kind::IP_LOCAL_IN, &p),
@@ -127,6 +161,7 @@ impl Analyzer {
                 }
             }
         }
+        self.passive.remove(&key);
     }
 
     /// A SOCK or state record's own end (source) and its peer (destination):
@@ -239,6 +274,9 @@ impl Analyzer {
         c.known = true;
         c.protocol = proto.or(c.protocol);
         c.netns = v.u(F::Netns);
+        if c.protocol == Some(6) && ends.is_some_and(|e| e.src.port != 0 && e.dst.port == 0) {
+            c.listener = true;
+        }
         if let Some(e) = ends {
             self.learn_ends(cookie, proto, e);
         }
@@ -251,6 +289,7 @@ impl Analyzer {
         c.protocol = Some(6);
         if let Some(ns) = v.u(F::Newstate) {
             c.states.push(ns as u8);
+            c.listener |= ns == TCP_LISTEN;
         }
         if let Some(e) = Endpoints::read(v) {
             self.learn_ends(cookie, Some(6), e);
@@ -354,13 +393,17 @@ impl Analyzer {
                     }
                 }
                 let c = self.conns.get_mut(&cookie).expect("present");
-                if let Some(seg) = c.seg[IN].segment(seq, ts, flags) {
+                if c.listener {
+                    return;
+                }
+                // len counts TCP header and payload.
+                let len = v.u(F::Len).unwrap_or(0);
+                if let Some(seg) = c.seg[IN].segment(seq, ts, flags, len) {
                     c.layers[TCP][IN].unit(seg.ts, seg.bytes);
                 }
                 // A FIN names its TCP header length: the data it carries is
-                // known at once (len counts header and payload).
+                // known at once.
                 let doff = (flags >> 8) & 0xff;
-                let len = v.u(F::Len).unwrap_or(0);
                 if flags & TCP_FIN != 0 && doff > 0 && len >= doff {
                     let end = seq.wrapping_add((len - doff) as u32).wrapping_add(1);
                     if let Some(seg) = c.seg[IN].fin_end(end) {
@@ -386,7 +429,9 @@ impl Analyzer {
                 if let Some(e) = Endpoints::read(v) {
                     let proto = v.u(F::Protocol);
                     let conn = self.conn(c, ts);
-                    if conn.remote.is_none() || conn.local.is_none_or(|l| !l.is_known()) {
+                    if !conn.listener
+                        && (conn.remote.is_none() || conn.local.is_none_or(|l| !l.is_known()))
+                    {
                         conn.learn_tuple(e.src, e.dst);
                         self.learn_flow(c, proto, e.src, e.dst);
                     }
@@ -412,11 +457,11 @@ impl Analyzer {
         let mut waiting = std::mem::take(&mut self.send_wait);
         let c = self.conn(cookie, ts);
         c.layers[IP][OUT].unit(ts, len);
-        if tcp {
+        if tcp && !c.listener {
             if flags & TCP_ACK != 0 {
                 c.acked(IN, p.ack);
             }
-            if let Some(seg) = c.seg[OUT].segment(seq, ts, flags) {
+            if let Some(seg) = c.seg[OUT].segment(seq, ts, flags, len) {
                 c.layers[TCP][OUT].unit(seg.ts, seg.bytes);
             }
             let s = IpSegment {
@@ -433,7 +478,13 @@ impl Analyzer {
 
     /// An IP packet of no known socket: kept until its socket is announced.
     fn orphan(&mut self, v: &View, packet: IpPacket, outgoing: bool) {
-        match FlowKey::of_packet(v, outgoing) {
+        let key = FlowKey::of_packet(v, outgoing);
+        if let Some(k) = key.filter(|_| {
+            packet.proto == 6 && !outgoing && packet.flags & (TCP_SYN | TCP_ACK) == TCP_SYN
+        }) {
+            self.passive.insert(k, packet.ts);
+        }
+        match key {
             Some(key) if self.orphans.len() < ORPHAN_CAP => self.orphans.push_back(Orphan {
                 key,
                 outgoing,
@@ -477,13 +528,17 @@ impl Analyzer {
             return;
         }
         c.layers[IP][IN].unit(p.ts, p.len);
-        if p.proto == 6 {
+        if p.proto == 6 && p.flags & (TCP_SYN | TCP_ACK) == TCP_SYN {
+            // Only a listener receives a SYN without ACK (no simultaneous open here).
+            c.listener = true;
+        }
+        if p.proto == 6 && !c.listener {
             if p.flags & TCP_ACK != 0 {
                 c.acked(OUT, p.ack);
             }
             // One wire segment: its payload from sequence numbers, its arrival
             // at the device when the device saw it.
-            if let Some(seg) = c.seg_in_wire.segment(p.seq, p.ts, p.flags) {
+            if let Some(seg) = c.seg_in_wire.segment(p.seq, p.ts, p.flags, p.len) {
                 c.tcp_in_wire.unit(seg.ts, seg.bytes);
             }
             c.recv.segment(p.seq, arrival, p.flags, RxSource::Ip);
@@ -508,6 +563,7 @@ impl Analyzer {
             return;
         };
         let len = v.u(F::Len).unwrap_or(0);
+        self.sent_frames.insert(pkt, SentFrame { ts, len });
         let c = self.conn(cookie, ts);
         c.layers[DEV][OUT].unit(ts, len);
         if let Some(p) = c.send.dev_tx(pkt, len) {
@@ -525,13 +581,29 @@ impl Analyzer {
         if let Some(c) = cookie {
             self.conn(c, ts).layers[DEV][IN].unit(ts, len);
         }
+        let peer = cookie.is_none()
+            && self
+                .sent_frames
+                .get(&pkt)
+                .is_some_and(|f| f.len == len && ts.saturating_sub(f.ts) < PKT_TTL_NS);
         let rx = PendingRx {
             ts,
             len,
             claimed: cookie.is_some(),
+            peer,
         };
         if let Some(old) = self.dev_rx.insert(pkt, rx) {
-            if !old.claimed {
+            self.unclaimed(&old);
+        }
+    }
+
+    /// A received frame nobody claimed: the peer's reception of our frame, or
+    /// an attribution failure.
+    fn unclaimed(&mut self, p: &PendingRx) {
+        if !p.claimed {
+            if p.peer {
+                self.unattributed.peer_rx += 1;
+            } else {
                 self.unattributed.dev_rx += 1;
             }
         }
@@ -554,20 +626,24 @@ impl Analyzer {
     /// Forgets per-packet state older than the TTL.
     fn sweep(&mut self, now: u64) {
         let old = |t: u64| now.saturating_sub(t) > PKT_TTL_NS;
-        let mut lost_rx = 0;
+        let mut gone = Vec::new();
         self.dev_rx.retain(|_, p| {
             let keep = !old(p.ts);
-            if !keep && !p.claimed {
-                lost_rx += 1;
+            if !keep {
+                gone.push(*p);
             }
             keep
         });
-        self.unattributed.dev_rx += lost_rx;
+        for p in gone {
+            self.unclaimed(&p);
+        }
+        self.sent_frames.retain(|_, f| !old(f.ts));
         while self.orphans.front().is_some_and(|o| old(o.packet.ts)) {
             self.orphans.pop_front();
             self.unattributed.ip += 1;
         }
         self.pkt_out.retain(|_, p| !old(p.ts));
+        self.passive.retain(|_, t| !old(*t));
         let conns = &mut self.conns;
         self.send_wait.retain(|_, w| {
             if old(w.since) {
@@ -594,7 +670,9 @@ impl Analyzer {
     pub fn finish_with(mut self, footer: Option<&Footer>) -> Analysis {
         let end = self.last_ts;
         self.unattributed.ip += self.orphans.len() as u64;
-        self.unattributed.dev_rx += self.dev_rx.values().filter(|p| !p.claimed).count() as u64;
+        for p in std::mem::take(&mut self.dev_rx).into_values() {
+            self.unclaimed(&p);
+        }
         for (_, w) in self.send_wait.drain() {
             for s in w.sends {
                 if let Some(c) = self.conns.get_mut(&s.cookie) {

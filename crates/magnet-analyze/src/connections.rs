@@ -142,6 +142,10 @@ pub(crate) struct Conn {
     /// the recorder did not follow).
     pub known: bool,
     pub protocol: Option<u64>,
+    /// A listening socket (LISTEN state, a SOCK record with no peer, or a SYN
+    /// received): it answers the handshakes of many connections, each in its
+    /// own sequence space, and carries no stream and has no peer of its own.
+    pub listener: bool,
     pub local: Option<Endpoint>,
     pub remote: Option<Endpoint>,
     pub netns: Option<u64>,
@@ -180,6 +184,7 @@ impl Conn {
             cookie,
             known: false,
             protocol: None,
+            listener: false,
             local: None,
             remote: None,
             netns: None,
@@ -207,7 +212,7 @@ impl Conn {
         if self.local.is_none() || local.is_known() {
             self.local = Some(local);
         }
-        if remote.is_known() {
+        if remote.is_known() && !self.listener {
             self.remote = Some(remote);
         }
     }
@@ -402,7 +407,7 @@ impl Conn {
                 None => "?".into(),
             },
             local: fmt_end(self.local),
-            remote: fmt_end(self.remote),
+            remote: fmt_end(self.remote.filter(|_| !self.listener)),
             netns: self.netns,
             pids: self.pids.into_iter().collect(),
             comm: self.comm.unwrap_or_default(),

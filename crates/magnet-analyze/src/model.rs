@@ -43,12 +43,27 @@ pub struct TraceSummary {
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Unattributed {
-    /// `dev_rx` packets that no later IP or TCP event of the same packet id claimed.
+    /// `dev_rx` packets that no later IP or TCP event of the same packet id claimed
+    /// (real attribution failures: not those counted in `peer_rx`).
     pub dev_rx: u64,
+    /// `dev_rx` packets without a socket that a traced socket had handed to a driver
+    /// (same packet id and length): its own frames received at the other end of a
+    /// veth in the peer's namespace, or by an untraced peer. Not this trace's
+    /// sockets' receptions, and not failures.
+    #[serde(default)]
+    pub peer_rx: u64,
     /// `dev_start_xmit` packets without a socket and without an IP event of theirs.
     pub dev_tx: u64,
     /// IP packets whose 5-tuple matched no known socket.
     pub ip: u64,
+    /// Handshake packets (SYN and handshake ACK in, SYN-ACK out) of a connection
+    /// accepted by a listener that is not in the trace: the listener's, not the
+    /// accepted socket's. Their received frames are counted here too
+    /// (`no_listener_dev_rx`); the SYN-ACK's frame stays in `dev_tx`.
+    #[serde(default)]
+    pub no_listener_ip: u64,
+    #[serde(default)]
+    pub no_listener_dev_rx: u64,
 }
 
 /// Where events are missing: `count` events of CPU `cpu` were lost between

@@ -11,12 +11,18 @@ pub(crate) const TCP_SYN: u64 = 0x02;
 pub(crate) const TCP_RST: u64 = 0x04;
 pub(crate) const TCP_ACK: u64 = 0x10;
 
-/// A sequence number and when it was seen.
+/// A sequence number, when it was seen, and the length of its packet (headers
+/// included: IP length at IP, TCP length in `tcp_rcv`; 0 when unknown).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SeqMark {
     pub seq: u32,
     pub ts: u64,
+    pub len: u64,
 }
+
+/// Header lengths a segment's packet can have (20 B TCP alone … 60 B IPv6 + 80
+/// B of TCP options).
+const HDR_RANGE: std::ops::RangeInclusive<u64> = 20..=140;
 
 /// A segment whose payload is now known: when it was seen and its bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -32,10 +38,21 @@ pub(crate) struct Segment {
 /// retransmission, and after a FIN nothing but the FIN's own size is left to
 /// learn (a direction carries no data after its FIN, only retransmissions of
 /// earlier data, ACKs and the FIN again).
+///
+/// A sequence number inside the last segment (past its start, before its end)
+/// is a retransmission too: a tail-loss probe sends the last MSS of the last
+/// (GSO) packet again, a zero-window probe carries snd_una − 1. The last
+/// segment's end is its packet length less the header length, which the
+/// tracker learns from its data segments (packet length − distance to the
+/// next sequence number; the majority value, so a lost record or a probe does
+/// not move it).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SegTrack {
     /// The highest segment whose end is not known yet.
     last: Option<SeqMark>,
+    /// The header length learnt so far, and its majority-vote weight.
+    hdr: u64,
+    hdr_votes: u32,
     pub retrans: u64,
     /// A FIN segment (which may carry the last data) waiting for a
     /// snapshot's next sequence number or the peer's acknowledgment to tell
@@ -46,9 +63,27 @@ pub(crate) struct SegTrack {
 }
 
 impl SegTrack {
-    /// A segment at `seq` seen at `ts`: returns the previous one when this one
-    /// tells where it ended.
-    pub fn segment(&mut self, seq: u32, ts: u64, flags: u64) -> Option<Segment> {
+    /// One vote for header length `h` (Boyer-Moore majority).
+    fn vote_hdr(&mut self, h: u64) {
+        if self.hdr_votes == 0 {
+            self.hdr = h;
+            self.hdr_votes = 1;
+        } else if self.hdr == h {
+            self.hdr_votes = self.hdr_votes.saturating_add(1);
+        } else {
+            self.hdr_votes -= 1;
+        }
+    }
+
+    /// The payload of a packet of length `len` at the learnt header length.
+    fn payload(&self, len: u64) -> Option<u64> {
+        (self.hdr_votes > 0 && len > self.hdr).then(|| len - self.hdr)
+    }
+
+    /// A segment at `seq` seen at `ts`, its packet `len` bytes long (headers
+    /// included; 0 when unknown): returns the previous one when this one tells
+    /// where it ended.
+    pub fn segment(&mut self, seq: u32, ts: u64, flags: u64, len: u64) -> Option<Segment> {
         if flags & TCP_SYN != 0 {
             return None;
         }
@@ -76,20 +111,32 @@ impl SegTrack {
             });
         }
         let mut out = None;
+        let mark = SeqMark { seq, ts, len };
         match self.last {
-            None => self.last = Some(SeqMark { seq, ts }),
+            None => self.last = Some(mark),
             Some(last) => {
                 let d = seq.wrapping_sub(last.seq) as i32;
-                if d > 0 {
+                if d > 0 && self.payload(last.len).is_some_and(|p| (d as u64) < p) {
+                    // Inside the last segment: a probe or its tail sent again.
+                    self.retrans += 1;
+                    return None;
+                } else if d > 0 {
+                    let d = d as u64;
+                    if last.len > d && HDR_RANGE.contains(&(last.len - d)) {
+                        self.vote_hdr(last.len - d);
+                    }
                     out = Some(Segment {
                         ts: last.ts,
-                        bytes: d as u64,
+                        bytes: d,
                     });
-                    self.last = Some(SeqMark { seq, ts });
+                    self.last = Some(mark);
                 } else if d == 0 {
                     // A later packet at the same sequence: the data after a pure
-                    // ACK, or a retransmission. The last one is what carried it.
-                    self.last = Some(SeqMark { seq, ts });
+                    // ACK, or a retransmission. The last one that was at least
+                    // as long is what carried it (a shorter one is a probe).
+                    if len >= last.len {
+                        self.last = Some(mark);
+                    }
                 } else {
                     self.retrans += 1;
                 }

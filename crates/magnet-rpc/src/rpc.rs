@@ -229,9 +229,16 @@ pub fn parse(msg: &[u8]) -> XResult<Message> {
     }
 }
 
+/// Bytes [`looks_like_rpc`] may need: a call is judged on its first 32, a reply on
+/// everything up to its `accept_stat`, which follows the verifier (20 bytes, a
+/// verifier body of up to 400 bytes, 4). A TCP record is judged on its first
+/// `min(length, HEADER_PEEK)` bytes.
+pub const HEADER_PEEK: usize = 20 + 400 + 4;
+
 /// A cheap structural test that `b` starts with an RPC message header; used to tell
 /// RPC from other traffic without trusting port numbers, and to find the next record
-/// in a TCP stream entered mid-way. Needs up to 28 bytes; shorter input fails.
+/// in a TCP stream entered mid-way. Needs up to [`HEADER_PEEK`] bytes (a reply's
+/// verifier comes before its accept_stat); shorter input fails.
 pub fn looks_like_rpc(b: &[u8]) -> bool {
     let w = |i: usize| -> Option<u32> {
         b.get(i * 4..i * 4 + 4)
@@ -256,9 +263,9 @@ pub fn looks_like_rpc(b: &[u8]) -> bool {
                 let (Some(vflavor), Some(vlen)) = (w(3), w(4)) else {
                     return false;
                 };
-                // A verifier's body is padded to 4 bytes but its length need not be a
-                // multiple of 4: an RPCSEC_GSS krb5 MIC is 37 bytes with DES/RC4
-                // enctypes (tshark pairs those replies too).
+                // A verifier's body is an XDR opaque: padded to a multiple of 4 bytes
+                // whatever its length (an RPCSEC_GSS krb5 MIC is 37 bytes with DES/RC4
+                // enctypes, padded to 40; tshark pairs those replies too).
                 if !matches!(vflavor, 0..=6) || vlen > 400 {
                     return false;
                 }

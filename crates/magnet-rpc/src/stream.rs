@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use crate::net::{TcpInfo, TCP_SYN};
-use crate::rpc::looks_like_rpc;
+use crate::rpc::{looks_like_rpc, HEADER_PEEK};
 use crate::Counters;
 
 /// Bounds for one stream.
@@ -268,7 +268,7 @@ impl Stream {
                     }
                     None => {
                         // Keep a tail long enough to hold the start of a record.
-                        let keep = (d.len() - p).min(35);
+                        let keep = (d.len() - p).min(3 + HEADER_PEEK);
                         let skip = d.len() - p - keep;
                         c.tcp_skipped_bytes += skip as u64;
                         return p + skip;
@@ -284,7 +284,7 @@ impl Stream {
             let len = (mark & 0x7fff_ffff) as usize;
             let starting = self.rec.is_empty() && !self.rec_dropping;
             if starting {
-                let need = len.min(32);
+                let need = len.min(HEADER_PEEK);
                 if rest.len() < 4 + need {
                     return p;
                 }
@@ -358,8 +358,9 @@ pub fn find_record(d: &[u8], max_record: usize) -> Option<usize> {
         if mt[0] == 0 && mt[1] == 0 && mt[2] == 0 && mt[3] <= 1 {
             let mark = u32::from_be_bytes([d[p], d[p + 1], d[p + 2], d[p + 3]]);
             let len = (mark & 0x7fff_ffff) as usize;
-            let hdr = &d[p + 4..(p + 4 + len.min(32)).min(d.len())];
-            if (24..=max_record).contains(&len) && hdr.len() == len.min(32) && looks_like_rpc(hdr) {
+            let need = len.min(HEADER_PEEK);
+            let hdr = &d[p + 4..(p + 4 + need).min(d.len())];
+            if (24..=max_record).contains(&len) && hdr.len() == need && looks_like_rpc(hdr) {
                 let after = p + 4 + len;
                 let follow_ok = if after + 12 <= d.len() {
                     let m2 =

@@ -393,3 +393,46 @@ fn gss_verifier_not_a_multiple_of_four() {
         assert_eq!(n, 5, "tshark pairs all five");
     }
 }
+
+/// Issue 21, finding 9: RPCSEC_GSS context creation over TCP (tests/data/make-gss-tcp.py):
+/// six NULL calls whose replies carry RPCSEC_GSS verifiers of 37, 1, 2, 3, 4 and 100
+/// bytes, each padded to 4 bytes. A reply's header is only known after its verifier,
+/// so a record is judged on up to 424 bytes, not its first 32 (0 of 6 paired before).
+#[test]
+fn gss_replies_over_tcp_pair_whatever_the_verifier_length() {
+    let f = fixture("gss-init-tcp.pcap");
+    let (txs, c, err) = support::decode_file(&f);
+    assert_eq!(err, None);
+    assert_eq!(
+        (
+            c.rpc_calls,
+            c.rpc_replies,
+            c.rpc_orphan_replies,
+            c.tcp_resyncs
+        ),
+        (6, 6, 0, 0)
+    );
+    let paired: Vec<u32> = txs
+        .iter()
+        .filter(|t| t.outcome == Outcome::Complete)
+        .map(|t| t.xid)
+        .collect();
+    assert_eq!(paired, (0x3000..0x3006).collect::<Vec<u32>>());
+    assert!(txs.iter().all(|t| t.exec_ns() == Some(2_000_000)));
+    if let Ok(o) = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(&f)
+        .args([
+            "-Y",
+            "rpc.msgtyp == 1 && rpc.time",
+            "-T",
+            "fields",
+            "-e",
+            "rpc.xid",
+        ])
+        .output()
+    {
+        let n = String::from_utf8_lossy(&o.stdout).lines().count();
+        assert_eq!(n, 6, "tshark pairs all six");
+    }
+}
