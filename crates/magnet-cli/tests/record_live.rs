@@ -1166,9 +1166,15 @@ fn a_quiet_cpus_last_records_survive_a_kill() {
     child.wait().unwrap();
     let _ = stderr.join();
     let info = magnet(&["info", path.to_str().unwrap(), "--json"]);
-    assert!(info.status.success(), "{info:?}");
+    // A trace with no END block is damaged input (docs/exit-codes.md: 1), read
+    // up to the cut and said so.
+    assert_eq!(info.status.code(), Some(1), "{info:?}");
     let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
     assert_eq!(v["complete"], false, "killed, so no END block: {v}");
+    assert!(
+        v["damage"].to_string().contains("cut short"),
+        "the cut is named: {v}"
+    );
     assert_eq!(
         v["kinds"]["app_send"]["events"].as_u64().unwrap_or(0),
         SENDS,
