@@ -461,20 +461,7 @@ mod tests {
     }
 
     fn so_cookie(fd: i32) -> u64 {
-        let mut c: u64 = 0;
-        let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
-        // SAFETY: c and len are valid for the kernel to write.
-        let rc = unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_COOKIE,
-                (&mut c as *mut u64).cast(),
-                &mut len,
-            )
-        };
-        assert_eq!(rc, 0, "SO_COOKIE");
-        c
+        magnet_client::socket_cookie(fd).expect("SO_COOKIE")
     }
 
     /// This process's own listener and connection, found by inode with the
