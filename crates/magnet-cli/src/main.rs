@@ -144,7 +144,10 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::SUCCESS;
     }
-    eprintln!("magnet: error: {}", magnet_common::text::escape(&clap_one_line(e)));
+    eprintln!(
+        "magnet: error: {}",
+        magnet_common::text::escape(&clap_one_line(e))
+    );
     ExitCode::from(2)
 }
 
