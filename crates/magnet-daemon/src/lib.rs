@@ -23,7 +23,6 @@ pub mod daemon;
 pub mod flight;
 pub mod http;
 pub mod metrics;
-pub mod sockdiag;
 pub mod summaries;
 pub mod window;
 

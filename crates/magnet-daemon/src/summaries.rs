@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 use magnet_client::{AppCounters, Connection, Host, Latency, TcpState, WireCounters};
+use magnet_host::sockdiag;
 
 use crate::config::PacketHooks;
 use crate::skel::{types, SummarySkel, SummarySkelBuilder};
-use crate::sockdiag;
 use crate::window::WindowLog;
 use crate::Error;
 
@@ -943,20 +943,18 @@ impl Reader {
         }
         for (ns, idx) in by_ns {
             let dump = if ns == self.own_netns {
-                sockdiag::dump()
+                sockdiag::tcp_counters().map_err(|e| e.to_string())
             } else {
                 let pids: Vec<u32> = idx.iter().map(|&i| recs[i].conn.pid).collect();
                 match self.netns_path(ns, &pids) {
-                    Some(p) => sockdiag::dump_netns(&p),
-                    None => Err(std::io::Error::other(
-                        "no process and no /run/netns entry is in it",
-                    )),
+                    Some(p) => sockdiag::tcp_counters_in(&p).map_err(|e| e.to_string()),
+                    None => Err("sock_diag: no process and no /run/netns entry is in it".into()),
                 }
             };
             let m = match dump {
                 Ok(m) => m,
                 Err(e) => {
-                    self.fail(format!("sock_diag in network namespace {ns}: {e}"));
+                    self.fail(format!("network namespace {ns}: {e}"));
                     for &i in &idx {
                         recs[i].conn.wire.source = "absent".into();
                     }

@@ -54,9 +54,23 @@ impl Store {
         format!(
             "{}_{}_{}.{EXTENSION}",
             compact_instant_ns(run.meta.start_realtime_ns),
-            run.meta.iface.replace(['/', '_'], "-"),
+            name_iface(&run.meta.iface),
             format_duration(Duration::from_nanos(run.meta.interval_ns))
         )
+    }
+
+    /// The start of the newest run stored for interface `iface`, if any. A
+    /// scheduler started again plans after it, so that it never writes over
+    /// a run of the same instant (one its predecessor stored, cut short, when
+    /// SIGTERM ended it).
+    pub fn latest_start(&self, iface: &str) -> Result<Option<u64>, Error> {
+        let iface = name_iface(iface);
+        Ok(self
+            .list()?
+            .iter()
+            .filter(|e| e.iface == iface)
+            .map(|e| e.start_ns)
+            .max())
     }
 
     pub fn save(&self, run: &Run) -> Result<PathBuf, Error> {
@@ -143,6 +157,12 @@ impl Store {
     }
 }
 
+/// An interface's name as a file name holds it (no `/`, and no `_`, which
+/// separates the name's parts).
+fn name_iface(iface: &str) -> String {
+    iface.replace(['/', '_'], "-")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +197,12 @@ mod tests {
         let list = s.list().unwrap();
         assert_eq!(list.len(), 3);
         assert_eq!(list[2].iface, "veth-x");
+        assert_eq!(s.latest_start("veth_x").unwrap(), Some(now - 1_000_000_000));
+        assert_eq!(
+            s.latest_start("eth0").unwrap(),
+            Some(now - 3 * day + 1_000_000)
+        );
+        assert_eq!(s.latest_start("eth1").unwrap(), None);
         assert_eq!(s.find("latest").unwrap().path, new);
         assert_eq!(s.find("-3").unwrap().path, old);
         assert!(s

@@ -176,12 +176,7 @@ impl<R: Read> TraceReader<R> {
             reason: format!("invalid header JSON: {e}"),
         })?;
         src.consume(len);
-        let lost_at = header
-            .catalog
-            .get(kind::LOST)
-            .and_then(|k| k.field("count"))
-            .filter(|f| f.ty.size() == 8)
-            .map(|f| f.offset as usize);
+        let lost_at = lost_count_at(&header);
         Ok(TraceReader {
             src,
             header,
@@ -329,10 +324,8 @@ impl<R: Read> TraceReader<R> {
         let k = u16_at(p, start + 8);
         t.by_kind[k as usize] += 1;
         if k == kind::LOST {
-            if let Some(b) = t.lost_at.and_then(|at| p.get(start + at..start + at + 8)) {
-                t.lost = t
-                    .lost
-                    .saturating_add(u64::from_le_bytes(b.try_into().expect("8 bytes")));
+            if let Some(n) = t.lost_at.and_then(|at| lost_count(&p[start..], at)) {
+                t.lost = t.lost.saturating_add(n);
             }
         }
         Ok((start, len))
@@ -725,4 +718,22 @@ impl<R: Read> Source<R> {
         self.pos += n;
         self.offset += n as u64;
     }
+}
+
+/// Where a LOST record keeps its count, as the trace's own catalog says
+/// (None where the catalog has no 8-byte `count`).
+pub(crate) fn lost_count_at(header: &Header) -> Option<usize> {
+    header
+        .catalog
+        .get(kind::LOST)
+        .and_then(|k| k.field("count"))
+        .filter(|f| f.ty.size() == 8)
+        .map(|f| f.offset as usize)
+}
+
+/// The count of a LOST record (`record` from its first byte), None where
+/// the record is too short to hold it.
+pub(crate) fn lost_count(record: &[u8], at: usize) -> Option<u64> {
+    let b = record.get(at..at.checked_add(8)?)?;
+    Some(u64::from_le_bytes(b.try_into().ok()?))
 }

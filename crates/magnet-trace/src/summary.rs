@@ -83,12 +83,7 @@ pub fn summarize<R: Read>(reader: &mut TraceReader<R>) -> TraceInfo {
     let (mut last, mut records, mut lost, mut lost_records) = (0u64, 0u64, 0u64, 0u64);
     let mut damage = Vec::new();
     // The trace's own catalog says where a LOST record keeps its count.
-    let count_at = header
-        .catalog
-        .get(kind::LOST)
-        .and_then(|k| k.field("count"))
-        .filter(|f| f.ty.size() == 8)
-        .map(|f| f.offset as usize);
+    let count_at = crate::reader::lost_count_at(&header);
     while let Some(item) = reader.next_record() {
         match item {
             Ok(rec) => {
@@ -96,10 +91,11 @@ pub fn summarize<R: Read>(reader: &mut TraceReader<R>) -> TraceInfo {
                 counts[rec.kind() as usize] += 1;
                 last = last.max(rec.ts_ns());
                 if rec.kind() == kind::LOST {
-                    if let Some(b) = count_at.and_then(|at| rec.bytes.get(at..at + 8)) {
+                    if let Some(n) =
+                        count_at.and_then(|at| crate::reader::lost_count(&rec.bytes, at))
+                    {
                         lost_records += 1;
-                        lost =
-                            lost.saturating_add(u64::from_le_bytes(b.try_into().expect("8 bytes")));
+                        lost = lost.saturating_add(n);
                     }
                 }
             }

@@ -275,7 +275,18 @@ fn scheduled(
     );
     let mut cycles = 0u64;
     while a.cycles.is_none_or(|n| cycles < n) {
-        for planned in sched.next_cycle(now_ns(), a.samples) {
+        // Plan after the newest run stored for this interface: a scheduler
+        // restarted within a cycle of its predecessor's end would otherwise
+        // plan that cycle again and write over the run SIGTERM cut short.
+        // (A stored run more than a period ahead means the clock went back:
+        // not waited for.)
+        let now = now_ns();
+        let period = sched.every.as_nanos() as u64;
+        let after = match store.latest_start(iface)? {
+            Some(t) if t <= now.saturating_add(period) => now.max(t),
+            _ => now,
+        };
+        for planned in sched.next_cycle(after, a.samples) {
             if stop.load(Ordering::Relaxed) {
                 return Ok(ExitCode::SUCCESS);
             }

@@ -271,6 +271,7 @@ mod tests {
             remote: remote.parse().unwrap(),
             inode: 1,
             cookie: 0x1122_3344_5566_7788,
+            tcp: None,
         }
     }
 
