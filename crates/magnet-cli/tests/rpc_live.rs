@@ -1,7 +1,7 @@
 //! `magnet rpc -i` / `magnet nfs -i` live, as root, on a veth pair in a
 //! private network namespace (nothing leaves it).
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use magnet_testkit::{live_or_skip, Need, Netns};
