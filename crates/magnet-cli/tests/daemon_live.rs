@@ -1904,3 +1904,241 @@ fn sampled_packet_hooks_fill_histograms_in_windows_only() {
     assert!(log.contains("packet windows: "), "{log}");
     assert!(log.contains("(0 failed)"), "{log}");
 }
+
+/// Run by `slow_clients_of_another_uid_starve_nobody` as uid 65534 (not on
+/// its own): 40 threads on the Unix socket and 40 on HTTP, each connecting
+/// and sending a byte a second (a request that never ends, slow loris),
+/// reconnecting when cut off, for 12 s. Prints how long the longest
+/// connection magnetd accepted lasted, and how many were turned away.
+#[test]
+#[ignore = "helper: run as another uid by slow_clients_of_another_uid_starve_nobody"]
+fn slow_clients_child() {
+    use std::os::unix::net::UnixStream;
+    let sock = PathBuf::from(std::env::var("MAGNET_SLOW_SOCKET").unwrap());
+    let port: u16 = std::env::var("MAGNET_SLOW_HTTP").unwrap().parse().unwrap();
+    let end = Instant::now() + Duration::from_secs(12);
+    // (longest accepted connection in ms, refused, accepted)
+    let stats = Arc::new(Mutex::new((0u128, 0u64, 0u64)));
+    let mut threads = Vec::new();
+    for i in 0..80 {
+        let (sock, stats) = (sock.clone(), stats.clone());
+        threads.push(std::thread::spawn(move || {
+            while Instant::now() < end {
+                let t0 = Instant::now();
+                let conn: Box<dyn ReadWrite> = if i % 2 == 0 {
+                    match UnixStream::connect(&sock) {
+                        Ok(s) => Box::new(s),
+                        Err(_) => continue,
+                    }
+                } else {
+                    match TcpStream::connect(("127.0.0.1", port)) {
+                        Ok(s) => Box::new(s),
+                        Err(_) => continue,
+                    }
+                };
+                let mut conn = conn;
+                conn.timeout(Duration::from_millis(1000));
+                let mut buf = [0u8; 512];
+                let mut refused = false;
+                // one byte a second until magnetd closes the connection
+                let mut k = 0;
+                while Instant::now() < end {
+                    let byte: &[u8] = if i % 2 == 0 { b"{" } else { b"G" };
+                    if k > 0
+                        && conn
+                            .write_all(if k % 2 == 0 { byte } else { b" " })
+                            .is_err()
+                    {
+                        break;
+                    }
+                    if k == 0 && conn.write_all(byte).is_err() {
+                        break;
+                    }
+                    k += 1;
+                    match conn.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            let said = String::from_utf8_lossy(&buf[..n]);
+                            if said.contains("too many clients")
+                                || said.contains("max_clients_per_uid")
+                            {
+                                refused = true;
+                            }
+                            break;
+                        }
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                            ) => {}
+                        Err(_) => break,
+                    }
+                }
+                let mut s = stats.lock().unwrap();
+                if refused {
+                    s.1 += 1;
+                    drop(s);
+                    std::thread::sleep(Duration::from_millis(50));
+                } else if Instant::now() < end {
+                    s.0 = s.0.max(t0.elapsed().as_millis());
+                    s.2 += 1;
+                }
+            }
+        }));
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = stats.lock().unwrap();
+    println!("LONGEST_MS {}", s.0);
+    println!("REFUSED {}", s.1);
+    println!("ACCEPTED {}", s.2);
+}
+
+trait ReadWrite: Read + Write {
+    fn timeout(&mut self, t: Duration);
+}
+impl ReadWrite for TcpStream {
+    fn timeout(&mut self, t: Duration) {
+        let _ = self.set_read_timeout(Some(t));
+    }
+}
+impl ReadWrite for std::os::unix::net::UnixStream {
+    fn timeout(&mut self, t: Duration) {
+        let _ = self.set_read_timeout(Some(t));
+    }
+}
+
+/// Issue 24, finding 11: many slow clients of one unprivileged uid, on the
+/// Unix socket and on HTTP at once, hold magnetd's client slots. While they
+/// do, every scrape of /metrics answers 200 and root's API queries are
+/// served; each slow connection is cut off by request_timeout (5 s).
+#[test]
+fn slow_clients_of_another_uid_starve_nobody() {
+    if !live_or_skip(
+        "slow_clients_of_another_uid_starve_nobody",
+        &[Need::Btf, Need::Tool("setpriv")],
+    ) {
+        return;
+    }
+    let d = Daemon::start("max_clients = 8\n");
+    let exe = d.dir.path().join("child");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let child = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .args([
+            "--ignored",
+            "--exact",
+            "slow_clients_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("MAGNET_SLOW_SOCKET", d.socket())
+        .env("MAGNET_SLOW_HTTP", d.http.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the flood take every slot it can.
+    std::thread::sleep(Duration::from_secs(2));
+    let (mut scrapes, mut failed, mut queries) = (0, Vec::new(), 0);
+    let until = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < until {
+        let got = (|| -> Result<String, String> {
+            let mut s = TcpStream::connect(("127.0.0.1", d.http)).map_err(|e| e.to_string())?;
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            write!(s, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").map_err(|e| e.to_string())?;
+            let mut out = String::new();
+            s.read_to_string(&mut out).map_err(|e| e.to_string())?;
+            Ok(out)
+        })();
+        scrapes += 1;
+        match got {
+            Ok(out) if out.starts_with("HTTP/1.1 200") && out.contains("# EOF") => {}
+            Ok(out) => failed.push(format!("{:?}", out.lines().next().unwrap_or(""))),
+            Err(e) => failed.push(e),
+        }
+        match Client::connect(&d.socket()).and_then(|mut c| c.host()) {
+            Ok(_) => queries += 1,
+            Err(e) => failed.push(format!("root's query: {e}")),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let num = |tag: &str| -> u128 {
+        stdout
+            .lines()
+            .find_map(|l| l.split_once(&format!("{tag} ")).map(|(_, n)| n))
+            .unwrap_or_else(|| panic!("no {tag} in {stdout}"))
+            .parse()
+            .unwrap()
+    };
+    eprintln!(
+        "{scrapes} scrapes, {queries} root queries; the flood: {} accepted, {} refused, longest {} ms",
+        num("ACCEPTED"),
+        num("REFUSED"),
+        num("LONGEST_MS")
+    );
+    assert!(failed.is_empty(), "of {scrapes}: {failed:?}");
+    assert!(scrapes >= 8 && queries == scrapes, "{scrapes} {queries}");
+    // The flood was there: turned away (per uid) and cut off (deadline).
+    assert!(num("REFUSED") > 100, "{stdout}");
+    assert!(num("ACCEPTED") >= 8, "{stdout}");
+    assert!(num("LONGEST_MS") <= 6500, "slow loris held on: {stdout}");
+    assert!(d.stop().success());
+}
+
+/// `magnet daemon --socket ""` runs without the Unix socket, as documented.
+#[test]
+fn socket_empty_turns_the_unix_socket_off() {
+    if !live("socket_empty_turns_the_unix_socket_off") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let http = free_port();
+    let conf = dir.path().join("magnetd.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "http = \"127.0.0.1:{http}\"\nsocket = \"{}\"\n",
+            dir.path().join("s.sock").display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_magnet"))
+        .args(["daemon", "--socket", "", "--config"])
+        .arg(&conf)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log = String::new();
+    for line in lines.by_ref().map_while(Result::ok) {
+        log.push_str(&line);
+        log.push('\n');
+        if line == "magnetd: ready" {
+            break;
+        }
+    }
+    // (read on: magnetd logs its stop there)
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).count());
+    let ready = log.contains("magnetd: ready");
+    let health = ready.then(|| http_get(http, "/health"));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let st = child.wait().unwrap();
+    rest.join().unwrap();
+    assert!(ready, "{log}");
+    assert!(health.unwrap().0.starts_with("HTTP/1.1 200"));
+    assert!(!log.contains("answering on"), "{log}");
+    assert!(!dir.path().join("s.sock").exists());
+    assert!(st.success());
+}

@@ -308,10 +308,21 @@ pub fn socket_cookie(fd: RawFd) -> std::io::Result<u64> {
     Ok(cookie)
 }
 
+/// The longest answer line a client reads (a `connections` answer for a
+/// full default map of 16384 connections is about 25 MiB).
+pub const MAX_ANSWER: u64 = 64 << 20;
+
+/// How long a client waits for an answer; a dump, which writes the flight
+/// recorder out, gets [`DUMP_TIMEOUT`].
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+pub const DUMP_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// A connection to magnetd's Unix socket.
 pub struct Client {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
+    timeout: Duration,
+    max_answer: u64,
 }
 
 impl Client {
@@ -328,25 +339,110 @@ impl Client {
             path: path.to_path_buf(),
             source,
         })?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
         let writer = s.try_clone()?;
         Ok(Client {
             reader: BufReader::new(s),
             writer,
+            timeout: TIMEOUT,
+            max_answer: MAX_ANSWER,
         })
+    }
+
+    /// How long to wait for each answer ([`TIMEOUT`] unless set).
+    pub fn set_timeout(&mut self, t: Duration) {
+        self.timeout = t;
+    }
+
+    /// The longest answer accepted ([`MAX_ANSWER`] unless set).
+    pub fn set_max_answer(&mut self, bytes: u64) {
+        self.max_answer = bytes;
+    }
+
+    /// Reads one answer line: at most `max_answer` bytes, within `timeout`
+    /// of the request (however slowly it trickles in).
+    fn read_answer(&mut self, timeout: Duration) -> Result<Vec<u8>, Error> {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut line = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "no complete answer within {} s ({} bytes so far)",
+                        timeout.as_secs_f64(),
+                        line.len()
+                    ),
+                )));
+            }
+            self.reader.get_ref().set_read_timeout(Some(left))?;
+            // One read at a time (read_until would keep reading a trickle
+            // past the deadline).
+            let buf = match self.reader.fill_buf() {
+                Ok(b) => b,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => return Err(Error::Io(e)),
+            };
+            if buf.is_empty() {
+                return Err(Error::Protocol(if line.is_empty() {
+                    "magnetd closed the connection".into()
+                } else {
+                    format!(
+                        "magnetd closed the connection in the middle of an answer ({} bytes)",
+                        line.len()
+                    )
+                }));
+            }
+            let (take, done) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (i + 1, true),
+                None => (buf.len(), false),
+            };
+            line.extend_from_slice(&buf[..take]);
+            self.reader.consume(take);
+            if done {
+                return Ok(line);
+            }
+            if line.len() as u64 > self.max_answer {
+                return Err(Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!(
+                        "an answer longer than {} MiB; stopped reading it",
+                        self.max_answer >> 20
+                    ),
+                )));
+            }
+        }
     }
 
     /// Sends one request and reads its answer; an error answer is an `Err`.
     pub fn call(&mut self, req: &Request) -> Result<Response, Error> {
         let mut line = serde_json::to_string(req).map_err(|e| Error::Protocol(e.to_string()))?;
         line.push('\n');
+        self.writer
+            .set_write_timeout(Some(self.timeout.max(Duration::from_millis(1))))?;
         self.writer.write_all(line.as_bytes())?;
-        let mut answer = String::new();
-        if self.reader.read_line(&mut answer)? == 0 {
-            return Err(Error::Protocol("magnetd closed the connection".into()));
-        }
-        let resp: Response = serde_json::from_str(&answer)
-            .map_err(|e| Error::Protocol(format!("{e}: {}", answer.trim_end())))?;
+        let timeout = match req {
+            Request::Dump { .. } => self.timeout.max(DUMP_TIMEOUT),
+            _ => self.timeout,
+        };
+        let answer = self.read_answer(timeout)?;
+        let resp: Response = serde_json::from_slice(&answer).map_err(|e| {
+            let text = String::from_utf8_lossy(&answer);
+            let mut shown: String = text.trim_end().chars().take(200).collect();
+            if shown.len() < text.trim_end().len() {
+                shown.push('…');
+            }
+            Error::Protocol(format!("{e}: {shown:?}"))
+        })?;
         if !resp.ok {
             return Err(Error::Daemon(
                 resp.error.unwrap_or_else(|| "unspecified error".into()),
@@ -397,6 +493,93 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fake magnetd on a Unix socket that answers each connection with
+    /// `answer(stream)`.
+    fn fake(answer: fn(UnixStream)) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fake.sock");
+        let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        std::thread::spawn(move || {
+            for s in l.incoming().map_while(Result::ok) {
+                std::thread::spawn(move || answer(s));
+            }
+        });
+        (dir, path)
+    }
+
+    /// Issue 24, finding 12: an endless answer line stops at the bound
+    /// with one short error, not after reading it all into memory.
+    #[test]
+    fn an_answer_longer_than_the_bound_is_refused() {
+        let (_d, path) = fake(|mut s| {
+            let mut req = [0u8; 256];
+            let _ = std::io::Read::read(&mut s, &mut req);
+            let chunk = vec![b'x'; 1 << 20];
+            // (endless: until the client hangs up)
+            while s.write_all(&chunk).is_ok() {}
+        });
+        let mut c = Client::connect(&path).unwrap();
+        c.set_max_answer(4 << 20);
+        let t0 = std::time::Instant::now();
+        let e = c.host().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "talking to magnetd: an answer longer than 4 MiB; stopped reading it"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    /// A magnetd that trickles its answer, or never answers, is given up
+    /// on after the timeout with a clear line (not "Resource temporarily
+    /// unavailable").
+    #[test]
+    fn no_answer_within_the_timeout_says_so() {
+        let (_d, path) = fake(|mut s| {
+            let mut req = [0u8; 256];
+            let _ = std::io::Read::read(&mut s, &mut req);
+            // a byte every 100 ms, never a newline
+            for _ in 0..100 {
+                if s.write_all(b" ").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let mut c = Client::connect(&path).unwrap();
+        c.set_timeout(Duration::from_millis(800));
+        let t0 = std::time::Instant::now();
+        let e = c.host().unwrap_err().to_string();
+        assert!(
+            e == "talking to magnetd: no complete answer within 0.8 s (8 bytes so far)"
+                || e.starts_with("talking to magnetd: no complete answer within 0.8 s ("),
+            "{e}"
+        );
+        assert!(!e.contains("temporarily"), "{e}");
+        let took = t0.elapsed();
+        assert!(
+            took >= Duration::from_millis(800) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
+    }
+
+    /// A malformed answer is quoted, cut to 200 characters.
+    #[test]
+    fn a_malformed_answer_is_quoted_short() {
+        let (_d, path) = fake(|mut s| {
+            let mut req = [0u8; 256];
+            let _ = std::io::Read::read(&mut s, &mut req);
+            let _ = s.write_all(&[b'y'; 5000]);
+            let _ = s.write_all(b"\n");
+        });
+        let e = Client::connect(&path)
+            .unwrap()
+            .host()
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 400, "{e}");
+        assert!(e.contains("yyy…"), "{e}");
+    }
 
     #[test]
     fn requests_are_one_json_object_with_an_op() {

@@ -11,11 +11,12 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use magnet_client::{Connection, Request, Response};
 
 use crate::daemon::Shared;
+use crate::slots::Who;
 
 /// Longest request line accepted.
 const MAX_LINE: u64 = 64 * 1024;
@@ -89,22 +90,50 @@ fn peer_uid(s: &UnixStream) -> Option<u32> {
         .map(|c| c.uid())
 }
 
-fn client(shared: Arc<Shared>, stream: UnixStream) {
-    let Some(uid) = peer_uid(&stream) else {
-        return;
-    };
+/// How long a client may sit between requests before it is dropped.
+const IDLE: Duration = Duration::from_secs(60);
+
+fn client(shared: Arc<Shared>, stream: UnixStream, uid: u32) {
     let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(10)));
     let Ok(mut out) = stream.try_clone() else {
         return;
     };
+    let limit = || {
+        shared
+            .config
+            .read()
+            .map(|c| c.request_timeout)
+            .unwrap_or(Duration::from_secs(5))
+    };
     let mut input = BufReader::new(stream);
-    let mut idle = Duration::ZERO;
     let mut line = Vec::new();
+    // Since the last answer (idle) or since this request's first byte.
+    let mut since = Instant::now();
     loop {
-        if shared.stop.load(Ordering::Relaxed) || idle > Duration::from_secs(60) {
+        if shared.stop.load(Ordering::Relaxed) {
             return;
         }
+        if line.is_empty() && since.elapsed() > IDLE {
+            return;
+        }
+        if !line.is_empty() && since.elapsed() > limit() {
+            // A request trickling in (slow loris) holds a slot: cut it off.
+            let _ = writeln!(
+                out,
+                "{}",
+                json(&Response::error(format!(
+                    "request not complete {} s after its first byte (request_timeout)",
+                    limit().as_secs_f64()
+                )))
+            );
+            return;
+        }
+        let before = line.len();
         let got = (&mut input).take(MAX_LINE + 1).read_until(b'\n', &mut line);
+        if before == 0 && !line.is_empty() {
+            since = Instant::now();
+        }
         match got {
             Ok(0) => return,
             Ok(_) if !line.ends_with(b"\n") && line.len() as u64 > MAX_LINE => {
@@ -117,7 +146,6 @@ fn client(shared: Arc<Shared>, stream: UnixStream) {
             }
             Ok(_) if !line.ends_with(b"\n") => continue, // more to come
             Ok(_) => {
-                idle = Duration::ZERO;
                 let resp = match serde_json::from_slice::<Request>(&line) {
                     Ok(req) => answer(&shared, uid, &req),
                     Err(e) => Response::error(format!("bad request: {e}")),
@@ -126,15 +154,13 @@ fn client(shared: Arc<Shared>, stream: UnixStream) {
                 if writeln!(out, "{}", json(&resp)).is_err() {
                     return;
                 }
+                since = Instant::now();
             }
             Err(e)
                 if matches!(
                     e.kind(),
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                idle += Duration::from_millis(200);
-            }
+                ) => {}
             Err(_) => return,
         }
     }
@@ -144,31 +170,39 @@ fn json(r: &Response) -> String {
     serde_json::to_string(r).unwrap_or_else(|_| r#"{"ok":false,"error":"encoding failed"}"#.into())
 }
 
-/// Accepts clients until `shared.stop`; at most `max_clients` at once.
+/// Accepts clients until `shared.stop`; at most `max_clients` at once, of
+/// them at most `max_clients_per_uid` of one uid (SO_PEERCRED). A client
+/// turned away gets one error line saying why.
 pub fn serve(listener: UnixListener, shared: Arc<Shared>) {
     let _ = listener.set_nonblocking(true);
     while !shared.stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((mut s, _)) => {
                 let _ = s.set_nonblocking(false);
-                let max = shared.config.read().map(|c| c.max_clients).unwrap_or(32);
-                if shared.clients.fetch_add(1, Ordering::SeqCst) >= max {
-                    shared.clients.fetch_sub(1, Ordering::SeqCst);
-                    let _ = writeln!(
-                        s,
-                        "{}",
-                        json(&Response::error("too many clients; try again"))
-                    );
+                let Some(uid) = peer_uid(&s) else {
                     continue;
-                }
+                };
+                let (max, per) = shared
+                    .config
+                    .read()
+                    .map(|c| (c.max_clients, c.max_clients_per_uid))
+                    .unwrap_or((32, 8));
+                let slot = match shared.unix_slots.take(Who::Uid(uid), max, per) {
+                    Ok(slot) => slot,
+                    Err(why) => {
+                        let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+                        let _ = writeln!(s, "{}", json(&Response::error(why.to_string())));
+                        continue;
+                    }
+                };
                 let sh = shared.clone();
                 std::thread::spawn(move || {
-                    client(sh.clone(), s);
-                    sh.clients.fetch_sub(1, Ordering::SeqCst);
+                    client(sh, s, uid);
+                    drop(slot);
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(Duration::from_millis(20));
             }
             Err(e) => {
                 shared.log(&format!("unix socket: accept: {e}"));

@@ -3,11 +3,13 @@
 //! ```toml
 //! http = "127.0.0.1:9595"              # "" turns HTTP off
 //! socket = "/run/magnet/magnetd.sock"  # "" turns the Unix socket off
-//! socket_mode = "0666"                 # who may connect (answers are per uid anyway)
+//! socket_mode = "0666"                 # who may connect (answers are per uid anyway; 0600 to 0777)
 //! max_connections = 16384              # connection map size (kernel memory is bounded by it)
 //! retain_closed = "60s"                # keep a closed connection's summary this long
 //! idle = "10m"                         # forget sockets without a call for this long
-//! max_clients = 32                     # concurrent API clients
+//! max_clients = 32                     # clients served at once, each of the Unix socket and HTTP (1 to 4096)
+//! max_clients_per_uid = 8              # … of them one uid (HTTP: the uid owning a loopback peer) (1 to max_clients; default a quarter)
+//! request_timeout = "5s"               # a request must arrive whole this long after its first byte (100ms to 60s)
 //! packet_hooks = "sampled"             # per-packet programs: "sampled" | "always" | "off" (below)
 //! packet_window = "100ms"              # sampled: attached this long …
 //! packet_period = "2s"                 # … at the start of every period
@@ -15,10 +17,10 @@
 //! [metrics]
 //! connection_ports = [5432]            # per-connection series for these local or remote ports
 //! connection_containers = ["3f2a…"]    # … and for connections of these containers
-//! max_connection_series = 100          # at most this many connections get series
+//! max_connection_series = 100          # at most this many connections get series (1 to 100000)
 //!
 //! [recorder]                            # the flight recorder (off without this section)
-//! seconds = "10s"                      # a dump reaches back at least this far
+//! seconds = "10s"                      # a dump reaches back at least this far (1s to 1h)
 //! max_bytes = 268435456                # what the segments hold together, at most
 //! dir = "/run/magnet/flight"           # tmpfs: memory
 //! dump_dir = "/var/lib/magnet/dumps"   # where triggered dumps go
@@ -110,6 +112,8 @@ pub struct Config {
     pub retain_closed: Duration,
     pub idle: Duration,
     pub max_clients: usize,
+    pub max_clients_per_uid: usize,
+    pub request_timeout: Duration,
     pub packet_hooks: PacketHooks,
     pub metrics: MetricsConfig,
     pub sample: Option<SampleSettings>,
@@ -141,6 +145,8 @@ impl Default for Config {
             retain_closed: Duration::from_secs(60),
             idle: Duration::from_secs(600),
             max_clients: 32,
+            max_clients_per_uid: 8,
+            request_timeout: Duration::from_secs(5),
             packet_hooks: PacketHooks::DEFAULT,
             metrics: MetricsConfig {
                 connection_ports: Vec::new(),
@@ -162,7 +168,9 @@ struct RawConfig {
     max_connections: Option<u32>,
     retain_closed: Option<String>,
     idle: Option<String>,
-    max_clients: Option<usize>,
+    max_clients: Option<u64>,
+    max_clients_per_uid: Option<u64>,
+    request_timeout: Option<String>,
     packet_hooks: Option<RawHooks>,
     packet_window: Option<String>,
     packet_period: Option<String>,
@@ -203,7 +211,7 @@ struct RawMetrics {
     connection_ports: Vec<u16>,
     #[serde(default)]
     connection_containers: Vec<String>,
-    max_connection_series: Option<usize>,
+    max_connection_series: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -251,10 +259,11 @@ impl Config {
         if let Some(m) = raw.socket_mode {
             c.socket_mode = u32::from_str_radix(m.trim_start_matches("0o"), 8)
                 .ok()
-                .filter(|m| *m <= 0o777)
+                .filter(|m| *m <= 0o777 && m & 0o600 == 0o600)
                 .ok_or_else(|| {
                     bad(format!(
-                        "socket_mode = {m:?}: not an octal mode like \"0666\""
+                        "socket_mode = {m:?}: give an octal mode from \"0600\" to \"0777\" \
+                         (the owner must read and write)"
                     ))
                 })?;
         }
@@ -334,12 +343,39 @@ impl Config {
             c.idle = dur("idle", &v)?;
         }
         if let Some(n) = raw.max_clients {
-            c.max_clients = n.max(1);
+            if !(1..=4096).contains(&n) {
+                return Err(bad(format!("max_clients = {n}: give 1 to 4096")));
+            }
+            c.max_clients = n as usize;
+        }
+        // Unless given: a quarter of max_clients.
+        c.max_clients_per_uid = (c.max_clients / 4).max(1);
+        if let Some(n) = raw.max_clients_per_uid {
+            if n == 0 || n > c.max_clients as u64 {
+                return Err(bad(format!(
+                    "max_clients_per_uid = {n}: give 1 to max_clients ({})",
+                    c.max_clients
+                )));
+            }
+            c.max_clients_per_uid = n as usize;
+        }
+        if let Some(v) = raw.request_timeout {
+            let t = dur("request_timeout", &v)?;
+            if t < Duration::from_millis(100) || t > Duration::from_secs(60) {
+                return Err(bad(format!("request_timeout = {v:?}: give 100ms to 60s")));
+            }
+            c.request_timeout = t;
         }
         c.metrics.connection_ports = raw.metrics.connection_ports;
         c.metrics.connection_containers = raw.metrics.connection_containers;
         if let Some(n) = raw.metrics.max_connection_series {
-            c.metrics.max_connection_series = n;
+            if !(1..=100_000).contains(&n) {
+                return Err(bad(format!(
+                    "metrics.max_connection_series = {n}: give 1 to 100000 \
+                     (for no per-connection series leave connection_ports and connection_containers empty)"
+                )));
+            }
+            c.metrics.max_connection_series = n as usize;
         }
         if let Some(s) = raw.sample {
             magnet_runs::schedule::Schedule::parse(&s.schedule)
@@ -354,7 +390,11 @@ impl Config {
         if let Some(r) = raw.recorder {
             let mut f = crate::flight::FlightConfig::default();
             if let Some(v) = r.seconds {
-                f.seconds = dur("recorder.seconds", &v)?;
+                let t = dur("recorder.seconds", &v)?;
+                if t < Duration::from_secs(1) || t > Duration::from_secs(3600) {
+                    return Err(bad(format!("recorder.seconds = {v:?}: give 1s to 1h")));
+                }
+                f.seconds = t;
             }
             if let Some(n) = r.max_bytes {
                 if n < 1 << 20 {
@@ -457,6 +497,30 @@ mod tests {
                 "packet_period applies only",
             ),
             ("socket_mode = \"999\"", "socket_mode"),
+            (
+                "socket_mode = \"0\"",
+                "socket_mode = \"0\": give an octal mode from \"0600\" to \"0777\"",
+            ),
+            ("max_clients = 0", "max_clients = 0: give 1 to 4096"),
+            ("max_clients = -1", "max_clients"),
+            ("max_clients = 5000", "max_clients = 5000: give 1 to 4096"),
+            (
+                "max_clients = 4\nmax_clients_per_uid = 5",
+                "max_clients_per_uid = 5: give 1 to max_clients (4)",
+            ),
+            ("max_clients_per_uid = 0", "max_clients_per_uid = 0: give 1"),
+            (
+                "request_timeout = \"0s\"",
+                "request_timeout = \"0s\": give 100ms to 60s",
+            ),
+            (
+                "[metrics]\nmax_connection_series = 0",
+                "metrics.max_connection_series = 0: give 1 to 100000",
+            ),
+            (
+                "[recorder]\nseconds = \"0s\"",
+                "recorder.seconds = \"0s\": give 1s to 1h",
+            ),
             ("[recorder]\ntrigger_stall = \"10ms\"", "trigger_stall"),
             ("[recorder]\ntrigger_stall = \"soon\"", "trigger_stall"),
             (

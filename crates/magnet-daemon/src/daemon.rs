@@ -1,9 +1,9 @@
 //! The run loop: attach, serve, reap, reload on SIGHUP, detach on stop.
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
@@ -31,7 +31,9 @@ pub struct Shared {
     pub config: RwLock<Config>,
     pub stop: Arc<AtomicBool>,
     pub flight: Option<Arc<Flight>>,
-    pub clients: AtomicUsize,
+    /// Clients of the Unix socket and of HTTP, each its own.
+    pub unix_slots: crate::slots::Slots,
+    pub http_slots: crate::slots::Slots,
     pub sampler: Mutex<SamplerState>,
     containers: Mutex<Resolver>,
     log: Box<dyn Fn(&str) + Send + Sync>,
@@ -86,16 +88,24 @@ impl Shared {
 
 /// Binds the Unix socket, removing one a dead magnetd left behind (a live
 /// one answering there is an error).
+///
+/// The socket never shows at `path` with any mode but `mode`: it is bound in
+/// a private directory (0700) next to `path`, given its mode there, then
+/// renamed into place (a chmod by path after bind would leave a window where
+/// the socket has the umask's mode, and a directory others may write could
+/// swap the path under it).
 fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, Error> {
     let io = |source| Error::Io {
         path: path.display().to_string(),
         source,
     };
-    if let Some(dir) = path.parent() {
-        if !dir.exists() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755));
-        }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.exists() {
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755));
     }
     if path.exists() {
         if UnixStream::connect(path).is_ok() {
@@ -106,9 +116,25 @@ fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, Error> {
         }
         std::fs::remove_file(path).map_err(io)?;
     }
-    let l = UnixListener::bind(path).map_err(io)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(io)?;
-    Ok(l)
+    let private = dir.join(format!(".magnetd-bind.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&private);
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&private)
+        .map_err(|source| Error::Io {
+            path: private.display().to_string(),
+            source,
+        })?;
+    let tmp = private.join("s");
+    let bound = (|| {
+        let l = UnixListener::bind(&tmp)?;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
+        std::fs::rename(&tmp, path)?;
+        Ok(l)
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    let _ = std::fs::remove_dir(&private);
+    bound.map_err(io)
 }
 
 /// Runs scheduled sampler runs until `stop` (its own flag: a reload stops
@@ -406,7 +432,8 @@ pub fn run(
         config: RwLock::new(config.clone()),
         stop: Arc::new(AtomicBool::new(false)),
         flight: config.recorder.clone().map(Flight::new),
-        clients: AtomicUsize::new(0),
+        unix_slots: Default::default(),
+        http_slots: Default::default(),
         sampler: Mutex::new(SamplerState::default()),
         log,
     });
@@ -586,4 +613,54 @@ pub fn run(
         let _ = std::fs::remove_file(p);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileTypeExt;
+
+    /// A watcher stat()ing the path as fast as it can never sees the socket
+    /// with a mode other than the one asked for (a chmod after bind shows
+    /// the umask's mode first), and nothing is left beside it.
+    #[test]
+    fn the_socket_never_shows_another_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.sock");
+        let stop = Arc::new(AtomicBool::new(false));
+        let (p2, s2) = (path.clone(), stop.clone());
+        let watcher = std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while !s2.load(Ordering::Relaxed) {
+                if let Ok(m) = std::fs::symlink_metadata(&p2) {
+                    if m.file_type().is_socket() {
+                        seen.insert(m.permissions().mode() & 0o777);
+                    }
+                }
+            }
+            seen
+        });
+        for _ in 0..5000 {
+            let l = bind_unix(&path, 0o600).unwrap();
+            drop(l);
+            std::fs::remove_file(&path).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        let seen = watcher.join().unwrap();
+        assert!(
+            seen.iter().all(|&m| m == 0o600),
+            "modes seen: {:?}",
+            seen.iter().map(|m| format!("{m:o}")).collect::<Vec<_>>()
+        );
+        let l = bind_unix(&path, 0o640).unwrap();
+        let m = std::fs::symlink_metadata(&path).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o640);
+        UnixStream::connect(&path).unwrap();
+        drop(l);
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("m.sock")]);
+    }
 }

@@ -16,7 +16,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::daemon::Shared;
 
@@ -121,13 +121,41 @@ fn route(shared: &Shared, method: &str, path: &str) -> Reply {
 }
 
 fn handle(shared: &Shared, mut s: TcpStream) {
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let limit = shared
+        .config
+        .read()
+        .map(|c| c.request_timeout)
+        .unwrap_or(Duration::from_secs(5));
+    // The whole request head within `request_timeout` of the connection, not
+    // per read: a byte every few seconds (slow loris) is cut off.
+    let deadline = Instant::now() + limit;
     let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 2048];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
+            let _ = write_reply(
+                &mut s,
+                &text(
+                    "408 Request Timeout",
+                    "request not complete within request_timeout\n",
+                ),
+                false,
+            );
+            return;
+        }
         match s.read(&mut chunk) {
-            Ok(0) | Err(_) => return,
+            Ok(0) => return,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            Err(_) => return,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
         if buf.len() > MAX_REQUEST {
@@ -160,26 +188,48 @@ fn write_reply(s: &mut TcpStream, r: &Reply, head_only: bool) -> std::io::Result
     s.flush()
 }
 
-/// Accepts until `shared.stop`; at most `max_clients` requests in flight.
+/// Accepts until `shared.stop`: at most `max_clients` requests in flight,
+/// of them at most `max_clients_per_uid` from one uid (the uid owning a
+/// loopback peer's socket; a peer elsewhere counts by its address). HTTP's
+/// slots are its own: clients of the Unix socket never take them. A client
+/// turned away gets `503` saying why.
 pub fn serve(listener: TcpListener, shared: Arc<Shared>) {
     let _ = listener.set_nonblocking(true);
+    let local = listener.local_addr().ok();
     while !shared.stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((s, _)) => {
+            Ok((mut s, peer)) => {
                 let _ = s.set_nonblocking(false);
-                let max = shared.config.read().map(|c| c.max_clients).unwrap_or(32);
-                if shared.clients.fetch_add(1, Ordering::SeqCst) >= max {
-                    shared.clients.fetch_sub(1, Ordering::SeqCst);
-                    continue; // dropped: the client retries
-                }
+                let (max, per) = shared
+                    .config
+                    .read()
+                    .map(|c| (c.max_clients, c.max_clients_per_uid))
+                    .unwrap_or((32, 8));
+                let local = s.local_addr().ok().or(local);
+                let who = match local {
+                    Some(l) => crate::slots::http_who(l, peer),
+                    None => crate::slots::Who::Addr(peer.ip()),
+                };
+                let slot = match shared.http_slots.take(who, max, per) {
+                    Ok(slot) => slot,
+                    Err(why) => {
+                        let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+                        let _ = write_reply(
+                            &mut s,
+                            &text("503 Service Unavailable", format!("{why}\n")),
+                            false,
+                        );
+                        continue;
+                    }
+                };
                 let sh = shared.clone();
                 std::thread::spawn(move || {
                     handle(&sh, s);
-                    sh.clients.fetch_sub(1, Ordering::SeqCst);
+                    drop(slot);
                 });
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(Duration::from_millis(20));
             }
             Err(e) => {
                 shared.log(&format!("http: accept: {e}"));

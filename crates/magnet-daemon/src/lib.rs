@@ -23,6 +23,7 @@ pub mod daemon;
 pub mod flight;
 pub mod http;
 pub mod metrics;
+pub mod slots;
 pub mod summaries;
 pub mod window;
 

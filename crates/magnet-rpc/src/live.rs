@@ -59,6 +59,12 @@ impl Live {
             .buffer_size(64 << 20)
             .timeout(100)
             .open()
+            .map_err(e)?
+            // Non-blocking, polled with our own timeout: libpcap's read
+            // timeout is not honoured in immediate mode on every version
+            // (a quiet interface then blocks until the next packet, and
+            // SIGINT/SIGTERM are not seen; issue 24, finding 9).
+            .setnonblock()
             .map_err(e)?;
         if let Some(f) = filter {
             cap.filter(f, true).map_err(|err| Error::Filter {
@@ -74,8 +80,12 @@ impl Live {
         self.linktype
     }
 
-    /// Waits up to the read timeout (100 ms) for a packet: `Ok(None)` when none came.
+    /// Waits up to 100 ms for a packet: `Ok(None)` when none came (so a
+    /// caller sees its stop flag at least every 100 ms).
     pub fn next_packet(&mut self) -> Result<Option<(i64, &[u8])>> {
+        if !self.ready()? {
+            return Ok(None);
+        }
         match self.cap.next_packet() {
             Ok(p) => {
                 // time_t and suseconds_t are not i64 on every target.
@@ -87,6 +97,27 @@ impl Live {
             Err(pcap::Error::TimeoutExpired) => Ok(None),
             Err(e) => Err(Error::Live(e.to_string())),
         }
+    }
+
+    /// Whether the capture has something to read within 100 ms (a packet,
+    /// or an error to report); false on a signal.
+    fn ready(&mut self) -> Result<bool> {
+        use std::os::fd::AsRawFd;
+        let mut pfd = libc::pollfd {
+            fd: self.cap.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd, valid for the call.
+        let rc = unsafe { libc::poll(&mut pfd, 1, 100) };
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            return Err(Error::Live(format!("poll: {e}")));
+        }
+        Ok(rc > 0)
     }
 
     pub fn stats(&mut self) -> LiveStats {

@@ -39,8 +39,9 @@ pub struct DaemonArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     http: Option<String>,
     /// Unix socket for the query API (overrides the config; "" turns it off).
+    // (a String: clap refuses an empty PathBuf, and "" is how to say off)
     #[arg(long, value_name = "PATH")]
-    socket: Option<PathBuf>,
+    socket: Option<String>,
 }
 
 const DEFAULT_CONFIG: &str = "/etc/magnet/magnetd.toml";
@@ -65,7 +66,7 @@ pub fn run(a: DaemonArgs) -> anyhow::Result<ExitCode> {
         };
     }
     if let Some(s) = &a.socket {
-        config.socket = (!s.as_os_str().is_empty()).then(|| s.clone());
+        config.socket = (!s.is_empty()).then(|| PathBuf::from(s));
     }
     let stop = magnet_common::stop::Stop::install()?;
     let control = Control {
