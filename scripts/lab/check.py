@@ -14,12 +14,15 @@ Checks, for every file:
     for every default layer;
   - every layer alone: exit 0 with its hooks named in the trace (and events, for the layers
     the workload must show), or a one-line error naming the layer, the hook and what is missing;
+    on a kernel in LACKS (5.10) exactly the layers it lacks fail, each naming what is missing;
+  - `record -f`: where the kernel lacks bpf_loop (LACKS: 5.10), one line saying so, exit 2;
   - `record --funcs` on 11 transmit/receive functions: where the kernel has function
-    probes (6.1, 6.12), the SYN's path from `magnet packets` runs __tcp_transmit_skb <- tcp_connect,
+    probes magnet can use (6.1, 6.12; 5.10's kprobe programs lack bpf_get_func_ip: one note
+    naming it), the SYN's path from `magnet packets` runs __tcp_transmit_skb <- tcp_connect,
     skb_clone, __ip_queue_xmit, ip_output, dev_hard_start_xmit in that order; elsewhere one note;
     again with --func-exits: as many returns as entries, every SYN step with its time inside,
     and each caller's time enclosing its callees' on that path;
-  - `record --snaplen 2048` of a loopback TCP transfer: every data frame to loadgen's port
+  - `record --snaplen 2048` of a loopback TCP transfer (1 MiB: at least 16 frames even of 64 KiB): every data frame to loadgen's port
     in `magnet pcap` holds min(frame, 2048) bytes and its payload is loadgen's byte pattern
     at its stream offset (the bytes past the skb's linear part, read from its fragments);
   - `record --funcs` with packet_rcv while `loadgen --tap lo` reads lo through a packet
@@ -30,7 +33,8 @@ Checks, for every file:
     `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc;
     a sampler killed by SIGKILL before it (clsact on 6.1: its qdisc is left) is
     cleaned up by that 200 ms run's start (it says so); on TCX nothing is left;
-  - (guests) magnetd: on 6.1 it refuses to start, saying it needs Linux 6.3+; elsewhere it
+  - (guests) magnetd: on 6.1 it refuses to start, saying it needs Linux 6.3+; on 5.10 it
+    starts or refuses in one line naming what is missing; elsewhere it
     starts, and a TCP connection held open after 30 writes of 1000 B shows 30 000 B app and
     wire (the kernel's tcp_sock counters, read by the socket-storage iterator) each way it
     moved; once both ends closed, the counters copied at close (wire rx 30 001: the FIN);
