@@ -810,6 +810,34 @@ mod tests {
         assert_eq!(defined, listed);
     }
 
+    /// The names asked of the kernel's BTF exist on a kernel that has each
+    /// ability (this machine's 6.18): a misspelt one would silently put every
+    /// kernel on the fallbacks. Where they are missing (5.10) the QEMU lab
+    /// records through the fallbacks (scripts/lab/matrix).
+    #[test]
+    fn helpers_are_found_on_a_kernel_that_has_them() {
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: the map probe needs root");
+            return;
+        }
+        let Ok(kernel) = probes::Kernel::detect() else {
+            eprintln!("skipped: no BTF");
+            return;
+        };
+        let h = Helpers::of(&kernel);
+        assert!(
+            h.bpf_loop && h.cookie && h.sk_storage && h.task_storage,
+            "{h:?}"
+        );
+        assert_eq!(h.prog("dev_rx"), "dev_rx");
+        let old = Helpers {
+            bpf_loop: false,
+            ..h
+        };
+        assert_eq!(old.prog("dev_rx"), "dev_rx_nl");
+        assert_eq!(old.prog("app_send_fexit4"), "app_send_fexit4");
+    }
+
     #[test]
     fn probes_follow_layers_and_kinds() {
         let mut c = RecordConfig::new("x.mgt".into());
