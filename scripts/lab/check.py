@@ -14,12 +14,15 @@ Checks, for every file:
     for every default layer;
   - every layer alone: exit 0 with its hooks named in the trace (and events, for the layers
     the workload must show), or a one-line error naming the layer, the hook and what is missing;
+    on a kernel in LACKS (5.10) exactly the layers it lacks fail, each naming what is missing;
+  - `record -f`: where the kernel lacks bpf_loop (LACKS: 5.10), one line saying so, exit 2;
   - `record --funcs` on 11 transmit/receive functions: where the kernel has function
-    probes (6.1, 6.12), the SYN's path from `magnet packets` runs __tcp_transmit_skb <- tcp_connect,
+    probes magnet can use (6.1, 6.12; 5.10's kprobe programs lack bpf_get_func_ip: one note
+    naming it), the SYN's path from `magnet packets` runs __tcp_transmit_skb <- tcp_connect,
     skb_clone, __ip_queue_xmit, ip_output, dev_hard_start_xmit in that order; elsewhere one note;
     again with --func-exits: as many returns as entries, every SYN step with its time inside,
     and each caller's time enclosing its callees' on that path;
-  - `record --snaplen 2048` of a loopback TCP transfer: every data frame to loadgen's port
+  - `record --snaplen 2048` of a loopback TCP transfer (1 MiB: at least 16 frames even of 64 KiB): every data frame to loadgen's port
     in `magnet pcap` holds min(frame, 2048) bytes and its payload is loadgen's byte pattern
     at its stream offset (the bytes past the skb's linear part, read from its fragments);
   - `record --funcs` with packet_rcv while `loadgen --tap lo` reads lo through a packet
@@ -30,7 +33,8 @@ Checks, for every file:
     `magnet sample -i lo`: no BPF link, kprobe event, pinned object or clsact qdisc;
     a sampler killed by SIGKILL before it (clsact on 6.1: its qdisc is left) is
     cleaned up by that 200 ms run's start (it says so); on TCX nothing is left;
-  - (guests) magnetd: on 6.1 it refuses to start, saying it needs Linux 6.3+; elsewhere it
+  - (guests) magnetd: on 6.1 it refuses to start, saying it needs Linux 6.3+; on 5.10 it
+    starts or refuses in one line naming what is missing; elsewhere it
     starts, and a TCP connection held open after 30 writes of 1000 B shows 30 000 B app and
     wire (the kernel's tcp_sock counters, read by the socket-storage iterator) each way it
     moved; once both ends closed, the counters copied at close (wire rx 30 001: the FIN);
@@ -52,6 +56,26 @@ funcs_nested = {}
 snaplen_seen = {}
 funcs_tap = {}
 MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
+
+# What a kernel lacks, by `uname -r` prefix: each absence is the kernel's, and
+# magnet must report it in one line containing these words (never a number
+# excused). Every layer not named here must record on that kernel.
+LACKS = {
+    "5.10.": {
+        # no qdisc_enqueue tracepoint (5.15+)
+        "layers": {"qdisc": "no tracepoint qdisc_enqueue"},
+        # bpf_loop (5.17+) runs the in-kernel filter expression
+        "filter": "bpf_loop",
+        # kprobe programs get bpf_get_func_ip in 5.15
+        "funcs": "bpf_get_func_ip",
+        # magnetd's hooks (sock_send_length, 6.3+; socket-storage iterator)
+        "daemon": True,
+    },
+}
+
+
+def lacks(kernel):
+    return next((v for k, v in LACKS.items() if kernel.startswith(k)), {})
 
 
 def sections(path):
@@ -100,14 +124,15 @@ def rc_and_json(fn):
     return rc, js
 
 
-def check_funcs(sec, fn, kernel, probes_expected, need):
+def check_funcs(sec, fn, kernel, probes_expected, need, lacking=None):
     """record --funcs [--func-exits] on 11 functions: the SYN's path, in order."""
     exits = sec.endswith("--func-exits")
     rc, js = rc_and_json(fn)
     if not probes_expected and rc != "0":
         # No function probes: record fails before recording, with one line.
         err = next((l[7:] for l in fn if l.startswith("stderr ")), "")
-        need(rc == "2" and "--funcs cannot be recorded: no kprobes or kprobe-multi" in err,
+        need(rc == "2" and "--funcs cannot be recorded: " in err
+             and (lacking in err if lacking else "no kprobes or kprobe-multi" in err),
              f"{sec} without probes: want exit 2 and one line, got exit {rc}: {err}")
         return
     if not need(rc == "0" and len(js) == 3 and all(j is not None for j in js), f"{sec}: exit {rc}, {len(js)} JSON lines"):
@@ -120,8 +145,9 @@ def check_funcs(sec, fn, kernel, probes_expected, need):
     if probes_expected:
         need(src["hooks"], f"{sec}: no function probes on {kernel}: {src}")
     if not src["hooks"]:
-        need(len(src["missing"]) == 1 and "function probes not recorded" in src["missing"][0],
-             f"{sec} without probes: want one note, got {src['missing']}")
+        need(len(src["missing"]) == 1 and "function probes not recorded" in src["missing"][0]
+             and (lacking is None or lacking in src["missing"][0]),
+             f"{sec} without probes: want one note{' naming ' + lacking if lacking else ''}, got {src['missing']}")
         need((kinds.get("func") or {}).get("events", 0) == 0, f"{sec} without probes: func events recorded")
         return
     syn = hs[0][0]["pkt_id"] if hs and hs[0] else None
@@ -227,6 +253,12 @@ def check_snaplen(data, snap, port, size):
 def check_tap(fn, kernel, probes_expected, need):
     """record --funcs ...,packet_rcv -- loadgen --tap lo: clones joined to their packets."""
     rc, js = rc_and_json(fn)
+    if not probes_expected and rc != "0":
+        # No function probes: record fails before recording, with one line.
+        err = next((l[7:] for l in fn if l.startswith("stderr ")), "")
+        need(rc == "2" and "--funcs cannot be recorded: " in err,
+             f"funcs-tap without probes: want exit 2 and one line, got exit {rc}: {err}")
+        return
     if not need(rc == "0" and len(js) == 4 and all(j is not None for j in js), f"funcs-tap: exit {rc}, {len(js)} JSON lines"):
         return
     lg, info, hs, pk = js
@@ -272,6 +304,9 @@ def judge(path, ref_udp=None):
         expect = {"fentry": "yes", "kprobe": "yes", "kprobe_multi": "no", "netfilter_link": "no", "tcx": "no"}
     elif kernel.startswith("6.12."):
         expect = {"fentry": "yes", "kprobe": "yes", "kprobe_multi": "yes", "netfilter_link": "yes", "tcx": "yes"}
+    elif kernel.startswith("5.10."):
+        expect = {"fentry": "yes", "kprobe": "yes", "kprobe_multi": "no", "netfilter_link": "no", "tcx": "no"}
+    lack = lacks(kernel)
     if expect:
         need(feats == expect, f"detected {feats}, this kernel has {expect}")
     for k in chk.get("kinds", []):
@@ -356,6 +391,12 @@ def judge(path, ref_udp=None):
         rc = next((l[3:] for l in sec if l.startswith("rc ")), "?")
         err = next((l[7:] for l in sec if l.startswith("stderr ")), "")
         li = first_json([l for l in sec if l.startswith("{")])
+        want_missing = (lack.get("layers") or {}).get(layer)
+        if want_missing:
+            need(rc != "0" and want_missing in err and f"layer {layer}" in err,
+                 f"--layers {layer}: this kernel lacks it ({want_missing}); exit {rc}, {err!r}")
+        elif lack:
+            need(rc == "0", f"--layers {layer}: must record on this kernel: exit {rc}, {err!r}")
         if rc == "0":
             src = [x for x in (li or {}).get("sources", []) if x["layer"] == layer]
             need(src and src[0]["hooks"], f"--layers {layer}: exit 0 but no hook named for it")
@@ -382,13 +423,18 @@ def judge(path, ref_udp=None):
         )
     named_missing[kernel] = err if rc != "0" else "recorded (netfilter links)"
 
+    probes_expected = expect is not None and "funcs" not in lack
     for sec in ["funcs", "funcs--func-exits"]:
-        check_funcs(sec, s.get(sec, []), kernel, expect is not None, need)
-    check_tap(s.get("funcs-tap", []), kernel, expect is not None, need)
+        check_funcs(sec, s.get(sec, []), kernel, probes_expected, need, lack.get("funcs"))
+    check_tap(s.get("funcs-tap", []), kernel, probes_expected, need)
 
     fl = s.get("filter", [])
     rc = next((l[3:] for l in fl if l.startswith("rc ")), "?")
-    if need(rc.split(" ")[0] == "0", f"record -f 'udp port 5353': exit {rc}"):
+    if lack.get("filter"):
+        # refused before recording, in one line naming what the kernel lacks
+        need(rc.split(" ")[0] == "2" and lack["filter"] in rc and "magnet: error:" in rc,
+             f"record -f on a kernel without {lack['filter']}: {rc!r}")
+    elif need(rc.split(" ")[0] == "0", f"record -f 'udp port 5353': exit {rc}"):
         fi = first_json([l for l in fl if l.startswith("{")]) or {}
         kinds = fi.get("kinds") or {}
         for k in ["ip_local_out", "ip_local_in", "dev_start_xmit", "dev_rx"]:
@@ -420,7 +466,13 @@ def judge(path, ref_udp=None):
         if kernel.startswith("6.1.0-"):
             need(not ready, "magnetd loaded on 6.1, which has no sock_send_length tracepoint")
             err = next((l for l in dm if l.startswith("stderr ")), "")
-            need("needs Linux 6.3+" in err, f"magnetd on 6.1 does not say what is missing: {err}")
+            need(err.startswith("stderr magnet: error:") and "sock_send_length" in err,
+                 f"magnetd on 6.1 does not say in one line what is missing: {err}")
+        elif lack.get("daemon") and not ready:
+            # refused in one line (an error naming what is missing), exit 2
+            err = next((l for l in dm if l.startswith("stderr ")), "")
+            need("rc 2" in dm and err.startswith("stderr magnet: error:") and ":" in err[20:],
+                 f"magnetd on {kernel} neither started nor said in one line what is missing: {dm}")
         elif need(ready, f"magnetd did not start: {dm}"):
             need("rc 0" in dm, f"magnetd after SIGTERM: {[l for l in dm if l.startswith('rc ')]}, want rc 0")
             # packet_hooks = "sampled" (the default): ~12 s of 100 ms windows every 2 s

@@ -89,7 +89,7 @@ echo "bad_stderr $(tail -n 1 "$dir/badf.err")"
 # check.py compares every data frame's payload with loadgen's byte pattern, which
 # lies in the skb's page fragments past its linear part.
 echo "== snaplen"
-"$m" record -q --snaplen 2048 --layers dev -o "$dir/snap.mgt" -- "$m" loadgen --tcp 20x16k --port 7329 \
+"$m" record -q --snaplen 2048 --layers dev -o "$dir/snap.mgt" -- "$m" loadgen --tcp 64x16k --port 7329 \
     > /dev/null 2> "$dir/snap.err"
 echo "rc $? $(tail -n 1 "$dir/snap.err")"
 "$m" pcap "$dir/snap.mgt" -o "$dir/snap.pcapng" 2>> "$dir/snap.err"

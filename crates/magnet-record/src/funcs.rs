@@ -108,6 +108,23 @@ impl Plan {
         self.no.as_deref()
     }
 
+    /// The plan where the kernel's kprobe programs cannot name the function
+    /// they run for: bpf_get_func_ip came to them in 5.15 (asked of the
+    /// kernel's BTF: its bpf_func_id enum), and every program here keys its
+    /// records and calls by it.
+    pub fn given_func_ip(mut self, btf: &magnet_kernel::KernelBtf, release: &str) -> Plan {
+        if self.no.is_none()
+            && !(self.by_pos.iter().all(Vec::is_empty) && self.any.is_empty())
+            && !btf.has_enum_value("bpf_func_id", "BPF_FUNC_get_func_ip")
+        {
+            self.no = Some(format!(
+                "this kernel ({release}) has kprobes but no bpf_get_func_ip for them (Linux 5.15+), \
+                 which names the function a record is from"
+            ));
+        }
+        self
+    }
+
     /// Whether `prog` (a program of funcs.bpf.c) is to be loaded.
     pub fn wants(&self, prog: &str) -> bool {
         if self.no.is_some() {

@@ -217,11 +217,23 @@ pub const PROBES: &[Probe] = &[
     ),
     detail!(Dev, "dev_xmit", [hook!("dev_xmit" => t("net_dev_xmit"))]),
     probe!(Dev, "dev_rx", [hook!("dev_rx" => t("netif_receive_skb"))]),
-    probe!(Drop, "drop", [hook!("drop_kfree_skb" => t("kfree_skb"))]),
+    probe!(
+        Drop,
+        "drop",
+        [
+            // kfree_skb before 5.17 (no drop reason): exactly two arguments.
+            hook!("drop_kfree_skb_2arg" => tpa("kfree_skb", 2)),
+            hook!("drop_kfree_skb" => t("kfree_skb")),
+        ]
+    ),
     probe!(
         Sched,
         "sched_switch",
-        [hook!("sched_switch" => t("sched_switch"))]
+        [
+            // sched_switch before 5.18 (no prev_state): exactly three arguments.
+            hook!("sched_switch_3arg" => tpa("sched_switch", 3)),
+            hook!("sched_switch" => t("sched_switch")),
+        ]
     ),
     probe!(
         Sched,
@@ -446,7 +458,9 @@ mod tests {
             include_str!("bpf/record.bpf.c").to_string() + include_str!("bpf/hooks_fn.bpf.c");
         for n in names {
             assert!(
-                skel.contains(&format!("({n},")) || skel.contains(&format!("int {n}(")),
+                skel.contains(&format!("({n},"))
+                    || skel.contains(&format!("int {n}("))
+                    || skel.contains(&format!("\", {n},")),
                 "program {n} is not in record.bpf.c / hooks_fn.bpf.c"
             );
         }

@@ -94,8 +94,8 @@ pub struct RecordArgs {
     host: Option<IpAddr>,
 
     /// Layers to record, comma-separated, or `all` [default: app,tcp,ip,dev].
-    /// A default layer this kernel cannot record is left out with a note; a
-    /// layer named here fails instead.
+    /// A default layer this kernel cannot record is left out with a note, as
+    /// is any with `all`; a layer named in a list fails instead.
     #[arg(long, visible_alias = "layer", value_name = "LIST", value_parser = parse_layers)]
     layers: Option<std::collections::BTreeSet<Layer>>,
 
@@ -228,7 +228,10 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     }
     if let Some(l) = &args.layers {
         config.layers = l.clone();
-        config.layers_named = true;
+        // `all` (every layer there is) records those this kernel has and
+        // leaves each other out with one line; a layer named in a list must
+        // record or fail.
+        config.layers_named = l.len() < Layer::ALL.len();
     }
     config.kinds = args.kinds.clone().unwrap_or_default();
     config.tcp_state = args.tcp_state;

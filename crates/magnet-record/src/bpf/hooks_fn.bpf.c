@@ -100,7 +100,7 @@ static __always_inline struct net_device *dst_dev(const struct sk_buff *skb)
 
 /* An ip_* record from a function probe; the same fields as ip_event's. */
 static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *dev, __u16 kind,
-					bool rx)
+					bool rx, bool pf)
 {
 	struct pkt_info pi = {};
 	__u16 nh = skb->network_header;
@@ -109,7 +109,7 @@ static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *
 	parse_l3(skb->head + nh, &pi);
 	if (!pi.ok)
 		return;
-	if (pf_len && !pf_skb(skb, PF_AT_NH))
+	if (pf && pf_len && !pf_skb(skb, PF_AT_NH))
 		return;
 	__u64 sk;
 	__u64 cookie = skb_cookie(skb, &sk);
@@ -139,60 +139,56 @@ static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *
 
 /* LOCAL_OUT: __ip_local_out fills in the length and checksum, then runs the
  * hook; 1 means every hook accepted the packet (and it is still ours). */
-SEC("fexit/__ip_local_out")
-int BPF_PROG(ip_local_out_fexit4, struct net *net, struct sock *sk, struct sk_buff *skb, int ret)
+PF_PROG("fexit/__ip_local_out", ip_local_out_fexit4, struct net *net, struct sock *sk,
+	struct sk_buff *skb, int ret)
 {
 	if (ret == 1)
-		ip_fn_event(skb, dst_dev(skb), MG_IP_LOCAL_OUT, false);
+		ip_fn_event(skb, dst_dev(skb), MG_IP_LOCAL_OUT, false, pf);
 	return 0;
 }
 
-SEC("fexit/__ip6_local_out")
-int BPF_PROG(ip_local_out_fexit6, struct net *net, struct sock *sk, struct sk_buff *skb, int ret)
+PF_PROG("fexit/__ip6_local_out", ip_local_out_fexit6, struct net *net, struct sock *sk,
+	struct sk_buff *skb, int ret)
 {
 	if (ret == 1)
-		ip_fn_event(skb, dst_dev(skb), MG_IP_LOCAL_OUT, false);
+		ip_fn_event(skb, dst_dev(skb), MG_IP_LOCAL_OUT, false, pf);
 	return 0;
 }
 
-SEC("fentry/ip_output")
-int BPF_PROG(ip_post_routing_fentry4, struct net *net, struct sock *sk, struct sk_buff *skb)
+PF_PROG("fentry/ip_output", ip_post_routing_fentry4, struct net *net, struct sock *sk,
+	struct sk_buff *skb)
 {
-	ip_fn_event(skb, dst_dev(skb), MG_IP_POST_ROUTING, false);
+	ip_fn_event(skb, dst_dev(skb), MG_IP_POST_ROUTING, false, pf);
 	return 0;
 }
 
-SEC("fentry/ip6_output")
-int BPF_PROG(ip_post_routing_fentry6, struct net *net, struct sock *sk, struct sk_buff *skb)
+PF_PROG("fentry/ip6_output", ip_post_routing_fentry6, struct net *net, struct sock *sk,
+	struct sk_buff *skb)
 {
-	ip_fn_event(skb, dst_dev(skb), MG_IP_POST_ROUTING, false);
+	ip_fn_event(skb, dst_dev(skb), MG_IP_POST_ROUTING, false, pf);
 	return 0;
 }
 
-SEC("fentry/ip_rcv")
-int BPF_PROG(ip_pre_routing_fentry4, struct sk_buff *skb, struct net_device *dev)
+PF_PROG("fentry/ip_rcv", ip_pre_routing_fentry4, struct sk_buff *skb, struct net_device *dev)
 {
-	ip_fn_event(skb, dev, MG_IP_PRE_ROUTING, true);
+	ip_fn_event(skb, dev, MG_IP_PRE_ROUTING, true, pf);
 	return 0;
 }
 
-SEC("fentry/ipv6_rcv")
-int BPF_PROG(ip_pre_routing_fentry6, struct sk_buff *skb, struct net_device *dev)
+PF_PROG("fentry/ipv6_rcv", ip_pre_routing_fentry6, struct sk_buff *skb, struct net_device *dev)
 {
-	ip_fn_event(skb, dev, MG_IP_PRE_ROUTING, true);
+	ip_fn_event(skb, dev, MG_IP_PRE_ROUTING, true, pf);
 	return 0;
 }
 
-SEC("fentry/ip_local_deliver")
-int BPF_PROG(ip_local_in_fentry4, struct sk_buff *skb)
+PF_PROG("fentry/ip_local_deliver", ip_local_in_fentry4, struct sk_buff *skb)
 {
-	ip_fn_event(skb, BPF_CORE_READ(skb, dev), MG_IP_LOCAL_IN, true);
+	ip_fn_event(skb, BPF_CORE_READ(skb, dev), MG_IP_LOCAL_IN, true, pf);
 	return 0;
 }
 
-SEC("fentry/ip6_input")
-int BPF_PROG(ip_local_in_fentry6, struct sk_buff *skb)
+PF_PROG("fentry/ip6_input", ip_local_in_fentry6, struct sk_buff *skb)
 {
-	ip_fn_event(skb, BPF_CORE_READ(skb, dev), MG_IP_LOCAL_IN, true);
+	ip_fn_event(skb, BPF_CORE_READ(skb, dev), MG_IP_LOCAL_IN, true, pf);
 	return 0;
 }

@@ -120,6 +120,34 @@ struct {
 	__type(value, __u8);
 } sock_flags SEC(".maps");
 
+/* Kernels whose tracing programs may not call bpf_sk_storage_get (it came to
+ * them in 5.11; the loader asks the kernel's BTF) keep the same flags in a
+ * hash by socket key (its cookie, see sk_cookie()). LRU: a socket whose entry
+ * ages out is judged and announced again. The loader sizes it to 1 where
+ * socket storage works. */
+const volatile bool sk_storage_in_tracing = true;
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} sock_flags_by_key SEC(".maps");
+
+/* The traced-socket flags of `sk` (key `cookie`), created when asked. */
+static __always_inline __u8 *sock_fl(const struct sock *sk, __u64 cookie, bool create)
+{
+	if (!sk_storage_in_tracing) {
+		__u8 *fl = bpf_map_lookup_elem(&sock_flags_by_key, &cookie);
+		if (fl || !create)
+			return fl;
+		__u8 zero = 0;
+		bpf_map_update_elem(&sock_flags_by_key, &cookie, &zero, BPF_NOEXIST);
+		return bpf_map_lookup_elem(&sock_flags_by_key, &cookie);
+	}
+	return bpf_sk_storage_get(&sock_flags, (void *)sk, 0,
+				  create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+}
+
 /* Flows of traced sockets, so that received packets (which carry no socket
  * before demux) can be attributed. Remote address/port zero = wildcard
  * (listening and unconnected sockets). */
@@ -352,6 +380,31 @@ struct mg_frame _mg_frame = {};
 #else
 #define FLOOR_RETURN(v) do { } while (0)
 #endif
+
+/* A packet program twice: NAME, and NAME_nl without the `record -f` filter,
+ * for kernels without bpf_loop (5.17+; the loader asks the kernel's BTF). The
+ * filter's instruction loop is bpf_loop's callback, and a kernel older than
+ * 5.13 refuses a program holding a callback even where it is never called
+ * ("number of funcs in func_info doesn't match number of subprogs"). `pf`,
+ * a constant in each twin, says whether the filter is compiled in. Written
+ * like BPF_PROG(NAME, args...). */
+#define PF_PROG(SECNAME, name, args...)                                         \
+	static __always_inline int ____##name(bool pf, unsigned long long *ctx, ##args); \
+	SEC(SECNAME) int name(unsigned long long *ctx)                          \
+	{                                                                       \
+		_Pragma("GCC diagnostic push")                                  \
+		_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")          \
+		return ____##name(true, ___bpf_ctx_cast(args));                 \
+		_Pragma("GCC diagnostic pop")                                   \
+	}                                                                       \
+	SEC(SECNAME) int name##_nl(unsigned long long *ctx)                     \
+	{                                                                       \
+		_Pragma("GCC diagnostic push")                                  \
+		_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")          \
+		return ____##name(false, ___bpf_ctx_cast(args));                \
+		_Pragma("GCC diagnostic pop")                                   \
+	}                                                                       \
+	static __always_inline int ____##name(bool pf, unsigned long long *ctx, ##args)
 
 
 static __always_inline struct mg_cpu_stats *stats(void)
@@ -822,13 +875,31 @@ static __always_inline void read_sk_tuple(const struct sock *sk, struct sk_tuple
 	}
 }
 
+/* Tracing programs may call bpf_get_socket_cookie (5.12+; the loader asks
+ * the kernel's BTF). */
+const volatile bool cookie_helper = true;
+
+/* A socket's key in the trace from the cookie read in it (`c`): the cookie
+ * itself, or 0 when the kernel has not assigned one yet and a tracing program
+ * can (cookie_helper). Without the helper a socket keeps cookie 0 until
+ * something else assigns it (the recorder's cgroup/sock_create program at its
+ * creation, sock_diag for the sockets that exist at the start): such a socket
+ * is keyed by its kernel address instead, which no cookie can equal (cookies
+ * count up from 1; kernel addresses are above 2^63). docs/FORMAT.md. */
+static __always_inline __u64 sk_key(const struct sock *sk, __u64 c)
+{
+	if (!c && !cookie_helper && sk)
+		return addr_of(sk);
+	return c;
+}
+
 static __always_inline __u64 sk_cookie(const struct sock *sk)
 {
 	/* skc_cookie is assigned lazily; bpf_get_socket_cookie() assigns it. */
 	__u64 c = sk->__sk_common.skc_cookie.counter;
-	if (!c)
+	if (!c && cookie_helper)
 		c = bpf_get_socket_cookie((void *)sk);
-	return c;
+	return sk_key(sk, c);
 }
 
 static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie, __u64 sk)
@@ -916,7 +987,7 @@ static __always_inline bool announce(const struct sock *sk, __u64 cookie, struct
  * for packet events, which may only have the cookie. */
 static __always_inline __u8 *mark_traced(const struct sock *sk, __u64 cookie)
 {
-	__u8 *fl = bpf_sk_storage_get(&sock_flags, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	__u8 *fl = sock_fl(sk, cookie, true);
 	if (fl)
 		*fl |= SOCK_TRACED;
 	if (filter_tasks || tuple_filtered()) {
@@ -950,7 +1021,7 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
 	__u32 slot = cookie & (SEEN_SLOTS - 1);
 	if (seen && cookie && seen->cookie[slot] == cookie)
 		return true;
-	__u8 *fl = bpf_sk_storage_get(&sock_flags, (void *)sk, 0, 0);
+	__u8 *fl = sock_fl(sk, cookie, false);
 	if (fl && (*fl & SOCK_TRACED)) {
 		/* Its SOCK record was lost to a full ring: announce it again. */
 		if (!(*fl & SOCK_ANNOUNCED)) {
@@ -1001,8 +1072,7 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
 		    !tuple_matches(t.saddr, f->daddr, t.sport, f->dport))
 			return false;
 		if (!fl || !(*fl & SOCK_ANNOUNCED)) {
-			fl = bpf_sk_storage_get(&sock_flags, (void *)sk, 0,
-						BPF_SK_STORAGE_GET_F_CREATE);
+			fl = sock_fl(sk, cookie, true);
 			if (announce(sk, cookie, &t) && fl)
 				*fl |= SOCK_ANNOUNCED;
 		}
@@ -1347,7 +1417,7 @@ static __always_inline __u64 skb_cookie(const struct sk_buff *skb, __u64 *sk_out
 	}
 	/* The socket's address is only compared when filtering. */
 	*sk_out = (filter_tasks || port_filter || filter_host) ? addr_of(sk) : 1;
-	return sk->__sk_common.skc_cookie.counter;
+	return sk_key(sk, sk->__sk_common.skc_cookie.counter);
 }
 
 /* A socket bound to `k`'s local port with any remote end (k->remote is zero):
@@ -1616,7 +1686,7 @@ int BPF_PROG(flow_sys_exit, struct pt_regs *regs, long ret)
 	struct sk_tuple t = {};
 	read_sk_tuple((const struct sock *)sk, &t);
 	if (t.sport && (t.protocol == IPPROTO_UDP || t.protocol == IPPROTO_TCP))
-		track_flow(&t, BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_cookie.counter), sk);
+		track_flow(&t, sk_key((const struct sock *)sk, BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_cookie.counter)), sk);
 	return 0;
 }
 
@@ -1665,7 +1735,7 @@ int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 		 * the packets received during the call (the socket's app event
 		 * finds it in the per-CPU cache and does not track it again). */
 		if (t.sport)
-			track_flow(&t, BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_cookie.counter), sk);
+			track_flow(&t, sk_key((const struct sock *)sk, BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_cookie.counter)), sk);
 	}
 	struct syscall_in_flight *f = current_in_flight(true);
 	if (f) {
@@ -2032,11 +2102,11 @@ int ip_local_in(struct bpf_nf_ctx *ctx)
 /* ---- layers: qdisc, dev, drop -------------------------------------------- */
 
 /* Common filter + identity for skb-based events. */
-static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64 *cookie)
+static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64 *cookie, bool pf)
 {
 	__u64 sk;
 	*cookie = skb_cookie(skb, &sk);
-	if (pf_len && !pf_skb(skb, rx ? PF_AT_DATA : PF_AT_NH))
+	if (pf && pf_len && !pf_skb(skb, rx ? PF_AT_DATA : PF_AT_NH))
 		return false;
 	if (!need_parse())
 		return true;
@@ -2060,10 +2130,11 @@ static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64
 	return true;
 }
 
-static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *skb, __u16 kind)
+static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *skb, __u16 kind,
+					bool pf)
 {
 	__u64 cookie;
-	if (!skb || !skb_wanted(skb, false, &cookie))
+	if (!skb || !skb_wanted(skb, false, &cookie, pf))
 		return;
 	struct mg_qdisc *r;
 	if (!RESERVE(r, sizeof(*r), kind))
@@ -2078,20 +2149,19 @@ static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *s
 	submit(r);
 }
 
-SEC("tp_btf/qdisc_enqueue")
-int BPF_PROG(qdisc_enq, struct Qdisc *q, const struct netdev_queue *txq, struct sk_buff *skb)
+PF_PROG("tp_btf/qdisc_enqueue", qdisc_enq, struct Qdisc *q, const struct netdev_queue *txq,
+	struct sk_buff *skb)
 {
 	FLOOR_RETURN(0);
-	qdisc_event(q, skb, MG_QDISC_ENQ);
+	qdisc_event(q, skb, MG_QDISC_ENQ, pf);
 	return 0;
 }
 
-SEC("tp_btf/qdisc_dequeue")
-int BPF_PROG(qdisc_deq, struct Qdisc *q, const struct netdev_queue *txq, int packets,
-	     struct sk_buff *skb)
+PF_PROG("tp_btf/qdisc_dequeue", qdisc_deq, struct Qdisc *q, const struct netdev_queue *txq,
+	int packets, struct sk_buff *skb)
 {
 	FLOOR_RETURN(0);
-	qdisc_event(q, skb, MG_QDISC_DEQ);
+	qdisc_event(q, skb, MG_QDISC_DEQ, pf);
 	return 0;
 }
 
@@ -2103,7 +2173,7 @@ static __always_inline void track_connecting(const struct sk_buff *skb)
 	struct sock *s = skb->sk;
 	if (!s || s->__sk_common.skc_state != TCP_SYN_SENT)
 		return;
-	__u64 cookie = s->__sk_common.skc_cookie.counter;
+	__u64 cookie = sk_key(s, s->__sk_common.skc_cookie.counter);
 	if (!cookie)
 		return;
 	if (filter_tasks || tuple_filtered()) {
@@ -2272,11 +2342,11 @@ static __always_inline void frame_event(const struct sk_buff *skb, const struct 
 }
 
 static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u32 ifindex,
-				      __u32 len, int rc, bool rx, bool read_skb)
+				      __u32 len, int rc, bool rx, bool read_skb, bool pf)
 {
 	__u64 cookie = 0;
 	__u32 hflags = 0;
-	if (read_skb && !skb_wanted(skb, rx, &cookie))
+	if (read_skb && !skb_wanted(skb, rx, &cookie, pf))
 		return;
 	if (read_skb && track_all_flows) {
 		/* Forwarded through another namespace (a router; veth keeps the
@@ -2326,28 +2396,27 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	submit(r);
 }
 
-SEC("tp_btf/net_dev_queue")
-int BPF_PROG(dev_queue, struct sk_buff *skb)
+PF_PROG("tp_btf/net_dev_queue", dev_queue, struct sk_buff *skb)
 {
 	FLOOR_RETURN(0);
 	dev_event(skb, MG_DEV_QUEUE, skb->dev->ifindex, skb->len, 0,
-		  false, true);
+		  false, true, pf);
 	return 0;
 }
 
-SEC("tp_btf/net_dev_start_xmit")
-int BPF_PROG(dev_start_xmit, const struct sk_buff *skb, const struct net_device *dev)
+PF_PROG("tp_btf/net_dev_start_xmit", dev_start_xmit, const struct sk_buff *skb,
+	const struct net_device *dev)
 {
 	FLOOR_RETURN(0);
 	dev_event(skb, MG_DEV_START_XMIT, dev->ifindex, skb->len, 0,
-		  false, true);
+		  false, true, pf);
 	return 0;
 }
 
 /* After the driver took the skb it may already be freed: use only the
  * tracepoint's own arguments, and the packet id remembered by address. */
-SEC("tp_btf/net_dev_xmit")
-int BPF_PROG(dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev, unsigned int len)
+PF_PROG("tp_btf/net_dev_xmit", dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev,
+	unsigned int len)
 {
 	FLOOR_RETURN(0);
 	if (need_parse()) {
@@ -2359,7 +2428,7 @@ int BPF_PROG(dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev, unsi
 			return 0;
 		slot->flags &= ~PKT_IN_DRIVER;
 	}
-	dev_event(skb, MG_DEV_XMIT, dev->ifindex, len, rc, false, false);
+	dev_event(skb, MG_DEV_XMIT, dev->ifindex, len, rc, false, false, pf);
 	return 0;
 }
 
@@ -2391,6 +2460,7 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
 		st = BPF_CORE_READ(sk, __sk_common.skc_state);
 	}
 	/* The socket may have been freed since: its cookie tells. */
+	cookie = sk_key(sk, cookie);
 	if (cookie != fv->cookie)
 		return;
 	if (st == TCP_ESTABLISHED || st == TCP_LISTEN || st == TCP_NEW_SYN_RECV || st == TCP_CLOSE ||
@@ -2422,9 +2492,9 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
  * attributed wherever the socket's network namespace is; later IP fragments,
  * which carry no ports, by their datagram's first fragment.
  */
-static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec_tcp)
+static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec_tcp, bool pf)
 {
-	if (pf_len && !pf_skb(skb, PF_AT_DATA))
+	if (pf && pf_len && !pf_skb(skb, PF_AT_DATA))
 		return;
 	__u64 cookie = 0;
 	struct pkt_info pi = {};
@@ -2506,23 +2576,21 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 		frame_event(skb, &d, true);
 }
 
-SEC("tp_btf/netif_receive_skb")
-int BPF_PROG(dev_rx, struct sk_buff *skb)
+PF_PROG("tp_btf/netif_receive_skb", dev_rx, struct sk_buff *skb)
 {
 	FLOOR_RETURN(0);
-	rx_event(skb, true, tcp_rx_other);
+	rx_event(skb, true, tcp_rx_other, pf);
 	return 0;
 }
 
 /* Loaded with the tcp layer when the dev layer is off: the same look at
  * received TCP segments, recording only those tcp_probe misses. */
-SEC("tp_btf/netif_receive_skb")
-int BPF_PROG(tcp_rx_seg, struct sk_buff *skb)
+PF_PROG("tp_btf/netif_receive_skb", tcp_rx_seg, struct sk_buff *skb)
 {
 	FLOOR_RETURN(0);
 	if (skb->protocol != bpf_htons(ETH_P_IP) && skb->protocol != bpf_htons(ETH_P_IPV6))
 		return 0;
-	rx_event(skb, false, true);
+	rx_event(skb, false, true, pf);
 	return 0;
 }
 
@@ -2534,13 +2602,10 @@ static __always_inline void forget_pkt(const struct sk_buff *skb)
 		slot->skb = 0;
 }
 
-SEC("tp_btf/kfree_skb")
-int BPF_PROG(drop_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_reason reason,
-	     struct sock *rx_sk)
+static __always_inline void drop_event(struct sk_buff *skb, void *location, __u32 reason, bool pf)
 {
-	FLOOR_RETURN(0);
 	__u64 cookie;
-	if (skb_wanted(skb, false, &cookie)) {
+	if (skb_wanted(skb, false, &cookie, pf)) {
 		struct mg_drop *r;
 		if (RESERVE(r, sizeof(*r), MG_DROP)) {
 			fill_hdr(&r->hdr, MG_DROP, 0);
@@ -2556,6 +2621,21 @@ int BPF_PROG(drop_kfree_skb, struct sk_buff *skb, void *location, enum skb_drop_
 		}
 	}
 	forget_pkt(skb);
+}
+
+PF_PROG("tp_btf/kfree_skb", drop_kfree_skb, struct sk_buff *skb, void *location,
+	enum skb_drop_reason reason)
+{
+	FLOOR_RETURN(0);
+	drop_event(skb, location, reason, pf);
+	return 0;
+}
+
+/* kfree_skb before 5.17: no drop reason (recorded as 0). */
+PF_PROG("tp_btf/kfree_skb", drop_kfree_skb_2arg, struct sk_buff *skb, void *location)
+{
+	FLOOR_RETURN(0);
+	drop_event(skb, location, 0, pf);
 	return 0;
 }
 
@@ -2599,17 +2679,15 @@ static __always_inline bool task_struct_traced(struct task_struct *t)
 	return true;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline void switch_event(struct task_struct *prev, struct task_struct *next,
+					 unsigned int prev_state)
 {
-	FLOOR_RETURN(0);
 	__u32 ptgid = BPF_CORE_READ(prev, tgid), ntgid = BPF_CORE_READ(next, tgid);
 	if (!task_struct_traced(prev) && !task_struct_traced(next))
-		return 0;
+		return;
 	struct mg_sched_switch *r;
 	if (!RESERVE(r, sizeof(*r), MG_SCHED_SWITCH))
-		return 0;
+		return;
 	fill_hdr(&r->hdr, MG_SCHED_SWITCH, 0);
 	r->prev_tid = BPF_CORE_READ(prev, pid);
 	r->prev_tgid = ptgid;
@@ -2619,6 +2697,34 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	BPF_CORE_READ_STR_INTO(&r->prev_comm, prev, comm);
 	BPF_CORE_READ_STR_INTO(&r->next_comm, next, comm);
 	submit(r);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	FLOOR_RETURN(0);
+	switch_event(prev, next, prev_state);
+	return 0;
+}
+
+/* task_struct's state before 5.14 (then __state). */
+struct task_struct___state {
+	long state;
+};
+
+/* sched_switch before 5.18: no prev_state argument; the task's own state,
+ * which the tracepoint's argument is a copy of. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(sched_switch_3arg, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	FLOOR_RETURN(0);
+	unsigned int st = 0;
+	if (bpf_core_field_exists(struct task_struct___state, state))
+		st = BPF_CORE_READ((struct task_struct___state *)prev, state);
+	else
+		st = BPF_CORE_READ(prev, __state);
+	switch_event(prev, next, st);
 	return 0;
 }
 

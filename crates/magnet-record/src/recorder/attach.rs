@@ -79,7 +79,74 @@ pub(super) struct Needs<'a> {
     /// record --snaplen: the page that lets BPF read page fragments, or why
     /// it cannot (kept alive for the whole recording).
     pub frame_pages: Option<Result<super::frames::PageMark, String>>,
+    /// What the object's programs may call on this kernel.
+    pub helpers: Helpers,
 }
+
+/// What the BPF object's programs may use on this kernel, each asked of the
+/// kernel itself (its BTF, a map probe), never guessed from its version: the
+/// object is built for both answers and the loader picks.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Helpers {
+    /// bpf_loop (5.17+): the `record -f` filter runs on it. Without it the
+    /// packet programs load as their twins without the filter (`NAME_nl`).
+    pub bpf_loop: bool,
+    /// bpf_get_socket_cookie in tracing programs (5.12+; the kernel then has
+    /// bpf_get_socket_ptr_cookie): without it sockets the kernel gave no
+    /// cookie are keyed by their address (record.bpf.c, sk_key()).
+    pub cookie: bool,
+    /// bpf_sk_storage_get in tracing programs (5.11+, then the kernel has
+    /// bpf_sk_storage_get_tracing): without it socket flags live in a hash.
+    pub sk_storage: bool,
+    /// Task-storage maps (5.11+): without them a thread's call in flight
+    /// lives in a hash by thread id.
+    pub task_storage: bool,
+}
+
+impl Helpers {
+    pub(super) fn of(kernel: &probes::Kernel) -> Helpers {
+        let btf = &kernel.btf;
+        Helpers {
+            bpf_loop: btf.has_enum_value("bpf_func_id", "BPF_FUNC_loop"),
+            cookie: btf.has_func("bpf_get_socket_ptr_cookie"),
+            sk_storage: btf.has_func("bpf_sk_storage_get_tracing"),
+            task_storage: has_task_storage(),
+        }
+    }
+
+    /// The object's program that does the work of `name` here: its twin
+    /// without the -f filter where the kernel has no bpf_loop.
+    pub(super) fn prog(&self, name: &str) -> String {
+        if !self.bpf_loop && PF_TWINS.contains(&name) {
+            format!("{name}_nl")
+        } else {
+            name.to_string()
+        }
+    }
+}
+
+/// The packet programs record.bpf.c defines with PF_PROG: each has a twin
+/// `NAME_nl` without the -f filter (and without bpf_loop's callback, which a
+/// kernel before 5.13 refuses in any program that holds it).
+const PF_TWINS: &[&str] = &[
+    "qdisc_enq",
+    "qdisc_deq",
+    "dev_queue",
+    "dev_start_xmit",
+    "dev_xmit",
+    "dev_rx",
+    "tcp_rx_seg",
+    "drop_kfree_skb",
+    "drop_kfree_skb_2arg",
+    "ip_local_out_fexit4",
+    "ip_local_out_fexit6",
+    "ip_post_routing_fentry4",
+    "ip_post_routing_fentry6",
+    "ip_pre_routing_fentry4",
+    "ip_pre_routing_fentry6",
+    "ip_local_in_fentry4",
+    "ip_local_in_fentry6",
+];
 
 impl<'a> Needs<'a> {
     pub(super) fn new(config: &'a RecordConfig, tasks: Tasks, kernel: &probes::Kernel) -> Self {
@@ -92,8 +159,10 @@ impl<'a> Needs<'a> {
                 &config.func_names,
                 config.func_exits,
                 &kernel.features,
-            ),
+            )
+            .given_func_ip(&kernel.btf, &kernel.features.release),
             frame_pages: (config.snaplen > 0).then(super::frames::PageMark::new),
+            helpers: Helpers::of(kernel),
         }
     }
 
@@ -136,6 +205,13 @@ pub(super) fn load(
     let config = needs.config;
     let tasks = needs.tasks;
     let sources = &mut plan.sources;
+    if !config.pcap_filter_insns.is_empty() && !needs.helpers.bpf_loop {
+        bail!(
+            "the filter expression cannot run on this kernel ({}): it runs in the kernel on \
+             bpf_loop, which this kernel lacks (Linux 5.17+); record without it",
+            kernel.features.release
+        );
+    }
     if let (Some(Err(why)), Some(src)) = (&needs.frame_pages, sources.get_mut(&Layer::Dev)) {
         src.missing.push(format!(
             "--snaplen: frame bytes in page fragments not read ({why}): frames keep the skb's linear part"
@@ -143,6 +219,7 @@ pub(super) fn load(
     }
     load_with_fallback(
         kernel,
+        needs.helpers,
         &mut plan.chosen,
         |probe, why| left_out(config, sources, probe, why),
         |open| {
@@ -253,9 +330,10 @@ pub(super) fn attach(
         let mut hook_links = Vec::new();
         let mut failed = None;
         for (name, attach) in hook.progs {
+            let name = needs.helpers.prog(name);
             let prog = object
                 .progs_mut()
-                .find(|p| p.name() == *name)
+                .find(|p| p.name() == name.as_str())
                 .ok_or_else(|| anyhow!("program {name} missing from the BPF object"))?;
             let attached: Result<Vec<Link>> = match attach {
                 Attach::TpBtf { .. } | Attach::Fentry(_) | Attach::Fexit(_) => {
@@ -311,9 +389,10 @@ pub(super) fn attach(
         if !wanted(name) {
             continue;
         }
+        let name = needs.helpers.prog(name);
         let prog = object
             .progs_mut()
-            .find(|p| p.name() == name)
+            .find(|p| p.name() == name.as_str())
             .expect("support program in object");
         links.push(
             prog.attach()
@@ -513,6 +592,7 @@ fn check_inner() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
     };
     let skel = load_with_fallback(
         &kernel,
+        Helpers::of(&kernel),
         &mut chosen,
         |probe, why| {
             refused.insert(probe.name(), why.to_string());
@@ -599,6 +679,7 @@ fn has_task_storage() -> bool {
 /// `refused`) and the object is loaded again.
 fn load_with_fallback(
     kernel: &probes::Kernel,
+    helpers: Helpers,
     chosen: &mut Vec<Choice>,
     mut refused: impl FnMut(&'static probes::Probe, &str) -> Result<()>,
     mut configure: impl FnMut(&mut OpenRecordSkel<'static>) -> Result<()>,
@@ -613,27 +694,42 @@ fn load_with_fallback(
         configure(&mut open)?;
         // Task storage (5.11+) holds each thread's socket call in flight;
         // without it the same state lives in a hash by thread id.
-        let task_storage = has_task_storage();
-        open.maps
-            .rodata_data
-            .as_deref_mut()
-            .expect("the object has read-only settings")
-            .in_flight_by_tid = !task_storage;
-        if task_storage {
+        {
+            let ro = open
+                .maps
+                .rodata_data
+                .as_deref_mut()
+                .expect("the object has read-only settings");
+            ro.in_flight_by_tid = !helpers.task_storage;
+            ro.cookie_helper = helpers.cookie;
+            ro.sk_storage_in_tracing = helpers.sk_storage;
+        }
+        if helpers.task_storage {
             open.maps.in_flight_tid.set_max_entries(1)?;
         } else {
             open.maps.in_flight.set_autocreate(false)?;
         }
+        if helpers.sk_storage {
+            open.maps.sock_flags_by_key.set_max_entries(1)?;
+        }
         for mut prog in open.open_object_mut().progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
-            prog.set_autoload(wanted(chosen, &name));
+            // A twin without the filter stands in for its program, or not.
+            let load = match name.strip_suffix("_nl") {
+                Some(base) if PF_TWINS.contains(&base) => !helpers.bpf_loop && wanted(chosen, base),
+                _ => helpers.prog(&name) == name && wanted(chosen, &name),
+            };
+            prog.set_autoload(load);
         }
         let (loaded, log) = load_log::capture(|| open.load());
         let e = match loaded {
             Ok(skel) => return Ok(skel),
             Err(e) => e,
         };
-        let failed = load_log::failed_program(&log);
+        let failed = load_log::failed_program(&log).map(|p| match p.strip_suffix("_nl") {
+            Some(base) if PF_TWINS.contains(&base) => base.to_string(),
+            _ => p,
+        });
         let reason = load_log::verifier_reason(&log);
         let next = failed.as_deref().and_then(|prog| {
             chosen.iter().position(|c| {
@@ -696,6 +792,51 @@ fn load_with_fallback(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PF_TWINS names exactly the programs record.bpf.c and hooks_fn.bpf.c
+    /// define with PF_PROG (each of which has its `_nl` twin).
+    #[test]
+    fn the_filter_twins_are_the_pf_programs() {
+        let src =
+            include_str!("../bpf/record.bpf.c").to_string() + include_str!("../bpf/hooks_fn.bpf.c");
+        let mut defined: Vec<&str> = src
+            .split("\nPF_PROG(\"")
+            .skip(1)
+            .filter_map(|rest| rest.split(", ").nth(1))
+            .collect();
+        defined.sort_unstable();
+        let mut listed = PF_TWINS.to_vec();
+        listed.sort_unstable();
+        assert_eq!(defined, listed);
+    }
+
+    /// The names asked of the kernel's BTF exist on a kernel that has each
+    /// ability (this machine's 6.18): a misspelt one would silently put every
+    /// kernel on the fallbacks. Where they are missing (5.10) the QEMU lab
+    /// records through the fallbacks (scripts/lab/matrix).
+    #[test]
+    fn helpers_are_found_on_a_kernel_that_has_them() {
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: the map probe needs root");
+            return;
+        }
+        let Ok(kernel) = probes::Kernel::detect() else {
+            eprintln!("skipped: no BTF");
+            return;
+        };
+        let h = Helpers::of(&kernel);
+        assert!(
+            h.bpf_loop && h.cookie && h.sk_storage && h.task_storage,
+            "{h:?}"
+        );
+        assert_eq!(h.prog("dev_rx"), "dev_rx");
+        let old = Helpers {
+            bpf_loop: false,
+            ..h
+        };
+        assert_eq!(old.prog("dev_rx"), "dev_rx_nl");
+        assert_eq!(old.prog("app_send_fexit4"), "app_send_fexit4");
+    }
 
     #[test]
     fn probes_follow_layers_and_kinds() {
