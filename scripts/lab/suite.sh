@@ -126,6 +126,8 @@ if [ "$2" = "--leftovers" ]; then
         kill $dp
         wait $dp
         echo "rc $?"
+        # parts the kernel refused, each named in one line
+        grep " left out: " "$dir/magnetd.err" | sed 's/^/leftout /'
         # the default packet_hooks = "sampled": windows opened and closed
         echo "windows $(grep -o 'packet windows: [0-9]* opened ([0-9]* failed)' "$dir/magnetd.err")"
     else

@@ -867,6 +867,13 @@ fn decode(cookie: u64, raw: &[u8], now: u64, windows: &WindowLog) -> Option<Reco
 }
 
 impl Reader {
+    /// Whether `part` (app, tcp_state, retransmits, drops, tcp_counters,
+    /// packets) runs: a part left out has no series in /metrics rather than
+    /// zeros a dashboard would take for a quiet connection.
+    pub fn has_part(&self, part: &str) -> bool {
+        self.plan.used(part).is_some()
+    }
+
     /// The iterator path: copies every TCP socket's own counters into its
     /// record: creates an iterator from the link and reads it to its end
     /// (it writes nothing). The sock_diag path reads after the records
