@@ -41,7 +41,7 @@ mod text;
 /// The parquet crate this one writes with, for readers (tests) that want the same version.
 pub use parquet;
 pub use perfetto::PerfettoStats;
-pub use table::{schema_markdown, Cell, ColType, Column, Table};
+pub use table::{schema_markdown, Cell, CellRef, ColType, Column, RowSink, Table};
 
 /// An export format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,10 +182,7 @@ pub fn export<R: Read, W: Write + Send>(
                 table.fill(&rec, &mut row);
                 w.row(&row)?;
             }
-            Sink::Parquet(w) => {
-                table.fill(&rec, &mut row);
-                w.row(&row)?;
-            }
+            Sink::Parquet(w) => w.row(|g| table.visit(&rec, g))?,
         }
     }
     drop(ordered);

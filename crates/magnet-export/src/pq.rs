@@ -6,6 +6,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use parquet::basic::{Compression, LogicalType, Repetition, Type as Physical};
 use parquet::column::writer::ColumnWriter;
 use parquet::data_type::ByteArray;
@@ -15,26 +16,111 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
 
-use crate::table::{Cell, ColType, Column};
+use crate::table::{CellRef, ColType, Column, RowSink};
 
-/// Values of one column in the row group being filled.
+/// Values of one column in the row group being filled: typed column builders,
+/// appended to in place, so a row costs no allocation.
 enum Values {
     /// i64 and u64 columns (u64 stored bit for bit, annotated unsigned).
     Int(Vec<i64>),
     Float(Vec<f64>),
-    Bytes(Vec<ByteArray>),
+    /// Text: every value's bytes one after the other, and where each ends.
+    Bytes {
+        data: Vec<u8>,
+        ends: Vec<usize>,
+    },
+}
+
+impl Values {
+    fn len(&self) -> usize {
+        match self {
+            Values::Int(v) => v.len(),
+            Values::Float(v) => v.len(),
+            Values::Bytes { ends, .. } => ends.len(),
+        }
+    }
+
+    /// Drops the last value (a column given twice in one row keeps the later).
+    fn pop(&mut self) {
+        match self {
+            Values::Int(v) => {
+                v.pop();
+            }
+            Values::Float(v) => {
+                v.pop();
+            }
+            Values::Bytes { data, ends } => {
+                ends.pop();
+                data.truncate(ends.last().copied().unwrap_or(0));
+            }
+        }
+    }
 }
 
 struct ColBuf {
     values: Values,
-    /// Definition levels (1 present, 0 null) for nullable columns.
+    /// Definition levels (1 present, 0 null) for nullable columns, filled lazily:
+    /// a column no row of the group has touched since row r holds r levels, and
+    /// the missing zeros are added when it is next given a value or at the flush.
     defs: Option<Vec<i16>>,
+}
+
+/// The row group being filled, as [`crate::table::Table::visit`]'s sink.
+pub struct Group {
+    cols: Vec<ColBuf>,
+    /// Rows complete in the group; the row being filled is number `rows`.
+    rows: usize,
+    /// The first cell that did not fit its column (a bug, reported by `row`).
+    misfit: Option<String>,
+}
+
+impl RowSink for Group {
+    #[inline]
+    fn cell(&mut self, col: usize, v: CellRef<'_>) {
+        let Some(buf) = self.cols.get_mut(col) else {
+            self.misfit
+                .get_or_insert_with(|| format!("no column {col}"));
+            return;
+        };
+        match &mut buf.defs {
+            Some(d) if d.len() > self.rows => buf.values.pop(),
+            Some(d) => {
+                d.resize(self.rows, 0);
+                d.push(1);
+            }
+            None => {}
+        }
+        match (&mut buf.values, v) {
+            (Values::Int(x), CellRef::I(v)) => x.push(v),
+            (Values::Int(x), CellRef::U(v)) => x.push(v as i64),
+            (Values::Float(x), CellRef::F(v)) => x.push(v),
+            (Values::Bytes { data, ends }, CellRef::Str(s)) => {
+                data.extend_from_slice(s.as_bytes());
+                ends.push(data.len());
+            }
+            (Values::Bytes { data, ends }, CellRef::Text(d)) => {
+                // Writing to a Vec cannot fail.
+                let _ = write!(data, "{d}");
+                ends.push(data.len());
+            }
+            (_, _) => {
+                // Keep the column's levels and values in step; the export fails.
+                if let Some(d) = &mut buf.defs {
+                    d.pop();
+                }
+                self.misfit.get_or_insert_with(|| {
+                    format!("a value of column {col} does not fit its type")
+                });
+            }
+        }
+    }
 }
 
 pub struct ParquetSink<W: Write + Send> {
     writer: SerializedFileWriter<W>,
-    cols: Vec<ColBuf>,
-    rows: usize,
+    group: Group,
+    /// Reused between row groups: the text columns' values as the writer takes them.
+    arrays: Vec<ByteArray>,
     row_group_rows: usize,
 }
 
@@ -89,44 +175,34 @@ impl<W: Write + Send> ParquetSink<W> {
                 values: match c.ty {
                     ColType::U64 | ColType::I64 => Values::Int(Vec::new()),
                     ColType::F64 => Values::Float(Vec::new()),
-                    ColType::Str => Values::Bytes(Vec::new()),
+                    ColType::Str => Values::Bytes {
+                        data: Vec::new(),
+                        ends: Vec::new(),
+                    },
                 },
                 defs: c.nullable.then(Vec::new),
             })
             .collect();
         Ok(ParquetSink {
             writer,
-            cols,
-            rows: 0,
+            group: Group {
+                cols,
+                rows: 0,
+                misfit: None,
+            },
+            arrays: Vec::new(),
             row_group_rows: row_group_rows.max(1),
         })
     }
 
-    pub fn row(&mut self, row: &[Cell]) -> Result<(), ParquetError> {
-        for (buf, cell) in self.cols.iter_mut().zip(row) {
-            let present = !matches!(cell, Cell::Null);
-            match &mut buf.defs {
-                Some(d) => d.push(present as i16),
-                None if !present => {
-                    return Err(ParquetError::General("null in a required column".into()));
-                }
-                None => {}
-            }
-            match (&mut buf.values, cell) {
-                (_, Cell::Null) => {}
-                (Values::Int(v), Cell::I(x)) => v.push(*x),
-                (Values::Int(v), Cell::U(x)) => v.push(*x as i64),
-                (Values::Float(v), Cell::F(x)) => v.push(*x),
-                (Values::Bytes(v), Cell::Str(s)) => v.push(ByteArray::from(s.as_str())),
-                (_, c) => {
-                    return Err(ParquetError::General(format!(
-                        "cell {c:?} does not fit its column"
-                    )))
-                }
-            }
+    /// Adds one row: `fill` hands its cells to the row group's column builders.
+    pub fn row(&mut self, fill: impl FnOnce(&mut Group)) -> Result<(), ParquetError> {
+        fill(&mut self.group);
+        if let Some(m) = self.group.misfit.take() {
+            return Err(ParquetError::General(m));
         }
-        self.rows += 1;
-        if self.rows >= self.row_group_rows {
+        self.group.rows += 1;
+        if self.group.rows >= self.row_group_rows {
             self.flush()?;
         }
         Ok(())
@@ -134,25 +210,47 @@ impl<W: Write + Send> ParquetSink<W> {
 
     /// Writes the buffered rows as one row group.
     fn flush(&mut self) -> Result<(), ParquetError> {
-        if self.rows == 0 {
+        let rows = self.group.rows;
+        if rows == 0 {
             return Ok(());
         }
         let mut rg = self.writer.next_row_group()?;
-        let mut bufs = self.cols.iter_mut();
+        let mut bufs = self.group.cols.iter_mut();
         while let Some(mut col) = rg.next_column()? {
             let buf = bufs
                 .next()
                 .ok_or_else(|| ParquetError::General("more columns than buffers".into()))?;
+            match &mut buf.defs {
+                Some(d) => d.resize(rows, 0),
+                None if buf.values.len() != rows => {
+                    return Err(ParquetError::General("null in a required column".into()));
+                }
+                None => {}
+            }
             let defs = buf.defs.as_deref();
-            match (col.untyped(), &buf.values) {
+            match (col.untyped(), &mut buf.values) {
                 (ColumnWriter::Int64ColumnWriter(w), Values::Int(v)) => {
                     w.write_batch(v, defs, None)?;
+                    v.clear();
                 }
                 (ColumnWriter::DoubleColumnWriter(w), Values::Float(v)) => {
                     w.write_batch(v, defs, None)?;
+                    v.clear();
                 }
-                (ColumnWriter::ByteArrayColumnWriter(w), Values::Bytes(v)) => {
-                    w.write_batch(v, defs, None)?;
+                (ColumnWriter::ByteArrayColumnWriter(w), Values::Bytes { data, ends }) => {
+                    // One buffer for the group's text of this column; each value a
+                    // slice of it (no copy, no allocation per value).
+                    let cap = data.capacity();
+                    let all = Bytes::from(std::mem::replace(data, Vec::with_capacity(cap)));
+                    self.arrays.clear();
+                    let mut start = 0;
+                    for &end in ends.iter() {
+                        self.arrays.push(ByteArray::from(all.slice(start..end)));
+                        start = end;
+                    }
+                    w.write_batch(&self.arrays, defs, None)?;
+                    self.arrays.clear();
+                    ends.clear();
                 }
                 _ => {
                     return Err(ParquetError::General(
@@ -164,14 +262,9 @@ impl<W: Write + Send> ParquetSink<W> {
             if let Some(d) = &mut buf.defs {
                 d.clear();
             }
-            match &mut buf.values {
-                Values::Int(v) => v.clear(),
-                Values::Float(v) => v.clear(),
-                Values::Bytes(v) => v.clear(),
-            }
         }
         rg.close()?;
-        self.rows = 0;
+        self.group.rows = 0;
         Ok(())
     }
 
