@@ -128,6 +128,18 @@ pub fn export<R: Read, W: Write + Send>(
     opts: &Options,
     on_damage: &mut dyn FnMut(&TraceError),
 ) -> Result<Summary, ExportError> {
+    // The Parquet writer encodes on a thread of this scope.
+    std::thread::scope(|scope| export_in(scope, reader, format, out, opts, on_damage))
+}
+
+fn export_in<'s, R: Read, W: Write + Send + 's>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    reader: &mut TraceReader<R>,
+    format: Format,
+    out: W,
+    opts: &Options,
+    on_damage: &mut dyn FnMut(&TraceError),
+) -> Result<Summary, ExportError> {
     let header = reader.header().clone();
     let table = Table::new(&header.catalog, header.clock);
     let mut sum = Summary::default();
@@ -145,6 +157,7 @@ pub fn export<R: Read, W: Write + Send>(
                 ),
             ];
             Sink::Parquet(Box::new(pq::ParquetSink::new(
+                scope,
                 out,
                 table.columns(),
                 meta,
@@ -213,9 +226,9 @@ pub fn export<R: Read, W: Write + Send>(
     Ok(sum)
 }
 
-enum Sink<'c, W: Write + Send> {
+enum Sink<'c, 's, W: Write + Send + 's> {
     Csv(text::Csv<W>),
     Jsonl(text::Jsonl<W>),
-    Parquet(Box<pq::ParquetSink<W>>),
+    Parquet(Box<pq::ParquetSink<'s, W>>),
     Perfetto(Box<perfetto::Perfetto<'c, W>>),
 }

@@ -4,7 +4,9 @@
 //! writer finds it pays (layer, kind, comm, addresses).
 
 use std::io::Write;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
+use std::thread::{Scope, ScopedJoinHandle};
 
 use bytes::Bytes;
 use parquet::basic::{Compression, LogicalType, Repetition, Type as Physical};
@@ -116,11 +118,17 @@ impl RowSink for Group {
     }
 }
 
-pub struct ParquetSink<W: Write + Send> {
-    writer: SerializedFileWriter<W>,
+/// The Parquet writer: rows fill one row group's column builders on the
+/// caller's thread while a thread of the export's scope encodes and writes the
+/// previous group (dictionaries, levels, Snappy), so reading and encoding overlap.
+/// Two groups go back and forth between them; memory stays two row groups.
+pub struct ParquetSink<'s, W: Write + Send + 's> {
     group: Group,
-    /// Reused between row groups: the text columns' values as the writer takes them.
-    arrays: Vec<ByteArray>,
+    /// The group to fill next, until the writer hands groups back.
+    spare: Option<Group>,
+    full: Option<SyncSender<Group>>,
+    empty: Receiver<Group>,
+    writer: Option<ScopedJoinHandle<'s, Result<W, ParquetError>>>,
     row_group_rows: usize,
 }
 
@@ -151,8 +159,9 @@ pub fn schema(columns: &[Column]) -> Result<Type, ParquetError> {
         .build()
 }
 
-impl<W: Write + Send> ParquetSink<W> {
+impl<'s, W: Write + Send + 's> ParquetSink<'s, W> {
     pub fn new(
+        scope: &'s Scope<'s, '_>,
         out: W,
         columns: &[Column],
         metadata: Vec<(String, String)>,
@@ -168,29 +177,46 @@ impl<W: Write + Send> ParquetSink<W> {
             .set_key_value_metadata(Some(kv))
             .set_max_row_group_row_count(Some(row_group_rows.max(1)))
             .build();
-        let writer = SerializedFileWriter::new(out, Arc::new(schema(columns)?), Arc::new(props))?;
-        let cols = columns
-            .iter()
-            .map(|c| ColBuf {
-                values: match c.ty {
-                    ColType::U64 | ColType::I64 => Values::Int(Vec::new()),
-                    ColType::F64 => Values::Float(Vec::new()),
-                    ColType::Str => Values::Bytes {
-                        data: Vec::new(),
-                        ends: Vec::new(),
+        let mut writer =
+            SerializedFileWriter::new(out, Arc::new(schema(columns)?), Arc::new(props))?;
+        let group = || Group {
+            cols: columns
+                .iter()
+                .map(|c| ColBuf {
+                    values: match c.ty {
+                        ColType::U64 | ColType::I64 => Values::Int(Vec::new()),
+                        ColType::F64 => Values::Float(Vec::new()),
+                        ColType::Str => Values::Bytes {
+                            data: Vec::new(),
+                            ends: Vec::new(),
+                        },
                     },
-                },
-                defs: c.nullable.then(Vec::new),
+                    defs: c.nullable.then(Vec::new),
+                })
+                .collect(),
+            rows: 0,
+            misfit: None,
+        };
+        let (full, full_rx) = sync_channel::<Group>(1);
+        let (empty_tx, empty) = sync_channel::<Group>(2);
+        let thread = std::thread::Builder::new()
+            .name("magnet-parquet".into())
+            .spawn_scoped(scope, move || {
+                let mut arrays = Vec::new();
+                for mut g in full_rx {
+                    write_group(&mut writer, &mut g, &mut arrays)?;
+                    // The filler may be gone (an error there): nothing to hand back to.
+                    let _ = empty_tx.send(g);
+                }
+                writer.into_inner()
             })
-            .collect();
+            .map_err(|e| ParquetError::General(format!("starting the writer thread: {e}")))?;
         Ok(ParquetSink {
-            writer,
-            group: Group {
-                cols,
-                rows: 0,
-                misfit: None,
-            },
-            arrays: Vec::new(),
+            group: group(),
+            spare: Some(group()),
+            full: Some(full),
+            empty,
+            writer: Some(thread),
             row_group_rows: row_group_rows.max(1),
         })
     }
@@ -208,68 +234,108 @@ impl<W: Write + Send> ParquetSink<W> {
         Ok(())
     }
 
-    /// Writes the buffered rows as one row group.
+    /// Hands the buffered rows to the writer thread as one row group.
     fn flush(&mut self) -> Result<(), ParquetError> {
-        let rows = self.group.rows;
-        if rows == 0 {
+        if self.group.rows == 0 {
             return Ok(());
         }
-        let mut rg = self.writer.next_row_group()?;
-        let mut bufs = self.group.cols.iter_mut();
-        while let Some(mut col) = rg.next_column()? {
-            let buf = bufs
-                .next()
-                .ok_or_else(|| ParquetError::General("more columns than buffers".into()))?;
-            match &mut buf.defs {
-                Some(d) => d.resize(rows, 0),
-                None if buf.values.len() != rows => {
-                    return Err(ParquetError::General("null in a required column".into()));
-                }
-                None => {}
-            }
-            let defs = buf.defs.as_deref();
-            match (col.untyped(), &mut buf.values) {
-                (ColumnWriter::Int64ColumnWriter(w), Values::Int(v)) => {
-                    w.write_batch(v, defs, None)?;
-                    v.clear();
-                }
-                (ColumnWriter::DoubleColumnWriter(w), Values::Float(v)) => {
-                    w.write_batch(v, defs, None)?;
-                    v.clear();
-                }
-                (ColumnWriter::ByteArrayColumnWriter(w), Values::Bytes { data, ends }) => {
-                    // One buffer for the group's text of this column; each value a
-                    // slice of it (no copy, no allocation per value).
-                    let cap = data.capacity();
-                    let all = Bytes::from(std::mem::replace(data, Vec::with_capacity(cap)));
-                    self.arrays.clear();
-                    let mut start = 0;
-                    for &end in ends.iter() {
-                        self.arrays.push(ByteArray::from(all.slice(start..end)));
-                        start = end;
-                    }
-                    w.write_batch(&self.arrays, defs, None)?;
-                    self.arrays.clear();
-                    ends.clear();
-                }
-                _ => {
-                    return Err(ParquetError::General(
-                        "column writer and buffer types differ".into(),
-                    ))
-                }
-            }
-            col.close()?;
-            if let Some(d) = &mut buf.defs {
-                d.clear();
-            }
+        let next = match self.spare.take() {
+            Some(g) => g,
+            None => match self.empty.recv() {
+                Ok(g) => g,
+                Err(_) => return Err(self.writer_error()),
+            },
+        };
+        let full = std::mem::replace(&mut self.group, next);
+        let sent = self.full.as_ref().map(|tx| tx.send(full).is_ok());
+        if sent != Some(true) {
+            return Err(self.writer_error());
         }
-        rg.close()?;
-        self.group.rows = 0;
         Ok(())
+    }
+
+    /// Why the writer thread stopped taking row groups.
+    fn writer_error(&mut self) -> ParquetError {
+        self.full = None;
+        match self.writer.take().map(|t| t.join()) {
+            Some(Ok(Err(e))) => e,
+            Some(Err(_)) => ParquetError::General("the Parquet writer thread panicked".into()),
+            _ => ParquetError::General("the Parquet writer thread stopped".into()),
+        }
     }
 
     pub fn finish(mut self) -> Result<W, ParquetError> {
         self.flush()?;
-        self.writer.into_inner()
+        self.full = None;
+        match self.writer.take().map(|t| t.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(ParquetError::General(
+                "the Parquet writer thread panicked".into(),
+            )),
+            None => Err(ParquetError::General(
+                "the Parquet writer thread stopped".into(),
+            )),
+        }
     }
+}
+
+/// Writes a full group as one row group and empties it for reuse.
+fn write_group<W: Write + Send>(
+    writer: &mut SerializedFileWriter<W>,
+    group: &mut Group,
+    arrays: &mut Vec<ByteArray>,
+) -> Result<(), ParquetError> {
+    let rows = group.rows;
+    let mut rg = writer.next_row_group()?;
+    let mut bufs = group.cols.iter_mut();
+    while let Some(mut col) = rg.next_column()? {
+        let buf = bufs
+            .next()
+            .ok_or_else(|| ParquetError::General("more columns than buffers".into()))?;
+        match &mut buf.defs {
+            Some(d) => d.resize(rows, 0),
+            None if buf.values.len() != rows => {
+                return Err(ParquetError::General("null in a required column".into()));
+            }
+            None => {}
+        }
+        let defs = buf.defs.as_deref();
+        match (col.untyped(), &mut buf.values) {
+            (ColumnWriter::Int64ColumnWriter(w), Values::Int(v)) => {
+                w.write_batch(v, defs, None)?;
+                v.clear();
+            }
+            (ColumnWriter::DoubleColumnWriter(w), Values::Float(v)) => {
+                w.write_batch(v, defs, None)?;
+                v.clear();
+            }
+            (ColumnWriter::ByteArrayColumnWriter(w), Values::Bytes { data, ends }) => {
+                // One buffer for the group's text of this column; each value a
+                // slice of it (no copy, no allocation per value).
+                let cap = data.capacity();
+                let all = Bytes::from(std::mem::replace(data, Vec::with_capacity(cap)));
+                arrays.clear();
+                let mut start = 0;
+                for &end in ends.iter() {
+                    arrays.push(ByteArray::from(all.slice(start..end)));
+                    start = end;
+                }
+                w.write_batch(arrays, defs, None)?;
+                arrays.clear();
+                ends.clear();
+            }
+            _ => {
+                return Err(ParquetError::General(
+                    "column writer and buffer types differ".into(),
+                ))
+            }
+        }
+        col.close()?;
+        if let Some(d) = &mut buf.defs {
+            d.clear();
+        }
+    }
+    rg.close()?;
+    group.rows = 0;
+    Ok(())
 }
