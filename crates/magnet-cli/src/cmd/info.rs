@@ -9,8 +9,6 @@ use clap::Args;
 use magnet_trace::{summarize, TraceInfo};
 use serde::Serialize;
 
-use super::trace_input;
-
 /// Summarise a trace.
 #[derive(Args, Debug)]
 #[command(after_help = "Example:\n  magnet info run.mgt\n  magnet info run.mgt --json | jq .kinds")]
@@ -41,13 +39,21 @@ impl InfoArgs {
 
 pub fn run(args: InfoArgs) -> Result<ExitCode> {
     let file = args.input.path();
-    let mut r = trace_input::open(&file)?;
+    let mut r = args.input.open()?;
     let info = Info {
         file: file.clone(),
         summary: summarize(&mut r),
     };
+    drop(r);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&super::json_out::tagged(
+                super::json_out::INFO,
+                "info",
+                &info
+            )?)?
+        );
     } else {
         print_text(&info);
     }
