@@ -8,7 +8,8 @@
 //!   markers ([`perfetto`]).
 //!
 //! Exports stream: records are read, put in time order within a bounded window
-//! and written as they come (Parquet one row group at a time), so memory does not
+//! and written as they come (Parquet a row group at a time, encoded on a thread
+//! of its own while the next one fills), so memory does not
 //! grow with the trace. Damage in the trace (a cut-short file, a bad block) is
 //! passed to the caller's `on_damage` and the export goes on with what is left.
 //!

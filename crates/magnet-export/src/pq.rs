@@ -1,6 +1,6 @@
 //! Parquet: the table written with the parquet crate's column writers, one row
-//! group per `row_group_rows` events, so memory stays bounded by one row group
-//! whatever the trace's size. Snappy-compressed, dictionary-encoded where the
+//! group per `row_group_rows` events, so memory stays bounded by two row groups
+//! (one filling, one being encoded on the writer thread) whatever the trace's size. Snappy-compressed, dictionary-encoded where the
 //! writer finds it pays (layer, kind, comm, addresses).
 
 use std::io::Write;
@@ -10,13 +10,13 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use bytes::Bytes;
 use parquet::basic::{Compression, LogicalType, Repetition, Type as Physical};
-use parquet::column::writer::ColumnWriter;
+use parquet::column::writer::{get_column_writer, ColumnCloseResult, ColumnWriter};
 use parquet::data_type::ByteArray;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
-use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::Type;
+use parquet::file::properties::{WriterProperties, WriterPropertiesPtr};
+use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
+use parquet::schema::types::{ColumnDescPtr, Type};
 
 use crate::table::{CellRef, ColType, Column, RowSink};
 
@@ -202,9 +202,12 @@ impl<'s, W: Write + Send + 's> ParquetSink<'s, W> {
         let thread = std::thread::Builder::new()
             .name("magnet-parquet".into())
             .spawn_scoped(scope, move || {
-                let mut arrays = Vec::new();
+                // Encoders: the cores left beside the thread that fills the groups.
+                let encoders = std::thread::available_parallelism()
+                    .map_or(1, |n| n.get())
+                    .clamp(1, 8);
                 for mut g in full_rx {
-                    write_group(&mut writer, &mut g, &mut arrays)?;
+                    write_group(&mut writer, &mut g, encoders)?;
                     // The filler may be gone (an error there): nothing to hand back to.
                     let _ = empty_tx.send(g);
                 }
@@ -279,28 +282,102 @@ impl<'s, W: Write + Send + 's> ParquetSink<'s, W> {
     }
 }
 
-/// Writes a full group as one row group and empties it for reuse.
+/// Writes a full group as one row group and empties it for reuse. The columns
+/// are encoded side by side, each into a buffer of its own (`encoders` threads,
+/// columns dealt out in turn), then spliced into the row group in order: the
+/// chunk bytes are the ones a column writer on the file writes.
 fn write_group<W: Write + Send>(
     writer: &mut SerializedFileWriter<W>,
     group: &mut Group,
-    arrays: &mut Vec<ByteArray>,
+    encoders: usize,
 ) -> Result<(), ParquetError> {
     let rows = group.rows;
-    let mut rg = writer.next_row_group()?;
-    let mut bufs = group.cols.iter_mut();
-    while let Some(mut col) = rg.next_column()? {
-        let buf = bufs
-            .next()
-            .ok_or_else(|| ParquetError::General("more columns than buffers".into()))?;
-        match &mut buf.defs {
-            Some(d) => d.resize(rows, 0),
-            None if buf.values.len() != rows => {
-                return Err(ParquetError::General("null in a required column".into()));
-            }
-            None => {}
+    let descrs = writer.schema_descr().columns().to_vec();
+    let props = writer.properties().clone();
+    if descrs.len() != group.cols.len() {
+        return Err(ParquetError::General("more columns than buffers".into()));
+    }
+    let mut shares: Vec<Vec<(usize, &mut ColBuf)>> =
+        (0..encoders.max(1)).map(|_| Vec::new()).collect();
+    let n = shares.len();
+    for (i, c) in group.cols.iter_mut().enumerate() {
+        shares[i % n].push((i, c));
+    }
+    let mut chunks: Vec<Option<(Bytes, ColumnCloseResult)>> =
+        (0..descrs.len()).map(|_| None).collect();
+    let encoded: Vec<Result<Vec<(usize, Bytes, ColumnCloseResult)>, ParquetError>> =
+        std::thread::scope(|s| {
+            let workers: Vec<_> = shares
+                .into_iter()
+                .map(|share| {
+                    let (descrs, props) = (&descrs, &props);
+                    s.spawn(move || {
+                        let mut arrays = Vec::new();
+                        share
+                            .into_iter()
+                            .map(|(i, buf)| {
+                                let (bytes, close) = encode_column(
+                                    descrs[i].clone(),
+                                    props.clone(),
+                                    buf,
+                                    rows,
+                                    &mut arrays,
+                                )?;
+                                Ok((i, bytes, close))
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| {
+                    w.join().unwrap_or_else(|_| {
+                        Err(ParquetError::General(
+                            "a Parquet encoder thread panicked".into(),
+                        ))
+                    })
+                })
+                .collect()
+        });
+    for share in encoded {
+        for (i, bytes, close) in share? {
+            chunks[i] = Some((bytes, close));
         }
+    }
+    let mut rg = writer.next_row_group()?;
+    for chunk in chunks {
+        let (bytes, close) =
+            chunk.ok_or_else(|| ParquetError::General("a column was not encoded".into()))?;
+        rg.append_column(&bytes, close)?;
+    }
+    rg.close()?;
+    group.rows = 0;
+    Ok(())
+}
+
+/// One column of a full group encoded as a column chunk in a buffer of its own
+/// (offsets in its metadata relative to that buffer), the builders emptied.
+fn encode_column(
+    descr: ColumnDescPtr,
+    props: WriterPropertiesPtr,
+    buf: &mut ColBuf,
+    rows: usize,
+    arrays: &mut Vec<ByteArray>,
+) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
+    match &mut buf.defs {
+        Some(d) => d.resize(rows, 0),
+        None if buf.values.len() != rows => {
+            return Err(ParquetError::General("null in a required column".into()));
+        }
+        None => {}
+    }
+    let mut sink = TrackedWrite::new(Vec::new());
+    let close = {
+        let mut col =
+            get_column_writer(descr, props, Box::new(SerializedPageWriter::new(&mut sink)));
         let defs = buf.defs.as_deref();
-        match (col.untyped(), &mut buf.values) {
+        match (&mut col, &mut buf.values) {
             (ColumnWriter::Int64ColumnWriter(w), Values::Int(v)) => {
                 w.write_batch(v, defs, None)?;
                 v.clear();
@@ -330,12 +407,10 @@ fn write_group<W: Write + Send>(
                 ))
             }
         }
-        col.close()?;
-        if let Some(d) = &mut buf.defs {
-            d.clear();
-        }
+        col.close()?
+    };
+    if let Some(d) = &mut buf.defs {
+        d.clear();
     }
-    rg.close()?;
-    group.rows = 0;
-    Ok(())
+    Ok((Bytes::from(sink.into_inner()?), close))
 }
