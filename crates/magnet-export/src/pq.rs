@@ -305,41 +305,40 @@ fn write_group<W: Write + Send>(
     }
     let mut chunks: Vec<Option<(Bytes, ColumnCloseResult)>> =
         (0..descrs.len()).map(|_| None).collect();
-    let encoded: Vec<Result<Vec<(usize, Bytes, ColumnCloseResult)>, ParquetError>> =
-        std::thread::scope(|s| {
-            let workers: Vec<_> = shares
-                .into_iter()
-                .map(|share| {
-                    let (descrs, props) = (&descrs, &props);
-                    s.spawn(move || {
-                        let mut arrays = Vec::new();
-                        share
-                            .into_iter()
-                            .map(|(i, buf)| {
-                                let (bytes, close) = encode_column(
-                                    descrs[i].clone(),
-                                    props.clone(),
-                                    buf,
-                                    rows,
-                                    &mut arrays,
-                                )?;
-                                Ok((i, bytes, close))
-                            })
-                            .collect()
-                    })
+    let encoded: Vec<Result<Vec<Chunk>, ParquetError>> = std::thread::scope(|s| {
+        let workers: Vec<_> = shares
+            .into_iter()
+            .map(|share| {
+                let (descrs, props) = (&descrs, &props);
+                s.spawn(move || {
+                    let mut arrays = Vec::new();
+                    share
+                        .into_iter()
+                        .map(|(i, buf)| {
+                            let (bytes, close) = encode_column(
+                                descrs[i].clone(),
+                                props.clone(),
+                                buf,
+                                rows,
+                                &mut arrays,
+                            )?;
+                            Ok((i, bytes, close))
+                        })
+                        .collect()
                 })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| {
-                    w.join().unwrap_or_else(|_| {
-                        Err(ParquetError::General(
-                            "a Parquet encoder thread panicked".into(),
-                        ))
-                    })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join().unwrap_or_else(|_| {
+                    Err(ParquetError::General(
+                        "a Parquet encoder thread panicked".into(),
+                    ))
                 })
-                .collect()
-        });
+            })
+            .collect()
+    });
     for share in encoded {
         for (i, bytes, close) in share? {
             chunks[i] = Some((bytes, close));
@@ -355,6 +354,9 @@ fn write_group<W: Write + Send>(
     group.rows = 0;
     Ok(())
 }
+
+/// An encoded column chunk: its column's index, its bytes, what the writer said.
+type Chunk = (usize, Bytes, ColumnCloseResult);
 
 /// One column of a full group encoded as a column chunk in a buffer of its own
 /// (offsets in its metadata relative to that buffer), the builders emptied.
