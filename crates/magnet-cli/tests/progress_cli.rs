@@ -12,7 +12,7 @@ use magnet_trace::{kind, Footer, TraceWriter};
 mod common;
 use common::{magnet, tmp, MAGNET};
 
-/// A trace of `n` LOST records.
+/// A trace of `n` LOST records, `progress-N.mgt` (each test its own file).
 fn trace(n: u64) -> PathBuf {
     let e = Emitter::builtin();
     let mut w = TraceWriter::new(Vec::new(), &synthetic_header(0)).unwrap();
@@ -20,7 +20,7 @@ fn trace(n: u64) -> PathBuf {
         w.push(e.record(kind::LOST, i * 1000).set("count", i).as_ref())
             .unwrap();
     }
-    let p = tmp("progress.mgt");
+    let p = tmp(&format!("progress-{n}.mgt"));
     std::fs::write(&p, w.finish(&Footer::default()).unwrap()).unwrap();
     p
 }
@@ -31,7 +31,7 @@ fn on_terminal(args: &[&str], rest: &str) -> String {
     let have = Command::new("script").arg("--version").output();
     assert!(
         have.is_ok_and(|o| o.status.success()),
-        "util-linux `script` is needed (scripts/setup.sh installs bsdutils)"
+        "util-linux `script` is needed (Debian: bsdutils, an essential package)"
     );
     let cmd = format!("{MAGNET} {} {rest}", args.join(" "));
     let out = Command::new("script")
@@ -53,7 +53,7 @@ fn s(p: &Path) -> &str {
 fn a_bar_on_a_terminal_none_on_a_pipe_or_with_q() {
     let t = trace(20_000);
     let size = std::fs::metadata(&t).unwrap().len();
-    let out = tmp("progress.out");
+    let out = tmp("progress-20000.out");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["info", s(&t)], ""),
         (vec!["analyze", s(&t)], ""),
@@ -69,7 +69,7 @@ fn a_bar_on_a_terminal_none_on_a_pipe_or_with_q() {
         // A terminal: the bar, naming the file, reaching the file's size.
         let seen = on_terminal(args, rest);
         assert!(
-            seen.contains("magnet: reading progress.mgt ["),
+            seen.contains("magnet: reading progress-20000.mgt ["),
             "{what}: no bar on the terminal: {seen:?}"
         );
         let total = format!("/{}", indicatif::HumanBytes(size));
