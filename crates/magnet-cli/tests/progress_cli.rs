@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use magnet_testkit::{live_or_skip, Need, Netns};
 use magnet_trace::emit::{synthetic_header, Emitter};
 use magnet_trace::{kind, Footer, TraceWriter};
 
@@ -28,12 +29,17 @@ fn trace(n: u64) -> PathBuf {
 /// `magnet ARGS` (then `rest`, shell words such as a redirection) on a pty:
 /// everything the terminal received.
 fn on_terminal(args: &[&str], rest: &str) -> String {
+    on_terminal_as("", args, rest)
+}
+
+/// [`on_terminal`] with `prefix` (shell words) before `magnet`.
+fn on_terminal_as(prefix: &str, args: &[&str], rest: &str) -> String {
     let have = Command::new("script").arg("--version").output();
     assert!(
         have.is_ok_and(|o| o.status.success()),
         "util-linux `script` is needed (Debian: bsdutils, an essential package)"
     );
-    let cmd = format!("{MAGNET} {} {rest}", args.join(" "));
+    let cmd = format!("{prefix} {MAGNET} {} {rest}", args.join(" "));
     let out = Command::new("script")
         .args(["-q", "-e", "-c", &cmd, "/dev/null"])
         .env("TERM", "xterm")
@@ -102,4 +108,42 @@ fn no_bar_on_the_terminal_the_output_goes_to() {
         assert!(!seen.contains("magnet: reading"), "{args:?}: {seen:?}");
         assert!(seen.contains("lost"), "{args:?}: {seen:?}");
     }
+}
+
+#[test]
+fn a_sample_run_shows_its_time_on_a_terminal() {
+    if !live_or_skip("a_sample_run_shows_its_time_on_a_terminal", &[Need::Btf]) {
+        return;
+    }
+    let ns = Netns::new().unwrap();
+    let prefix = format!("ip netns exec {}", ns.name());
+    let args = [
+        "sample",
+        "-i",
+        "lo",
+        "--interval",
+        "1ms",
+        "--samples",
+        "400",
+    ];
+    let seen = on_terminal_as(&prefix, &args, "");
+    assert!(seen.contains("magnet: sampling lo ["), "{seen:?}");
+    // It moves with the clock (updated every 100 ms through a 400 ms run).
+    let most = seen
+        .split('%')
+        .filter_map(|p| p.rsplit(' ').next()?.parse::<u32>().ok())
+        .max();
+    assert!(
+        most.is_some_and(|m| m >= 50),
+        "the bar did not move: {seen:?}"
+    );
+    let mut quiet = args.to_vec();
+    quiet.push("-q");
+    let seen = on_terminal_as(&prefix, &quiet, "");
+    assert!(!seen.contains("magnet: sampling lo ["), "-q: {seen:?}");
+    // Not a terminal: the lines it printed before, no bar.
+    let o = ns.command(MAGNET).args(args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains('[') && !err.contains('\x1b'), "{err:?}");
 }
