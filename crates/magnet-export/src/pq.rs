@@ -16,7 +16,7 @@ use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{WriterProperties, WriterPropertiesPtr};
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
-use parquet::schema::types::{ColumnDescPtr, Type};
+use parquet::schema::types::{ColumnDescPtr, ColumnPath, Type};
 
 use crate::table::{CellRef, ColType, Column, RowSink};
 
@@ -171,12 +171,17 @@ impl<'s, W: Write + Send + 's> ParquetSink<'s, W> {
             .into_iter()
             .map(|(k, v)| KeyValue::new(k, v))
             .collect();
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
             .set_created_by(format!("magnet {}", env!("CARGO_PKG_VERSION")))
             .set_key_value_metadata(Some(kv))
-            .set_max_row_group_row_count(Some(row_group_rows.max(1)))
-            .build();
+            .set_max_row_group_row_count(Some(row_group_rows.max(1)));
+        // The clock columns hold a different value in nearly every row: a
+        // dictionary of them is as large as the values and costs a hash per row.
+        for name in ["ts_ns", "time_s", "wall_ns"] {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(name), false);
+        }
+        let props = props.build();
         let mut writer =
             SerializedFileWriter::new(out, Arc::new(schema(columns)?), Arc::new(props))?;
         let group = || Group {
