@@ -151,7 +151,7 @@ fn funcs_auto_records_or_says_why_not() {
         &magnet(&["packets", trace.to_str().unwrap(), "--handshake", "--json"]).stdout,
     )
     .unwrap();
-    let syn = hs[0][0]["pkt_id"].as_u64().unwrap();
+    let syn = hs["handshakes"][0][0]["pkt_id"].as_u64().unwrap();
     let p: serde_json::Value = serde_json::from_slice(
         &magnet(&[
             "packets",
@@ -163,14 +163,14 @@ fn funcs_auto_records_or_says_why_not() {
         .stdout,
     )
     .unwrap();
-    let whats: Vec<&str> = p[0]["steps"]
+    let whats: Vec<&str> = p["packets"][0]["steps"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|s| s["layer"] == "func")
         .map(|s| s["what"].as_str().unwrap())
         .collect();
-    let names: Vec<String> = p[0]["steps"]
+    let names: Vec<String> = p["packets"][0]["steps"]
         .as_array()
         .unwrap()
         .iter()

@@ -65,7 +65,8 @@ fn handshake_table_matches_the_wire() {
         "--handshake",
         "--json",
     ]));
-    let hs = hs.as_array().unwrap();
+    assert_eq!(hs["schema"], "magnet.handshakes/1");
+    let hs = hs["handshakes"].as_array().unwrap();
     assert_eq!(hs.len(), 1, "one connection, one handshake: {hs:?}");
     let rows = hs[0].as_array().unwrap();
     let roles: Vec<&str> = rows.iter().map(|r| r["role"].as_str().unwrap()).collect();
@@ -137,7 +138,8 @@ fn handshake_table_matches_the_wire() {
         &format!("{syn_id:#x}"),
         "--json",
     ]));
-    let one = one.as_array().unwrap();
+    assert_eq!(one["schema"], "magnet.packets/1");
+    let one = one["packets"].as_array().unwrap();
     assert_eq!(one.len(), 1);
     let steps = one[0]["steps"].as_array().unwrap();
     let kinds: Vec<&str> = steps.iter().map(|s| s["kind"].as_str().unwrap()).collect();
@@ -176,7 +178,7 @@ fn handshake_table_matches_the_wire() {
         "7321",
         "--json",
     ]));
-    let ours: BTreeSet<u64> = to_server
+    let ours: BTreeSet<u64> = to_server["packets"]
         .as_array()
         .unwrap()
         .iter()
@@ -195,7 +197,7 @@ fn handshake_table_matches_the_wire() {
         &rows[0]["footprint"]["ip_id"].to_string(),
         "--json",
     ]));
-    assert!(by_id
+    assert!(by_id["packets"]
         .as_array()
         .unwrap()
         .iter()

@@ -4,7 +4,9 @@
 //! build before the change (commit faf3b43, TimeOrdered), with a window of 8
 //! records (which reorders: its export differs from the default window's)
 //! and the default window; the output must be the same bytes. No root; well
-//! under a second.
+//! under a second. (`packets --json` has since been wrapped in
+//! `{"schema": "magnet.packets/1", "packets": …}`, docs/json.md; the list inside
+//! is the same bytes.)
 
 use std::path::PathBuf;
 

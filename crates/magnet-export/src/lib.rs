@@ -8,7 +8,8 @@
 //!   markers ([`perfetto`]).
 //!
 //! Exports stream: records are read, put in time order within a bounded window
-//! and written as they come (Parquet one row group at a time), so memory does not
+//! and written as they come (Parquet a row group at a time, encoded on a thread
+//! of its own while the next one fills), so memory does not
 //! grow with the trace. Damage in the trace (a cut-short file, a bad block) is
 //! passed to the caller's `on_damage` and the export goes on with what is left.
 //!
@@ -41,7 +42,7 @@ mod text;
 /// The parquet crate this one writes with, for readers (tests) that want the same version.
 pub use parquet;
 pub use perfetto::PerfettoStats;
-pub use table::{schema_markdown, Cell, ColType, Column, Table};
+pub use table::{schema_markdown, Cell, CellRef, ColType, Column, RowSink, Table};
 
 /// An export format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +129,18 @@ pub fn export<R: Read, W: Write + Send>(
     opts: &Options,
     on_damage: &mut dyn FnMut(&TraceError),
 ) -> Result<Summary, ExportError> {
+    // The Parquet writer encodes on a thread of this scope.
+    std::thread::scope(|scope| export_in(scope, reader, format, out, opts, on_damage))
+}
+
+fn export_in<'s, R: Read, W: Write + Send + 's>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    reader: &mut TraceReader<R>,
+    format: Format,
+    out: W,
+    opts: &Options,
+    on_damage: &mut dyn FnMut(&TraceError),
+) -> Result<Summary, ExportError> {
     let header = reader.header().clone();
     let table = Table::new(&header.catalog, header.clock);
     let mut sum = Summary::default();
@@ -145,6 +158,7 @@ pub fn export<R: Read, W: Write + Send>(
                 ),
             ];
             Sink::Parquet(Box::new(pq::ParquetSink::new(
+                scope,
                 out,
                 table.columns(),
                 meta,
@@ -182,10 +196,7 @@ pub fn export<R: Read, W: Write + Send>(
                 table.fill(&rec, &mut row);
                 w.row(&row)?;
             }
-            Sink::Parquet(w) => {
-                table.fill(&rec, &mut row);
-                w.row(&row)?;
-            }
+            Sink::Parquet(w) => w.row(|g| table.visit(&rec, g))?,
         }
     }
     drop(ordered);
@@ -216,9 +227,9 @@ pub fn export<R: Read, W: Write + Send>(
     Ok(sum)
 }
 
-enum Sink<'c, W: Write + Send> {
+enum Sink<'c, 's, W: Write + Send + 's> {
     Csv(text::Csv<W>),
     Jsonl(text::Jsonl<W>),
-    Parquet(Box<pq::ParquetSink<W>>),
+    Parquet(Box<pq::ParquetSink<'s, W>>),
     Perfetto(Box<perfetto::Perfetto<'c, W>>),
 }

@@ -7,9 +7,11 @@
 //! stable for a given catalog; `docs/export.md` lists them for this build's
 //! catalog (`schema_markdown` generates that list).
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
-use magnet_trace::{Catalog, ClockMap, Event, FieldDesc, FieldType, KindIndex, RecordRef, Value};
+use std::net::IpAddr;
+
+use magnet_trace::{Catalog, ClockMap, FieldDesc, FieldType, KindIndex, RecordRef, Value};
 
 /// The type of a column, the same in every format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,41 +212,210 @@ impl<'c> Table<'c> {
     pub fn fill(&self, rec: &RecordRef<'_>, row: &mut Vec<Cell>) {
         row.clear();
         row.resize(self.columns.len(), Cell::Null);
+        self.visit(rec, &mut CellRow(row));
+    }
+
+    /// Hands each non-null cell of one record's row to `sink`, column by column
+    /// (common columns first, then the kind's fields in catalog order), without
+    /// allocating: text is borrowed from the catalog or the record, or formatted
+    /// by the sink. A column can be given twice (two fields of one kind with the
+    /// same name); the later value is the cell's, as in [`Table::fill`].
+    pub fn visit(&self, rec: &RecordRef<'_>, sink: &mut impl RowSink) {
         let ts = rec.ts_ns();
-        row[0] = Cell::U(ts);
-        row[1] = Cell::F((ts as i128 - self.clock.monotonic_ns as i128) as f64 / 1e9);
-        row[2] = Cell::I(self.clock.to_realtime(ts) as i64);
-        row[3] = Cell::I(rec.cpu() as i64);
-        row[4] = Cell::I(rec.pid() as i64);
-        row[5] = Cell::I(rec.tid() as i64);
-        row[6] = Cell::I(rec.flags() as i64);
+        sink.cell(0, CellRef::U(ts));
+        sink.cell(
+            1,
+            CellRef::F((ts as i128 - self.clock.monotonic_ns as i128) as f64 / 1e9),
+        );
+        sink.cell(2, CellRef::I(self.clock.to_realtime(ts) as i64));
+        sink.cell(3, CellRef::I(rec.cpu() as i64));
+        sink.cell(4, CellRef::I(rec.pid() as i64));
+        sink.cell(5, CellRef::I(rec.tid() as i64));
+        sink.cell(6, CellRef::I(rec.flags() as i64));
         let Some(desc) = self.index.get(rec.kind()) else {
-            row[7] = Cell::Str("?".into());
-            row[8] = Cell::Str(format!("unknown_{}", rec.kind()));
+            sink.cell(7, CellRef::Str("?"));
+            sink.cell(8, CellRef::Text(&UnknownKind(rec.kind())));
             return;
         };
-        row[7] = Cell::Str(desc.layer.clone());
-        row[8] = Cell::Str(desc.name.clone());
-        let ev = Event {
-            bytes: rec.bytes,
-            desc,
-        };
+        sink.cell(7, CellRef::Str(&desc.layer));
+        sink.cell(8, CellRef::Str(&desc.name));
+        let bytes = rec.bytes;
         for &(at, f) in &self.plan[desc.id as usize] {
-            if let Some(v) = magnet_trace::event::decode_field(ev.bytes, f) {
-                row[at] = cell(self.columns[at].ty, v);
+            let ty = self.columns[at].ty;
+            let o = f.offset as usize;
+            let Some(raw) = bytes.get(o..o + f.ty.size() as usize) else {
+                // The record is too short to hold the field (the optional TCP snapshot).
+                continue;
+            };
+            // The common case, a column of the field's own type: decoded straight
+            // from the bytes. (A column two kinds made text takes the general path.)
+            if ty == ColType::of_field(f.ty) {
+                let le = |n: usize| {
+                    let mut b = [0u8; 8];
+                    b[..n].copy_from_slice(&raw[..n]);
+                    u64::from_le_bytes(b)
+                };
+                match f.ty {
+                    FieldType::U8 => sink.cell(at, CellRef::I(raw[0] as i64)),
+                    FieldType::U16 => sink.cell(at, CellRef::I(le(2) as i64)),
+                    FieldType::U32 => sink.cell(at, CellRef::I(le(4) as i64)),
+                    FieldType::I32 => sink.cell(at, CellRef::I(le(4) as u32 as i32 as i64)),
+                    FieldType::I64 => sink.cell(at, CellRef::I(le(8) as i64)),
+                    FieldType::U64 => sink.cell(at, CellRef::U(le(8))),
+                    FieldType::Hex64 => {
+                        let mut b = [0u8; 24];
+                        sink.cell(at, CellRef::Str(hex(le(8), &mut b)));
+                    }
+                    FieldType::TcpState => sink.cell(
+                        at,
+                        CellRef::Str(magnet_trace::catalog::tcp_state_name(raw[0])),
+                    ),
+                    FieldType::Addr => match magnet_trace::event::addr(raw) {
+                        IpAddr::V4(a) => {
+                            let mut b = [0u8; 24];
+                            sink.cell(at, CellRef::Str(ipv4(a.octets(), &mut b)));
+                        }
+                        v6 => sink.cell(at, CellRef::Text(&v6)),
+                    },
+                    FieldType::Comm => {
+                        // The task name as text, borrowed from the record when it is UTF-8.
+                        let n = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+                        sink.cell(at, CellRef::Str(&String::from_utf8_lossy(&raw[..n])));
+                    }
+                }
+                continue;
+            }
+            if f.ty == FieldType::Comm {
+                // A name is never a number: in a number column it is null.
+                if ty == ColType::Str {
+                    let n = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+                    sink.cell(at, CellRef::Str(&String::from_utf8_lossy(&raw[..n])));
+                }
+                continue;
+            }
+            let Some(v) = magnet_trace::event::decode_field(bytes, f) else {
+                continue;
+            };
+            match ty {
+                ColType::Str => {
+                    let mut b = [0u8; 24];
+                    match text(&v, &mut b) {
+                        Some(t) => sink.cell(at, CellRef::Str(t)),
+                        None => sink.cell(at, CellRef::Text(&v)),
+                    }
+                }
+                ColType::U64 => {
+                    if let Some(x) = v.as_u64() {
+                        sink.cell(at, CellRef::U(x))
+                    }
+                }
+                ColType::I64 => {
+                    if let Some(x) = v.as_i64() {
+                        sink.cell(at, CellRef::I(x))
+                    }
+                }
+                ColType::F64 => {
+                    if let Some(x) = v.as_i64() {
+                        sink.cell(at, CellRef::F(x as f64))
+                    }
+                }
             }
         }
     }
 }
 
-/// A value in the column's type (the merge rule guarantees it fits).
-fn cell(ty: ColType, v: Value) -> Cell {
-    match (ty, v) {
-        (ColType::Str, Value::Str(s)) => Cell::Str(s),
-        (ColType::Str, v) => Cell::Str(v.to_string()),
-        (ColType::U64, v) => v.as_u64().map_or(Cell::Null, Cell::U),
-        (ColType::I64, v) => v.as_i64().map_or(Cell::Null, Cell::I),
-        (ColType::F64, v) => v.as_i64().map_or(Cell::Null, |i| Cell::F(i as f64)),
+/// A value as its `Display` writes it, formatted into `buf` without the
+/// formatting machinery for the kinds a trace is full of (hex ids, IPv4
+/// addresses, TCP states, numbers); `None` for the rest (IPv6, text).
+fn text<'b>(v: &Value, buf: &'b mut [u8; 24]) -> Option<&'b str> {
+    match *v {
+        Value::TcpState(s) => Some(magnet_trace::catalog::tcp_state_name(s)),
+        Value::U(x) => Some(put(buf, itoa::Buffer::new().format(x))),
+        Value::I(x) => Some(put(buf, itoa::Buffer::new().format(x))),
+        Value::Hex(x) => Some(hex(x, buf)),
+        Value::Addr(IpAddr::V4(a)) => Some(ipv4(a.octets(), buf)),
+        _ => None,
+    }
+}
+
+/// `{:#x}`: 0x, then the digits without leading zeros.
+fn hex(x: u64, buf: &mut [u8; 24]) -> &str {
+    let digits = (64 - x.leading_zeros() as usize).div_ceil(4).max(1);
+    buf[0] = b'0';
+    buf[1] = b'x';
+    for i in 0..digits {
+        let d = ((x >> (4 * (digits - 1 - i))) & 0xf) as u8;
+        buf[2 + i] = if d < 10 { b'0' + d } else { b'a' + d - 10 };
+    }
+    // Only ASCII was written.
+    std::str::from_utf8(&buf[..2 + digits]).unwrap_or_default()
+}
+
+/// An IPv4 address as `Ipv4Addr`'s `Display` writes it.
+fn ipv4(octets: [u8; 4], buf: &mut [u8; 24]) -> &str {
+    let mut n = 0;
+    for (i, o) in octets.into_iter().enumerate() {
+        if i > 0 {
+            buf[n] = b'.';
+            n += 1;
+        }
+        if o >= 100 {
+            buf[n] = b'0' + o / 100;
+            n += 1;
+        }
+        if o >= 10 {
+            buf[n] = b'0' + o / 10 % 10;
+            n += 1;
+        }
+        buf[n] = b'0' + o % 10;
+        n += 1;
+    }
+    std::str::from_utf8(&buf[..n]).unwrap_or_default()
+}
+
+fn put<'b>(buf: &'b mut [u8; 24], s: &str) -> &'b str {
+    buf[..s.len()].copy_from_slice(s.as_bytes());
+    std::str::from_utf8(&buf[..s.len()]).unwrap_or_default()
+}
+
+/// One cell's value as [`Table::visit`] hands it over (nulls are not handed over).
+#[derive(Clone, Copy)]
+pub enum CellRef<'a> {
+    U(u64),
+    I(i64),
+    F(f64),
+    /// Text as it is.
+    Str(&'a str),
+    /// Text its `Display` writes (addresses, hex ids, TCP states, numbers in a text column).
+    Text(&'a dyn fmt::Display),
+}
+
+/// Where [`Table::visit`] puts a row's cells.
+pub trait RowSink {
+    fn cell(&mut self, col: usize, v: CellRef<'_>);
+}
+
+/// `kind` of a kind number the catalog lacks.
+struct UnknownKind(u16);
+
+impl fmt::Display for UnknownKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown_{}", self.0)
+    }
+}
+
+/// A row of owned cells (what CSV and JSON lines write).
+struct CellRow<'r>(&'r mut Vec<Cell>);
+
+impl RowSink for CellRow<'_> {
+    fn cell(&mut self, col: usize, v: CellRef<'_>) {
+        self.0[col] = match v {
+            CellRef::U(x) => Cell::U(x),
+            CellRef::I(x) => Cell::I(x),
+            CellRef::F(x) => Cell::F(x),
+            CellRef::Str(s) => Cell::Str(s.to_string()),
+            CellRef::Text(d) => Cell::Str(d.to_string()),
+        };
     }
 }
 
@@ -301,6 +472,148 @@ mod tests {
         assert_eq!(col("asked"), ColType::I64);
         // protocol is u16 in sock/app and u8 in ip: both fit i64.
         assert_eq!(col("protocol"), ColType::I64);
+    }
+
+    /// The row as the first version of `fill` made it: every field through
+    /// `decode_field` and the column type's conversion of the `Value`.
+    fn fill_by_value(t: &Table<'_>, rec: &RecordRef<'_>) -> Vec<Cell> {
+        let mut row = vec![Cell::Null; t.columns.len()];
+        let ts = rec.ts_ns();
+        row[0] = Cell::U(ts);
+        row[1] = Cell::F((ts as i128 - t.clock.monotonic_ns as i128) as f64 / 1e9);
+        row[2] = Cell::I(t.clock.to_realtime(ts) as i64);
+        row[3] = Cell::I(rec.cpu() as i64);
+        row[4] = Cell::I(rec.pid() as i64);
+        row[5] = Cell::I(rec.tid() as i64);
+        row[6] = Cell::I(rec.flags() as i64);
+        let Some(desc) = t.index.get(rec.kind()) else {
+            row[7] = Cell::Str("?".into());
+            row[8] = Cell::Str(format!("unknown_{}", rec.kind()));
+            return row;
+        };
+        row[7] = Cell::Str(desc.layer.clone());
+        row[8] = Cell::Str(desc.name.clone());
+        for &(at, f) in &t.plan[desc.id as usize] {
+            if let Some(v) = magnet_trace::event::decode_field(rec.bytes, f) {
+                row[at] = match (t.columns[at].ty, v) {
+                    (ColType::Str, Value::Str(s)) => Cell::Str(s),
+                    (ColType::Str, v) => Cell::Str(v.to_string()),
+                    (ColType::U64, v) => v.as_u64().map_or(Cell::Null, Cell::U),
+                    (ColType::I64, v) => v.as_i64().map_or(Cell::Null, Cell::I),
+                    (ColType::F64, v) => v.as_i64().map_or(Cell::Null, |i| Cell::F(i as f64)),
+                };
+            }
+        }
+        row
+    }
+
+    #[test]
+    fn rows_are_what_decoding_each_value_gives() {
+        // Random bytes for every kind of the builtin catalog (and one it lacks), at
+        // full length and cut short; and a catalog whose merged columns are text.
+        let mut merged = Catalog::builtin();
+        for k in &mut merged.kinds {
+            if k.id == magnet_trace::kind::DROP {
+                for f in &mut k.fields {
+                    f.ty = match f.ty {
+                        FieldType::U32 => FieldType::Hex64,
+                        FieldType::Addr => FieldType::U64,
+                        other => other,
+                    };
+                }
+            }
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let clock = ClockMap {
+            monotonic_ns: 5_000,
+            realtime_ns: 1_700_000_000_000_000_000,
+        };
+        for cat in [Catalog::builtin(), merged] {
+            let t = Table::new(&cat, clock);
+            let mut row = Vec::new();
+            let mut ids: Vec<u16> = cat.kinds.iter().map(|k| k.id).collect();
+            ids.push(999);
+            for id in ids {
+                for round in 0..50 {
+                    let mut b: Vec<u8> = (0..160).map(|_| rnd() as u8).collect();
+                    b[8..10].copy_from_slice(&id.to_le_bytes());
+                    if round % 5 == 0 {
+                        // An address that is IPv4-mapped, and a task name in UTF-8.
+                        b[40..52].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]);
+                        b[24..40].copy_from_slice(b"loadgen\0\0\0\0\0\0\0\0\0");
+                    }
+                    let len = if round % 3 == 0 {
+                        40 + rnd() as usize % 120
+                    } else {
+                        160
+                    };
+                    let rec = RecordRef {
+                        bytes: &b[..len],
+                        block_offset: 0,
+                    };
+                    t.fill(&rec, &mut row);
+                    assert_eq!(row, fill_by_value(&t, &rec), "kind {id}, {len} bytes");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn text_is_what_display_writes() {
+        let mut vals = vec![
+            Value::U(0),
+            Value::U(u64::MAX),
+            Value::I(i64::MIN),
+            Value::I(-1),
+            Value::I(42),
+        ];
+        for x in [
+            0u64,
+            1,
+            9,
+            10,
+            15,
+            16,
+            0xabc0,
+            0x1f3a_0000_dead_beef,
+            u64::MAX,
+        ] {
+            vals.push(Value::Hex(x));
+        }
+        for st in 0..=13u8 {
+            vals.push(Value::TcpState(st));
+        }
+        for a in [
+            [0, 0, 0, 0],
+            [127, 0, 0, 1],
+            [10, 0, 0, 2],
+            [255, 255, 255, 255],
+            [1, 22, 100, 9],
+            [199, 10, 110, 250],
+        ] {
+            vals.push(Value::Addr(IpAddr::from(a)));
+        }
+        // A pseudo-random sweep of ids and addresses.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            vals.push(Value::Hex(x >> (x % 64)));
+            vals.push(Value::Addr(IpAddr::from((x as u32).to_be_bytes())));
+        }
+        for v in &vals {
+            let mut b = [0u8; 24];
+            assert_eq!(text(v, &mut b), Some(v.to_string().as_str()), "{v:?}");
+        }
+        let v6 = Value::Addr("fe80::1".parse().unwrap());
+        assert_eq!(text(&v6, &mut [0u8; 24]), None);
     }
 
     #[test]

@@ -45,9 +45,16 @@ pub struct AnalyzeArgs {
 }
 
 /// Runs the analysis shared by `analyze` and `report`.
-pub fn load(file: &std::path::Path, opts: &Options, socks: &[u64], all: bool) -> Result<Analysis> {
-    let mut reader = trace_input::open(file)?;
+pub fn load(
+    file: &std::path::Path,
+    progress: bool,
+    opts: &Options,
+    socks: &[u64],
+    all: bool,
+) -> Result<Analysis> {
+    let mut reader = trace_input::open(file, progress)?;
     let mut a = analyze(&mut reader, opts);
+    drop(reader);
     for d in &a.trace.damage {
         let line = format!("{}: {d}", file.display());
         eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
@@ -82,12 +89,14 @@ pub fn run(args: AnalyzeArgs) -> Result<ExitCode> {
         window: args.window,
         ..Options::default()
     };
-    let a = load(&file, &opts, &args.sock, args.all)?;
+    let progress = trace_input::progress_wanted(args.input.quiet);
+    let a = load(&file, progress, &opts, &args.sock, args.all)?;
     let stdout = std::io::stdout();
     // Process names and the like from the trace: escaped in text.
     let mut out = magnet_common::text::Escaping::when(!args.json, BufWriter::new(stdout.lock()));
     if args.json {
-        serde_json::to_writer_pretty(&mut out, &a)?;
+        let v = super::json_out::tagged(super::json_out::ANALYZE, "analysis", &a)?;
+        serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
     } else {
         print_text(&mut out, &file, &a)?;

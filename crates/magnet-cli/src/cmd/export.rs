@@ -3,7 +3,7 @@
 //! this turns arguments into its options and reports what it wrote.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,14 +49,17 @@ pub struct ExportArgs {
 
 pub fn run(args: ExportArgs) -> Result<ExitCode> {
     let file = args.input.path();
-    let mut reader = trace_input::open(&file)?;
+    let to_stdout = args.output.as_os_str() == "-";
+    // No bar on the terminal the export itself is written to.
+    let progress = trace_input::progress_wanted(args.input.quiet)
+        && !(to_stdout && std::io::stdout().is_terminal());
+    let mut reader = trace_input::open(&file, progress)?;
     let opts = Options {
         window: args.window,
         row_group_rows: args.row_group,
     };
     let path = file.clone();
     let mut warn = |e: &magnet_trace::TraceError| trace_input::warn(&path, e);
-    let to_stdout = args.output.as_os_str() == "-";
     let summary = if to_stdout {
         let out = BufWriter::with_capacity(1 << 16, std::io::stdout());
         export(&mut reader, args.format, out, &opts, &mut warn)
@@ -69,6 +72,8 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
             .with_context(|| format!("writing {}", args.output.display()))?;
         s
     };
+    let code = trace_input::exit_code(&reader);
+    drop(reader);
     // A closed pipe (`magnet export … -o - | head`) ends the export quietly.
     if let Err(magnet_export::ExportError::Io(e)) = &summary {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -100,5 +105,5 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
             file.display()
         );
     }
-    Ok(trace_input::exit_code(&reader))
+    Ok(code)
 }

@@ -146,6 +146,7 @@ pub fn run(args: FuncsArgs) -> Result<ExitCode> {
     let mut out = stdout.lock();
     if args.json {
         let v = serde_json::json!({
+            "schema": super::json_out::FUNCS,
             "btf": what,
             "available": available.as_ref().map(|(p, s)| serde_json::json!({"path": p, "functions": s.len()})),
             "summary": summary,

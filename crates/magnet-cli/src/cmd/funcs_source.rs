@@ -29,7 +29,7 @@ pub fn run(dir: &Path, levels: u32, json: bool, list: bool) -> Result<ExitCode> 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if json {
-        let mut v = serde_json::to_value(&report)?;
+        let mut v = super::json_out::tagged(super::json_out::FUNCS_SOURCE, "source", &report)?;
         if !list {
             v.as_object_mut().expect("object").remove("functions");
         }

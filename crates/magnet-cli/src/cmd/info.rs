@@ -10,8 +10,6 @@ use clap::Args;
 use magnet_trace::{summarize, TraceInfo};
 use serde::Serialize;
 
-use super::trace_input;
-
 /// Summarise a trace.
 #[derive(Args, Debug)]
 #[command(after_help = "Example:\n  magnet info run.mgt\n  magnet info run.mgt --json | jq .kinds")]
@@ -42,13 +40,22 @@ impl InfoArgs {
 
 pub fn run(args: InfoArgs) -> Result<ExitCode> {
     let file = args.input.path();
-    let mut r = trace_input::open(&file)?;
+    let mut r = args.input.open()?;
     let info = Info {
         file: file.clone(),
         summary: summarize(&mut r),
     };
+    let code = super::trace_input::exit_code(&r);
+    drop(r);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&super::json_out::tagged(
+                super::json_out::INFO,
+                "info",
+                &info
+            )?)?
+        );
     } else {
         // Names in a trace (host, kernel, kinds, hooks) are the recording
         // host's: escaped for this terminal.
@@ -57,7 +64,7 @@ pub fn run(args: InfoArgs) -> Result<ExitCode> {
         print_text(&mut out, &info)?;
         out.flush()?;
     }
-    Ok(trace_input::exit_code(&r))
+    Ok(code)
 }
 
 fn print_text(o: &mut impl Write, info: &Info) -> std::io::Result<()> {

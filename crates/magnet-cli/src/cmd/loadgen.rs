@@ -114,7 +114,7 @@ pub fn run(args: LoadgenArgs) -> anyhow::Result<ExitCode> {
     };
     let tap = args.tap.as_deref().map(tap::Tap::open).transpose()?;
     let summary = magnet_loadgen::run(&spec).context("loadgen")?;
-    let mut json = serde_json::to_value(&summary)?;
+    let mut json = super::json_out::tagged(super::json_out::LOADGEN, "summary", &summary)?;
     if let Some(tap) = tap {
         let ports: Vec<u16> = [&summary.tcp, &summary.udp]
             .into_iter()

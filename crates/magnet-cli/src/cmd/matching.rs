@@ -104,8 +104,11 @@ fn what(f: &Frame) -> String {
 }
 
 pub fn run(a: MatchArgs) -> Result<ExitCode> {
-    let mut rd = trace_input::open(&a.trace)?;
+    // -q keeps the summary only, and no progress bar.
+    let mut rd = trace_input::open(&a.trace, trace_input::progress_wanted(a.quiet))?;
     let k = Kernel::load(&mut rd).with_context(|| format!("{}", a.trace.display()))?;
+    let damaged = rd.damage() > 0;
+    drop(rd);
     for w in &k.warnings {
         let line = format!("{}: {w}", a.trace.display());
         eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
@@ -124,7 +127,7 @@ pub fn run(a: MatchArgs) -> Result<ExitCode> {
         text(&k, &asc, &mut out, a.quiet)?;
     }
     out.flush()?;
-    Ok(trace_input::damaged_code(rd.damage() > 0 || cut.is_some()))
+    Ok(trace_input::damaged_code(damaged || cut.is_some()))
 }
 
 fn path_json(k: &Kernel, i: usize, t: i64) -> serde_json::Value {
@@ -140,6 +143,7 @@ fn path_json(k: &Kernel, i: usize, t: i64) -> serde_json::Value {
 }
 
 fn json(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Result<()> {
+    use super::json_out::{tagged, MATCH};
     let s = &asc.summary;
     if !quiet {
         for m in &asc.frames {
@@ -152,21 +156,33 @@ fn json(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Res
                     v["sender"] = serde_json::json!({"pid": o.pid, "comm": o.comm});
                 }
             }
-            writeln!(out, "{v}")?;
+            writeln!(out, "{}", tagged(MATCH, "frame", v)?)?;
         }
         for (i, why) in &asc.kernel_unmatched {
             let p = &k.packets[*i];
             writeln!(
                 out,
                 "{}",
-                serde_json::json!({"kernel_packet": format!("{:#x}", p.id), "reason": why, "path": path_json(k, *i, p.first_ts())})
+                tagged(
+                    MATCH,
+                    "kernel_packet",
+                    serde_json::json!({"kernel_packet": format!("{:#x}", p.id), "reason": why, "path": path_json(k, *i, p.first_ts())})
+                )?
             )?;
         }
     }
     if let Some(h) = handshake(k, asc) {
-        writeln!(out, "{}", serde_json::json!({ "handshake": h }))?;
+        writeln!(
+            out,
+            "{}",
+            tagged(MATCH, "handshake", serde_json::json!({ "handshake": h }))?
+        )?;
     }
-    writeln!(out, "{}", serde_json::json!({ "summary": s }))?;
+    writeln!(
+        out,
+        "{}",
+        tagged(MATCH, "summary", serde_json::json!({ "summary": s }))?
+    )?;
     Ok(())
 }
 

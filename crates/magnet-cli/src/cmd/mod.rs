@@ -8,6 +8,7 @@ pub mod export;
 pub mod funcs;
 mod funcs_source;
 pub mod info;
+mod json_out;
 pub mod loadgen;
 pub mod matching;
 pub mod nfs;

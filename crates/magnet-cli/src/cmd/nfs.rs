@@ -57,7 +57,10 @@ fn ts(ns: i64) -> String {
 
 fn session_line(s: &Session, json: bool) -> String {
     if json {
-        return serde_json::to_string(s).unwrap_or_default();
+        return super::json_out::tag_string(
+            serde_json::to_string(s).unwrap_or_default(),
+            super::json_out::NFS,
+        );
     }
     format!(
         "{} {} {}.{} {} read {} {} {} write {} {} {} {:?}",
@@ -112,7 +115,8 @@ pub fn run(args: NfsArgs) -> anyhow::Result<ExitCode> {
     if args.stats {
         let st = tr.stats();
         if json {
-            writeln!(out, "{}", serde_json::to_string(&st)?)?;
+            let v = super::json_out::tagged(super::json_out::NFS, "stats", &st)?;
+            writeln!(out, "{v}")?;
         } else {
             writeln!(
                 out,

@@ -99,7 +99,7 @@ fn us(ns: u64) -> String {
 
 pub fn run(args: PacketsArgs) -> Result<ExitCode> {
     let file = args.input.path();
-    let mut reader = trace_input::open(&file)?;
+    let mut reader = args.input.open()?;
     let header = reader.header().clone();
     let path = file.clone();
     let mut paths = Paths::new(&header);
@@ -112,6 +112,7 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
     }
     drop(ordered);
     let code = trace_input::exit_code(&reader);
+    drop(reader);
     let filter = Filter {
         pkt: args.pkt,
         src: args.src,
@@ -128,7 +129,8 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
     if args.handshake {
         let hs = handshakes(&kept);
         if args.json {
-            serde_json::to_writer_pretty(&mut out, &hs)?;
+            let v = super::json_out::tagged(super::json_out::HANDSHAKES, "handshakes", &hs)?;
+            serde_json::to_writer_pretty(&mut out, &v)?;
             writeln!(out)?;
         } else if hs.is_empty() {
             writeln!(
@@ -210,7 +212,8 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
         return Ok(code);
     }
     if args.json {
-        serde_json::to_writer(&mut out, &kept).context("writing JSON")?;
+        let v = super::json_out::tagged(super::json_out::PACKETS, "packets", &kept)?;
+        serde_json::to_writer(&mut out, &v).context("writing JSON")?;
         writeln!(out)?;
         out.flush()?;
         return Ok(code);

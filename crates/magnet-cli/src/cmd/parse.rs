@@ -7,7 +7,7 @@
 //! ```
 
 use std::collections::HashSet;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -76,7 +76,10 @@ pub struct ParseArgs {
 
 pub fn run(args: ParseArgs) -> Result<ExitCode> {
     let file = args.input.path();
-    let mut reader = trace_input::open(&file)?;
+    // A bar only while the lines go elsewhere than the terminal (`parse … > file`).
+    let progress =
+        trace_input::progress_wanted(args.input.quiet) && !std::io::stdout().is_terminal();
+    let mut reader = trace_input::open(&file, progress)?;
     let header = reader.header().clone();
     let index = KindIndex::new(&header.catalog);
     for k in &args.kind {
@@ -201,6 +204,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
     }
     drop(ordered);
     out.flush()?;
+    trace_input::clear_progress();
     if reader.footer().is_none() && damaged == 0 && args.count.is_none() {
         eprintln!(
             "magnet: warning: {}: the trace has no END block (the recorder did not finish)",
@@ -267,7 +271,12 @@ struct Style {
 /// kind by number.
 fn line(printer: &LinePrinter<'_>, rec: &RecordRef<'_>, style: Style, buf: &mut Vec<u8>) {
     let known = if style.json {
-        printer.json(rec, buf)
+        let at = buf.len();
+        let known = printer.json(rec, buf);
+        if known {
+            super::json_out::tag_line(buf, at, super::json_out::PARSE);
+        }
+        known
     } else {
         printer.text(rec, style.time, buf)
     };

@@ -50,14 +50,11 @@ pub struct PcapArgs {
     /// Every device sighting a frame (a packet crossing a veth pair twice)
     #[arg(long, conflicts_with = "interfaces")]
     pub each_device: bool,
-    /// No summary on standard error
-    #[arg(short, long)]
-    pub quiet: bool,
 }
 
 pub fn run(a: PcapArgs) -> Result<ExitCode> {
     let trace = a.input.path();
-    let mut rd = trace_input::open(&trace)?;
+    let mut rd = a.input.open()?;
     let k = Kernel::load(&mut rd).with_context(|| format!("{}", trace.display()))?;
     for w in &k.warnings {
         let line = format!("{}: {w}", trace.display());
@@ -102,7 +99,8 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
             );
         }
     }
-    if !a.quiet {
+    trace_input::clear_progress();
+    if !a.input.quiet {
         let ifs: Vec<String> = st
             .interfaces
             .iter()

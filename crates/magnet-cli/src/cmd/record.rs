@@ -355,7 +355,11 @@ fn check(args: &RecordArgs) -> Result<ExitCode> {
         .collect();
     if args.json {
         use std::io::Write;
-        let v = serde_json::json!({ "kernel": features, "kinds": lines });
+        let v = super::json_out::tagged(
+            super::json_out::RECORD_CHECK,
+            "check",
+            serde_json::json!({ "kernel": features, "kinds": lines }),
+        )?;
         writeln!(std::io::stdout(), "{v}")?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -410,6 +414,7 @@ fn ready_line(args: &RecordArgs) -> Option<magnet_record::ReadyFn> {
 
 fn summary_json(s: &Summary, c: &RecordConfig) -> serde_json::Value {
     serde_json::json!({
+        "schema": super::json_out::RECORD,
         "output": c.output,
         "records": s.records,
         "bytes": s.bytes_written,

@@ -48,7 +48,8 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         window: args.window,
         ..Options::default()
     };
-    let mut a = super::analyze::load(&file, &opts, &[], false)?;
+    let progress = super::trace_input::progress_wanted(args.input.quiet);
+    let mut a = super::analyze::load(&file, progress, &opts, &[], false)?;
     if let Some(s) = args.sock {
         if !a.connections.iter().any(|c| c.cookie == s) {
             anyhow::bail!(

@@ -195,7 +195,7 @@ pub fn run(args: RpcArgs) -> anyhow::Result<ExitCode> {
     let live = args.input.interface.is_some();
     let (c, cut) = drive(&args.input, &mut |t| {
         let line = if args.json {
-            format::json_line(&t)
+            super::json_out::tag_string(format::json_line(&t), super::json_out::RPC)
         } else {
             format::rpcspy_line(&t, args.concise)
         };

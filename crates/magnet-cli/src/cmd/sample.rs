@@ -19,6 +19,8 @@ use magnet_sample::units::{
 };
 use magnet_sample::{sample, Metric, Run, SampleConfig, Start};
 
+use super::trace_input;
+
 const EXAMPLES: &str = "\
 Examples:
   magnet sample -i eth0 --interval 100us --samples 2000
@@ -108,6 +110,9 @@ struct RunArgs {
     /// Print the run as JSON (Meta's schema) instead of a table.
     #[arg(long)]
     json: bool,
+    /// No progress bar (drawn only when stderr is a terminal)
+    #[arg(short = 'q', long)]
+    quiet: bool,
     /// Attach with classic clsact filters even where TCX exists (what kernels
     /// before 6.6 get); a clsact qdisc the run creates is removed after it.
     #[arg(long)]
@@ -206,6 +211,7 @@ fn sample_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(at) = &a.at {
         cfg.start = Start::At(parse_instant(at)?);
     }
+    let mut bar = None;
     let run = sample(&cfg, &stop, &mut |s| {
         for line in &s.cleaned {
             eprintln!("magnet: {line}");
@@ -217,8 +223,15 @@ fn sample_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
             format_duration(a.interval),
             format_instant_ns(s.start_realtime_ns)
         );
-    })
-    .with_context(|| format!("sampling {iface}"))?;
+        bar = Some(trace_input::ticker(
+            trace_input::progress_wanted(a.quiet),
+            s.start_realtime_ns,
+            a.interval * a.samples,
+            &format!("sampling {iface}"),
+        ));
+    });
+    drop(bar);
+    let run = run.with_context(|| format!("sampling {iface}"))?;
     if let Some(out) = &a.output {
         run.save(out)?;
         eprintln!("magnet: wrote {}", out.display());
@@ -365,7 +378,8 @@ fn show(a: ShowArgs) -> anyhow::Result<ExitCode> {
 fn print_run(run: &Run, json: bool) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(out, "{}", serde_json::to_string(&run.to_json())?)?;
+        let v = super::json_out::tagged(super::json_out::SAMPLE, "run", run.to_json())?;
+        writeln!(out, "{}", serde_json::to_string(&v)?)?;
         return Ok(());
     }
     let m = &run.meta;
