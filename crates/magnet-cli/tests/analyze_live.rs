@@ -583,8 +583,9 @@ fn check_report_in_chromium(trace: &Path, j: &Value) {
     for (name, n) in &counts {
         assert!(
             // Axes and grid are grey: a plot with no data has next to no coloured
-            // pixels; the sparsest drawn one (a few ACK sizes as dots) has ~700.
-            *n >= 300,
+            // pixels. The sparsest drawn ones (a listener's one SYN-ACK as a
+            // rate step, a few ACK sizes as dots) have 288-700.
+            *n >= 150,
             "plot {name} looks blank in the screenshot ({n} coloured pixels): {counts:?}"
         );
     }
