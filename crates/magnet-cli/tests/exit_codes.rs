@@ -5,7 +5,7 @@
 //! namespace of their own. About 12 s in all.
 
 use std::io::{BufRead, BufReader};
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -106,6 +106,17 @@ fn interrupt(
     after: Duration,
     sig: i32,
 ) -> std::process::ExitStatus {
+    // The table is about default dispositions: a test run started in the
+    // background of a non-interactive shell inherits SIGINT/SIGQUIT ignored.
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -134,7 +145,12 @@ fn interrupt(
         if let Some(st) = child.try_wait().unwrap() {
             return st;
         }
-        assert!(Instant::now() < deadline, "did not stop on signal {sig}");
+        if Instant::now() >= deadline {
+            // Leave nothing running for the tests after this one.
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("did not stop on signal {sig}");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
