@@ -59,8 +59,9 @@ fn nums(s: &str) -> Vec<u32> {
         .collect()
 }
 
-/// `tshark -r FILE` with TCP heuristics first (the clients use privileged ports, so
-/// port-based dissection misses them).
+/// `tshark -r FILE` with TCP and UDP heuristics first (the clients use privileged
+/// ports, and a UDP client's random port can be one tshark gives to another
+/// protocol: port-based dissection then misses the call and its reply).
 pub fn tshark(path: &Path) -> Vec<TsharkMsg> {
     let fields = [
         "frame.number",
@@ -78,7 +79,8 @@ pub fn tshark(path: &Path) -> Vec<TsharkMsg> {
     let mut cmd = Command::new("tshark");
     cmd.arg("-r")
         .arg(path)
-        .args(["-n", "-o", "tcp.try_heuristic_first:TRUE", "-Y", "rpc"]);
+        .args(["-n", "-o", "tcp.try_heuristic_first:TRUE"])
+        .args(["-o", "udp.try_heuristic_first:TRUE", "-Y", "rpc"]);
     cmd.args([
         "-T",
         "fields",
