@@ -7,6 +7,8 @@
 dir="${1:?usage: suite.sh DIR [--leftovers]}"
 mkdir -p "$dir"
 m="${MAGNET:-magnet}"
+# Readers get -q: in a guest, stderr is the serial console, a terminal, and would
+# carry their progress bars into the sections.
 echo "== kernel"
 uname -r
 echo "== check"
@@ -17,16 +19,16 @@ echo "rc $?"
 echo "== loadgen"
 cat "$dir/loadgen.json"
 echo "== info"
-"$m" info --json "$dir/all.mgt"
+"$m" info -q --json "$dir/all.mgt"
 echo "== analyze"
-"$m" analyze --json "$dir/all.mgt"
+"$m" analyze -q --json "$dir/all.mgt"
 for layer in app tcp ip qdisc dev drop sched; do
     echo "== layer $layer"
     "$m" record -q --layers "$layer" -o "$dir/$layer.mgt" --json -- "$m" loadgen --tcp 20x1k --udp 10x100 \
         > "$dir/$layer.json" 2> "$dir/$layer.err"
     echo "rc $?"
     echo "stderr $(tail -n 1 "$dir/$layer.err")"
-    [ -s "$dir/$layer.mgt" ] && "$m" info --json "$dir/$layer.mgt" | tr -d '\n'
+    [ -s "$dir/$layer.mgt" ] && "$m" info -q --json "$dir/$layer.mgt" | tr -d '\n'
     echo
 done
 echo "== named-missing"
@@ -49,11 +51,11 @@ for x in "" --func-exits; do
         > /dev/null 2> "$dir/funcs.err"
     echo "rc $?"
     echo "stderr $(tail -n 1 "$dir/funcs.err")"
-    "$m" info --json "$dir/funcs.mgt" | tr -d '\n'
+    "$m" info -q --json "$dir/funcs.mgt" | tr -d '\n'
     echo
-    "$m" packets --handshake --json "$dir/funcs.mgt" | tr -d '\n'
+    "$m" packets -q --handshake --json "$dir/funcs.mgt" | tr -d '\n'
     echo
-    "$m" packets --json "$dir/funcs.mgt" | tr -d '\n'
+    "$m" packets -q --json "$dir/funcs.mgt" | tr -d '\n'
     echo
 done
 # Copies: loadgen --tap reads lo through a packet socket, so the kernel clones
@@ -67,11 +69,11 @@ echo "== funcs-tap"
 echo "rc $?"
 echo "stderr $(tail -n 1 "$dir/tap.err")"
 grep '"tap"' "$dir/tap.json"
-"$m" info --json "$dir/tap.mgt" | tr -d '\n'
+"$m" info -q --json "$dir/tap.mgt" | tr -d '\n'
 echo
-"$m" packets --handshake --json "$dir/tap.mgt" | tr -d '\n'
+"$m" packets -q --handshake --json "$dir/tap.mgt" | tr -d '\n'
 echo
-"$m" packets --json "$dir/tap.mgt" | tr -d '\n'
+"$m" packets -q --json "$dir/tap.mgt" | tr -d '\n'
 echo
 # record -f: a pcap-filter expression run in the kernel keeps exactly the 30
 # datagrams to 5353 of a mixed workload at every packet hook; a bad one is
@@ -79,7 +81,7 @@ echo
 echo "== filter"
 "$m" record -q -o "$dir/filter.mgt" -f 'udp port 5353' -- sh -c "\"$m\" loadgen --udp 30x100 --port 5353 >/dev/null && \"$m\" loadgen --udp 20x200 --port 5354 >/dev/null && \"$m\" loadgen --tcp 5x1k --port 5355 >/dev/null" 2> "$dir/filter.err"
 echo "rc $? $(tail -n 1 "$dir/filter.err")"
-[ -s "$dir/filter.mgt" ] && "$m" info --json "$dir/filter.mgt" | tr -d '\n'
+[ -s "$dir/filter.mgt" ] && "$m" info -q --json "$dir/filter.mgt" | tr -d '\n'
 echo
 "$m" record -q -o "$dir/badf.mgt" -f 'udp prt 5353' -- true 2> "$dir/badf.err"
 echo "bad_rc $?"
