@@ -98,6 +98,33 @@ fn bad_input_exits_2_with_one_line() {
     }
 }
 
+/// Files read whole stop at a cap: `/dev/zero` is one line naming the file and
+/// the cap, exit 2, not all memory (issue 24, finding 8).
+#[test]
+fn endless_inputs_stop_at_their_cap() {
+    for (args, cap) in [
+        (&["sample", "show", "/dev/zero"][..], "1 GiB (a run"),
+        (
+            &["funcs", "--btf", "/dev/zero", "--list"],
+            "1 GiB (a BTF file",
+        ),
+        (
+            &["funcs", "--available", "/dev/zero", "--list"],
+            "256 MiB (a function listing",
+        ),
+        (&["daemon", "--config", "/dev/zero"], "1 MiB (a config file"),
+    ] {
+        let out = magnet().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("magnet: error: /dev/zero: larger than ") && err.contains(cap),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// Starts `cmd`, waits until its stderr says `ready` (or `after`), sends
 /// `sig`, and returns its status.
 fn interrupt(

@@ -3,9 +3,11 @@
 //! - [`units`]: durations and sizes, parsed one way everywhere;
 //! - [`stop`]: one stop flag set by SIGINT/SIGTERM (and a reload flag for SIGHUP);
 //! - [`exit`]: one exit-code table, documented in docs/exit-codes.md;
-//! - [`text`]: names from traces and captures escaped for the terminal.
+//! - [`text`]: names from traces and captures escaped for the terminal;
+//! - [`input`]: files read whole, with a cap.
 
 pub mod exit;
+pub mod input;
 pub mod stop;
 pub mod text;
 pub mod units;

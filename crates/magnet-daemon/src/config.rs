@@ -226,7 +226,12 @@ struct RawSample {
 impl Config {
     /// Reads `path`; every error names the file and the key.
     pub fn load(path: &Path) -> Result<Config, Error> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        let text = magnet_common::input::read_capped_string(
+            path,
+            magnet_common::input::CONFIG_MAX,
+            "a config file",
+        )
+        .map_err(|source| Error::Io {
             path: path.display().to_string(),
             source,
         })?;

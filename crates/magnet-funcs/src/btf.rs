@@ -361,7 +361,9 @@ impl Btf {
 
     /// Reads a base BTF from a file (raw BTF or ELF with a `.BTF` section).
     pub fn from_file(path: &Path) -> Result<Btf> {
-        let bytes = std::fs::read(path).map_err(|e| FuncsError::io(path, e))?;
+        let bytes =
+            magnet_common::input::read_capped(path, magnet_common::input::BLOB_MAX, "a BTF file")
+                .map_err(|e| FuncsError::io(path, e))?;
         let raw = btf_bytes(path, &bytes)?;
         Btf::parse(&path.display().to_string(), raw)
     }
@@ -391,7 +393,9 @@ impl Btf {
     /// the module itself (`.ko`, its `.BTF` section). The unit is named after
     /// the file (`veth.ko.xz` -> `veth`).
     pub fn add_split_file(&mut self, path: &Path) -> Result<()> {
-        let bytes = std::fs::read(path).map_err(|e| FuncsError::io(path, e))?;
+        let bytes =
+            magnet_common::input::read_capped(path, magnet_common::input::BLOB_MAX, "a BTF file")
+                .map_err(|e| FuncsError::io(path, e))?;
         let raw = btf_bytes(path, &bytes)?;
         let name = path
             .file_name()

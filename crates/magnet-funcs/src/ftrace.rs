@@ -21,7 +21,12 @@ pub fn parse_available(text: &str) -> HashSet<String> {
 
 /// Reads a saved listing.
 pub fn read_available(path: &Path) -> Result<HashSet<String>> {
-    let text = std::fs::read_to_string(path).map_err(|e| FuncsError::io(path, e))?;
+    let text = magnet_common::input::read_capped_string(
+        path,
+        magnet_common::input::LISTING_MAX,
+        "a function listing",
+    )
+    .map_err(|e| FuncsError::io(path, e))?;
     Ok(parse_available(&text))
 }
 

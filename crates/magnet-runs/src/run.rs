@@ -493,9 +493,11 @@ impl Run {
     /// Reads a run written by [`Run::save`] (or a Meta JSON file).
     pub fn load(path: &Path) -> Result<Run, Error> {
         let what = path.display().to_string();
-        let b = std::fs::read(path).map_err(|e| Error::Io {
-            path: what.clone(),
-            source: e,
+        let b = magnet_common::input::read_capped(path, MAX_INFLATED, "a run").map_err(|e| {
+            Error::Io {
+                path: what.clone(),
+                source: e,
+            }
         })?;
         let b = if b.starts_with(&[0x1f, 0x8b]) {
             gunzip(&b, &what)?
