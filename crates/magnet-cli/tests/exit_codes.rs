@@ -34,6 +34,7 @@ fn bad_input_exits_2_with_one_line() {
         &["record", "--buffer", "12parsecs", "--all"],
         &["record", "--no-such-flag"],
         &["record", "--cgroup", "/nonexistent/cg", "--", "true"],
+        &["record", "--cgroup", "/tmp", "--", "true"],
         &["record", "--buffer", "18446744073709551615", "--all"],
         &["record", "--buffer", "1000000000000", "--all"],
         &["record", "--buffer", "1k", "--all"],
@@ -77,6 +78,14 @@ fn bad_input_exits_2_with_one_line() {
         &["rpc", "-r", "/nonexistent.pcap"],
         &["nfs", "-r", "/nonexistent.pcap"],
         &["sample", "show", "/nonexistent.json"],
+        &["sample", "ls", "--store", "/nonexistent/h7store"],
+        &[
+            "sample",
+            "show",
+            "--store",
+            "/nonexistent/h7store",
+            "latest",
+        ],
         &["sample", "-i", "lo", "--at", "@99999999999"],
         &["daemon", "--config", "/nonexistent.toml"],
         &["daemon", "--config", bad_conf],
@@ -96,6 +105,8 @@ fn bad_input_exits_2_with_one_line() {
             "{args:?}: {err}"
         );
     }
+    // Reading a store that is not there does not make one.
+    assert!(!std::path::Path::new("/nonexistent").exists());
 }
 
 /// Files read whole stop at a cap: `/dev/zero` is one line naming the file and

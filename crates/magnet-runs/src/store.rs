@@ -45,6 +45,23 @@ impl Store {
         })
     }
 
+    /// Opens the store at `dir` to read it: a directory that is not there is
+    /// an error, not created (`sample ls --store /typo` must not make one).
+    pub fn existing(dir: &Path) -> Result<Store, Error> {
+        if !dir.is_dir() {
+            return Err(Error::Io {
+                path: dir.display().to_string(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such directory (a store is made by 'magnet sample --store DIR')",
+                ),
+            });
+        }
+        Ok(Store {
+            dir: dir.to_path_buf(),
+        })
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -263,6 +263,10 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
                 Some(c) if !c.is_dir() => {
                     bail!("--cgroup {}: no such cgroup directory", c.display())
                 }
+                Some(c) if !is_cgroup2(c) => bail!(
+                    "--cgroup {}: not a cgroup v2 directory (give one under the cgroup2 mount, e.g. /sys/fs/cgroup/system.slice)",
+                    c.display()
+                ),
                 c => c.clone(),
             },
         },
@@ -476,4 +480,16 @@ fn parse_buffer(s: &str) -> Result<u64, String> {
         return Err(format!("{s}: the buffer is 4KiB to 2GiB"));
     }
     Ok(v)
+}
+
+/// Whether `dir` is on a cgroup v2 file system (a plain directory's id would
+/// match no task, and the recording would be silently empty).
+fn is_cgroup2(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a statfs the call fills.
+    unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type == libc::CGROUP2_SUPER_MAGIC }
 }

@@ -340,14 +340,14 @@ fn scheduled(
 
 fn load(which: &str, store: Option<&Path>) -> anyhow::Result<Run> {
     let path = match store {
-        Some(dir) if !Path::new(which).exists() => Store::open(dir)?.find(which)?.path,
+        Some(dir) if !Path::new(which).exists() => Store::existing(dir)?.find(which)?.path,
         _ => PathBuf::from(which),
     };
     Ok(Run::load(&path)?)
 }
 
 fn ls(a: LsArgs) -> anyhow::Result<ExitCode> {
-    let store = Store::open(&a.store)?;
+    let store = Store::existing(&a.store)?;
     let list = store.list()?;
     let mut out = std::io::stdout().lock();
     writeln!(
