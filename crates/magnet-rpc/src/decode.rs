@@ -275,6 +275,7 @@ impl Decoder {
     /// Ends the capture: skips remaining holes in every stream (decoding what follows
     /// them) and reports every call still waiting as unanswered.
     pub fn finish(&mut self, out: &mut dyn FnMut(Transaction)) {
+        self.net.finish(&mut self.counters);
         let mut streams = std::mem::take(&mut self.streams);
         let mut keys: Vec<FlowKey> = streams.keys().copied().collect();
         keys.sort_by_key(|k| streams[k].last_ts);

@@ -122,6 +122,11 @@ pub struct Counters {
     pub bytes: u64,
     /// Frames whose link or network layer is not IPv4/IPv6.
     pub not_ip: u64,
+    /// Frames of a link type not decoded (counted apart from `not_ip`).
+    pub link_not_decoded: u64,
+    /// The first link type not decoded, to name it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_type_not_decoded: Option<u32>,
     pub not_tcp_udp: u64,
     pub ip_malformed: u64,
     /// Packets cut by the capture's snap length.
@@ -130,6 +135,8 @@ pub struct Counters {
     pub ip_reassembled: u64,
     /// Fragmented datagrams given up (timeout, bound, overlap).
     pub frag_dropped: u64,
+    /// Fragmented datagrams still missing pieces when the capture ended.
+    pub frag_incomplete_at_end: u64,
     pub udp_datagrams: u64,
     pub tcp_segments: u64,
     /// TCP segments holding only bytes already seen.
@@ -166,9 +173,11 @@ impl Counters {
     /// left out.
     pub fn dropped(&self) -> Vec<(&'static str, u64)> {
         [
+            ("link_not_decoded", self.link_not_decoded),
             ("snaplen_cut", self.snaplen_cut),
             ("ip_malformed", self.ip_malformed),
             ("frag_dropped", self.frag_dropped),
+            ("frag_incomplete_at_end", self.frag_incomplete_at_end),
             ("tcp_gap_bytes", self.tcp_gap_bytes),
             ("tcp_skipped_bytes", self.tcp_skipped_bytes),
             ("tcp_resyncs", self.tcp_resyncs),

@@ -49,6 +49,23 @@ enum Net {
     V6,
 }
 
+/// Whether [`link`] knows `linktype`.
+fn link_decoded(linktype: u32) -> bool {
+    matches!(
+        linktype,
+        lt::ETHERNET
+            | lt::LINUX_SLL
+            | lt::LINUX_SLL2
+            | lt::RAW
+            | lt::RAW_ALT
+            | lt::RAW_ALT2
+            | lt::IPV4
+            | lt::IPV6
+            | lt::NULL
+            | lt::LOOP
+    )
+}
+
 /// Strips the link-layer header; returns the network protocol and its bytes.
 fn link(linktype: u32, data: &[u8]) -> Option<(Net, &[u8])> {
     let by_ethertype = |et: u16, rest| match et {
@@ -154,6 +171,12 @@ impl NetDecoder {
         self.frags.len()
     }
 
+    /// Ends the capture: datagrams still missing pieces are counted and let go.
+    pub fn finish(&mut self, c: &mut Counters) {
+        c.frag_incomplete_at_end += self.frags.len() as u64;
+        self.frags.clear();
+    }
+
     /// Decodes one frame. Returns `None` for anything that is not (yet) a complete UDP
     /// or TCP payload; the reason is counted in `c`.
     pub fn decode<'a>(
@@ -164,6 +187,11 @@ impl NetDecoder {
         c: &mut Counters,
     ) -> Option<Datagram<'a>> {
         self.sweep(ts_ns, c);
+        if !link_decoded(linktype) {
+            c.link_not_decoded += 1;
+            c.link_type_not_decoded.get_or_insert(linktype);
+            return None;
+        }
         let Some((net, ip)) = link(linktype, frame) else {
             c.not_ip += 1;
             return None;

@@ -55,6 +55,26 @@ pub enum Frame {
     Arp,
     /// Anything else, with its ethertype (0 when not even that was readable).
     Other(u16),
+    /// A frame of a link type magnet does not decode (its number).
+    Link(u32),
+}
+
+/// Whether frames of `linktype` are decoded (Ethernet, Linux cooked v1/v2, raw
+/// IP, BSD loopback).
+pub fn link_decoded(linktype: u32) -> bool {
+    matches!(
+        linktype,
+        lt::ETHERNET
+            | lt::LINUX_SLL
+            | lt::LINUX_SLL2
+            | lt::RAW
+            | lt::RAW_ALT
+            | lt::RAW_ALT2
+            | lt::IPV4
+            | lt::IPV6
+            | lt::NULL
+            | lt::LOOP
+    )
 }
 
 /// The network-layer protocol and header of a frame of link type `linktype`.
@@ -91,6 +111,9 @@ fn link(linktype: u32, d: &[u8]) -> Option<(u16, &[u8])> {
 
 /// Reads a captured frame.
 pub fn parse_frame(linktype: u32, d: &[u8]) -> Frame {
+    if !link_decoded(linktype) {
+        return Frame::Link(linktype);
+    }
     let Some((et, net)) = link(linktype, d) else {
         return Frame::Other(0);
     };

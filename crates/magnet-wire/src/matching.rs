@@ -314,6 +314,10 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
                 m.reason = Some(format!("no footprint (ethertype {et:#06x})"));
                 None
             }
+            Frame::Link(lt) => {
+                m.reason = Some(format!("link type {lt} not decoded"));
+                None
+            }
         };
         if let Some(i) = cand {
             used[i] = true;
@@ -329,7 +333,7 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
                 Frame::Ip { fp, .. } if fp.src.is_ipv4() => s.ipv4_matched += 1,
                 Frame::Ip { .. } => s.ipv6_matched += 1,
                 Frame::Arp => s.arp_matched += 1,
-                Frame::Other(_) => {}
+                Frame::Other(_) | Frame::Link(_) => {}
             }
         } else if let Some(r) = &m.reason {
             *s.unmatched.entry(short(r)).or_default() += 1;

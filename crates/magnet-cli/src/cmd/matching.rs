@@ -100,6 +100,7 @@ fn what(f: &Frame) -> String {
         },
         Frame::Arp => "ARP".into(),
         Frame::Other(et) => format!("ethertype {et:#06x}"),
+        Frame::Link(lt) => format!("link type {lt} (not decoded)"),
     }
 }
 
@@ -117,6 +118,16 @@ pub fn run(a: MatchArgs) -> Result<ExitCode> {
     if let Some(c) = &cut {
         eprintln!("magnet: warning: {c}; matched the frames before it");
     }
+    let undecoded = frames
+        .iter()
+        .filter(|f| matches!(f.2, Frame::Link(_)))
+        .count();
+    if let Some((_, _, Frame::Link(lt))) = frames.iter().find(|f| matches!(f.2, Frame::Link(_))) {
+        eprintln!(
+            "magnet: warning: {}: {undecoded} frames of link type {lt} not decoded (magnet reads Ethernet, Linux cooked, raw IP and loopback captures)",
+            a.capture.display()
+        );
+    }
     let asc = associate_parsed(&k, frames);
     // Names from the trace and the capture: escaped in text.
     let mut out =
@@ -127,7 +138,9 @@ pub fn run(a: MatchArgs) -> Result<ExitCode> {
         text(&k, &asc, &mut out, a.quiet)?;
     }
     out.flush()?;
-    Ok(trace_input::damaged_code(damaged || cut.is_some()))
+    Ok(trace_input::damaged_code(
+        damaged || cut.is_some() || undecoded > 0,
+    ))
 }
 
 fn path_json(k: &Kernel, i: usize, t: i64) -> serde_json::Value {

@@ -162,9 +162,5 @@ pub fn run(args: NfsArgs) -> anyhow::Result<ExitCode> {
     if !args.input.quiet {
         eprintln!("{}", summary(&c, &cut));
     }
-    Ok(if cut.is_some() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(super::rpc::code(&c, &cut))
 }

@@ -179,10 +179,26 @@ pub fn summary(c: &Counters, cut: &Option<String>) -> String {
             s.push_str(&format!(" {k}={v}"));
         }
     }
+    if let Some(lt) = c.link_type_not_decoded {
+        s.push_str(&format!(
+            "\nmagnet: warning: {} frames of link type {lt} not decoded (magnet reads Ethernet, Linux cooked, raw IP and loopback captures)",
+            c.link_not_decoded
+        ));
+    }
     if let Some(e) = cut {
         s.push_str(&format!("\nmagnet: warning: {e}"));
     }
     s
+}
+
+/// The exit code of `rpc` and `nfs`: 1 when the capture was cut or frames
+/// went undecoded for their link type (docs/exit-codes.md).
+pub fn code(c: &Counters, cut: &Option<String>) -> ExitCode {
+    if cut.is_some() || c.link_not_decoded > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 pub fn run(args: RpcArgs) -> anyhow::Result<ExitCode> {
@@ -210,9 +226,5 @@ pub fn run(args: RpcArgs) -> anyhow::Result<ExitCode> {
     if !args.input.quiet {
         eprintln!("{}", summary(&c, &cut));
     }
-    Ok(if cut.is_some() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(code(&c, &cut))
 }
