@@ -3,10 +3,12 @@
 //! through a rate-limited link) and its Table III (a chain of TCP relays, each
 //! stack modulating the stream again), recorded and analysed end to end.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output};
 
-use magnet_testkit::{live_or_skip, tshark_fields, Capture, Chain, Need, Netns, Side, Veth};
+use magnet_testkit::{
+    console_lines, live_or_skip, tshark_fields, Capture, Chain, Chromium, Need, Netns, Side, Veth,
+};
 use serde_json::Value;
 
 mod common;
@@ -417,47 +419,12 @@ for x0, y0, rw, rh, name in rects:
 print(json.dumps(out))
 "#;
 
-fn chromium(args: &[&str]) -> Output {
-    let profile = tempfile_dir("chromium-profile");
-    let out = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1400,16000",
-            // The report checks its plots after uPlot has drawn them (a timer).
-            "--virtual-time-budget=5000",
-            &format!("--user-data-dir={}", profile.display()),
-        ])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run chromium");
-    let _ = std::fs::remove_dir_all(&profile);
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn tempfile_dir(name: &str) -> PathBuf {
-    let d = tmp(&format!(
-        "{name}-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn chromium() -> Chromium {
+    // The report checks its plots after uPlot has drawn them (a timer).
+    Chromium::find()
+        .expect("chromium (checked by live_or_skip)")
+        .window(1400, 16000)
+        .budget_ms(5000)
 }
 
 /// The value a report's `data-key` names, from `magnet analyze --json`.
@@ -526,9 +493,8 @@ fn check_report_in_chromium(trace: &Path, j: &Value) {
         );
     }
     let url = format!("file://{}", html.display());
-    let dom = chromium(&["--dump-dom", &url]);
-    let stderr = String::from_utf8_lossy(&dom.stderr);
-    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    let dom = chromium().dump_dom(&url);
+    let console = console_lines(&dom.stderr);
     assert!(console.is_empty(), "console output: {console:?}");
     let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
 
@@ -568,7 +534,7 @@ fn check_report_in_chromium(trace: &Path, j: &Value) {
         "{rendered} plots: 6 layer rows, 4 TCP state, latency, scheduler"
     );
     let png = html.with_extension("png");
-    chromium(&[&format!("--screenshot={}", png.display()), &url]);
+    chromium().screenshot(&url, &png);
     let counts = Command::new("python3")
         .args(["-c", PNG_COUNT, png.to_str().unwrap(), &rects])
         .output()

@@ -6,16 +6,16 @@
 //! axis, no axis label sits on tick labels, tick labels do not run into each
 //! other, every axis names its unit, counts are integers, the page stays a
 //! few hundred kilobytes at a million events, and the script says nothing on
-//! the console. Screenshots are written next to the pages (the path is
-//! printed). Needs `chromium` (scripts/setup.sh installs it); skipped with a
+//! the console. Screenshots are written next to the pages in a scratch
+//! directory removed at exit (MAGNET_KEEP_SCRATCH=1 keeps it). Needs `chromium` (scripts/setup.sh installs it); skipped with a
 //! reason without it, a failure under MAGNET_REQUIRE_LIVE=1 (CI).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use magnet_analyze::{analyze, Analysis, Options};
 use magnet_report::{plotted, render, ReportOptions};
+use magnet_testkit::{console_lines, Chromium};
 use magnet_trace::emit::{synthetic_trace, Emitter, RecordBuilder};
 use magnet_trace::{kind, Footer, TraceReader};
 use serde_json::Value;
@@ -24,17 +24,10 @@ const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
 const T0: u64 = 2_000_000_000;
 
-fn chromium_path() -> Option<PathBuf> {
-    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
-
+/// This process's scratch directory (removed at exit; MAGNET_KEEP_SCRATCH=1
+/// keeps the pages and screenshots to look at).
 fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("magnet-report-browser-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    magnet_testkit::scratch_dir("magnet-report-browser").to_path_buf()
 }
 
 /// What `magnet report` does: analyse with plot series, keep the plotted
@@ -63,49 +56,13 @@ fn page(bytes: &[u8], title: &str) -> (Analysis, String) {
     (a, html)
 }
 
-fn chromium(bin: &Path, args: &[&str]) -> std::process::Output {
-    let profile = dir().join(format!(
-        "profile-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    let out = Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--enable-logging=stderr",
-            "--window-size=1400,3000",
-            "--virtual-time-budget=10000",
-            &format!("--user-data-dir={}", profile.display()),
-        ])
-        .args(args)
-        .output()
-        .expect("run chromium");
-    let _ = std::fs::remove_dir_all(&profile);
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 /// Opens `html` in Chromium; the page's self-check, after a screenshot.
-fn open(bin: &Path, html: &str, name: &str) -> Value {
+fn open(bin: &Chromium, html: &str, name: &str) -> Value {
     let path = dir().join(format!("{name}.html"));
     std::fs::write(&path, html).unwrap();
     let url = format!("file://{}", path.display());
-    let out = chromium(bin, &["--dump-dom", &url]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let console: Vec<&str> = stderr.lines().filter(|l| l.contains("CONSOLE")).collect();
+    let out = bin.dump_dom(&url);
+    let console = console_lines(&out.stderr);
     assert!(console.is_empty(), "{name}: console output: {console:?}");
     let dom = String::from_utf8_lossy(&out.stdout);
     let at = dom
@@ -120,7 +77,7 @@ fn open(bin: &Path, html: &str, name: &str) -> Value {
         .replace("&amp;", "&");
     assert!(!text.is_empty(), "{name}: the page's script did not finish");
     let png = dir().join(format!("{name}.png"));
-    chromium(bin, &[&format!("--screenshot={}", png.display()), &url]);
+    bin.screenshot(&url, &png);
     eprintln!(
         "{name}: page {} bytes, screenshot {}",
         html.len(),
@@ -282,7 +239,7 @@ fn write(name: &str, recs: &[Vec<u8>], end: u64) -> Vec<u8> {
 
 #[test]
 fn report_reads_right_in_chromium() {
-    let Some(bin) = chromium_path() else {
+    let Some(bin) = Chromium::find() else {
         let why =
             "report_reads_right_in_chromium: chromium not found (scripts/setup.sh installs it)";
         assert!(

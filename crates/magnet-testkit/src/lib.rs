@@ -10,7 +10,9 @@
 //!   and names unique per process and per call, so tests can run in parallel threads;
 //! - [`run_in_netns`] and [`command`]: run code or a program inside a namespace;
 //! - [`Capture`] and [`tshark_fields`]: a tcpdump capture and its tshark decode;
-//! - [`iface_counters`], [`qdisc`], [`tbf`], [`netem`], [`offloads_off`].
+//! - [`iface_counters`], [`qdisc`], [`tbf`], [`netem`], [`offloads_off`];
+//! - [`Chromium`]: headless Chromium for the HTML report's tests;
+//! - [`scratch_dir`]: a per-process scratch directory removed at exit.
 //!
 //! Everything shells out to iproute2, tc, tcpdump, tshark and ethtool, the same tools a
 //! person would use to check the result by hand.
@@ -29,20 +31,24 @@
 //! let _ = listener.accept().unwrap();
 //! ```
 
+mod browser;
 mod capture;
 mod link;
 mod netns;
+mod scratch;
 mod topo;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+pub use browser::{console_lines, Chromium};
 pub use capture::{tshark_fields, Capture, PcapFile};
 pub use link::{
     iface_counters, netem, offloads_off, qdisc, qdisc_available, tbf, Counters, End, Side, Subnet,
     Veth,
 };
 pub use netns::{command, run_in_netns, Netns};
+pub use scratch::scratch_dir;
 pub use topo::{Chain, Rack};
 
 /// Errors from the kit. Each one names the command or file involved.

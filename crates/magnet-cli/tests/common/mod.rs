@@ -17,9 +17,8 @@ pub fn magnet(args: &[&str]) -> Output {
 }
 
 /// A path in this test binary's scratch directory (one per process, so tests
-/// running in parallel binaries never share files).
+/// running in parallel binaries never share files; removed when the process
+/// exits, kept with MAGNET_KEEP_SCRATCH=1).
 pub fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("magnet-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    magnet_testkit::scratch_dir("magnet-test").join(name)
 }
