@@ -694,9 +694,13 @@ impl<R: Read> Source<R> {
                 self.buf.copy_within(self.pos..self.filled, 0);
                 self.filled -= self.pos;
                 self.pos = 0;
-                if n > self.buf.len() {
-                    self.buf.resize(n.next_multiple_of(1 << 20), 0);
-                }
+            }
+            if self.filled == self.buf.len() {
+                // Full and still short of `n`: grow by doubling as the bytes
+                // arrive, not at once to what a (maybe damaged) length field
+                // asks: a 64 MiB length in a short file costs the file.
+                let want = (self.buf.len() * 2).min((self.pos + n).next_multiple_of(1 << 20));
+                self.buf.resize(want, 0);
             }
             match self.inner.read(&mut self.buf[self.filled..]) {
                 Ok(0) => self.eof = true,
