@@ -98,11 +98,14 @@ impl<R: Read> CaptureReader<R> {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
-            if n > self.buf.len() {
-                self.buf.resize(n.max(BUF), 0);
-            }
         }
         while self.end - self.start < n {
+            if self.end == self.buf.len() {
+                // Grow by doubling as the bytes arrive, not at once to what a
+                // (maybe damaged) length asks: 16 MiB for a 1 KB file.
+                let want = (self.buf.len() * 2).clamp(BUF, n.max(BUF));
+                self.buf.resize(want, 0);
+            }
             match self.rd.read(&mut self.buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
