@@ -41,6 +41,9 @@ pub struct Stream {
     /// Set when the stream began with a SYN and its first record was not RPC.
     pub not_rpc: bool,
     first_record_pending: bool,
+    /// Bytes skipped and resyncs before the first record was found: counted
+    /// once one is (damage), dropped if the connection is not RPC at all.
+    unproven: (u64, u64),
     /// In-order bytes not yet consumed.
     buf: Vec<u8>,
     /// Fragments of the current record.
@@ -207,6 +210,9 @@ impl Stream {
         self.rec.clear();
         self.rec_dropping = false;
         self.first_record_pending = false;
+        c.tcp_skipped_bytes += self.unproven.0;
+        c.tcp_resyncs += self.unproven.1;
+        self.unproven = (0, 0);
     }
 
     fn drain_ooo(&mut self, lim: &StreamLimits, c: &mut Counters, out: &mut dyn FnMut(&[u8])) {
@@ -249,6 +255,24 @@ impl Stream {
         shrink(&mut self.buf);
     }
 
+    /// Counts `n` bytes passed over; before the first record they are held
+    /// back (`unproven`) until the connection shows it speaks RPC.
+    fn skipped(&mut self, c: &mut Counters, n: u64) {
+        if self.first_record_pending {
+            self.unproven.0 += n;
+        } else {
+            c.tcp_skipped_bytes += n;
+        }
+    }
+
+    /// Gives the connection up as not RPC; returns `used`.
+    fn not_rpc(&mut self, c: &mut Counters, used: usize) -> usize {
+        self.not_rpc = true;
+        c.not_rpc += 1;
+        self.buf = Vec::new();
+        used
+    }
+
     /// Consumes whole fragments from `d`; returns how many bytes were used.
     fn records(
         &mut self,
@@ -260,9 +284,12 @@ impl Stream {
         let mut p = 0;
         loop {
             if !self.synced {
+                if self.first_record_pending && self.pos > NOT_RPC_AFTER {
+                    return self.not_rpc(c, d.len());
+                }
                 match find_record(&d[p..], lim.max_record) {
                     Some(k) => {
-                        c.tcp_skipped_bytes += k as u64;
+                        self.skipped(c, k as u64);
                         p += k;
                         self.synced = true;
                     }
@@ -270,7 +297,7 @@ impl Stream {
                         // Keep a tail long enough to hold the start of a record.
                         let keep = (d.len() - p).min(3 + HEADER_PEEK);
                         let skip = d.len() - p - keep;
-                        c.tcp_skipped_bytes += skip as u64;
+                        self.skipped(c, skip as u64);
                         return p + skip;
                     }
                 }
@@ -289,20 +316,30 @@ impl Stream {
                     return p;
                 }
                 if len > lim.max_record || !looks_like_rpc(&rest[4..4 + need]) {
-                    if self.first_record_pending {
-                        // The connection was seen from its SYN and does not speak RPC.
-                        self.not_rpc = true;
-                        c.not_rpc += 1;
-                        self.buf = Vec::new();
-                        return d.len();
+                    if self.first_record_pending && self.pos > NOT_RPC_AFTER {
+                        // Seen from its SYN, and no RPC record in its first
+                        // 64 KiB: the connection does not speak RPC. (Sooner,
+                        // a first record that does not look right may be
+                        // damage: a flipped bit must not cost the connection.)
+                        return self.not_rpc(c, d.len());
                     }
-                    c.tcp_resyncs += 1;
+                    if self.first_record_pending {
+                        self.unproven.1 += 1;
+                    } else {
+                        c.tcp_resyncs += 1;
+                    }
                     self.synced = false;
                     p += 1;
-                    c.tcp_skipped_bytes += 1;
+                    self.skipped(c, 1);
                     continue;
                 }
-                self.first_record_pending = false;
+                if self.first_record_pending {
+                    // The bytes before the first record were damage after all.
+                    self.first_record_pending = false;
+                    c.tcp_skipped_bytes += self.unproven.0;
+                    c.tcp_resyncs += self.unproven.1;
+                    self.unproven = (0, 0);
+                }
             }
             if rest.len() < 4 + len {
                 return p;
@@ -333,6 +370,10 @@ impl Stream {
 /// connection does not keep the largest record it ever carried (a replicated
 /// kernel-client capture once peaked at 272 MB that way).
 const KEEP: usize = 64 << 10;
+
+/// A connection seen from its SYN is judged not RPC when its first this many
+/// bytes hold no record that looks like RPC.
+const NOT_RPC_AFTER: i64 = 64 << 10;
 
 fn shrink(v: &mut Vec<u8>) {
     if v.capacity() > KEEP && v.len() <= v.capacity() / 4 {
