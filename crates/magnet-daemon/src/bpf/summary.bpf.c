@@ -427,16 +427,21 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	__u64 mark = c->tx_mark_ns;
 	if (tx ? !mark : c->rx_mark_ns != 0)
 		return;
-	__u32 seq = 0;
-	__u32 payload = tcp_payload(skb, &seq);
-	if (!payload)
-		return;
 	__u32 rcv_nxt = 0;
 	if (!tx && sk) {
 		tp = bpf_tcp_sock(sk);
 		if (tp)
 			rcv_nxt = tp->rcv_nxt;
+		/* sampled: a mark needs the reader to have taken everything
+		 * that had arrived (the rule below); known before parsing,
+		 * so most packets in are done here */
+		if (sampled && !(rcv_nxt && rcv_nxt == c->rx_drained_seq))
+			return;
 	}
+	__u32 seq = 0;
+	__u32 payload = tcp_payload(skb, &seq);
+	if (!payload)
+		return;
 	__u64 now = bpf_ktime_get_ns();
 	if (tx) {
 		c->tx_progress_ns = now;
