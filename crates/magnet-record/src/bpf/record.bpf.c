@@ -1090,7 +1090,6 @@ struct pkt_info {
 	bool ok;
 };
 
-
 /* Bytes read at L3 in one go: an IPv6 header or an IPv4 header with up to 24
  * bytes of options, plus the first 16 bytes of TCP/UDP. One probe read
  * instead of three (version byte, IP header, transport header): each read is
