@@ -32,7 +32,7 @@
 #
 # Environment: ROUNDS (3), SECS (5), MODES ("gso mtu"), MAGNET (the magnet
 # binary), MAGNET_BEFORE (optional), EMPTY (the empty_hooks binary), OUT (bench/out). Needs root, iperf3,
-# ethtool, bpftool, python3. Builds nothing: run
+# ethtool, python3. Builds nothing: run
 #   cargo build --release -p magnet-cli && cargo build --release -p magnet-daemon --example empty_hooks
 # first (or debug: the kernel side is the same; user space is idle meanwhile).
 set -euo pipefail
@@ -78,8 +78,10 @@ echo -e "mode\tround\tcase\tprog\truns\tns\tpackets\tcpu_ns\tbits_per_s" > "$row
 
 # Per program of process $1: "name run_cnt run_time_ns" (its program fds).
 progs_of() {
-  python3 - "$1" <<'PY'
-import json, os, subprocess, sys
+  BENCH_DIR=$here python3 - "$1" <<'PY'
+import importlib.util, os, struct, sys
+spec = importlib.util.spec_from_file_location("bps", os.environ["BENCH_DIR"] + "/bpf-prog-stats.py")
+bps = importlib.util.module_from_spec(spec); spec.loader.exec_module(bps)
 pid = sys.argv[1]; seen = {}
 for fd in os.listdir(f"/proc/{pid}/fdinfo"):
     try: t = open(f"/proc/{pid}/fdinfo/{fd}").read()
@@ -88,8 +90,14 @@ for fd in os.listdir(f"/proc/{pid}/fdinfo"):
     if "run_time_ns" in kv and "prog_id" in kv and "link_id" not in kv:
         seen[kv["prog_id"]] = (int(kv["run_cnt"]), int(kv["run_time_ns"]))
 for pid_, (cnt, ns) in seen.items():
-    name = json.loads(subprocess.run(["bpftool", "prog", "show", "id", pid_, "-j"],
-                                     capture_output=True, text=True).stdout or "{}").get("name", pid_)
+    try:  # the program's name from the kernel (no bpftool needed)
+        fd, _ = bps.bpf(bps.BPF_PROG_GET_FD_BY_ID, struct.pack("I", int(pid_)))
+        try:
+            name = bps.prog_info_fd(fd)[1] or pid_
+        finally:
+            os.close(fd)
+    except OSError:
+        name = pid_
     print(name, cnt, ns)
 PY
 }

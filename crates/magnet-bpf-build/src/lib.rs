@@ -1,7 +1,12 @@
 //! Shared by the build scripts of the crates that carry BPF programs
-//! (magnet-record, magnet-sample): one place that knows how magnet compiles
-//! BPF C (clang, CO-RE, the vendored `bpf/include/vmlinux.h`, the target
-//! architecture's define) and what to tell a user when that fails.
+//! (magnet-record, magnet-daemon, magnet-sample): one place that knows how
+//! magnet compiles BPF C (clang, CO-RE, the vendored `bpf/include/vmlinux.h`,
+//! the target architecture's define) and what to tell a user when that fails.
+//!
+//! `bpf/include` is on every program's include path, so the header set all
+//! three share is included as `"magnet/consts.h"`, `"magnet/sock.h"` and
+//! `"magnet/skb_parse.h"`; a change there rebuilds every program (the whole
+//! directory is watched).
 
 use std::env;
 use std::path::PathBuf;

@@ -46,15 +46,13 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
+#include "magnet/consts.h"
+#include "magnet/sock.h"
+#include "magnet/skb_parse.h"
 #include "summary.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#define AF_INET 2
-#define AF_INET6 10
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
-#define IPPROTO_TCP 6
 #define TCP_ESTABLISHED 1
 #define TCP_SYN_SENT 2
 #define TCP_CLOSE 7
@@ -137,18 +135,10 @@ static __always_inline struct mg_host *host_totals(void)
 
 static __always_inline __u64 sk_cookie(const struct sock *sk)
 {
-	__u64 c = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	__u64 c = mg_sk_cookie_read(sk);
 	if (!c)
 		c = bpf_get_socket_cookie((void *)sk);
 	return c;
-}
-
-static __always_inline void v4_mapped(__u8 *dst, __u32 addr)
-{
-	__builtin_memset(dst, 0, 10);
-	dst[10] = 0xff;
-	dst[11] = 0xff;
-	__builtin_memcpy(dst + 12, &addr, 4);
 }
 
 static __always_inline __u32 hist_slot(__u64 ns)
@@ -372,59 +362,15 @@ int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
 	return app_call(sk, ret, 0);
 }
 
-/* TCP sequence number and payload length of an IP packet, 0 if not TCP data.
- * The headers are read in place (direct packet access: the stack has them in
- * the skb's linear part on both paths), through bpf_skb_load_bytes only when
- * they are not. */
+/* TCP sequence number and payload length of an IP packet, 0 if not TCP data
+ * (cgroup_skb: the data starts at the IP header). */
 static __always_inline __u32 tcp_payload(struct __sk_buff *skb, __u32 *seq)
 {
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	struct iphdr ipb;
-	struct ipv6hdr ip6b;
-	struct tcphdr thb;
-	__u32 l4, ip_payload;
-	__u8 proto;
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = data;
-		if ((void *)(ip + 1) > end) {
-			if (bpf_skb_load_bytes(skb, 0, &ipb, sizeof(ipb)))
-				return 0;
-			ip = &ipb;
-		}
-		__u32 hl = ip->ihl * 4;
-		__u32 tot = bpf_ntohs(ip->tot_len);
-		if (tot == 0)
-			tot = skb->len;
-		proto = ip->protocol;
-		ip_payload = tot > hl ? tot - hl : 0;
-		l4 = hl;
-	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = data;
-		if ((void *)(ip6 + 1) > end) {
-			if (bpf_skb_load_bytes(skb, 0, &ip6b, sizeof(ip6b)))
-				return 0;
-			ip6 = &ip6b;
-		}
-		proto = ip6->nexthdr;
-		ip_payload = bpf_ntohs(ip6->payload_len);
-		if (!ip_payload)
-			ip_payload = skb->len > 40 ? skb->len - 40 : 0;
-		l4 = 40;
-	} else {
+	struct mg_skb_pkt p = {};
+	if (mg_skb_parse(skb, 0, &p) || p.proto != IPPROTO_TCP || !p.has_ports)
 		return 0;
-	}
-	if (proto != IPPROTO_TCP || l4 > 60)
-		return 0;
-	struct tcphdr *th = data + l4;
-	if ((void *)(th + 1) > end) {
-		if (bpf_skb_load_bytes(skb, l4, &thb, sizeof(thb)))
-			return 0;
-		th = &thb;
-	}
-	__u32 doff = th->doff * 4;
-	*seq = bpf_ntohl(th->seq);
-	return ip_payload > doff ? ip_payload - doff : 0;
+	*seq = p.seq;
+	return p.payload;
 }
 
 static __always_inline void wire(struct __sk_buff *skb, int tx)
@@ -481,16 +427,21 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	__u64 mark = c->tx_mark_ns;
 	if (tx ? !mark : c->rx_mark_ns != 0)
 		return;
-	__u32 seq = 0;
-	__u32 payload = tcp_payload(skb, &seq);
-	if (!payload)
-		return;
 	__u32 rcv_nxt = 0;
 	if (!tx && sk) {
 		tp = bpf_tcp_sock(sk);
 		if (tp)
 			rcv_nxt = tp->rcv_nxt;
+		/* sampled: a mark needs the reader to have taken everything
+		 * that had arrived (the rule below); known before parsing,
+		 * so most packets in are done here */
+		if (sampled && !(rcv_nxt && rcv_nxt == c->rx_drained_seq))
+			return;
 	}
+	__u32 seq = 0;
+	__u32 payload = tcp_payload(skb, &seq);
+	if (!payload)
+		return;
 	__u64 now = bpf_ktime_get_ns();
 	if (tx) {
 		c->tx_progress_ns = now;
@@ -564,7 +515,7 @@ int BPF_PROG(drop, struct sk_buff *skb, void *location, enum skb_drop_reason rea
 	struct sock *sk = BPF_CORE_READ(skb, sk);
 	if (!sk)
 		return 0;
-	__u64 cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	__u64 cookie = mg_sk_cookie_read(sk);
 	if (!cookie)
 		return 0;
 	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
@@ -601,7 +552,7 @@ int BPF_PROG(tcp_state, struct sock *sk, const int oldstate, const int newstate)
 	}
 	if (newstate != TCP_CLOSE)
 		return 0;
-	__u64 cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	__u64 cookie = mg_sk_cookie_read(sk);
 	if (!cookie)
 		return 0;
 	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);

@@ -15,21 +15,11 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
+#include "magnet/consts.h"
+#include "magnet/sock.h"
 #include "events.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-#define AF_INET 2
-#define AF_INET6 10
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
-#define NF_ACCEPT 1
-#define IPPROTO_HOPOPTS 0
-#define IPPROTO_ROUTING 43
-#define IPPROTO_FRAGMENT 44
-#define IPPROTO_DSTOPTS 60
 
 /* ---- settings, fixed before load ---------------------------------------- */
 
@@ -841,14 +831,6 @@ static __always_inline __u64 addr_of(const void *p)
 	return a;
 }
 
-static __always_inline void v4_mapped(__u8 *dst, __u32 addr_be)
-{
-	__builtin_memset(dst, 0, 10);
-	dst[10] = 0xff;
-	dst[11] = 0xff;
-	__builtin_memcpy(dst + 12, &addr_be, 4);
-}
-
 struct sk_tuple {
 	__u8 saddr[16];
 	__u8 daddr[16];
@@ -1107,9 +1089,6 @@ struct pkt_info {
 	__u32 ack;
 	bool ok;
 };
-
-#define IP_MF 0x2000
-#define IP_OFFSET 0x1fff
 
 /* Bytes read at L3 in one go: an IPv6 header or an IPv4 header with up to 24
  * bytes of options, plus the first 16 bytes of TCP/UDP. One probe read

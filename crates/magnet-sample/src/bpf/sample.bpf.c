@@ -18,15 +18,11 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
+#include "magnet/consts.h"
+#include "magnet/skb_parse.h"
 #include "sample.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-#define TC_ACT_UNSPEC (-1)
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
 
 /* ---- settings, fixed before load ---------------------------------------- */
 
@@ -60,6 +56,22 @@ struct {
 	__type(value, __u32);
 } highest_seq SEC(".maps");
 
+/* The same per socket, for packets that leave with their TCP socket (a
+ * local sender's egress): socket storage is found from the socket in a few
+ * loads, where the table above hashes a 44-byte key. `seen` tells a fresh
+ * entry from a sequence number 0. */
+struct egress_seq {
+	__u32 hi;
+	__u32 seen;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct egress_seq);
+} egress_seqs SEC(".maps");
+
 /* Keeps struct mg_bucket in the object's BTF for the skeleton's types. */
 struct mg_bucket mg_bucket_layout SEC(".data.layout");
 
@@ -91,89 +103,9 @@ static __always_inline __u64 mix64(__u64 h)
 	return h;
 }
 
-struct pkt {
-	__u32 saddr[4]; /* network byte order; IPv4 as v4-mapped IPv6 */
-	__u32 daddr[4];
-	__u16 sport;    /* host byte order */
-	__u16 dport;
-	__u8 proto;
-	__u8 ce;
-	__u8 v6;
-	__u8 has_ports;
-	__u32 seq;      /* host byte order */
-	__u32 payload;  /* TCP payload bytes */
-};
-
-static __always_inline int parse(struct __sk_buff *skb, struct pkt *p)
-{
-	__u32 off = l2_len;
-	__u32 l4, ip_payload;
-	__u16 frag = 0;
-
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr ip;
-		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)))
-			return -1;
-		__u32 hl = ip.ihl * 4;
-		if (hl < 20)
-			return -1;
-		p->ce = (ip.tos & 3) == 3;
-		p->proto = ip.protocol;
-		p->saddr[2] = bpf_htonl(0xffff);
-		p->saddr[3] = ip.saddr;
-		p->daddr[2] = bpf_htonl(0xffff);
-		p->daddr[3] = ip.daddr;
-		__u32 tot = bpf_ntohs(ip.tot_len);
-		if (tot == 0) /* BIG TCP: length from the skb */
-			tot = skb->len - off;
-		ip_payload = tot > hl ? tot - hl : 0;
-		frag = bpf_ntohs(ip.frag_off) & 0x1fff;
-		l4 = off + hl;
-	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr ip6;
-		if (bpf_skb_load_bytes(skb, off, &ip6, sizeof(ip6)))
-			return -1;
-		__u32 w0;
-		__builtin_memcpy(&w0, &ip6, 4);
-		__u8 tclass = (bpf_ntohl(w0) >> 20) & 0xff;
-		p->ce = (tclass & 3) == 3;
-		p->v6 = 1;
-		p->proto = ip6.nexthdr;
-		__builtin_memcpy(p->saddr, &ip6.saddr, 16);
-		__builtin_memcpy(p->daddr, &ip6.daddr, 16);
-		ip_payload = bpf_ntohs(ip6.payload_len);
-		if (ip_payload == 0)
-			ip_payload = skb->len > off + 40 ? skb->len - off - 40 : 0;
-		l4 = off + 40;
-	} else {
-		return -1;
-	}
-	if (frag)
-		return 0;
-	if (p->proto == IPPROTO_TCP) {
-		struct tcphdr th;
-		if (bpf_skb_load_bytes(skb, l4, &th, sizeof(th)))
-			return 0;
-		p->sport = bpf_ntohs(th.source);
-		p->dport = bpf_ntohs(th.dest);
-		p->seq = bpf_ntohl(th.seq);
-		__u32 doff = th.doff * 4;
-		p->payload = ip_payload > doff ? ip_payload - doff : 0;
-		p->has_ports = 1;
-	} else if (p->proto == IPPROTO_UDP) {
-		struct udphdr uh;
-		if (bpf_skb_load_bytes(skb, l4, &uh, sizeof(uh)))
-			return 0;
-		p->sport = bpf_ntohs(uh.source);
-		p->dport = bpf_ntohs(uh.dest);
-		p->has_ports = 1;
-	}
-	return 0;
-}
-
 /* Which of the 128 sketch bits this flow sets. Both directions of a flow set
  * the same bit: the two endpoints are put in a fixed order first. */
-static __always_inline __u32 flow_bit(const struct pkt *p)
+static __always_inline __u32 flow_bit(const struct mg_skb_pkt *p)
 {
 	int swap = 0;
 	for (int i = 0; i < 4; i++) {
@@ -202,15 +134,30 @@ decided:;
  * sequence number already seen in its direction of its flow, at the same
  * hook (egress and ingress keep separate tables: a looped-back segment is
  * seen once by each). */
-static __always_inline int is_retransmit(const struct pkt *p, int ingress)
+static __always_inline int is_retransmit(const struct mg_skb_pkt *p, int ingress, struct bpf_sock *fsk)
 {
+	__u32 end = p->seq + p->payload;
+	if (fsk) {
+		struct egress_seq *e =
+			bpf_sk_storage_get(&egress_seqs, fsk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (e) {
+			if (!e->seen) {
+				e->seen = 1;
+				e->hi = end;
+				return 0;
+			}
+			int rx = (__s32)(p->seq - e->hi) < 0;
+			if ((__s32)(end - e->hi) > 0)
+				e->hi = end;
+			return rx;
+		}
+	}
 	struct mg_flow_key k = {};
 	k.ingress = ingress;
 	__builtin_memcpy(k.saddr, p->saddr, 16);
 	__builtin_memcpy(k.daddr, p->daddr, 16);
 	k.sport = p->sport;
 	k.dport = p->dport;
-	__u32 end = p->seq + p->payload;
 	__u32 *hi = bpf_map_lookup_elem(&highest_seq, &k);
 	if (!hi) {
 		bpf_map_update_elem(&highest_seq, &k, &end, BPF_ANY);
@@ -222,13 +169,23 @@ static __always_inline int is_retransmit(const struct pkt *p, int ingress)
 	return rx;
 }
 
-/* Smoothed RTT in microseconds of the packet's TCP socket, 0 if unknown. */
-static __always_inline __u32 egress_srtt(struct __sk_buff *skb)
+/* The full TCP socket an egress packet leaves with, NULL for any other
+ * (forwarded packets have none; SYN-ACKs and RSTs carry request and
+ * timewait sockets). */
+static __always_inline struct bpf_sock *egress_tcp_sock(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
 	if (!sk)
-		return 0;
+		return NULL;
 	sk = bpf_sk_fullsock(sk);
+	if (!sk || sk->protocol != IPPROTO_TCP)
+		return NULL;
+	return sk;
+}
+
+/* Smoothed RTT in microseconds of the packet's TCP socket, 0 if unknown. */
+static __always_inline __u32 egress_srtt(struct bpf_sock *sk)
+{
 	if (!sk)
 		return 0;
 	struct bpf_tcp_sock *tp = bpf_tcp_sock(sk);
@@ -237,7 +194,7 @@ static __always_inline __u32 egress_srtt(struct __sk_buff *skb)
 	return tp->srtt_us >> 3;
 }
 
-static __always_inline __u32 ingress_srtt(struct __sk_buff *skb, const struct pkt *p)
+static __always_inline __u32 ingress_srtt(struct __sk_buff *skb, const struct mg_skb_pkt *p)
 {
 	struct bpf_sock_tuple t = {};
 	struct bpf_sock *sk;
@@ -278,8 +235,8 @@ static __always_inline int account(struct __sk_buff *skb, int ingress)
 		b->out_packets++;
 	}
 
-	struct pkt p = {};
-	if (parse(skb, &p))
+	struct mg_skb_pkt p = {};
+	if (mg_skb_parse(skb, l2_len, &p))
 		return TC_ACT_UNSPEC;
 	__u32 bit = flow_bit(&p);
 	b->conn[bit >> 6] |= 1ULL << (bit & 63);
@@ -289,7 +246,8 @@ static __always_inline int account(struct __sk_buff *skb, int ingress)
 	}
 	if (p.proto != IPPROTO_TCP || !p.has_ports)
 		return TC_ACT_UNSPEC;
-	if (p.payload && is_retransmit(&p, ingress)) {
+	struct bpf_sock *fsk = ingress ? NULL : egress_tcp_sock(skb);
+	if (p.payload && is_retransmit(&p, ingress, fsk)) {
 		if (ingress) {
 			b->in_rxmit_bytes += len;
 			b->in_rxmit_packets++;
@@ -299,7 +257,7 @@ static __always_inline int account(struct __sk_buff *skb, int ingress)
 		}
 	}
 	if (rtt_split) {
-		__u32 srtt = ingress ? ingress_srtt(skb, &p) : egress_srtt(skb);
+		__u32 srtt = ingress ? ingress_srtt(skb, &p) : egress_srtt(fsk);
 		if (srtt) {
 			int is_short = srtt < rtt_threshold_us;
 			if (ingress) {
