@@ -154,6 +154,9 @@ pub struct Kernel {
     /// Each socket's send calls, and its receive calls, in time order.
     pub sends: HashMap<u64, Vec<AppCall>>,
     pub recvs: HashMap<u64, Vec<AppCall>>,
+    /// Calls forgotten by a streaming reader ([`Kernel::forget_calls_before`]), by
+    /// (socket, receive): how many, and the bytes they returned.
+    pub calls_dropped: HashMap<(u64, bool), (usize, u64)>,
     pub lost: Vec<LostRegion>,
     /// Kind names and layers by id, from the trace's own catalog.
     pub kind_names: HashMap<u16, String>,
@@ -546,6 +549,11 @@ impl Assembler {
 
     pub fn window(&self) -> Window {
         self.window
+    }
+
+    /// The latest record time seen (wall clock).
+    pub fn newest(&self) -> i64 {
+        self.newest
     }
 
     /// Packets open now.
@@ -1302,6 +1310,25 @@ impl Kernel {
                 f
             }
             _ => own,
+        }
+    }
+
+    /// Forgets the application calls before `ts` (a streaming reader's window has
+    /// passed them), keeping their count and bytes so later calls keep their
+    /// numbers and stream positions.
+    pub fn forget_calls_before(&mut self, ts: i64) {
+        for (recv, map) in [(false, &mut self.sends), (true, &mut self.recvs)] {
+            map.retain(|&cookie, calls| {
+                let n = calls.partition_point(|c| c.ts_ns < ts);
+                if n > 0 {
+                    let bytes: u64 = calls[..n].iter().map(|c| c.ret.max(0) as u64).sum();
+                    let d = self.calls_dropped.entry((cookie, recv)).or_default();
+                    d.0 += n;
+                    d.1 += bytes;
+                    calls.drain(..n);
+                }
+                !calls.is_empty()
+            });
         }
     }
 
