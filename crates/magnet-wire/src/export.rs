@@ -189,7 +189,9 @@ struct Streams {
 impl Streams {
     /// Learns the stream start of a SYN.
     fn learn(&mut self, p: &KPacket) {
-        if let Some(ip) = p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x02 != 0) {
+        if let Some(ip) =
+            p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x02 != 0)
+        {
             self.isn
                 .entry((ip.saddr, ip.sport, ip.daddr, ip.dport))
                 .or_insert(ip.seq);
@@ -221,9 +223,16 @@ impl Streams {
         let Some(calls) = (if recv { &k.recvs } else { &k.sends }).get(&cookie) else {
             return Some(Vec::new());
         };
-        let (base, base_bytes) = k.calls_dropped.get(&(cookie, recv)).copied().unwrap_or((0, 0));
+        let (base, base_bytes) = k
+            .calls_dropped
+            .get(&(cookie, recv))
+            .copied()
+            .unwrap_or((0, 0));
         // Kept in step with the calls: those forgotten since leave, new ones come.
-        let (at, ends) = self.ends.entry((cookie, recv)).or_insert((base, Vec::new()));
+        let (at, ends) = self
+            .ends
+            .entry((cookie, recv))
+            .or_insert((base, Vec::new()));
         ends.drain(..(base - *at).min(ends.len()));
         *at = base;
         let mut sum = ends.last().copied().unwrap_or(base_bytes);

@@ -653,18 +653,21 @@ impl Assembler {
                     };
                     let list = calls.entry(cookie).or_default();
                     let at = list.partition_point(|c| c.ts_ns <= ts);
-                    list.insert(at, AppCall {
-                        ts_ns: ts,
-                        send: kd == kind::APP_SEND,
-                        ret: f
-                            .ret
-                            .as_ref()
-                            .and_then(|d| decode_field(b, d))
-                            .and_then(|v| v.as_i64())
-                            .unwrap_or(0),
-                        pid: r.pid(),
-                        tid: r.tid(),
-                    });
+                    list.insert(
+                        at,
+                        AppCall {
+                            ts_ns: ts,
+                            send: kd == kind::APP_SEND,
+                            ret: f
+                                .ret
+                                .as_ref()
+                                .and_then(|d| decode_field(b, d))
+                                .and_then(|v| v.as_i64())
+                                .unwrap_or(0),
+                            pid: r.pid(),
+                            tid: r.tid(),
+                        },
+                    );
                 }
             }
             _ => {}
@@ -749,7 +752,8 @@ impl Assembler {
         let reused = self.by_id.get(&id).is_some_and(|&i| {
             // IP fields that disagree with the packet's: another packet.
             if let (Some(a), Some(n)) = (self.open[i].ip, new_ip) {
-                if (a.saddr, a.daddr, a.protocol, a.ip_id) != (n.saddr, n.daddr, n.protocol, n.ip_id)
+                if (a.saddr, a.daddr, a.protocol, a.ip_id)
+                    != (n.saddr, n.daddr, n.protocol, n.ip_id)
                 {
                     return true;
                 }
@@ -775,7 +779,9 @@ impl Assembler {
                                 | kind::DEV_RX
                         )
                 }),
-                kind::IP_LOCAL_IN => last_dev.is_some_and(|h| h.0 == kind::DEV_START_XMIT && other(h)),
+                kind::IP_LOCAL_IN => {
+                    last_dev.is_some_and(|h| h.0 == kind::DEV_START_XMIT && other(h))
+                }
                 kind::DEV_RX => last_dev.is_some_and(|h| h.0 == kind::DEV_RX && other(h)),
                 _ => false,
             }
@@ -812,10 +818,9 @@ impl Assembler {
                 carried = hops.pop();
                 let old = &mut self.open[old];
                 carried_frame = carried.and_then(|h| {
-                    let at = old
-                        .frames
-                        .iter()
-                        .position(|f| (f.ts_ns, f.kind, f.ifindex) == (h.ts_ns, h.kind, h.ifindex))?;
+                    let at = old.frames.iter().position(|f| {
+                        (f.ts_ns, f.kind, f.ifindex) == (h.ts_ns, h.kind, h.ifindex)
+                    })?;
                     Some(old.frames.remove(at))
                 });
             }
@@ -844,7 +849,8 @@ impl Assembler {
         if skb != 0 {
             if let Some(early) = self.pending.remove(&skb) {
                 let first = p.hops.iter().map(|h| h.ts_ns).min().unwrap_or(i64::MAX);
-                p.funcs.extend(early.into_iter().filter(|s| s.ts_ns <= first));
+                p.funcs
+                    .extend(early.into_iter().filter(|s| s.ts_ns <= first));
             }
         }
         p.funcs.extend(func_step);
@@ -923,12 +929,18 @@ impl Assembler {
             }
             if let Some(ip) = p.ip {
                 let key = (ip.saddr, ip.sport, ip.daddr, ip.dport);
-                if let Some(c) = p.hops.iter().find(|h| is_send_side(h.kind) && h.cookie != 0) {
+                if let Some(c) = p
+                    .hops
+                    .iter()
+                    .find(|h| is_send_side(h.kind) && h.cookie != 0)
+                {
                     learn(&mut k.senders, &k.owners, key, c.cookie);
                 }
-                if let Some(c) = p.hops.iter().rev().find(|h| {
-                    matches!(h.kind, kind::TCP_RCV | kind::IP_LOCAL_IN) && h.cookie != 0
-                }) {
+                if let Some(c) =
+                    p.hops.iter().rev().find(|h| {
+                        matches!(h.kind, kind::TCP_RCV | kind::IP_LOCAL_IN) && h.cookie != 0
+                    })
+                {
                     learn(&mut k.receivers, &k.owners, key, c.cookie);
                 }
             }
@@ -958,9 +970,11 @@ impl Assembler {
                 let (_, id) = self.tomb_q.pop_front().expect("front");
                 self.tombs.remove(&id);
             }
-            if cut == i64::MAX || self.returned.len() + self.pending.len() + self.calls.len() > 4096 {
+            if cut == i64::MAX || self.returned.len() + self.pending.len() + self.calls.len() > 4096
+            {
                 self.returned.retain(|&(_, _, t), _| t >= old);
-                self.pending.retain(|_, v| v.last().is_some_and(|s| s.ts_ns >= old));
+                self.pending
+                    .retain(|_, v| v.last().is_some_and(|s| s.ts_ns >= old));
                 self.calls.retain(|_, v| {
                     v.retain(|&t| t >= old);
                     !v.is_empty()
@@ -977,7 +991,9 @@ fn count_header_len(
     p: &KPacket,
     out: &mut HashMap<FlowKey, u32>,
 ) {
-    let Some(ip) = p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x06 == 0) else {
+    let Some(ip) =
+        p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x06 == 0)
+    else {
         return;
     };
     let h = ip
@@ -1106,14 +1122,13 @@ fn assign_gso_segments(packets: &mut [KPacket], thl: &HashMap<FlowKey, u32>, com
     // Such a segment keeps its fields and tells where the parent's payload stands
     // without the header length: its end is the parent's when seq + tot_len
     // (header lengths equal) reaches the parent's seq + tot_len.
-    let take_own =
-        |par: &mut Parent, pip: &IpFields, own: &IpFields, payload: i64| -> IpFields {
-            par.k += 1;
-            par.next_seq = own.seq.wrapping_add(payload as u32);
-            let end = pip.seq.wrapping_add(pip.tot_len);
-            par.remaining = end.wrapping_sub(own.seq.wrapping_add(own.tot_len)) as i32 as i64;
-            *own
-        };
+    let take_own = |par: &mut Parent, pip: &IpFields, own: &IpFields, payload: i64| -> IpFields {
+        par.k += 1;
+        par.next_seq = own.seq.wrapping_add(payload as u32);
+        let end = pip.seq.wrapping_add(pip.tot_len);
+        par.remaining = end.wrapping_sub(own.seq.wrapping_add(own.tot_len)) as i32 as i64;
+        *own
+    };
     let take = |par: &mut Parent, pip: &IpFields, seg_tot: u32, payload: i64| -> IpFields {
         let last = par.remaining - payload <= 0;
         let ip = IpFields {

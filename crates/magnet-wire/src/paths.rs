@@ -374,9 +374,8 @@ pub fn find_handshakes<T>(
 /// Whether a packet can be part of a handshake (a SYN, a SYN-ACK or a pure ACK):
 /// what a streaming reader keeps for [`handshakes`].
 pub fn may_be_handshake(p: &PacketPath) -> bool {
-    p.footprint.is_some_and(|f| {
-        f.is_tcp() && (f.tcp_flags & 0x02 != 0 || f.tcp_flags & 0x1f == 0x10)
-    })
+    p.footprint
+        .is_some_and(|f| f.is_tcp() && (f.tcp_flags & 0x02 != 0 || f.tcp_flags & 0x1f == 0x10))
 }
 
 /// [`find_handshakes`] over paths, as Table 6-6 rows.
@@ -555,7 +554,9 @@ mod path_tests {
             }
             a.finish();
             let paths = Paths::new(&header);
-            let out: Vec<PacketPath> = std::iter::from_fn(|| a.pop()).map(|p| paths.path(&p)).collect();
+            let out: Vec<PacketPath> = std::iter::from_fn(|| a.pop())
+                .map(|p| paths.path(&p))
+                .collect();
             assert_eq!(out.len(), 1);
             let p = &out[0];
             assert_eq!((p.pkt_id, p.functions), (7, 3));

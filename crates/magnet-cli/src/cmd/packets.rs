@@ -168,7 +168,11 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
     let code = trace_input::exit_code(&reader);
     drop(reader);
     let ctx = asm.into_context();
-    for w in ctx.warnings.iter().filter(|w| w.contains("further apart than the window")) {
+    for w in ctx
+        .warnings
+        .iter()
+        .filter(|w| w.contains("further apart than the window"))
+    {
         let line = format!("{}: {w}", path.display());
         eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
     }
@@ -259,7 +263,11 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
     }
     if args.json {
         if written == 0 {
-            write!(out, r#"{{"schema":"{}","packets":["#, super::json_out::PACKETS)?;
+            write!(
+                out,
+                r#"{{"schema":"{}","packets":["#,
+                super::json_out::PACKETS
+            )?;
         }
         writeln!(out, "]}}")?;
     }

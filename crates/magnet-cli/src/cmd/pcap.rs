@@ -82,11 +82,13 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
     let mut drain = |asm: &mut Assembler, pw: &mut PcapWriter<_>| -> Result<()> {
         while let Some(p) = asm.pop() {
             let first = p.first_ts();
-            pw.push(&asm.k, p).with_context(|| format!("writing {shown}"))?;
+            pw.push(&asm.k, p)
+                .with_context(|| format!("writing {shown}"))?;
             since_forget += 1;
             if since_forget >= 1 << 16 {
                 // Calls two windows behind the frames written can name no frame to come.
-                asm.k.forget_calls_before(first.saturating_sub(window.ns.saturating_mul(2)));
+                asm.k
+                    .forget_calls_before(first.saturating_sub(window.ns.saturating_mul(2)));
                 since_forget = 0;
             }
         }
