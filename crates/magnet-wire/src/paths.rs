@@ -371,11 +371,39 @@ pub fn find_handshakes<T>(
     out
 }
 
-/// Whether a packet can be part of a handshake (a SYN, a SYN-ACK or a pure ACK):
-/// what a streaming reader keeps for [`handshakes`].
-pub fn may_be_handshake(p: &PacketPath) -> bool {
-    p.footprint
-        .is_some_and(|f| f.is_tcp() && (f.tcp_flags & 0x02 != 0 || f.tcp_flags & 0x1f == 0x10))
+/// What a streaming reader keeps for [`handshakes`]: SYNs, SYN-ACKs, and the pure
+/// ACKs that answer a SYN-ACK kept before them (packets come in order of first
+/// sighting). Memory is three packets per connection opened (and one per SYN
+/// unanswered), not the trace's.
+#[derive(Debug, Default)]
+pub struct HandshakeFilter {
+    /// (source, port, destination, port, seq, ack) of the ACK each SYN-ACK wants.
+    want: std::collections::HashSet<(IpAddr, u16, IpAddr, u16, u32, u32)>,
+}
+
+impl HandshakeFilter {
+    pub fn keeps(&mut self, p: &PacketPath) -> bool {
+        let Some(f) = p.footprint.filter(|f| f.is_tcp()) else {
+            return false;
+        };
+        if f.tcp_flags & 0x02 != 0 {
+            if f.tcp_flags & 0x12 == 0x12 {
+                self.want.insert((
+                    f.daddr,
+                    f.dport,
+                    f.saddr,
+                    f.sport,
+                    f.ack,
+                    f.seq.wrapping_add(1),
+                ));
+            }
+            return true;
+        }
+        f.tcp_flags & 0x1f == 0x10
+            && self
+                .want
+                .contains(&(f.saddr, f.sport, f.daddr, f.dport, f.seq, f.ack))
+    }
 }
 
 /// [`find_handshakes`] over paths, as Table 6-6 rows.
@@ -465,7 +493,9 @@ mod tests {
         assert_eq!(ids, [[1, 5, 8], [2, 3, 6], [4, 5, 8]]);
         // What a streaming reader keeps is enough: the data packet is not kept and
         // the answer is the same.
-        let kept: Vec<PacketPath> = paths.into_iter().filter(may_be_handshake).collect();
+        let mut keep = HandshakeFilter::default();
+        let kept: Vec<PacketPath> = paths.into_iter().filter(|p| keep.keeps(p)).collect();
+        // The data packet goes; so would an ACK that answers no SYN-ACK.
         assert_eq!(kept.len(), 7);
         let again: Vec<[u64; 3]> = handshakes(&kept)
             .iter()

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use magnet_trace::{ClockMap, ReorderBuffer};
 use magnet_wire::kernel::{Assembler, Window};
-use magnet_wire::paths::{handshakes, may_be_handshake, Filter, PacketPath, Paths};
+use magnet_wire::paths::{handshakes, Filter, HandshakeFilter, PacketPath, Paths};
 
 use super::trace_input;
 
@@ -123,6 +123,7 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
     // Packets are written as the window lets them go; only the handshake table
     // keeps the packets it may need (SYNs, SYN-ACKs, pure ACKs).
     let mut kept: Vec<PacketPath> = Vec::new();
+    let mut keep = HandshakeFilter::default();
     let mut written = 0u64;
     let mut emit = |asm: &mut Assembler, out: &mut dyn Write| -> Result<()> {
         while let Some(p) = asm.pop() {
@@ -131,7 +132,7 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
                 continue;
             }
             if args.handshake {
-                if may_be_handshake(&p) {
+                if keep.keeps(&p) {
                     kept.push(p);
                 }
             } else if args.json {
