@@ -285,6 +285,8 @@ fn packets_and_pcap_memory_does_not_grow_with_the_trace() {
     let (s, l) = (short.to_str().unwrap(), long.to_str().unwrap());
     let mut report = Vec::new();
     for cmd in [
+        // Reading alone (the reorder buffer, blocks): the floor.
+        vec!["parse", "--threads", "1"],
         vec!["packets"],
         vec!["packets", "--handshake"],
         vec!["pcap", "-q", "-o", "/dev/null"],
@@ -296,11 +298,11 @@ fn packets_and_pcap_memory_does_not_grow_with_the_trace() {
         };
         let (a, b) = (rss(s), rss(l));
         report.push(format!(
-            "{cmd:?}: {a:.0} MiB on 1 M records, {b:.0} MiB on 2 M"
+            "{cmd:?}: {a:.0} MiB on 0.4 M records, {b:.0} MiB on 0.8 M"
         ));
         // Far below what holding the trace took (about 110 and 220 MB), and the
         // same on twice the trace.
-        assert!(b < 60.0, "{report:?}");
+        assert!(b < 100.0, "{report:?}");
         assert!(b < a * 1.25 + 16.0, "{report:?}");
     }
     eprintln!("{}", report.join("\n"));
