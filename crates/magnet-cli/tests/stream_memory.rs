@@ -244,7 +244,6 @@ fn write_trace(out: &Path, target: u64) {
         ip_id[c as usize] = id + 8;
         i += 1;
     }
-    drop(rec);
     w.finish(&Footer {
         records: n.get(),
         last_ts_ns: last.get(),
@@ -255,6 +254,7 @@ fn write_trace(out: &Path, target: u64) {
 }
 
 /// Runs `magnet ARGS` with its output to /dev/null; its peak RSS in MiB.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also gives its rusage
 fn peak_rss_mib(args: &[&str]) -> f64 {
     let child = Command::new(MAGNET)
         .args(args)

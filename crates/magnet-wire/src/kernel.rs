@@ -323,7 +323,7 @@ fn num(bytes: &[u8], f: &Option<FieldDesc>) -> Option<u64> {
 /// A packet is open from its first record until no record of it came for `ns`
 /// nanoseconds of trace time; then it is finished (GSO segments assigned, fields
 /// from frame bytes taken) and handed on. When more than `packets` are open, the
-/// oldest eighth is finished early. A record of a packet finished already (its
+/// oldest half is finished early. A record of a packet finished already (its
 /// parts further apart than the window) starts a packet of its own and is counted
 /// in [`WindowStats::split`]: said, never silently merged or dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -881,9 +881,9 @@ impl Assembler {
         self.stats.peak_open = self.stats.peak_open.max(self.open.len());
         // Finish what the window has left behind: packets whose first sighting is
         // two windows old (so one window of records after them has been read),
-        // in steps of a window; or the oldest eighth when too many are open.
+        // in steps of a window; or the oldest half when too many are open.
         if self.open.len() > self.window.packets {
-            let n = (self.window.packets / 8).max(1);
+            let n = (self.window.packets / 2).max(1);
             self.stats.forced += n as u64;
             self.flush(i64::MAX, n);
         } else if self.window.ns != i64::MAX
