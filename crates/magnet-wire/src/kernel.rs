@@ -5,8 +5,11 @@
 //! whose send or receive calls used the socket) and the application calls around it.
 //! Times are wall-clock nanoseconds (the trace's clock map applied).
 //!
-//! Memory is about 150 bytes per packet plus 16 per hop: a 30 s MTU-sized iperf3 run
-//! (a few million packets) needs a few hundred MB.
+//! The one packet model of `magnet match`, `magnet pcap` and `magnet packets`:
+//! [`Assembler`] builds it from a stream of records with a bounded [`Window`] (a
+//! packet is finished once its first sighting is two windows old, or when too many
+//! are open; a late part is counted, never merged silently); [`Kernel::load`] is the
+//! same with the whole trace as the window (`match`: about 340 bytes per packet).
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Read;
@@ -333,7 +336,7 @@ pub struct Window {
 }
 
 impl Window {
-    /// 2 s of trace time, 262,144 open packets (about 100 MB at most).
+    /// 2 s of trace time, 262,144 open packets (a reader peaks near 300 MB).
     pub const DEFAULT: Window = Window {
         ns: 2_000_000_000,
         packets: 1 << 18,
