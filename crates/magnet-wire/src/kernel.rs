@@ -368,22 +368,26 @@ pub struct WindowStats {
     /// Records of a packet finished already (its parts further apart than the
     /// window), each the start of a packet of its own.
     pub split: u64,
-    /// Packets finished early because too many were open.
+    /// Packets finished early because too many were open (not warned about by
+    /// itself: a part of one that comes later is a `split`; a GSO segment of one
+    /// that appears later keeps no derived fields, its frames say so).
     pub forced: u64,
     /// The most packets open at once.
     pub peak_open: usize,
 }
 
 impl WindowStats {
-    /// A warning line when the window cut anything, naming it.
-    pub fn warning(&self, w: &Window) -> Option<String> {
-        (self.split > 0).then(|| {
-            format!(
+    /// Warning lines when the window cut anything, naming it.
+    pub fn warnings(&self, w: &Window) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.split > 0 {
+            out.push(format!(
                 "{} packet part(s) came after their packet was finished (parts further apart than the window, {}): each is shown as a packet of its own",
                 self.split,
                 w.describe()
-            )
-        })
+            ));
+        }
+        out
     }
 }
 
@@ -590,9 +594,8 @@ impl Assembler {
     /// Finishes every open packet (the end of the trace).
     pub fn finish(&mut self) {
         self.flush(i64::MAX, usize::MAX);
-        if let Some(w) = self.stats.warning(&self.window) {
-            self.k.warnings.push(w);
-        }
+        let w = self.stats.warnings(&self.window);
+        self.k.warnings.extend(w);
     }
 
     /// Adds one record.
@@ -887,8 +890,9 @@ impl Assembler {
         // in steps of a window; or the oldest half when too many are open.
         if self.open.len() > self.window.packets {
             let n = (self.window.packets / 2).max(1);
-            self.stats.forced += n as u64;
+            let before = self.stats.packets;
             self.flush(i64::MAX, n);
+            self.stats.forced += self.stats.packets - before;
         } else if self.window.ns != i64::MAX
             && self.newest.saturating_sub(self.oldest_open) > self.window.ns.saturating_mul(2)
         {

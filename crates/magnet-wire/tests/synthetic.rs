@@ -1004,6 +1004,16 @@ fn parts_further_apart_than_the_window_are_counted() {
         whole.packets.len() as u64 + st.split,
         "each late part is one more packet"
     );
+    // Too many packets open at once: the oldest half is finished early, and
+    // what comes of them later is counted the same way.
+    let few = Window {
+        ns: i64::MAX / 4,
+        packets: 2,
+    };
+    let (ps2, _, st2) = streamed(&t, few);
+    assert!(st2.forced > 0, "{st2:?}");
+    assert!(st2.peak_open <= 3, "{st2:?}");
+    assert_eq!(ps2.len() as u64, whole.packets.len() as u64 + st2.split);
     assert!(
         ctx.warnings
             .iter()
