@@ -1,4 +1,4 @@
-//! magnet-funcs: which kernel functions handle packets, and each packet's path.
+//! magnet-funcs: which kernel functions handle packets.
 //!
 //! The selective instrumentation of Li (NCTU 2010) finds packet-processing
 //! functions by the type they pass around, `struct sk_buff`: directly, through
@@ -6,15 +6,14 @@
 //! ("polymorphism"), and through callers and callees that pass it on
 //! ("indirect use"). This crate does that from the kernel's BTF ([`btf`],
 //! [`select`]) intersected with what ftrace can attach to ([`ftrace`]), and from
-//! a kernel source tree with a C parser ([`source`]). [`packets`] follows each
-//! packet of a trace through the layers (and functions) it went through.
+//! a kernel source tree with a C parser ([`source`]). It only selects functions:
+//! each packet's path through them is the packet model's (`magnet_wire::paths`).
 //!
-//! Libraries never print: the CLI (`magnet funcs`, `magnet packets`) does.
+//! Libraries never print: the CLI (`magnet funcs`) does.
 
 pub mod btf;
 pub mod error;
 pub mod ftrace;
-pub mod packets;
 pub mod select;
 pub mod source;
 

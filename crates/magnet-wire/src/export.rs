@@ -70,6 +70,9 @@ pub struct ExportStats {
     pub with_process: u64,
     /// Frames per interface block: (name, frames).
     pub interfaces: Vec<(String, u64)>,
+    /// Frames whose payload began in application calls further back than the
+    /// streaming window (those calls are not named).
+    pub calls_beyond_window: u64,
 }
 
 /// Which device sightings become frames (see the module's documentation).
@@ -178,23 +181,21 @@ fn synth_tcp_len(k: &Kernel, ip: &IpFields) -> u32 {
 struct Streams {
     isn: HashMap<FlowKey, u32>,
     last: HashMap<FlowKey, u64>,
-    /// Each socket's send (false) and receive (true) calls' cumulative ends.
-    ends: HashMap<(u64, bool), Vec<u64>>,
+    /// Each socket's send (false) and receive (true) calls' cumulative ends
+    /// (past the calls forgotten already: see [`Kernel::calls_dropped`]).
+    ends: HashMap<(u64, bool), (usize, Vec<u64>)>,
 }
 
 impl Streams {
-    fn new(k: &Kernel) -> Streams {
-        let mut st = Streams::default();
-        for p in &k.packets {
-            if let Some(ip) =
-                p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x02 != 0)
-            {
-                st.isn
-                    .entry((ip.saddr, ip.sport, ip.daddr, ip.dport))
-                    .or_insert(ip.seq);
-            }
+    /// Learns the stream start of a SYN.
+    fn learn(&mut self, p: &KPacket) {
+        if let Some(ip) =
+            p.ip.filter(|ip| ip.protocol == 6 && ip.tcp_flags & 0x02 != 0)
+        {
+            self.isn
+                .entry((ip.saddr, ip.sport, ip.daddr, ip.dport))
+                .or_insert(ip.seq);
         }
-        st
     }
 
     /// The stream offsets `[from, to)` of a frame's payload.
@@ -210,36 +211,47 @@ impl Streams {
     }
 
     /// The calls of socket `cookie` (receives when `recv`) whose bytes overlap
-    /// `[from, to)`: (index, call).
+    /// `[from, to)`: (number from 0, call). `None` when the calls that held
+    /// `from` were forgotten (further back than the window).
     fn calls<'k>(
         &mut self,
         k: &'k Kernel,
         cookie: u64,
         recv: bool,
         (from, to): (u64, u64),
-    ) -> Vec<(usize, &'k AppCall)> {
+    ) -> Option<Vec<(usize, &'k AppCall)>> {
         let Some(calls) = (if recv { &k.recvs } else { &k.sends }).get(&cookie) else {
-            return Vec::new();
+            return Some(Vec::new());
         };
-        let ends = self.ends.entry((cookie, recv)).or_insert_with(|| {
-            let mut sum = 0u64;
-            calls
-                .iter()
-                .map(|c| {
-                    sum += c.ret.max(0) as u64;
-                    sum
-                })
-                .collect()
-        });
+        let (base, base_bytes) = k
+            .calls_dropped
+            .get(&(cookie, recv))
+            .copied()
+            .unwrap_or((0, 0));
+        // Kept in step with the calls: those forgotten since leave, new ones come.
+        let (at, ends) = self
+            .ends
+            .entry((cookie, recv))
+            .or_insert((base, Vec::new()));
+        ends.drain(..(base - *at).min(ends.len()));
+        *at = base;
+        let mut sum = ends.last().copied().unwrap_or(base_bytes);
+        for c in &calls[ends.len().min(calls.len())..] {
+            sum += c.ret.max(0) as u64;
+            ends.push(sum);
+        }
         let mut out = Vec::new();
         let mut i = ends.partition_point(|&e| e <= from);
         while i < calls.len() && ends[i] - (calls[i].ret.max(0) as u64) < to {
             if calls[i].ret > 0 {
-                out.push((i, &calls[i]));
+                out.push((base + i, &calls[i]));
             }
             i += 1;
         }
-        out
+        if from < base_bytes && base > 0 {
+            return None;
+        }
+        Some(out)
     }
 }
 
@@ -306,104 +318,218 @@ fn describe(
 
 /// Writes `k` as pcapng to `w`, the frames `o.select` chooses.
 pub fn write_pcapng_with<W: Write>(k: &Kernel, w: W, o: &PcapOptions) -> io::Result<ExportStats> {
-    let header = k.header.as_ref();
-    let host = k
-        .header
-        .as_ref()
-        .map_or("", |h| h.host.as_str())
-        .to_string();
-    let mut shb: Vec<(u16, &[u8])> =
-        vec![(4, b"magnet pcap (from a magnet trace; frames without recorded bytes have synthesised headers)")];
-    if !host.is_empty() {
-        shb.push((2, host.as_bytes()));
+    let mut pw = PcapWriter::new(k, w, o)?;
+    // The whole trace is at hand: every interface's namespaces are known up front.
+    for p in &k.packets {
+        pw.learn_ns(k, p);
     }
-    let mut out = PcapNgWriter::with_options(w, false, &shb)?;
-    // (ts, packet, hop) of every frame, then in time order.
-    let mut frames: Vec<(i64, u32, u16, IfKey)> = Vec::new();
-    for (pi, p) in k.packets.iter().enumerate() {
-        if p.gso_segments > 0 {
-            continue; // on the wire as its segments
+    for p in &k.packets {
+        pw.push(k, p.clone())?;
+    }
+    pw.finish(k)
+}
+
+/// A frame waiting for its turn (frames are written in time order).
+struct Pending {
+    ts: i64,
+    seq: u64,
+    hi: u16,
+    key: IfKey,
+    p: std::rc::Rc<KPacket>,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, o: &Self) -> bool {
+        (self.ts, self.seq, self.hi) == (o.ts, o.seq, o.hi)
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.ts, self.seq, self.hi).cmp(&(o.ts, o.seq, o.hi))
+    }
+}
+
+/// pcapng from a stream of the model's packets (in order of first sighting, as
+/// [`crate::kernel::Assembler`] hands them on): each packet's frames wait until no
+/// earlier frame can come, so memory is the window's, not the trace's.
+pub struct PcapWriter<W: Write> {
+    out: PcapNgWriter<W>,
+    select: Select,
+    host: String,
+    pending: std::collections::BinaryHeap<std::cmp::Reverse<Pending>>,
+    seq: u64,
+    seen_ns: BTreeMap<u32, std::collections::BTreeSet<u64>>,
+    named: BTreeMap<IfKey, bool>,
+    streams: Streams,
+    ifaces: BTreeMap<IfKey, (u32, String, u64)>,
+    st: ExportStats,
+    data: Vec<u8>,
+    comment: String,
+}
+
+impl<W: Write> PcapWriter<W> {
+    pub fn new(k: &Kernel, w: W, o: &PcapOptions) -> io::Result<Self> {
+        let host = k
+            .header
+            .as_ref()
+            .map_or("", |h| h.host.as_str())
+            .to_string();
+        let mut shb: Vec<(u16, &[u8])> =
+            vec![(4, b"magnet pcap (from a magnet trace; frames without recorded bytes have synthesised headers)")];
+        if !host.is_empty() {
+            shb.push((2, host.as_bytes()));
         }
-        let dev = dev_hops(p, &o.select);
-        for &hi in &dev {
-            let h = &p.hops[hi];
-            frames.push((h.ts_ns, pi as u32, hi as u16, IfKey::Dev(h.ifindex, 0)));
+        let out = PcapNgWriter::with_options(w, false, &shb)?;
+        Ok(PcapWriter {
+            out,
+            select: o.select.clone(),
+            host,
+            pending: Default::default(),
+            seq: 0,
+            seen_ns: BTreeMap::new(),
+            named: BTreeMap::new(),
+            streams: Streams::default(),
+            ifaces: BTreeMap::new(),
+            st: ExportStats::default(),
+            data: Vec::with_capacity(128),
+            comment: String::with_capacity(256),
+        })
+    }
+
+    /// Device events carry no namespace: a hop's socket tells it (a transmit's
+    /// socket, a receive's flow socket, both in the device's namespace); a hop
+    /// without one takes the only namespace its ifindex was seen in with a socket.
+    fn learn_ns(&mut self, k: &Kernel, p: &KPacket) {
+        for h in &p.hops {
+            if matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX) {
+                if let Some(&ns) = k.sock_netns.get(&h.cookie).filter(|&&n| n != 0) {
+                    self.seen_ns.entry(h.ifindex).or_default().insert(ns);
+                }
+            }
         }
-        let any_dev = p
-            .hops
-            .iter()
-            .any(|h| matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX));
-        if !any_dev {
-            if let Some((hi, h)) = p
+    }
+
+    /// Frames waiting.
+    pub fn waiting(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Takes one packet: queues its frames and writes those no later packet can
+    /// come before.
+    pub fn push(&mut self, k: &Kernel, p: KPacket) -> io::Result<()> {
+        self.streams.learn(&p);
+        self.learn_ns(k, &p);
+        let first = p.first_ts();
+        if p.gso_segments == 0 {
+            // (A GSO packet is on the wire as its segments.)
+            let p = std::rc::Rc::new(p);
+            let mut queue = |ts: i64, hi: usize, key: IfKey, seq: u64| {
+                self.pending.push(std::cmp::Reverse(Pending {
+                    ts,
+                    seq,
+                    hi: hi as u16,
+                    key,
+                    p: p.clone(),
+                }));
+            };
+            let dev = dev_hops(&p, &self.select);
+            for &hi in &dev {
+                let h = &p.hops[hi];
+                queue(h.ts_ns, hi, IfKey::Dev(h.ifindex, 0), self.seq);
+            }
+            let any_dev = p
                 .hops
                 .iter()
-                .enumerate()
-                .find(|(_, h)| matches!(h.kind, kind::IP_LOCAL_OUT | kind::IP_LOCAL_IN))
-            {
-                frames.push((h.ts_ns, pi as u32, hi as u16, IfKey::Ip(h.ifindex)));
+                .any(|h| matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX));
+            if !any_dev {
+                if let Some((hi, h)) = p
+                    .hops
+                    .iter()
+                    .enumerate()
+                    .find(|(_, h)| matches!(h.kind, kind::IP_LOCAL_OUT | kind::IP_LOCAL_IN))
+                {
+                    queue(h.ts_ns, hi, IfKey::Ip(h.ifindex), self.seq);
+                }
             }
+            self.seq += 1;
         }
+        self.write_before(k, first)
     }
-    // Device events carry no namespace: a hop's socket tells it (a transmit's
-    // socket, a receive's flow socket, both in the device's namespace); a hop
-    // without one takes the only namespace its ifindex was seen in with a socket.
-    let hop_ns = |pi: u32, hi: u16| -> u64 {
-        let h = &k.packets[pi as usize].hops[hi as usize];
-        k.sock_netns.get(&h.cookie).copied().unwrap_or(0)
-    };
-    let mut seen_ns: BTreeMap<u32, std::collections::BTreeSet<u64>> = BTreeMap::new();
-    for &(_, pi, hi, key) in &frames {
+
+    /// Writes the frames before `ts`.
+    fn write_before(&mut self, k: &Kernel, ts: i64) -> io::Result<()> {
+        while self.pending.peek().is_some_and(|f| f.0.ts < ts) {
+            let f = self.pending.pop().expect("peeked").0;
+            self.write(k, f)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is left; the totals.
+    pub fn finish(mut self, k: &Kernel) -> io::Result<ExportStats> {
+        self.write_before(k, i64::MAX)?;
+        while let Some(f) = self.pending.pop() {
+            self.write(k, f.0)?;
+        }
+        self.out.flush()?;
+        self.st.interfaces = std::mem::take(&mut self.ifaces)
+            .into_values()
+            .map(|(_, n, c)| (n, c))
+            .collect();
+        Ok(self.st)
+    }
+
+    fn write(&mut self, k: &Kernel, f: Pending) -> io::Result<()> {
+        let header = k.header.as_ref();
+        let host = &self.host;
+        let (ts, hi) = (f.ts, f.hi);
+        let p = &*f.p;
+        let h = p.hops[hi as usize];
+        let mut key = f.key;
         if let IfKey::Dev(i, _) = key {
-            let ns = hop_ns(pi, hi);
-            if ns != 0 {
-                seen_ns.entry(i).or_default().insert(ns);
-            }
-        }
-    }
-    for f in &mut frames {
-        if let IfKey::Dev(i, _) = f.3 {
-            let mut ns = hop_ns(f.1, f.2);
+            let mut ns = k.sock_netns.get(&h.cookie).copied().unwrap_or(0);
             if ns == 0 {
-                if let Some(only) = seen_ns.get(&i).filter(|s| s.len() == 1) {
+                if let Some(only) = self.seen_ns.get(&i).filter(|s| s.len() == 1) {
                     ns = *only.iter().next().expect("one");
                 }
             }
-            f.3 = IfKey::Dev(i, ns);
+            key = IfKey::Dev(i, ns);
         }
-    }
-    if let Select::Interfaces(names) = &o.select {
-        let mut named: BTreeMap<IfKey, bool> = BTreeMap::new();
-        frames.retain(|f| {
-            *named.entry(f.3).or_insert_with(|| {
-                let (_, name, _) = describe(header, &host, f.3);
-                let ifx = match f.3 {
+        if let Select::Interfaces(names) = &self.select {
+            let keep = *self.named.entry(key).or_insert_with(|| {
+                let (_, name, _) = describe(header, host, key);
+                let ifx = match key {
                     IfKey::Dev(i, _) | IfKey::Ip(i) => i.to_string(),
                 };
                 names.iter().any(|n| *n == name || *n == ifx)
-            })
-        });
-    }
-    frames.sort_unstable();
-    let mut streams = Streams::new(k);
-    let mut ifaces: BTreeMap<IfKey, (u32, String, u64)> = BTreeMap::new();
-    let mut st = ExportStats::default();
-    let mut data = Vec::with_capacity(128);
-    let mut comment = String::with_capacity(256);
-    for &(ts, pi, hi, key) in &frames {
-        let p = &k.packets[pi as usize];
-        let h = p.hops[hi as usize];
-        let n = ifaces.len();
-        let entry = match ifaces.entry(key) {
+            });
+            if !keep {
+                return Ok(());
+            }
+        }
+        let n = self.ifaces.len();
+        let entry = match self.ifaces.entry(key) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => {
-                let (lt, name, desc) = describe(header, &host, key);
-                let id =
-                    out.add_interface(&InterfaceDesc::new(lt).name(&name).description(&desc))?;
+                let (lt, name, desc) = describe(header, host, key);
+                let id = self
+                    .out
+                    .add_interface(&InterfaceDesc::new(lt).name(&name).description(&desc))?;
                 debug_assert_eq!(id as usize, n);
                 v.insert((id, name, 0))
             }
         };
         entry.2 += 1;
+        let if_id = entry.0;
+        let st = &mut self.st;
+        let data = &mut self.data;
+        let comment = &mut self.comment;
         let loopback = h.ifindex == LOOPBACK_IFINDEX && matches!(key, IfKey::Dev(..));
         let outbound = matches!(h.kind, kind::DEV_START_XMIT | kind::IP_LOCAL_OUT);
         data.clear();
@@ -418,7 +544,7 @@ pub fn write_pcapng_with<W: Write>(k: &Kernel, w: W, o: &PcapOptions) -> io::Res
             orig = (h.len as usize).max(data.len());
             st.captured += 1;
         } else {
-            made = synthesise(k, p, link, &mut data);
+            made = synthesise(k, p, link, data);
             orig = match (p.ip, link) {
                 (Some(ip), true) => 14 + ip.tot_len as usize,
                 (Some(ip), false) => ip.tot_len as usize,
@@ -459,7 +585,7 @@ pub fn write_pcapng_with<W: Write>(k: &Kernel, w: W, o: &PcapOptions) -> io::Res
                 let _ = write!(comment, " peer_pid={} peer_comm={}", o.pid, o.comm);
             }
         }
-        app_calls(
+        if !app_calls(
             k,
             p,
             &h,
@@ -467,9 +593,11 @@ pub fn write_pcapng_with<W: Write>(k: &Kernel, w: W, o: &PcapOptions) -> io::Res
             link,
             sender,
             receiver,
-            &mut streams,
-            &mut comment,
-        );
+            &mut self.streams,
+            comment,
+        ) {
+            st.calls_beyond_window += 1;
+        }
         comment.push_str(" path=");
         for (i, hop) in p.hops.iter().enumerate() {
             if i > 0 {
@@ -492,18 +620,16 @@ pub fn write_pcapng_with<W: Write>(k: &Kernel, w: W, o: &PcapOptions) -> io::Res
         } else {
             let _ = write!(comment, " synthesized={made}");
         }
-        let mut op = OutPacket::new(entry.0, ts.max(0), &data)
+        let mut op = OutPacket::new(if_id, ts.max(0), data)
             .orig_len(orig as u32)
-            .comment(&comment);
+            .comment(comment);
         if !loopback {
             op = op.flags(if outbound { 2 } else { 1 });
         }
-        out.write_packet(&op)?;
+        self.out.write_packet(&op)?;
         st.frames += 1;
+        Ok(())
     }
-    out.flush()?;
-    st.interfaces = ifaces.into_values().map(|(_, n, c)| (n, c)).collect();
-    Ok(st)
 }
 
 /// Appends ` app=…` naming the calls whose bytes the frame carries: the sender's
@@ -520,8 +646,9 @@ fn app_calls(
     receiver: Option<u64>,
     streams: &mut Streams,
     comment: &mut String,
-) {
-    let Some(ip) = p.ip else { return };
+) -> bool {
+    let mut whole = true;
+    let Some(ip) = p.ip else { return true };
     let mut names: Vec<String> = Vec::new();
     let mut push = |recv: bool, i: usize, c: &AppCall| {
         names.push(format!(
@@ -534,18 +661,23 @@ fn app_calls(
     match ip.protocol {
         6 => {
             let Some((seq, len)) = tcp_payload(k, &ip, frame, link) else {
-                return;
+                return true;
             };
             if len == 0 {
-                return;
+                return true;
             }
             if let Some(range) = streams.range(&ip, seq, len) {
                 for (recv, cookie) in [(false, sender), (true, receiver)] {
                     let Some(cookie) = cookie.filter(|&c| c != 0) else {
                         continue;
                     };
-                    for (i, c) in streams.calls(k, cookie, recv, range) {
-                        push(recv, i, c);
+                    match streams.calls(k, cookie, recv, range) {
+                        Some(calls) => {
+                            for (i, c) in calls {
+                                push(recv, i, c);
+                            }
+                        }
+                        None => whole = false,
                     }
                 }
             } else {
@@ -563,6 +695,7 @@ fn app_calls(
     if !names.is_empty() {
         let _ = write!(comment, " app={}", names.join(","));
     }
+    whole
 }
 
 /// The one call nearest a frame whose stream position is not known.
@@ -586,7 +719,8 @@ fn nearest(
                 .iter()
                 .position(|x| std::ptr::eq(x, c))
                 .unwrap_or(0);
-            push(recv, i, c);
+            let base = k.calls_dropped.get(&(cookie, recv)).map_or(0, |d| d.0);
+            push(recv, base + i, c);
         }
     }
 }

@@ -10,6 +10,8 @@
 //!   (the trace carries no frame bytes).
 //! - [`footprint`]: the footprint of a captured frame or a kernel packet (DESIGN.md,
 //!   "Identity"), the key that ties the two together.
+//! - [`paths`]: each packet as the path it took (`magnet packets`), and TCP
+//!   handshakes (Table 6-6) found by one rule for `packets` and `match`.
 //! - [`matching`]: packet association (`magnet match`): each frame of any capture to
 //!   the kernel's packet, with the clock offset and drift between the two.
 //!
@@ -19,6 +21,7 @@ pub mod export;
 pub mod footprint;
 pub mod kernel;
 pub mod matching;
+pub mod paths;
 
 /// Errors: the trace or capture named, with what went wrong.
 #[derive(Debug, thiserror::Error)]

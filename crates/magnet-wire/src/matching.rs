@@ -447,12 +447,6 @@ pub struct HandshakeRow {
 /// for SYN, SYN-ACK and ACK, the arrival in the capture, entry and exit times in the
 /// kernel, the functions (and events) that handled it, and the time between.
 pub fn handshake(k: &Kernel, a: &Association) -> Option<[HandshakeRow; 3]> {
-    let ip = |m: &FrameMatch| match m.kind {
-        Frame::Ip { fp, tcp_flags, .. } if fp.protocol == 6 && m.packet.is_some() => {
-            Some((fp, tcp_flags))
-        }
-        _ => None,
-    };
     let row = |name: &'static str, m: &FrameMatch| -> Option<HandshakeRow> {
         let p = &k.packets[m.packet?];
         let entry = p.hops.first()?.ts_ns + a.summary.offset_ns;
@@ -474,34 +468,17 @@ pub fn handshake(k: &Kernel, a: &Association) -> Option<[HandshakeRow; 3]> {
             cost_ns: exit - entry,
         })
     };
-    for (i, syn) in a.frames.iter().enumerate() {
-        let Some((s, f)) = ip(syn) else { continue };
-        if f & 0x12 != 0x02 {
-            continue;
-        }
-        let Some(sa) = a.frames[i + 1..].iter().find(|m| {
-            ip(m).is_some_and(|(fp, fl)| {
-                fl & 0x12 == 0x12
-                    && fp.src == s.dst
-                    && fp.sport == s.dport
-                    && fp.dport == s.sport
-                    && fp.ack == s.seq.wrapping_add(1)
-            })
-        }) else {
-            continue;
-        };
-        let (sfp, _) = ip(sa)?;
-        let Some(ack) = a.frames[i + 1..].iter().find(|m| {
-            ip(m).is_some_and(|(fp, fl)| {
-                fl & 0x17 == 0x10
-                    && fp.src == s.src
-                    && fp.sport == s.sport
-                    && fp.ack == sfp.seq.wrapping_add(1)
-            })
-        }) else {
-            continue;
-        };
-        return Some([row("SYN", syn)?, row("SYN-ACK", sa)?, row("ACK", ack)?]);
-    }
-    None
+    // The one rule `magnet packets --handshake` uses, on the kernel's fields of
+    // the matched frames, in capture order.
+    let [s, sa, ack] = *crate::paths::find_handshakes(
+        &a.frames,
+        |m| m.packet.and_then(|i| k.packets[i].ip),
+        |m| m.ts_ns,
+    )
+    .first()?;
+    Some([
+        row("SYN", &a.frames[s])?,
+        row("SYN-ACK", &a.frames[sa])?,
+        row("ACK", &a.frames[ack])?,
+    ])
 }

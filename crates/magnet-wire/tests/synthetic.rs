@@ -918,3 +918,161 @@ fn a_late_local_out_and_segments_cut_after_a_retransmit_stay_with_their_packet()
         ]
     );
 }
+
+/// The packets of a trace read whole, and streamed through the window.
+fn streamed(
+    t: &[u8],
+    w: magnet_wire::kernel::Window,
+) -> (
+    Vec<magnet_wire::kernel::KPacket>,
+    Kernel,
+    magnet_wire::kernel::WindowStats,
+) {
+    let mut r = TraceReader::new(t).unwrap();
+    let mut a = magnet_wire::kernel::Assembler::new(r.header(), w, true);
+    let mut out = Vec::new();
+    while let Some(rec) = r.next_record() {
+        a.push(&rec.unwrap().view());
+        out.extend(std::iter::from_fn(|| a.pop()));
+    }
+    a.finish();
+    out.extend(std::iter::from_fn(|| a.pop()));
+    let st = a.stats;
+    (out, a.into_context(), st)
+}
+
+fn summary(p: &magnet_wire::kernel::KPacket) -> String {
+    format!(
+        "{:#x} {:?} {:?} {} {:?} {:?}",
+        p.id, p.hops, p.ip, p.gso_segments, p.gso_parent, p.frames
+    )
+}
+
+/// Streaming changes nothing while every packet fits the window: the same packets
+/// (reused ids split, GSO segments with their parents' fields) and the same pcapng
+/// bytes as the whole trace read at once.
+#[test]
+fn streamed_through_the_window_is_the_whole_trace() {
+    use magnet_wire::export::{PcapOptions, PcapWriter, Select};
+    use magnet_wire::kernel::Window;
+    for (name, t) in [
+        ("trace", trace()),
+        ("gaps", trace_with_gaps()),
+        ("loopback", loopback_trace()),
+        ("late", late_and_requeued_trace()),
+    ] {
+        let k = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+        let (ps, ctx, st) = streamed(&t, Window::DEFAULT);
+        assert_eq!(st.split, 0, "{name}");
+        let a: Vec<String> = k.packets.iter().map(summary).collect();
+        let b: Vec<String> = ps.iter().map(summary).collect();
+        assert_eq!(a, b, "{name}");
+        for sel in [Select::Once, Select::EachDevice] {
+            let o = PcapOptions { select: sel };
+            let mut whole = Vec::new();
+            magnet_wire::export::write_pcapng_with(&k, &mut whole, &o).unwrap();
+            let mut got = Vec::new();
+            {
+                let mut sink = PcapWriter::new(&ctx, &mut got, &o).unwrap();
+                for p in ps.iter().cloned() {
+                    sink.push(&ctx, p).unwrap();
+                }
+                sink.finish(&ctx).unwrap();
+            }
+            assert!(whole == got, "{name}: pcapng differs");
+        }
+    }
+}
+
+/// A packet whose parts are further apart than the window: its late part is a
+/// packet of its own, and the reader says so (counted, and a warning line).
+#[test]
+fn parts_further_apart_than_the_window_are_counted() {
+    use magnet_wire::kernel::Window;
+    let t = trace();
+    let w = Window {
+        ns: 100,
+        packets: 1 << 18,
+    };
+    // The trace's hops are 50 ns to microseconds apart: a window of 100 ns
+    // separates some of a packet's hops.
+    let (ps, ctx, st) = streamed(&t, w);
+    let whole = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+    assert!(st.split > 0, "{st:?}");
+    assert_eq!(
+        ps.len() as u64,
+        whole.packets.len() as u64 + st.split,
+        "each late part is one more packet"
+    );
+    // Too many packets open at once: the oldest half is finished early, and
+    // what comes of them later is counted the same way.
+    let few = Window {
+        ns: i64::MAX / 4,
+        packets: 2,
+    };
+    let (ps2, _, st2) = streamed(&t, few);
+    assert!(st2.forced > 0, "{st2:?}");
+    assert!(st2.peak_open <= 3, "{st2:?}");
+    assert_eq!(ps2.len() as u64, whole.packets.len() as u64 + st2.split);
+    assert!(
+        ctx.warnings
+            .iter()
+            .any(|w| w.contains(&format!("{} packet part(s)", st.split))
+                && w.contains("further apart than the window")),
+        "{:?}",
+        ctx.warnings
+    );
+}
+
+/// `magnet match` and `magnet packets` agree on which packet is which: every
+/// frame of a capture (the trace's own pcapng: GSO segments, a reused id) names
+/// the packet id whose path, as `packets` builds it from the stream, carries the
+/// frame's footprint — the same packet at the same place in the model's order.
+#[test]
+fn match_and_packets_agree_on_which_packet_is_which() {
+    use magnet_wire::paths::Paths;
+    let t = trace();
+    let k = load();
+    let mut out = Vec::new();
+    magnet_wire::export::write_pcapng(&k, &mut out).unwrap();
+    let mut r = CaptureReader::new(&out[..], Path::new("x")).unwrap();
+    let mut frames = Vec::new();
+    while let Some(p) = r.next_packet() {
+        let p = p.unwrap();
+        frames.push((p.number, p.ts_ns, p.linktype, p.data.to_vec()));
+    }
+    let fps: Vec<Frame> = frames.iter().map(|f| parse_frame(f.2, &f.3)).collect();
+    let a = associate(&k, frames);
+    assert_eq!(a.summary.matched, a.summary.frames);
+    let header = TraceReader::new(&t[..]).unwrap().header().clone();
+    let names = Paths::new(&header);
+    let (ps, _, _) = streamed(&t, magnet_wire::kernel::Window::DEFAULT);
+    let paths: Vec<_> = ps.iter().map(|p| names.path(p)).collect();
+    assert_eq!(paths.len(), k.packets.len());
+    // The reused id is two packets in both.
+    assert_eq!(paths.iter().filter(|p| p.pkt_id == 0x30).count(), 2);
+    for (m, f) in a.frames.iter().zip(&fps) {
+        let i = m.packet.unwrap();
+        let Frame::Ip { fp, .. } = f else { panic!() };
+        let p = &paths[i];
+        assert_eq!(Some(p.pkt_id), m.pkt_id);
+        assert_eq!(
+            p.footprint.map(|ip| Footprint::from_kernel(&ip)),
+            Some(*fp),
+            "frame {} and packet {:#x}",
+            m.frame,
+            p.pkt_id
+        );
+    }
+    // A GSO segment's path is its own steps, with its parent's fields and id.
+    let seg = paths.iter().find(|p| p.pkt_id == 0x12).unwrap();
+    assert_eq!(seg.gso_parent, Some(0x10));
+    assert_eq!(seg.footprint.unwrap().ip_id, 501);
+    assert_eq!(
+        seg.steps
+            .iter()
+            .map(|s| s.kind.as_str())
+            .collect::<Vec<_>>(),
+        ["dev_start_xmit", "dev_rx", "tcp_rcv"]
+    );
+}

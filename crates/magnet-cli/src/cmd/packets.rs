@@ -8,14 +8,19 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use magnet_funcs::packets::{handshakes, Filter, PacketPath, Paths};
 use magnet_trace::{ClockMap, ReorderBuffer};
+use magnet_wire::kernel::{Assembler, Window};
+use magnet_wire::paths::{handshakes, Filter, HandshakeFilter, PacketPath, Paths};
 
 use super::trace_input;
 
 const AFTER_HELP: &str = "\
-A packet is what the recorder gave one packet id: from its first sighting (LOCAL_OUT
-on transmit, the driver on receive) to its last, in time order. Each step shows the
+A packet is the one `magnet match` and `magnet pcap` see: what the recorder gave one
+packet id, from its first sighting (LOCAL_OUT on transmit, the driver on receive) to
+its last, in time order; an id the kernel reused is two packets, and a GSO segment
+carries its parent's fields (gso_parent). Packets are read with a bounded window
+(docs/wire.md): a packet whose parts are more than 2 s apart is said on standard
+error and shown in parts. Each step shows the
 time since the previous step; 'kernel' is last minus first. The footprint (IPv4
 src, dst, id, protocol; IPv6 src, dst, next header; ports, TCP flags) is what ties
 the packet to a capture. Function events (record --funcs) appear as steps too.
@@ -102,17 +107,6 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
     let mut reader = args.input.open()?;
     let header = reader.header().clone();
     let path = file.clone();
-    let mut paths = Paths::new(&header);
-    let mut ordered = ReorderBuffer::new(&mut reader, args.window);
-    while let Some(item) = ordered.next() {
-        match item {
-            Ok(rec) => paths.push(&rec),
-            Err(e) => trace_input::warn(&path, &e),
-        }
-    }
-    drop(ordered);
-    let code = trace_input::exit_code(&reader);
-    drop(reader);
     let filter = Filter {
         pkt: args.pkt,
         src: args.src,
@@ -121,11 +115,68 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
         protocol: args.proto,
         port: args.port,
     };
-    let all = paths.finish();
-    let kept: Vec<PacketPath> = all.into_iter().filter(|p| filter.keeps(p)).collect();
+    let names = Paths::new(&header);
+    let mut asm = Assembler::new(&header, Window::DEFAULT, false);
     let stdout = std::io::stdout();
     // Process and interface names from the trace: escaped in text.
     let mut out = magnet_common::text::Escaping::when(!args.json, BufWriter::new(stdout.lock()));
+    // Packets are written as the window lets them go; only the handshake table
+    // keeps the packets it may need (SYNs, SYN-ACKs, pure ACKs).
+    let mut kept: Vec<PacketPath> = Vec::new();
+    let mut keep = HandshakeFilter::default();
+    let mut written = 0u64;
+    let mut emit = |asm: &mut Assembler, out: &mut dyn Write| -> Result<()> {
+        while let Some(p) = asm.pop() {
+            let p = names.path(&p);
+            if !filter.keeps(&p) {
+                continue;
+            }
+            if args.handshake {
+                if keep.keeps(&p) {
+                    kept.push(p);
+                }
+            } else if args.json {
+                out.write_all(if written == 0 {
+                    br#"{"schema":""#
+                } else {
+                    b","
+                })?;
+                if written == 0 {
+                    out.write_all(super::json_out::PACKETS.as_bytes())?;
+                    out.write_all(br#"","packets":["#)?;
+                }
+                serde_json::to_writer(&mut *out, &p).context("writing JSON")?;
+                written += 1;
+            } else {
+                text_packet(out, &header.clock, &p)?;
+            }
+        }
+        Ok(())
+    };
+    let mut ordered = ReorderBuffer::new(&mut reader, args.window);
+    while let Some(item) = ordered.next() {
+        match item {
+            Ok(rec) => {
+                asm.push(&rec);
+                emit(&mut asm, &mut out)?;
+            }
+            Err(e) => trace_input::warn(&path, &e),
+        }
+    }
+    drop(ordered);
+    asm.finish();
+    emit(&mut asm, &mut out)?;
+    let code = trace_input::exit_code(&reader);
+    drop(reader);
+    let ctx = asm.into_context();
+    for w in ctx
+        .warnings
+        .iter()
+        .filter(|w| w.contains("further apart than the window"))
+    {
+        let line = format!("{}: {w}", path.display());
+        eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
+    }
     if args.handshake {
         let hs = handshakes(&kept);
         if args.json {
@@ -146,7 +197,7 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
                 "handshake {}:{} -> {}:{}",
                 s.saddr, s.sport, s.daddr, s.dport
             )?;
-            let cell = |f: &dyn Fn(&magnet_funcs::packets::HandshakeRow) -> String| {
+            let cell = |f: &dyn Fn(&magnet_wire::paths::HandshakeRow) -> String| {
                 h.iter()
                     .map(|r| format!("{:>20}", f(r)))
                     .collect::<String>()
@@ -212,13 +263,22 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
         return Ok(code);
     }
     if args.json {
-        let v = super::json_out::tagged(super::json_out::PACKETS, "packets", &kept)?;
-        serde_json::to_writer(&mut out, &v).context("writing JSON")?;
-        writeln!(out)?;
-        out.flush()?;
-        return Ok(code);
+        if written == 0 {
+            write!(
+                out,
+                r#"{{"schema":"{}","packets":["#,
+                super::json_out::PACKETS
+            )?;
+        }
+        writeln!(out, "]}}")?;
     }
-    for p in &kept {
+    out.flush()?;
+    Ok(code)
+}
+
+/// One packet and its steps, as text.
+fn text_packet(out: &mut dyn Write, clock: &ClockMap, p: &PacketPath) -> Result<()> {
+    {
         let fp = match &p.footprint {
             Some(f) if f.is_tcp() => format!(
                 "{}:{} > {}:{} id {} proto {} [{}] seq {} ack {}",
@@ -251,7 +311,7 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
             writeln!(
                 out,
                 "  {}  +{:>10} us  cpu{:<3} {:<6} {:<16} {}",
-                wall(&header.clock, s.ts_ns),
+                wall(clock, s.ts_ns),
                 us(s.delta_ns),
                 s.cpu,
                 s.layer,
@@ -263,6 +323,5 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
             )?;
         }
     }
-    out.flush()?;
-    Ok(code)
+    Ok(())
 }

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use magnet_wire::export::{PcapOptions, Select};
-use magnet_wire::kernel::Kernel;
+use magnet_wire::export::{PcapOptions, PcapWriter, Select};
+use magnet_wire::kernel::{Assembler, Window};
 
 use super::trace_input;
 
@@ -55,11 +55,6 @@ pub struct PcapArgs {
 pub fn run(a: PcapArgs) -> Result<ExitCode> {
     let trace = a.input.path();
     let mut rd = a.input.open()?;
-    let k = Kernel::load(&mut rd).with_context(|| format!("{}", trace.display()))?;
-    for w in &k.warnings {
-        let line = format!("{}: {w}", trace.display());
-        eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
-    }
     let opts = PcapOptions {
         select: if a.each_device {
             Select::EachDevice
@@ -77,9 +72,55 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
             .with_context(|| format!("cannot create {}", a.output.display()))?;
         (Box::new(f), a.output.display().to_string())
     };
-    let st =
-        magnet_wire::export::write_pcapng_with(&k, BufWriter::with_capacity(1 << 20, sink), &opts)
-            .with_context(|| format!("writing {shown}"))?;
+    // Streamed: packets leave the model's window in order of first sighting, their
+    // frames wait only for earlier ones (docs/wire.md, "Memory").
+    let window = Window::DEFAULT;
+    let mut asm = Assembler::new(rd.header(), window, true);
+    let mut pw = PcapWriter::new(&asm.k, BufWriter::with_capacity(1 << 20, sink), &opts)
+        .with_context(|| format!("writing {shown}"))?;
+    let mut since_forget = 0u64;
+    let mut drain = |asm: &mut Assembler, pw: &mut PcapWriter<_>| -> Result<()> {
+        while let Some(p) = asm.pop() {
+            let first = p.first_ts();
+            pw.push(&asm.k, p)
+                .with_context(|| format!("writing {shown}"))?;
+            since_forget += 1;
+            if since_forget >= 1 << 16 {
+                // Calls two windows behind the frames written can name no frame to come.
+                asm.k
+                    .forget_calls_before(first.saturating_sub(window.ns.saturating_mul(2)));
+                since_forget = 0;
+            }
+        }
+        Ok(())
+    };
+    while let Some(r) = rd.next_record() {
+        match r {
+            Ok(r) => asm.push(&r.view()),
+            Err(e) => asm
+                .error(e)
+                .with_context(|| format!("{}", trace.display()))?,
+        }
+        drain(&mut asm, &mut pw)?;
+    }
+    asm.finish();
+    drain(&mut asm, &mut pw)?;
+    let st = pw
+        .finish(&asm.k)
+        .with_context(|| format!("writing {shown}"))?;
+    let k = asm.into_context();
+    for w in &k.warnings {
+        let line = format!("{}: {w}", trace.display());
+        eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
+    }
+    if st.calls_beyond_window > 0 {
+        eprintln!(
+            "magnet: warning: {}: {} frames carry bytes of application calls more than {} s before them: those calls are not named",
+            trace.display(),
+            st.calls_beyond_window,
+            2 * window.ns / 1_000_000_000
+        );
+    }
     if let Select::Interfaces(names) = &opts.select {
         if st.frames == 0 {
             let known: Vec<String> = k
