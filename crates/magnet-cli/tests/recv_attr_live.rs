@@ -462,3 +462,212 @@ fn one_five_tuple_in_two_namespaces_keeps_its_socket_in_each() {
     );
     let _ = std::fs::remove_file(&trace);
 }
+
+/// Counts of received frames (dev_rx) per socket cookie.
+type PerSock = std::collections::BTreeMap<u64, u64>;
+
+fn run_out(args: &[&str]) -> Vec<u8> {
+    let out = Command::new(MAGNET).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "magnet {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn parse_export_pcap_and_analyze_agree_on_each_received_packets_socket() {
+    if !live_or_skip(
+        "parse_export_pcap_and_analyze_agree_on_each_received_packets_socket",
+        &[Need::Btf, Need::Tool("tcpdump"), Need::Tool("tshark")],
+    ) {
+        return;
+    }
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let veth = Veth::pair((&a).into(), (&b).into()).unwrap();
+    veth.a().offloads_off().unwrap();
+    veth.b().offloads_off().unwrap();
+    enable_v6(&a, veth.a().name(), "fd21:8::1/64");
+    enable_v6(&b, veth.b().name(), "fd21:8::2/64");
+    let port = 27401u16;
+    let capa = Capture::start(Some(&a), veth.a().name(), &["tcp", "port", "27401"]).unwrap();
+    let capb = Capture::start(Some(&b), veth.b().name(), &["tcp", "port", "27401"]).unwrap();
+    let rec = record(
+        &b,
+        tmp("agree.mgt"),
+        &["--all".into(), "--port".into(), port.to_string()],
+    );
+    // A server in B (its listener known from its creation), a client in A,
+    // over IPv4 and IPv6: 400 kB each way.
+    for dst in [veth.b().addr().to_string(), "fd21:8::2".to_string()] {
+        let bind = if dst.contains(':') { "::" } else { "0.0.0.0" };
+        let l = run_in_netns(&b, move || TcpListener::bind((bind, port)).unwrap()).unwrap();
+        let srv = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = vec![0u8; 400_000];
+            s.read_exact(&mut buf).unwrap();
+            s.write_all(&buf).unwrap();
+        });
+        run_in_netns(&a, move || {
+            let mut c = TcpStream::connect((dst.as_str(), port)).unwrap();
+            c.write_all(&vec![3u8; 400_000]).unwrap();
+            let mut back = vec![0u8; 400_000];
+            c.read_exact(&mut back).unwrap();
+        })
+        .unwrap();
+        srv.join().unwrap();
+    }
+    let trace = rec.stop();
+    let (pa, pb) = (capa.stop().unwrap(), capb.stop().unwrap());
+    let t = trace.to_str().unwrap();
+
+    // The kernel's attribution, as parse prints it.
+    let mut parse = PerSock::new();
+    for e in events(&trace, "dev_rx") {
+        *parse.entry(u(&e, "cookie")).or_default() += 1;
+    }
+    assert!(
+        !parse.contains_key(&0),
+        "every received frame carries its socket: {parse:?}"
+    );
+    // parse --sock: each socket's own view.
+    let mut by_sock = PerSock::new();
+    for &c in parse.keys() {
+        let out = run_out(&[
+            "parse",
+            "-q",
+            "--json",
+            "--kind",
+            "dev_rx",
+            "--sock",
+            &c.to_string(),
+            t,
+        ]);
+        by_sock.insert(c, String::from_utf8_lossy(&out).lines().count() as u64);
+    }
+    assert_eq!(by_sock, parse, "parse --sock");
+    // export (JSON lines; Parquet and CSV share its rows).
+    let mut export = PerSock::new();
+    let out = run_out(&["export", "-q", "-T", "jsonl", "-o", "-", t]);
+    for l in String::from_utf8_lossy(&out).lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        if v["kind"] == "dev_rx" {
+            *export.entry(u(&v, "cookie")).or_default() += 1;
+        }
+    }
+    assert_eq!(export, parse, "export");
+    // pcap: every device sighting, the received ones (dir=in) by the cookie
+    // in their comment.
+    let pcapng = tmp("agree.pcapng");
+    run_out(&[
+        "pcap",
+        "-q",
+        "--each-device",
+        "-o",
+        pcapng.to_str().unwrap(),
+        t,
+    ]);
+    let mut pcap = PerSock::new();
+    for c in tshark_comments(&pcapng) {
+        if !c.split(' ').any(|w| w == "dir=in") {
+            continue;
+        }
+        let ck = c
+            .split(' ')
+            .find_map(|w| w.strip_prefix("cookie="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        *pcap.entry(ck).or_default() += 1;
+    }
+    // docs/wire.md: a listener answering a SYN gives way, in the comment, to
+    // the flow's socket that made calls (the one it accepted): its frames
+    // (SYN and handshake ACK in) count for that connection there.
+    let socks = events(&trace, "sock");
+    let mut folded = parse.clone();
+    for l in socks.iter().filter(|s| u(s, "dport") == 0) {
+        let accepted: Vec<u64> = socks
+            .iter()
+            .filter(|s| {
+                u(s, "dport") != 0
+                    && u(s, "sport") == u(l, "sport")
+                    && u(s, "netns") == u(l, "netns")
+                    && u(s, "family") == u(l, "family")
+            })
+            .map(|s| u(s, "cookie"))
+            .collect();
+        assert_eq!(accepted.len(), 1, "one connection per listener");
+        if let Some(n) = folded.remove(&u(l, "cookie")) {
+            *folded.entry(accepted[0]).or_default() += n;
+        }
+    }
+    assert_eq!(
+        pcap, folded,
+        "pcap --each-device, received frames by their comment's cookie"
+    );
+    // analyze: each socket's dev in row (listeners too: --all).
+    let j: Value =
+        serde_json::from_slice(&run_out(&["analyze", "-q", "--json", "--all", t])).unwrap();
+    let mut analyze = PerSock::new();
+    for c in j["connections"].as_array().unwrap() {
+        let n = c["modulation"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["layer"] == "dev" && r["dir"] == "in")
+            .and_then(|r| r["units"].as_u64())
+            .unwrap_or(0);
+        if n > 0 {
+            analyze.insert(c["cookie"].as_u64().unwrap(), n);
+        }
+    }
+    assert_eq!(analyze, parse, "analyze's dev in rows");
+    // The oracle: the frames each namespace's end took in, against the
+    // received frames of the sockets of that namespace.
+    let mut ns_of = HashMap::new();
+    for s in &socks {
+        ns_of.insert(u(s, "cookie"), u(s, "netns"));
+    }
+    let inum = |ns: &Netns| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(ns.path()).unwrap().ino()
+    };
+    for (ns, pcap, end) in [(&a, &pa, veth.a()), (&b, &pb, veth.b())] {
+        let wire = frames(
+            pcap.path(),
+            &format!("not ether src {}", mac(ns, end.name())),
+        );
+        let got: u64 = parse
+            .iter()
+            .filter(|(c, _)| ns_of.get(c) == Some(&inum(ns)))
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(got, wire, "frames into {} against tcpdump", end.name());
+    }
+    let _ = std::fs::remove_file(&trace);
+    let _ = std::fs::remove_file(&pcapng);
+}
+
+fn tshark_comments(pcapng: &Path) -> Vec<String> {
+    let out = Command::new("tshark")
+        .args(["-r"])
+        .arg(pcapng)
+        .args(["-T", "fields", "-e", "frame.comment"])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn mac(ns: &Netns, iface: &str) -> String {
+    let out = ns
+        .command("cat")
+        .arg(format!("/sys/class/net/{iface}/address"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
