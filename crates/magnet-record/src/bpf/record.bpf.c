@@ -2009,6 +2009,7 @@ int BPF_PROG(tcp_state_change, const struct sock *sk, const int oldstate, const 
 		__builtin_memcpy(k.local, t.saddr, 16);
 		k.lport = t.sport;
 		k.protocol = IPPROTO_TCP;
+		k.netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 		if (!bound_flow(&k))
 			return 0;
 		mark_traced(sk, cookie);
