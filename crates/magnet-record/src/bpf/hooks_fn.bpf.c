@@ -113,7 +113,10 @@ static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *
 		return;
 	__u64 sk;
 	__u64 cookie = skb_cookie(skb, &sk);
-	if (!pkt_traced(cookie, sk, &pi, rx))
+	__u32 ns = dev ? BPF_CORE_READ(dev, nd_net.net, ns.inum) : 0;
+	if (!ns && skb->sk)
+		ns = BPF_CORE_READ(skb, sk, __sk_common.skc_net.net, ns.inum);
+	if (!pkt_traced(cookie, sk, &pi, rx, ns))
 		return;
 	/* A socket's cookie is assigned at its first bpf_get_socket_cookie():
 	 * on the way out, assign it now, so that this packet and its events in

@@ -140,7 +140,11 @@ static __always_inline __u8 *sock_fl(const struct sock *sk, __u64 cookie, bool c
 
 /* Flows of traced sockets, so that received packets (which carry no socket
  * before demux) can be attributed. Remote address/port zero = wildcard
- * (listening and unconnected sockets). */
+ * (listening and unconnected sockets). `netns`: the socket's network
+ * namespace (inode number), so that sockets with one 5-tuple in two
+ * namespaces (each namespace's loopback, containers with the same
+ * addresses) keep a flow each, and a packet is looked up in the namespace
+ * of the device that carries it (issue 21). */
 struct flow_key {
 	__u8 local[16];
 	__u8 remote[16];
@@ -148,7 +152,9 @@ struct flow_key {
 	__u16 rport;
 	__u8 protocol;
 	__u8 _pad[3];
-} __attribute__((aligned(8))); /* compared as five u64 (flow_key_eq) */
+	__u32 netns;
+	__u32 _pad2;
+} __attribute__((aligned(8))); /* compared as six u64 (flow_key_eq) */
 
 /* The socket of a flow: its cookie, and its address for reading its state
  * (checked against the cookie, as the socket may be gone). */
@@ -204,12 +210,15 @@ struct {
 __u64 flow_gen = 0;
 
 /* IP fragments after the first carry no ports: the datagram's first fragment
- * leaves its socket here, keyed by addresses, protocol and IP id. */
+ * leaves its socket here (its cookie; 0: traced, its socket not known),
+ * keyed by namespace, addresses, protocol and IP id. */
 struct frag_key {
 	__u8 saddr[16];
 	__u8 daddr[16];
 	__u32 id;
 	__u32 protocol;
+	__u32 netns;
+	__u32 _pad;
 };
 
 struct {
@@ -902,6 +911,7 @@ static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie, __u64 s
 	struct flow_val v = { .cookie = cookie, .sk = sk };
 	if (sk)
 		v.netns = BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_net.net, ns.inum);
+	k.netns = v.netns;
 	/* Unchanged: no update, and the per-CPU flow caches stay valid. */
 	struct flow_val *old = bpf_map_lookup_elem(&traced_flows, &k);
 	if (old && old->cookie == v.cookie && old->sk == v.sk && old->netns == v.netns)
@@ -1423,7 +1433,8 @@ static __always_inline struct flow_val *bound_flow(struct flow_key *k)
 static __always_inline bool flow_key_eq(const struct flow_key *a, const struct flow_key *b)
 {
 	const __u64 *x = (const __u64 *)a, *y = (const __u64 *)b;
-	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4];
+	return x[0] == y[0] && x[1] == y[1] && x[2] == y[2] && x[3] == y[3] && x[4] == y[4] &&
+	       x[5] == y[5];
 }
 
 /* traced_flows for key `k`: the exact flow, else a socket bound to the local
@@ -1443,14 +1454,17 @@ static __always_inline struct flow_val *flow_lookup(struct flow_key *k, bool *ex
 	return out;
 }
 
-/* The socket of a packet's flow (`rx`: the packet's destination is the local
- * end): the connected socket's exact flow, else a socket bound to the local
- * address and port (listening or unconnected; `exact` says which). The answer
- * is a copy in `out` (NULL: none), through this CPU's flow cache. */
-static __always_inline struct flow_val *flow_of_any(const struct pkt_info *pi, bool rx, bool *exact,
-						    struct flow_val *out)
+/* The socket of a packet's flow seen in network namespace `netns` (`rx`: the
+ * packet's destination is the local end): the connected socket's exact flow,
+ * else a socket bound to the local address and port (listening or
+ * unconnected; `exact` says which). A packet passing through another
+ * namespace (a router, the far end of a veth) is not its socket's, even when
+ * the addresses say so: the namespace is part of the key. The answer is a
+ * copy in `out` (NULL: none), through this CPU's flow cache. */
+static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool rx, bool *exact,
+						__u32 netns, struct flow_val *out)
 {
-	struct flow_key k = {};
+	struct flow_key k = { .netns = netns };
 	if (rx) {
 		__builtin_memcpy(k.local, pi->daddr, 16);
 		__builtin_memcpy(k.remote, pi->saddr, 16);
@@ -1496,18 +1510,6 @@ static __always_inline struct flow_val *flow_of_any(const struct pkt_info *pi, b
 	return v;
 }
 
-/* The socket of a packet seen in network namespace `netns`: a packet passing
- * through another namespace (a router, the far end of a veth) is not its
- * socket's, even when the addresses say so. */
-static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool rx, bool *exact,
-						__u32 netns, struct flow_val *out)
-{
-	struct flow_val *v = flow_of_any(pi, rx, exact, out);
-	if (v && v->netns && netns && v->netns != netns)
-		return NULL;
-	return v;
-}
-
 static __always_inline __u32 dev_netns(const struct net_device *dev)
 {
 	/* Direct BTF loads, not probe reads: a helper call each (issue 13). */
@@ -1516,12 +1518,28 @@ static __always_inline __u32 dev_netns(const struct net_device *dev)
 
 /* `rx`: receive and transmit sides keep apart (over veth one datagram is
  * seen leaving one namespace and arriving in the other). */
-static __always_inline void frag_key_of(const struct pkt_info *pi, struct frag_key *k, bool rx)
+static __always_inline void frag_key_of(const struct pkt_info *pi, struct frag_key *k, bool rx,
+					__u32 netns)
 {
 	__builtin_memcpy(k->saddr, pi->saddr, 16);
 	__builtin_memcpy(k->daddr, pi->daddr, 16);
 	k->id = pi->ip_id;
 	k->protocol = pi->protocol | (rx ? 0x100 : 0);
+	k->netns = netns;
+}
+
+/* The network namespace a packet is seen in: its device's, else (no device
+ * yet on the way out) its socket's. */
+static __always_inline __u32 skb_netns(const struct sk_buff *skb)
+{
+	__u32 ns = dev_netns(skb->dev);
+	struct sock *sk = skb->sk;
+	if (!ns && sk) {
+		struct net *net = sk->__sk_common.skc_net.net;
+		if (net)
+			ns = net->ns.inum;
+	}
+	return ns;
 }
 
 /*
@@ -1529,7 +1547,8 @@ static __always_inline void frag_key_of(const struct pkt_info *pi, struct frag_k
  * belong to a traced socket: by its socket when it has one, else by its flow
  * (`rx`: the packet's destination is the local end).
  */
-static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *pi, bool rx)
+static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *pi, bool rx,
+				       __u32 netns)
 {
 	if (!filter_tasks && !tuple_filtered())
 		return true;
@@ -1556,7 +1575,7 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 			return false;
 		bool exact;
 		struct flow_val fv;
-		return flow_of_any(pi, rx, &exact, &fv) != NULL;
+		return flow_of(pi, rx, &exact, netns, &fv) != NULL;
 	}
 	return pi->ok && tuple_matches(pi->saddr, pi->daddr, pi->sport, pi->dport);
 }
@@ -1969,6 +1988,7 @@ int BPF_PROG(tcp_state_change, const struct sock *sk, const int oldstate, const 
 		__builtin_memcpy(k.local, t.saddr, 16);
 		k.lport = t.sport;
 		k.protocol = IPPROTO_TCP;
+		k.netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 		if (!bound_flow(&k))
 			return 0;
 		mark_traced(sk, cookie);
@@ -2020,17 +2040,33 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 		return NF_ACCEPT;
 	__u64 sk;
 	__u64 cookie = skb_cookie(skb, &sk);
-	if (!pkt_traced(cookie, sk, &pi, rx))
+	__u32 ns = ctx->state->net->ns.inum;
+	/* IP fragments (IPv6 passes LOCAL_IN before reassembly, both families
+	 * PRE_ROUTING): the later ones have no ports, their datagram's first
+	 * fragment names their socket (frag_socks, left by dev_rx or here). */
+	struct frag_key fk = {};
+	__u64 *fc = NULL;
+	if (pi.frag_off & (IP_MF | IP_OFFSET)) {
+		frag_key_of(&pi, &fk, rx, ns);
+		if (pi.frag_off & IP_OFFSET)
+			fc = bpf_map_lookup_elem(&frag_socks, &fk);
+	}
+	if (!fc && !pkt_traced(cookie, sk, &pi, rx, ns))
 		return NF_ACCEPT;
 	/* Received packets have no socket yet, and some sent ones none with a
 	 * cookie: name the socket of the flow. */
-	if ((rx || !cookie) && track_all_flows && !(pi.frag_off & IP_OFFSET)) {
-		bool exact;
-		__u32 ns = ctx->state->net->ns.inum;
-		struct flow_val fvb;
-		struct flow_val *fv = flow_of(&pi, rx, &exact, ns, &fvb);
-		cookie = fv ? fv->cookie : 0;
+	if ((rx || !cookie) && track_all_flows) {
+		if (fc) {
+			cookie = *fc;
+		} else if (!(pi.frag_off & IP_OFFSET)) {
+			bool exact;
+			struct flow_val fvb;
+			struct flow_val *fv = flow_of(&pi, rx, &exact, ns, &fvb);
+			cookie = fv ? fv->cookie : 0;
+		}
 	}
+	if ((pi.frag_off & (IP_MF | IP_OFFSET)) == IP_MF && (cookie || need_parse()))
+		bpf_map_update_elem(&frag_socks, &fk, &cookie, BPF_ANY);
 
 	struct mg_ip *r;
 	if (!RESERVE(r, sizeof(*r), kind))
@@ -2094,18 +2130,20 @@ static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64
 		parse_skb_rx(skb, &pi);
 	else
 		parse_skb_tx(skb, &pi);
+	__u32 ns = skb_netns(skb);
 	if (!pi.ok || !(pi.frag_off & (IP_MF | IP_OFFSET)))
-		return pkt_traced(*cookie, sk, &pi, rx);
+		return pkt_traced(*cookie, sk, &pi, rx, ns);
 	/* IP fragments: the first one is judged by its ports and vouches for
-	 * the rest of its datagram, which carry none. */
+	 * the rest of its datagram, which carry none (its socket's own skb
+	 * vouches too). */
 	struct frag_key fk = {};
-	frag_key_of(&pi, &fk, rx);
+	frag_key_of(&pi, &fk, rx, ns);
 	if (pi.frag_off & IP_OFFSET)
-		return bpf_map_lookup_elem(&frag_socks, &fk) != NULL;
-	if (!pkt_traced(*cookie, sk, &pi, rx))
+		return bpf_map_lookup_elem(&frag_socks, &fk) != NULL ||
+		       (*cookie && pkt_traced(*cookie, sk, &pi, rx, ns));
+	if (!pkt_traced(*cookie, sk, &pi, rx, ns))
 		return false;
-	__u64 v = *cookie ? *cookie : 1;
-	bpf_map_update_elem(&frag_socks, &fk, &v, BPF_ANY);
+	bpf_map_update_elem(&frag_socks, &fk, cookie, BPF_ANY);
 	return true;
 }
 
@@ -2343,11 +2381,18 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 			parse_skb_tx(skb, &pi);
 			bool exact;
 			struct flow_val fvb;
-			struct flow_val *fv = pi.ok ? flow_of_any(&pi, false, &exact, &fvb) : NULL;
-			if (fv && fv->netns && ns && fv->netns != ns)
-				hflags = MG_F_OTHER_NETNS;
-			else if (fv)
+			struct flow_val *fv = pi.ok ? flow_of(&pi, false, &exact, ns, &fvb) : NULL;
+			if (fv) {
 				cookie = fv->cookie;
+			} else if (!s) {
+				/* No socket and no flow here: forwarded (received
+				 * on a device of this namespace, now sent on): not
+				 * the socket's own transmission wherever it is. */
+				__u64 a = addr_of(skb);
+				struct pkt_slot *slot = pkt_slot(a);
+				if (slot && slot->skb == a && (slot->flags & PKT_RECEIVED))
+					hflags = MG_F_OTHER_NETNS;
+			}
 		}
 	}
 	__u64 id = pkt_id(skb, kind == MG_DEV_START_XMIT ? PKT_XMIT : kind == MG_DEV_QUEUE ? PKT_TX : PKT_FOLLOW);
@@ -2480,32 +2525,43 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 	parse_skb_rx(skb, &pi);
 	struct flow_val *fv = NULL, fvb;
 	bool exact = false, traced;
+	__u32 ns = dev_netns(skb->dev);
 	if (pi.ok && (pi.frag_off & IP_OFFSET)) {
 		struct frag_key fk = {};
-		frag_key_of(&pi, &fk, true);
+		frag_key_of(&pi, &fk, true, ns);
 		__u64 *c = bpf_map_lookup_elem(&frag_socks, &fk);
 		if (c) {
 			cookie = *c;
 			traced = true;
+		} else if (need_parse()) {
+			/* Its first fragment not seen (yet): the sender's socket,
+			 * still on the skb over veth and loopback, may vouch. */
+			__u64 sk;
+			__u64 skb_ck = skb_cookie(skb, &sk);
+			traced = skb_ck && pkt_traced(skb_ck, sk, &pi, true, ns);
 		} else {
-			traced = !need_parse();
+			traced = true;
 		}
 	} else {
 		if (need_parse()) {
 			/* The skb's own socket matters only to the filters. */
 			__u64 sk;
 			__u64 skb_ck = skb_cookie(skb, &sk);
-			traced = pkt_traced(skb_ck, sk, &pi, true);
+			traced = pkt_traced(skb_ck, sk, &pi, true, ns);
 		} else {
 			traced = true;
 		}
 		if (traced && pi.ok) {
-			fv = flow_of(&pi, true, &exact, dev_netns(skb->dev), &fvb);
+			fv = flow_of(&pi, true, &exact, ns, &fvb);
 			if (fv)
 				cookie = fv->cookie;
-			if (cookie && (pi.frag_off & IP_MF)) {
+			/* A first fragment vouches for the rest of its datagram:
+			 * whenever it was recorded under a filter (traced by the
+			 * sender's socket, its receiver's unknown: cookie 0), and
+			 * whenever its socket is known. */
+			if ((pi.frag_off & IP_MF) && (cookie || need_parse())) {
 				struct frag_key fk = {};
-				frag_key_of(&pi, &fk, true);
+				frag_key_of(&pi, &fk, true, ns);
 				bpf_map_update_elem(&frag_socks, &fk, &cookie, BPF_ANY);
 			}
 		}

@@ -128,8 +128,15 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     snapshot::install(&found, &skel.maps.socks, &skel.maps.traced_flows)?;
     let links = attach::attach(&mut plan, &needs, &skel, &mut header)?;
     let (tx, writer) = drain::spawn_writer(&config.output, &header)?;
-    if let Some(ready) = opts.ready.take() {
-        ready(&header.layers);
+    // Ready once every hook is attached and, for -p, the processes are in
+    // the task filter (said before, a sender's first datagram could go out
+    // between the line and its pid reaching the kernel, and was not
+    // recorded); a command to run starts after the line.
+    let command = matches!(opts.target, Target::Command(_));
+    if command {
+        if let Some(ready) = opts.ready.take() {
+            ready(&header.layers);
+        }
     }
 
     let child = match targets::start(&opts.target, config, &skel.maps.traced_tgids) {
@@ -142,6 +149,9 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
             return Err(e);
         }
     };
+    if let Some(ready) = opts.ready.take() {
+        ready(&header.layers);
+    }
     let mut opening = drain::Drain::new(tx.clone());
     for f in &found {
         opening.push(&snapshot::sock_record(f));

@@ -183,9 +183,10 @@ fn cgroup_of(pid: u32, root: &Path) -> Option<u64> {
 }
 
 /// record.bpf.c's `struct flow_key` for a socket: local end, remote end
-/// (all zero for a listener or an unconnected socket), ports, protocol.
-pub(super) fn flow_key(s: &InetSocket) -> [u8; 40] {
-    let mut k = [0u8; 40];
+/// (all zero for a listener or an unconnected socket), ports, protocol, and
+/// its network namespace (inode number).
+pub(super) fn flow_key(s: &InetSocket, netns: u32) -> [u8; 48] {
+    let mut k = [0u8; 48];
     k[0..16].copy_from_slice(&addr16(s.local.ip()));
     if s.remote.port() != 0 {
         k[16..32].copy_from_slice(&addr16(s.remote.ip()));
@@ -193,6 +194,7 @@ pub(super) fn flow_key(s: &InetSocket) -> [u8; 40] {
     k[32..34].copy_from_slice(&s.local.port().to_ne_bytes());
     k[34..36].copy_from_slice(&s.remote.port().to_ne_bytes());
     k[36] = s.protocol;
+    k[40..44].copy_from_slice(&netns.to_ne_bytes());
     k
 }
 
@@ -218,9 +220,9 @@ pub(super) fn install(found: &[Found], socks: &dyn MapCore, flows: &dyn MapCore)
         if f.sock.local.port() == 0 {
             continue;
         }
-        let k = flow_key(&f.sock);
-        // Two sockets on one flow key (a listener on one port in two
-        // namespaces): the first keeps it, as the kernel's map would.
+        let k = flow_key(&f.sock, f.netns);
+        // Two sockets on one flow key (one namespace seen through two
+        // paths): the first keeps it.
         if keys.insert(k) {
             flows
                 .update(&k, &flow_val(f), MapFlags::ANY)
@@ -277,11 +279,12 @@ mod tests {
 
     #[test]
     fn flow_keys_have_the_bpf_layout() {
-        assert_eq!(size_of::<types::flow_key>(), 40);
+        assert_eq!(size_of::<types::flow_key>(), 48);
         assert_eq!(offset_of!(types::flow_key, remote), 16);
         assert_eq!(offset_of!(types::flow_key, lport), 32);
         assert_eq!(offset_of!(types::flow_key, rport), 34);
         assert_eq!(offset_of!(types::flow_key, protocol), 36);
+        assert_eq!(offset_of!(types::flow_key, netns), 40);
         assert_eq!(size_of::<types::flow_val>(), 24);
         assert_eq!(offset_of!(types::flow_val, sk), 8);
         assert_eq!(offset_of!(types::flow_val, netns), 16);
@@ -289,13 +292,14 @@ mod tests {
 
     #[test]
     fn a_listeners_flow_is_a_wildcard_and_a_connections_is_exact() {
-        let k = flow_key(&sock("0.0.0.0:8080", "0.0.0.0:0"));
+        let k = flow_key(&sock("0.0.0.0:8080", "0.0.0.0:0"), 4026531840);
         assert_eq!(&k[10..16], &[0xff, 0xff, 0, 0, 0, 0]);
         assert_eq!(&k[16..32], &[0u8; 16], "no remote end");
         assert_eq!(u16::from_ne_bytes([k[32], k[33]]), 8080);
         assert_eq!(u16::from_ne_bytes([k[34], k[35]]), 0);
         assert_eq!(k[36], libc::IPPROTO_TCP as u8);
-        let k = flow_key(&sock("10.0.0.1:8080", "10.0.0.2:40000"));
+        assert_eq!(u32::from_ne_bytes([k[40], k[41], k[42], k[43]]), 4026531840);
+        let k = flow_key(&sock("10.0.0.1:8080", "10.0.0.2:40000"), 1);
         assert_eq!(&k[16..32], &addr16("10.0.0.2".parse().unwrap()));
         assert_eq!(u16::from_ne_bytes([k[34], k[35]]), 40000);
     }
