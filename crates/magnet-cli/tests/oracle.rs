@@ -27,7 +27,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use magnet_testkit::{iface_counters, live_or_skip, Capture, Chain, Need, Netns, Side, Veth};
+use magnet_testkit::{
+    iface_counters, live_or_skip, Capture, Chain, Need, Netns, Recorder, Side, Veth,
+};
 use serde_json::Value;
 
 mod common;
@@ -71,14 +73,12 @@ fn in_ns(ns: Option<&Netns>, program: &str) -> Command {
 
 // ---- recorder and workloads ---------------------------------------------------
 
+/// `magnet record -o PATH ARGS…` in `ns`, returned once every hook is attached.
 struct Recording {
-    child: Child,
-    stderr: std::thread::JoinHandle<String>,
+    rec: Recorder,
     path: PathBuf,
 }
 
-/// Starts `magnet record -o PATH ARGS…` in `ns` and returns once every hook is
-/// attached.
 fn record(ns: Option<&Netns>, name: &str, args: &[&str]) -> Recording {
     let path = tmp(name);
     let mut cmd = in_ns(ns, MAGNET);
@@ -86,31 +86,9 @@ fn record(ns: Option<&Netns>, name: &str, args: &[&str]) -> Recording {
         .arg("-o")
         .arg(&path)
         .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn magnet record");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let _ = child.wait();
-            panic!("magnet record ended before recording: {seen}");
-        }
-        seen.push_str(&line);
-        if line.starts_with("magnet: recording ") {
-            break;
-        }
-    }
-    let stderr = std::thread::spawn(move || {
-        let mut rest = seen;
-        let _ = std::io::Read::read_to_string(&mut err, &mut rest);
-        rest
-    });
+        .stdout(Stdio::null());
     Recording {
-        child,
-        stderr,
+        rec: Recorder::start(cmd),
         path,
     }
 }
@@ -124,23 +102,14 @@ impl Recording {
 
     /// Stops the recorder after `settle`: long enough for the stack's last
     /// frames (a retransmission timer) to be in both the trace and the capture.
-    fn stop_after(mut self, settle: Duration) -> PathBuf {
-        std::thread::sleep(settle);
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let status = self.child.wait().unwrap();
-        let err = self.stderr.join().unwrap();
-        assert!(status.success(), "magnet record failed: {err}");
+    fn stop_after(self, settle: Duration) -> PathBuf {
+        self.rec.stop_after(settle).success();
         self.path
     }
 
     /// Waits for a recorder of a command to end by itself.
-    fn wait(mut self) -> PathBuf {
-        let status = self.child.wait().unwrap();
-        let err = self.stderr.join().unwrap();
-        assert!(status.success(), "magnet record failed: {err}");
+    fn wait(self) -> PathBuf {
+        self.rec.wait().success();
         self.path
     }
 }

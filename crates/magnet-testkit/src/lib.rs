@@ -10,6 +10,7 @@
 //!   and names unique per process and per call, so tests can run in parallel threads;
 //! - [`run_in_netns`] and [`command`]: run code or a program inside a namespace;
 //! - [`Capture`] and [`tshark_fields`]: a tcpdump capture and its tshark decode;
+//! - [`Recorder`]: `magnet record` started in the background, returned once it records;
 //! - [`iface_counters`], [`qdisc`], [`tbf`], [`netem`], [`offloads_off`].
 //!
 //! Everything shells out to iproute2, tc, tcpdump, tshark and ethtool, the same tools a
@@ -32,6 +33,7 @@
 mod capture;
 mod link;
 mod netns;
+mod recorder;
 mod topo;
 
 use std::path::Path;
@@ -43,6 +45,7 @@ pub use link::{
     Veth,
 };
 pub use netns::{command, run_in_netns, Netns};
+pub use recorder::{Ended, Recorder, RECORDING_LINE};
 pub use topo::{Chain, Rack};
 
 /// Errors from the kit. Each one names the command or file involved.
