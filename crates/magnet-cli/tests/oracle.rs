@@ -21,14 +21,13 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use magnet_testkit::{
-    iface_counters, live_or_skip, Capture, Chain, Need, Netns, Recorder, Side, Veth,
+    iface_counters, live_or_skip, Capture, Chain, Frame, Need, Netns, Recorder, Side, Veth,
 };
 use serde_json::Value;
 
@@ -160,136 +159,10 @@ impl Work {
 
 // ---- the wire -------------------------------------------------------------------
 
-#[derive(Debug, Clone)]
-struct Frame {
-    len: u64,
-    sport: u16,
-    dport: u16,
-    /// IP length (header + payload) of this frame.
-    l3: u64,
-    /// IP + TCP header length, for TCP.
-    hdr: u64,
-    tcp_payload: u64,
-    /// Raw TCP sequence number.
-    seq: u64,
-}
-
-/// Every IP frame of a capture. Later IP fragments take their datagram's ports.
-/// A capture that lost frames is no oracle: that fails here, not in a check.
+/// Every IP frame of a capture ([`magnet_testkit::wire_frames`]); a capture
+/// that lost frames is no oracle: that fails here, not in a check.
 fn wire(pcap: &magnet_testkit::PcapFile) -> Vec<Frame> {
-    assert_eq!(
-        pcap.dropped_by_kernel.unwrap_or(0),
-        0,
-        "tcpdump dropped frames ({:?} captured)",
-        pcap.captured
-    );
-    let pcap: &Path = pcap.path();
-    let rows = tshark_fields_opts(
-        pcap,
-        &[
-            "frame.len",
-            "ip.src",
-            "ipv6.src",
-            "ip.dst",
-            "ipv6.dst",
-            "tcp.srcport",
-            "udp.srcport",
-            "tcp.dstport",
-            "udp.dstport",
-            "ip.len",
-            "ipv6.plen",
-            "ip.hdr_len",
-            "tcp.hdr_len",
-            "tcp.len",
-            "ip.id",
-            "tcp.seq_raw",
-        ],
-    );
-    let num = |s: &str| -> u64 {
-        let s = s.split(',').next().unwrap_or("");
-        if let Some(h) = s.strip_prefix("0x") {
-            u64::from_str_radix(h, 16).unwrap_or(0)
-        } else {
-            s.parse().unwrap_or(0)
-        }
-    };
-    let mut ports_of_id: HashMap<(String, u64), (u16, u16)> = HashMap::new();
-    let mut frames = Vec::new();
-    for r in rows {
-        let pick = |a: &str, b: &str| {
-            if a.is_empty() {
-                b.to_string()
-            } else {
-                a.to_string()
-            }
-        };
-        let src = pick(&r[1], &r[2]);
-        let dst = pick(&r[3], &r[4]);
-        let (Ok(src), Ok(dst)) = (src.parse::<IpAddr>(), dst.parse::<IpAddr>()) else {
-            continue; // not IP (ARP)
-        };
-        let sp = pick(&r[5], &r[6]);
-        let dp = pick(&r[7], &r[8]);
-        let id = (format!("{src}>{dst}"), num(&r[14]));
-        let (sport, dport) = if sp.is_empty() {
-            ports_of_id.get(&id).copied().unwrap_or((0, 0))
-        } else {
-            let p = (num(&sp) as u16, num(&dp) as u16);
-            ports_of_id.insert(id, p);
-            p
-        };
-        let l3 = if !r[9].is_empty() {
-            num(&r[9])
-        } else {
-            num(&r[10]) + 40
-        };
-        // IPv4 GSO frames over 64 KiB say 0: take the frame's length.
-        let l3 = if l3 == 0 || (l3 == 40 && r[9].is_empty()) {
-            num(&r[0]) - 14
-        } else {
-            l3
-        };
-        let iphdr = if r[11].is_empty() { 40 } else { num(&r[11]) };
-        frames.push(Frame {
-            len: num(&r[0]),
-            sport,
-            dport,
-            l3,
-            hdr: iphdr + num(&r[12]),
-            tcp_payload: num(&r[13]),
-            seq: num(&r[15]),
-        });
-    }
-    frames
-}
-
-fn tshark_fields_opts(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
-    // tshark_fields with IP reassembly off, so each fragment is its own row.
-    let mut cmd = Command::new("tshark");
-    cmd.arg("-r")
-        .arg(pcap)
-        .args([
-            "-n",
-            "-o",
-            "ip.defragment:FALSE",
-            "-o",
-            "ipv6.defragment:FALSE",
-        ])
-        .args(["-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"]);
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
-    let out = cmd.output().expect("tshark");
-    assert!(
-        out.status.success(),
-        "tshark: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| l.split('\t').map(str::to_string).collect::<Vec<_>>())
-        .filter(|r| r.len() == fields.len())
-        .collect()
+    magnet_testkit::wire_frames(pcap).expect("the capture")
 }
 
 /// Frames from port `from` to port `to` (0: any).

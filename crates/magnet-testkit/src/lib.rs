@@ -35,11 +35,12 @@ mod link;
 mod netns;
 mod recorder;
 mod topo;
+mod wire;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-pub use capture::{tshark_fields, Capture, PcapFile};
+pub use capture::{tshark_fields, tshark_frames, Capture, PcapFile};
 pub use link::{
     iface_counters, netem, offloads_off, qdisc, qdisc_available, tbf, Counters, End, Side, Subnet,
     Veth,
@@ -47,6 +48,7 @@ pub use link::{
 pub use netns::{command, run_in_netns, Netns};
 pub use recorder::{Ended, Recorder, RECORDING_LINE};
 pub use topo::{Chain, Rack};
+pub use wire::{wire_frames, Frame};
 
 /// Errors from the kit. Each one names the command or file involved.
 #[derive(Debug, thiserror::Error)]
