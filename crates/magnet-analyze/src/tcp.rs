@@ -10,6 +10,7 @@ pub(crate) const TCP_FIN: u64 = 0x01;
 pub(crate) const TCP_SYN: u64 = 0x02;
 pub(crate) const TCP_RST: u64 = 0x04;
 pub(crate) const TCP_ACK: u64 = 0x10;
+pub(crate) const TCP_PSH: u64 = 0x08;
 
 /// A sequence number, when it was seen, and the length of its packet (headers
 /// included: IP length at IP, TCP length in `tcp_rcv`; 0 when unknown).
@@ -18,6 +19,8 @@ pub(crate) struct SeqMark {
     pub seq: u32,
     pub ts: u64,
     pub len: u64,
+    /// The packet's TCP flags.
+    pub flags: u64,
 }
 
 /// Header lengths a segment's packet can have (20 B TCP alone … 60 B IPv6 + 80
@@ -111,7 +114,12 @@ impl SegTrack {
             });
         }
         let mut out = None;
-        let mark = SeqMark { seq, ts, len };
+        let mark = SeqMark {
+            seq,
+            ts,
+            len,
+            flags,
+        };
         match self.last {
             None => self.last = Some(mark),
             Some(last) => {
@@ -168,16 +176,22 @@ impl SegTrack {
     /// learnt header length. `ack`: the highest acknowledgment of this
     /// direction's data, which must cover that much (a packet seen at IP may
     /// not have reached the socket); `None` for segments the socket itself
-    /// processed (`tcp_probe`). The acknowledgment alone is not the end: it
+    /// processed (`tcp_probe`), whose last must then carry PSH (the end of a
+    /// send: an ACK after the data, whose options may make it longer than the
+    /// learnt header, never does). The acknowledgment alone is not the end: it
     /// counts a FIN that no event showed.
     pub fn close_at_length(&mut self, ack: Option<u32>) -> Option<Segment> {
         let last = self.last?;
         let p = self.payload(last.len)?;
-        if let Some(ack) = ack {
-            let d = ack.wrapping_sub(last.seq) as i32;
-            if d < 0 || (d as u64) < p {
-                return None;
+        match ack {
+            Some(ack) => {
+                let d = ack.wrapping_sub(last.seq) as i32;
+                if d < 0 || (d as u64) < p {
+                    return None;
+                }
             }
+            None if last.flags & TCP_PSH == 0 => return None,
+            None => {}
         }
         self.last = None;
         Some(Segment {
@@ -377,7 +391,7 @@ mod tests {
         let mut out = 0;
         for (seq, len) in [(1u32, 1000u64), (1001, 1000), (2001, 752)] {
             out += t
-                .segment(seq, 0, ACK, len + hdr)
+                .segment(seq, 0, ACK | TCP_PSH, len + hdr)
                 .map(|s| s.bytes)
                 .unwrap_or(0);
         }
@@ -390,6 +404,18 @@ mod tests {
             Some(752)
         );
         assert!(t.close_at_length(None).is_none(), "counted once");
+    }
+
+    /// An ACK after the data, longer than the data's header by its SACK
+    /// option, is no data (ss -K and kill -9 cells: +12 B).
+    #[test]
+    fn an_ack_with_options_is_not_a_last_segment() {
+        let mut t = SegTrack::default();
+        assert!(t.segment(1, 0, ACK | TCP_PSH, 32 + 86).is_none());
+        assert_eq!(t.segment(87, 0, ACK, 32).map(|s| s.bytes), Some(86));
+        assert!(t.segment(87, 0, ACK, 32 + 12).is_none());
+        assert!(t.close_at_length(None).is_none());
+        assert!(t.close_at_length(Some(87)).is_none());
     }
 
     /// Without a learnt header length the end stays unknown.

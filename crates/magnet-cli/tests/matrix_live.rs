@@ -726,6 +726,15 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
     let name = cell.name();
     let program = cell.program;
     let h = Hosts::new(program.v6(), cell.offloads);
+    if program.cut() {
+        // Small socket buffers, so that the cut comes with most of the file
+        // still unsent (by default the kernel takes up to 10 MB of it).
+        for ns in [&h.client, &h.server] {
+            for key in ["net/ipv4/tcp_wmem", "net/ipv4/tcp_rmem"] {
+                ns.sysctl(key, "4096 131072 262144").unwrap();
+            }
+        }
+    }
     let dir = tmp(&format!("m7-srv-{port}"));
     let mut server = start_server(&h, program, port, &dir);
     let pid = server.child.id();
