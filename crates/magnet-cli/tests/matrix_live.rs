@@ -31,7 +31,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use magnet_testkit::{
-    live_or_skip, run_in_netns, wire_frames, Capture, Frame, Need, Netns, Recorder, Side, Veth,
+    live_or_skip, run_in_netns, wire_frames, BlindSpot, Capture, Frame, Need, Netns, Recorder,
+    Side, Veth,
 };
 use serde_json::Value;
 
@@ -408,6 +409,10 @@ struct Calls {
     /// A call the app layer counts per kernel send, not per call, until finding
     /// 6 is fixed: sendfile, splice, writev, readv.
     vectored: bool,
+    /// Calls that never returned (the process was killed in them), and the
+    /// bytes they asked for.
+    unfinished: u64,
+    unfinished_asked: u64,
 }
 
 const SENDS: [&str; 7] = [
@@ -458,13 +463,17 @@ impl Strace {
         );
         let _ = self.child.wait();
         let text = std::fs::read_to_string(&self.out).unwrap_or_default();
-        let _ = std::fs::remove_file(&self.out);
+        if std::env::var_os("MAGNET_MATRIX_KEEP").is_none() {
+            let _ = std::fs::remove_file(&self.out);
+        }
         parse_strace(&text)
     }
 }
 
 /// Reads `strace -f -yy` output: per line `PID NAME(FD<TCP:[L->R]>, …) = RESULT`,
-/// with `<unfinished ...>` / `<... NAME resumed>` pairs joined by pid.
+/// with `<unfinished ...>` / `<... NAME resumed>` pairs joined by pid. A call
+/// still unfinished at the end (its process was killed in it) counts in
+/// `unfinished`, with what it asked.
 fn parse_strace(text: &str) -> HashMap<u16, (Calls, Calls)> {
     let mut pending: HashMap<String, String> = HashMap::new();
     let mut by_port: HashMap<u16, (Calls, Calls)> = HashMap::new();
@@ -483,27 +492,7 @@ fn parse_strace(text: &str) -> HashMap<u16, (Calls, Calls)> {
         } else {
             rest.to_string()
         };
-        let Some((name, args)) = full.split_once('(') else {
-            continue;
-        };
-        let send = SENDS.contains(&name);
-        if !send && !RECVS.contains(&name) {
-            continue;
-        }
-        // The socket: the first argument's `<TCP:[local->remote]>`.
-        let first = args.split_once(">,").map(|x| x.0).unwrap_or(args);
-        let Some(sock) = first.split_once(":[").map(|x| x.1) else {
-            continue;
-        };
-        let Some(remote) = sock.split_once("->").map(|x| x.1) else {
-            continue;
-        };
-        let Some(port) = remote
-            .trim_end_matches(']')
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.trim_end_matches(']').parse::<u16>().ok())
-        else {
+        let Some((port, send, name, args)) = call_of(&full) else {
             continue;
         };
         let Some(result) = full.rsplit_once(") = ").map(|x| x.1) else {
@@ -517,6 +506,7 @@ fn parse_strace(text: &str) -> HashMap<u16, (Calls, Calls)> {
         let e = by_port.entry(port).or_default();
         let c = if send { &mut e.0 } else { &mut e.1 };
         c.vectored |= matches!(name, "sendfile" | "splice" | "writev" | "readv");
+        let _ = args;
         if r > 0 {
             c.ok += 1;
             c.bytes += r as u64;
@@ -524,7 +514,57 @@ fn parse_strace(text: &str) -> HashMap<u16, (Calls, Calls)> {
             c.failed += 1;
         }
     }
+    for head in pending.values() {
+        let Some((port, send, _, args)) = call_of(head) else {
+            continue;
+        };
+        let e = by_port.entry(port).or_default();
+        let c = if send { &mut e.0 } else { &mut e.1 };
+        c.unfinished += 1;
+        c.unfinished_asked += asked(args).unwrap_or(u64::MAX / 4);
+    }
     by_port
+}
+
+/// A send or receive call on a TCP or UDP socket: (peer port, is a send, the
+/// call's name, its arguments after the socket).
+fn call_of(full: &str) -> Option<(u16, bool, &str, &str)> {
+    let (name, args) = full.split_once('(')?;
+    let send = SENDS.contains(&name);
+    if !send && !RECVS.contains(&name) {
+        return None;
+    }
+    // The socket: the first argument's `<TCP:[local->remote]>`.
+    let (first, rest) = args.split_once(">, ").unwrap_or((args, ""));
+    let sock = first.split_once(":[")?.1;
+    let remote = sock.split_once("->")?.1;
+    let port = remote
+        .trim_end_matches(']')
+        .rsplit(':')
+        .next()?
+        .trim_end_matches(']')
+        .parse::<u16>()
+        .ok()?;
+    Some((port, send, name, rest))
+}
+
+/// The size a `write`/`send`/`sendto`/`read`/`recv`/`recvfrom` asked: the
+/// argument after the buffer (a quoted string, maybe cut with `...`).
+fn asked(args: &str) -> Option<u64> {
+    let b = args.as_bytes();
+    if b.first() != Some(&b'"') {
+        return None;
+    }
+    let mut i = 1;
+    while i < b.len() && b[i] != b'"' {
+        i += if b[i] == b'\\' { 2 } else { 1 };
+    }
+    let rest = args.get(i + 1..)?.trim_start_matches("...");
+    rest.strip_prefix(", ")?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 // ---- the client ------------------------------------------------------------------
@@ -702,6 +742,9 @@ struct Outcome {
     cell: String,
     checks: Vec<Check>,
     note: String,
+    /// Network tracepoints on the VM's blind threads meanwhile (0: a clean
+    /// run; `None`: unknown).
+    blind: Option<usize>,
 }
 
 impl Outcome {
@@ -757,6 +800,7 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
         .arg(&trace)
         .args(&args)
         .stdout(Stdio::null());
+    let watch = BlindSpot::watch(h.link.a().name());
     let rec = Recorder::start(cmd);
     let filter = format!("port {port} or (ip[6:2] & 0x1fff != 0)");
     let filter = if program.v6() {
@@ -774,6 +818,7 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
     let pcap_c = cap_c.stop().unwrap();
     let ended = rec.stop_after(Duration::from_millis(300));
     let calls = strace.finish();
+    let blind = watch.finish();
     drop(server);
     ended.success();
     let ws = wire_frames(&pcap_s).expect("server-end capture");
@@ -798,7 +843,19 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
     let mut checks = Vec::new();
     // `maybe`: the open finding that explains a failure of this check.
     let mut check = |what: String, oracle: String, got: String, maybe: Option<u8>| {
-        let ok = oracle == got;
+        // An oracle `LO..=HI` (a tolerance, docs/analyze.md) holds any value
+        // in it; any other oracle only itself.
+        let ok = oracle == got
+            || oracle
+                .split_once("..=")
+                .and_then(|(lo, hi)| {
+                    Some((
+                        lo.parse::<u64>().ok()?,
+                        hi.parse::<u64>().ok()?,
+                        got.parse::<u64>().ok()?,
+                    ))
+                })
+                .is_some_and(|(lo, hi, g)| lo <= g && g <= hi);
         let known = if ok {
             None
         } else {
@@ -918,15 +975,26 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
         if let Some((sends, recvs)) = calls.get(&cp) {
             for (d, calls) in [("in", recvs), ("out", sends)] {
                 let (units, bytes) = row(c, "app", d);
+                // A call its process was killed in never returned (strace has
+                // no result) but may have moved bytes, which the kernel's
+                // send or recv returned: up to what it asked, one call each.
+                let (b, n) = if calls.unfinished == 0 {
+                    (calls.bytes.to_string(), calls.ok.to_string())
+                } else {
+                    (
+                        format!("{}..={}", calls.bytes, calls.bytes + calls.unfinished_asked),
+                        format!("{}..={}", calls.ok, calls.ok + calls.unfinished),
+                    )
+                };
                 check(
                     format!("{tag} app {d} bytes (strace)"),
-                    calls.bytes.to_string(),
+                    b,
                     bytes.to_string(),
                     None,
                 );
                 check(
                     format!("{tag} app {d} calls (strace)"),
-                    calls.ok.to_string(),
+                    n,
                     units.to_string(),
                     calls.vectored.then_some(6),
                 );
@@ -975,11 +1043,13 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
     Outcome {
         cell: name,
         checks,
+        blind,
         note: format!(
-            "{} tcp + {} udp peers, wire {} frames{}",
+            "{} tcp + {} udp peers, wire {} frames, blind {:?}{}",
             tcp_peers,
             peers.len() - tcp_peers,
             ws.len(),
+            blind,
             if lost == 0 {
                 String::new()
             } else {
@@ -1042,7 +1112,17 @@ fn live(name: &str) -> bool {
 fn run_cells(cells: &[Cell], base_port: u16) -> Vec<Outcome> {
     let mut v = Vec::new();
     for (i, cell) in cells.iter().enumerate() {
-        let o = run_cell(cell, base_port + i as u16);
+        // A run in which the VM's blind spot hid frames from every BPF program
+        // judges nothing: up to three runs (docs/analyze.md).
+        let mut o = run_cell(cell, base_port + i as u16);
+        for _ in 0..2 {
+            if o.failed().count() == 0 || o.blind.unwrap_or(0) == 0 {
+                break;
+            }
+            print(&o);
+            eprintln!("   (blind run: tried again)");
+            o = run_cell(cell, base_port + i as u16);
+        }
         print(&o);
         v.push(o);
     }

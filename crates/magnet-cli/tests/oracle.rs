@@ -899,7 +899,7 @@ const LOSS_BYTES: u64 = 100 * 16384;
 /// what [`BlindSpot`] saw.
 fn loss_run() -> (PathBuf, Vec<Frame>, Vec<Frame>, Value, Option<usize>) {
     let chain = Chain::new(3).unwrap();
-    let watch = BlindSpot::watch(chain.end(0).name());
+    let watch = magnet_testkit::BlindSpot::watch(chain.end(0).name());
     let (a, b) = (chain.host(0), chain.host(2));
     let baddr = chain.addr(2).to_string();
     chain.end(1).tbf("40mbit", "4kb", "2ms").unwrap();
@@ -952,78 +952,6 @@ fn conn_by_port(j: &Value, remote: u16) -> Option<&Value> {
         .as_array()?
         .iter()
         .find(|c| port_of(&c["remote"]) == Some(remote))
-}
-
-/// Counts, through an ftrace instance of its own, the network tracepoints
-/// (`net_dev_start_xmit`, `netif_receive_skb`) on this test's interfaces
-/// that the kernel runs on the threads of pid 1 meanwhile. On this sandbox VM that is the agent
-/// (`process_api`), on whose threads no BPF program runs: frames handled in
-/// softirq there are invisible to every BPF tool. `None`: tracefs could not
-/// be used, nothing is known.
-struct BlindSpot {
-    dir: Option<PathBuf>,
-}
-
-impl BlindSpot {
-    /// `iface`: one of the test's interfaces; all of them share its name up to
-    /// the last '-' (magnet-testkit names them so).
-    fn watch(iface: &str) -> BlindSpot {
-        let prefix = iface.rsplit_once('-').map_or(iface, |(p, _)| p);
-        let root = Path::new("/sys/kernel/tracing");
-        if !root.join("instances").exists() {
-            let _ = Command::new("mount")
-                .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
-                .status();
-        }
-        let dir = root
-            .join("instances")
-            .join(format!("magnet-oracle-{}", std::process::id()));
-        // Only pid 1's threads: the buffer then holds all of their events
-        // however busy the rest of the machine is.
-        let ok = std::fs::create_dir(&dir).is_ok()
-            && std::fs::write(dir.join("set_event_pid"), agent_threads().join(" ")).is_ok()
-            && ["net_dev_start_xmit", "netif_receive_skb"].iter().all(|e| {
-                let ev = dir.join(format!("events/net/{e}"));
-                std::fs::write(ev.join("filter"), format!("name ~ \"{prefix}-*\"")).is_ok()
-                    && std::fs::write(ev.join("enable"), "1").is_ok()
-            });
-        if !ok {
-            let _ = std::fs::remove_dir(&dir);
-            return BlindSpot { dir: None };
-        }
-        BlindSpot { dir: Some(dir) }
-    }
-
-    fn finish(self) -> Option<usize> {
-        let dir = self.dir?;
-        let trace = std::fs::read_to_string(dir.join("trace")).unwrap_or_default();
-        for e in ["net_dev_start_xmit", "netif_receive_skb"] {
-            let _ = std::fs::write(dir.join(format!("events/net/{e}/enable")), "0");
-        }
-        let _ = std::fs::remove_dir(&dir);
-        let agent = agent_threads();
-        // Lines read "  COMM-TID  [CPU] FLAGS TIME: EVENT: ...".
-        Some(
-            trace
-                .lines()
-                .filter(|l| !l.starts_with('#'))
-                .filter_map(|l| l.split_whitespace().next())
-                .filter_map(|task| task.rsplit_once('-').map(|(_, tid)| tid.to_string()))
-                .filter(|tid| agent.contains(tid))
-                .count(),
-        )
-    }
-}
-
-/// The thread ids of pid 1.
-fn agent_threads() -> Vec<String> {
-    std::fs::read_dir("/proc/1/task")
-        .map(|d| {
-            d.flatten()
-                .map(|t| t.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Real programs: curl fetching a file from `python3 -m http.server` in the

@@ -30,6 +30,7 @@
 //! let _ = listener.accept().unwrap();
 //! ```
 
+mod blind;
 mod capture;
 mod link;
 mod netns;
@@ -40,6 +41,7 @@ mod wire;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+pub use blind::BlindSpot;
 pub use capture::{tshark_fields, tshark_frames, Capture, PcapFile};
 pub use link::{
     iface_counters, netem, offloads_off, qdisc, qdisc_available, tbf, Counters, End, Side, Subnet,
