@@ -178,7 +178,7 @@ impl SegTrack {
     /// not have reached the socket); `None` for segments the socket itself
     /// processed (`tcp_probe`), whose last must then carry PSH (the end of a
     /// send: an ACK after the data, whose options may make it longer than the
-    /// learnt header, never does). The acknowledgment alone is not the end: it
+    /// learnt header, never does) or more than options can add (40 B). The acknowledgment alone is not the end: it
     /// counts a FIN that no event showed.
     pub fn close_at_length(&mut self, ack: Option<u32>) -> Option<Segment> {
         let last = self.last?;
@@ -190,7 +190,9 @@ impl SegTrack {
                     return None;
                 }
             }
-            None if last.flags & TCP_PSH == 0 => return None,
+            // TCP options take at most 40 B: more than that past the learnt
+            // header is data even without PSH (a segment cut by the window).
+            None if last.flags & TCP_PSH == 0 && p <= 40 => return None,
             None => {}
         }
         self.last = None;
@@ -416,6 +418,19 @@ mod tests {
         assert!(t.segment(87, 0, ACK, 32 + 12).is_none());
         assert!(t.close_at_length(None).is_none());
         assert!(t.close_at_length(Some(87)).is_none());
+    }
+
+    /// A last segment without PSH (cut by the window before the reset) that
+    /// is longer than TCP options can be is data (an iperf3 -P 4 cell: 856 B).
+    #[test]
+    fn a_last_segment_without_psh_counts_past_the_options_length() {
+        let mut t = SegTrack::default();
+        assert!(t.segment(1, 0, ACK | TCP_PSH, 32 + 1448).is_none());
+        assert_eq!(
+            t.segment(1449, 0, ACK, 32 + 856).map(|s| s.bytes),
+            Some(1448)
+        );
+        assert_eq!(t.close_at_length(None).map(|s| s.bytes), Some(856));
     }
 
     /// Without a learnt header length the end stays unknown.
