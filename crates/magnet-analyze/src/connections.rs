@@ -289,6 +289,23 @@ impl Conn {
                 self.tcp_in_wire.unit(seg.ts, seg.bytes);
             }
         }
+        // Without one, at its packet length: for packets seen at IP when this
+        // end's acknowledgment covers it, for segments the socket processed
+        // (`tcp_probe`, the `tcp in` of a socket in another namespace) at once
+        // (a receiver that reset with data unread).
+        if let Some(a) = self.acked[OUT] {
+            if let Some(seg) = self.seg[OUT].close_at_length(Some(a)) {
+                self.layers[TCP][OUT].unit(seg.ts, seg.bytes);
+            }
+        }
+        if let Some(seg) = self.seg[IN].close_at_length(None) {
+            self.layers[TCP][IN].unit(seg.ts, seg.bytes);
+        }
+        if let Some(a) = self.acked[IN] {
+            if let Some(seg) = self.seg_in_wire.close_at_length(Some(a)) {
+                self.tcp_in_wire.unit(seg.ts, seg.bytes);
+            }
+        }
         // `tcp in` counts wire segments (IP LOCAL_IN) when IP saw them: all the
         // bytes tcp_probe saw (IP events exist only in the recorder's namespace,
         // and may be lost).

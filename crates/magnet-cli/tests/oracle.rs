@@ -21,13 +21,14 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use magnet_testkit::{iface_counters, live_or_skip, Capture, Chain, Need, Netns, Side, Veth};
+use magnet_testkit::{
+    iface_counters, live_or_skip, Capture, Chain, Frame, Need, Netns, Recorder, Side, Veth,
+};
 use serde_json::Value;
 
 mod common;
@@ -71,14 +72,12 @@ fn in_ns(ns: Option<&Netns>, program: &str) -> Command {
 
 // ---- recorder and workloads ---------------------------------------------------
 
+/// `magnet record -o PATH ARGS…` in `ns`, returned once every hook is attached.
 struct Recording {
-    child: Child,
-    stderr: std::thread::JoinHandle<String>,
+    rec: Recorder,
     path: PathBuf,
 }
 
-/// Starts `magnet record -o PATH ARGS…` in `ns` and returns once every hook is
-/// attached.
 fn record(ns: Option<&Netns>, name: &str, args: &[&str]) -> Recording {
     let path = tmp(name);
     let mut cmd = in_ns(ns, MAGNET);
@@ -86,31 +85,9 @@ fn record(ns: Option<&Netns>, name: &str, args: &[&str]) -> Recording {
         .arg("-o")
         .arg(&path)
         .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn magnet record");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let _ = child.wait();
-            panic!("magnet record ended before recording: {seen}");
-        }
-        seen.push_str(&line);
-        if line.starts_with("magnet: recording ") {
-            break;
-        }
-    }
-    let stderr = std::thread::spawn(move || {
-        let mut rest = seen;
-        let _ = std::io::Read::read_to_string(&mut err, &mut rest);
-        rest
-    });
+        .stdout(Stdio::null());
     Recording {
-        child,
-        stderr,
+        rec: Recorder::start(cmd),
         path,
     }
 }
@@ -124,23 +101,14 @@ impl Recording {
 
     /// Stops the recorder after `settle`: long enough for the stack's last
     /// frames (a retransmission timer) to be in both the trace and the capture.
-    fn stop_after(mut self, settle: Duration) -> PathBuf {
-        std::thread::sleep(settle);
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let status = self.child.wait().unwrap();
-        let err = self.stderr.join().unwrap();
-        assert!(status.success(), "magnet record failed: {err}");
+    fn stop_after(self, settle: Duration) -> PathBuf {
+        self.rec.stop_after(settle).success();
         self.path
     }
 
     /// Waits for a recorder of a command to end by itself.
-    fn wait(mut self) -> PathBuf {
-        let status = self.child.wait().unwrap();
-        let err = self.stderr.join().unwrap();
-        assert!(status.success(), "magnet record failed: {err}");
+    fn wait(self) -> PathBuf {
+        self.rec.wait().success();
         self.path
     }
 }
@@ -191,136 +159,10 @@ impl Work {
 
 // ---- the wire -------------------------------------------------------------------
 
-#[derive(Debug, Clone)]
-struct Frame {
-    len: u64,
-    sport: u16,
-    dport: u16,
-    /// IP length (header + payload) of this frame.
-    l3: u64,
-    /// IP + TCP header length, for TCP.
-    hdr: u64,
-    tcp_payload: u64,
-    /// Raw TCP sequence number.
-    seq: u64,
-}
-
-/// Every IP frame of a capture. Later IP fragments take their datagram's ports.
-/// A capture that lost frames is no oracle: that fails here, not in a check.
+/// Every IP frame of a capture ([`magnet_testkit::wire_frames`]); a capture
+/// that lost frames is no oracle: that fails here, not in a check.
 fn wire(pcap: &magnet_testkit::PcapFile) -> Vec<Frame> {
-    assert_eq!(
-        pcap.dropped_by_kernel.unwrap_or(0),
-        0,
-        "tcpdump dropped frames ({:?} captured)",
-        pcap.captured
-    );
-    let pcap: &Path = pcap.path();
-    let rows = tshark_fields_opts(
-        pcap,
-        &[
-            "frame.len",
-            "ip.src",
-            "ipv6.src",
-            "ip.dst",
-            "ipv6.dst",
-            "tcp.srcport",
-            "udp.srcport",
-            "tcp.dstport",
-            "udp.dstport",
-            "ip.len",
-            "ipv6.plen",
-            "ip.hdr_len",
-            "tcp.hdr_len",
-            "tcp.len",
-            "ip.id",
-            "tcp.seq_raw",
-        ],
-    );
-    let num = |s: &str| -> u64 {
-        let s = s.split(',').next().unwrap_or("");
-        if let Some(h) = s.strip_prefix("0x") {
-            u64::from_str_radix(h, 16).unwrap_or(0)
-        } else {
-            s.parse().unwrap_or(0)
-        }
-    };
-    let mut ports_of_id: HashMap<(String, u64), (u16, u16)> = HashMap::new();
-    let mut frames = Vec::new();
-    for r in rows {
-        let pick = |a: &str, b: &str| {
-            if a.is_empty() {
-                b.to_string()
-            } else {
-                a.to_string()
-            }
-        };
-        let src = pick(&r[1], &r[2]);
-        let dst = pick(&r[3], &r[4]);
-        let (Ok(src), Ok(dst)) = (src.parse::<IpAddr>(), dst.parse::<IpAddr>()) else {
-            continue; // not IP (ARP)
-        };
-        let sp = pick(&r[5], &r[6]);
-        let dp = pick(&r[7], &r[8]);
-        let id = (format!("{src}>{dst}"), num(&r[14]));
-        let (sport, dport) = if sp.is_empty() {
-            ports_of_id.get(&id).copied().unwrap_or((0, 0))
-        } else {
-            let p = (num(&sp) as u16, num(&dp) as u16);
-            ports_of_id.insert(id, p);
-            p
-        };
-        let l3 = if !r[9].is_empty() {
-            num(&r[9])
-        } else {
-            num(&r[10]) + 40
-        };
-        // IPv4 GSO frames over 64 KiB say 0: take the frame's length.
-        let l3 = if l3 == 0 || (l3 == 40 && r[9].is_empty()) {
-            num(&r[0]) - 14
-        } else {
-            l3
-        };
-        let iphdr = if r[11].is_empty() { 40 } else { num(&r[11]) };
-        frames.push(Frame {
-            len: num(&r[0]),
-            sport,
-            dport,
-            l3,
-            hdr: iphdr + num(&r[12]),
-            tcp_payload: num(&r[13]),
-            seq: num(&r[15]),
-        });
-    }
-    frames
-}
-
-fn tshark_fields_opts(pcap: &Path, fields: &[&str]) -> Vec<Vec<String>> {
-    // tshark_fields with IP reassembly off, so each fragment is its own row.
-    let mut cmd = Command::new("tshark");
-    cmd.arg("-r")
-        .arg(pcap)
-        .args([
-            "-n",
-            "-o",
-            "ip.defragment:FALSE",
-            "-o",
-            "ipv6.defragment:FALSE",
-        ])
-        .args(["-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"]);
-    for f in fields {
-        cmd.args(["-e", f]);
-    }
-    let out = cmd.output().expect("tshark");
-    assert!(
-        out.status.success(),
-        "tshark: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| l.split('\t').map(str::to_string).collect::<Vec<_>>())
-        .filter(|r| r.len() == fields.len())
-        .collect()
+    magnet_testkit::wire_frames(pcap).expect("the capture")
 }
 
 /// Frames from port `from` to port `to` (0: any).
@@ -1057,7 +899,7 @@ const LOSS_BYTES: u64 = 100 * 16384;
 /// what [`BlindSpot`] saw.
 fn loss_run() -> (PathBuf, Vec<Frame>, Vec<Frame>, Value, Option<usize>) {
     let chain = Chain::new(3).unwrap();
-    let watch = BlindSpot::watch(chain.end(0).name());
+    let watch = magnet_testkit::BlindSpot::watch(chain.end(0).name());
     let (a, b) = (chain.host(0), chain.host(2));
     let baddr = chain.addr(2).to_string();
     chain.end(1).tbf("40mbit", "4kb", "2ms").unwrap();
@@ -1110,78 +952,6 @@ fn conn_by_port(j: &Value, remote: u16) -> Option<&Value> {
         .as_array()?
         .iter()
         .find(|c| port_of(&c["remote"]) == Some(remote))
-}
-
-/// Counts, through an ftrace instance of its own, the network tracepoints
-/// (`net_dev_start_xmit`, `netif_receive_skb`) on this test's interfaces
-/// that the kernel runs on the threads of pid 1 meanwhile. On this sandbox VM that is the agent
-/// (`process_api`), on whose threads no BPF program runs: frames handled in
-/// softirq there are invisible to every BPF tool. `None`: tracefs could not
-/// be used, nothing is known.
-struct BlindSpot {
-    dir: Option<PathBuf>,
-}
-
-impl BlindSpot {
-    /// `iface`: one of the test's interfaces; all of them share its name up to
-    /// the last '-' (magnet-testkit names them so).
-    fn watch(iface: &str) -> BlindSpot {
-        let prefix = iface.rsplit_once('-').map_or(iface, |(p, _)| p);
-        let root = Path::new("/sys/kernel/tracing");
-        if !root.join("instances").exists() {
-            let _ = Command::new("mount")
-                .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
-                .status();
-        }
-        let dir = root
-            .join("instances")
-            .join(format!("magnet-oracle-{}", std::process::id()));
-        // Only pid 1's threads: the buffer then holds all of their events
-        // however busy the rest of the machine is.
-        let ok = std::fs::create_dir(&dir).is_ok()
-            && std::fs::write(dir.join("set_event_pid"), agent_threads().join(" ")).is_ok()
-            && ["net_dev_start_xmit", "netif_receive_skb"].iter().all(|e| {
-                let ev = dir.join(format!("events/net/{e}"));
-                std::fs::write(ev.join("filter"), format!("name ~ \"{prefix}-*\"")).is_ok()
-                    && std::fs::write(ev.join("enable"), "1").is_ok()
-            });
-        if !ok {
-            let _ = std::fs::remove_dir(&dir);
-            return BlindSpot { dir: None };
-        }
-        BlindSpot { dir: Some(dir) }
-    }
-
-    fn finish(self) -> Option<usize> {
-        let dir = self.dir?;
-        let trace = std::fs::read_to_string(dir.join("trace")).unwrap_or_default();
-        for e in ["net_dev_start_xmit", "netif_receive_skb"] {
-            let _ = std::fs::write(dir.join(format!("events/net/{e}/enable")), "0");
-        }
-        let _ = std::fs::remove_dir(&dir);
-        let agent = agent_threads();
-        // Lines read "  COMM-TID  [CPU] FLAGS TIME: EVENT: ...".
-        Some(
-            trace
-                .lines()
-                .filter(|l| !l.starts_with('#'))
-                .filter_map(|l| l.split_whitespace().next())
-                .filter_map(|task| task.rsplit_once('-').map(|(_, tid)| tid.to_string()))
-                .filter(|tid| agent.contains(tid))
-                .count(),
-        )
-    }
-}
-
-/// The thread ids of pid 1.
-fn agent_threads() -> Vec<String> {
-    std::fs::read_dir("/proc/1/task")
-        .map(|d| {
-            d.flatten()
-                .map(|t| t.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Real programs: curl fetching a file from `python3 -m http.server` in the

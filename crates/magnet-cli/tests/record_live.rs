@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use magnet_testkit::{live_or_skip, tshark_fields, Capture, Need, Netns, Side, Veth};
+use magnet_testkit::{live_or_skip, tshark_fields, Capture, Need, Netns, Recorder, Side, Veth};
 use magnet_trace::{kind, Event, KindIndex, TraceReader};
 
 mod common;
@@ -74,54 +74,29 @@ fn read_trace(path: &Path) -> (Vec<Ev>, magnet_trace::Footer) {
 
 /// Starts `magnet record ARGS --json` in the background and returns once it says
 /// its programs are attached, so traffic made next is recorded (no sleeping).
-fn start_recording(args: &[&str]) -> (std::process::Child, std::thread::JoinHandle<String>) {
-    use std::io::BufRead;
-    let mut child = Command::new(MAGNET)
-        .arg("record")
+fn start_recording(args: &[&str]) -> Recorder {
+    let mut cmd = Command::new(MAGNET);
+    cmd.arg("record")
         .args(args)
         .arg("--json")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            panic!("magnet record ended before recording: {seen}");
-        }
-        seen.push_str(&line);
-        if line.starts_with("magnet: recording ") {
-            break;
-        }
-    }
-    // Keep draining stderr so the recorder never blocks on it.
-    let rest = std::thread::spawn(move || {
-        let mut s = seen;
-        let _ = std::io::Read::read_to_string(&mut err, &mut s);
-        s
-    });
-    (child, rest)
+        .stdout(Stdio::piped());
+    Recorder::start(cmd)
 }
 
 /// Waits for a recording started by `start_recording` and returns its summary.
-fn finish_recording(
-    (child, stderr): (std::process::Child, std::thread::JoinHandle<String>),
-) -> serde_json::Value {
-    let out = child.wait_with_output().unwrap();
-    let err = stderr.join().unwrap();
-    assert!(out.status.success(), "magnet record failed: {err}");
-    let s = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(s.lines().rfind(|l| l.starts_with('{')).expect("summary")).unwrap()
+fn finish_recording(rec: Recorder) -> serde_json::Value {
+    let out = rec.wait().success();
+    serde_json::from_str(
+        out.stdout
+            .lines()
+            .rfind(|l| l.starts_with('{'))
+            .expect("summary"),
+    )
+    .unwrap()
 }
 
 /// `start_recording` of the whole host, narrowed to one port, for 1.5 s.
-fn start_port_recording(
-    path: &Path,
-    layers: &str,
-    port: u16,
-) -> (std::process::Child, std::thread::JoinHandle<String>) {
+fn start_port_recording(path: &Path, layers: &str, port: u16) -> Recorder {
     let port = port.to_string();
     start_recording(&[
         "-o",
@@ -1146,7 +1121,7 @@ fn a_quiet_cpus_last_records_survive_a_kill() {
     const SENDS: u64 = 5;
     let port: u16 = 20000 + (std::process::id() % 20000) as u16;
     let path = tmp("quiet-kill.mgt");
-    let (mut child, stderr) = start_recording(&[
+    let rec = start_recording(&[
         "-o",
         path.to_str().unwrap(),
         "--all",
@@ -1162,9 +1137,7 @@ fn a_quiet_cpus_last_records_survive_a_kill() {
         sock.send_to(b"quiet", ("127.0.0.1", port)).unwrap();
     }
     std::thread::sleep(std::time::Duration::from_millis(2500));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let _ = stderr.join();
+    rec.kill();
     let info = magnet(&["info", path.to_str().unwrap(), "--json"]);
     // A trace with no END block is damaged input (docs/exit-codes.md: 1), read
     // up to the cut and said so.

@@ -22,14 +22,14 @@
 //! - recorder in the server's namespace (netfilter sees it): ip in = its
 //!   frames' IP bytes; tcp out = the bytes the server sent.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use magnet_testkit::{live_or_skip, run_in_netns, tshark_fields, Capture, Need, Netns};
+use magnet_testkit::{live_or_skip, run_in_netns, tshark_fields, Capture, Need, Netns, Recorder};
 use serde_json::Value;
 
 mod common;
@@ -152,10 +152,9 @@ fn start_server(ns: &Netns, program: Program, port: u16, name: &str) -> Server {
     server
 }
 
-/// Starts `magnet record` and returns once every hook is attached.
+/// `magnet record -o PATH ARGS…`, returned once every hook is attached.
 struct Recording {
-    child: Child,
-    stderr: std::thread::JoinHandle<String>,
+    rec: Recorder,
     path: PathBuf,
 }
 
@@ -165,45 +164,16 @@ fn record(ns: Option<&Netns>, path: PathBuf, args: &[String]) -> Recording {
         .arg("-o")
         .arg(&path)
         .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn magnet record");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let _ = child.wait();
-            panic!("magnet record ended before recording: {seen}");
-        }
-        seen.push_str(&line);
-        if line.starts_with("magnet: recording ") {
-            break;
-        }
-    }
-    let stderr = std::thread::spawn(move || {
-        let mut rest = seen;
-        let _ = err.read_to_string(&mut rest);
-        rest
-    });
+        .stdout(Stdio::null());
     Recording {
-        child,
-        stderr,
+        rec: Recorder::start(cmd),
         path,
     }
 }
 
 impl Recording {
-    fn stop(mut self) -> PathBuf {
-        std::thread::sleep(Duration::from_millis(300));
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let status = self.child.wait().unwrap();
-        let err = self.stderr.join().unwrap();
-        assert!(status.success(), "magnet record failed: {err}");
+    fn stop(self) -> PathBuf {
+        self.rec.stop_after(Duration::from_millis(300)).success();
         self.path
     }
 }

@@ -256,3 +256,27 @@ pub fn tshark_fields(
         .map(|l| l.split('\t').map(str::to_string).collect())
         .collect())
 }
+
+/// Like [`tshark_fields`] with IP reassembly off, so each fragment is a row of its
+/// own (as it was on the wire), and the first occurrence of a repeated field only
+/// (the outer header). Rows that lack a field are dropped.
+pub fn tshark_frames(path: impl AsRef<Path>, fields: &[&str]) -> Result<Vec<Vec<String>>> {
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-r").arg(path.as_ref()).args([
+        "-n",
+        "-o",
+        "ip.defragment:FALSE",
+        "-o",
+        "ipv6.defragment:FALSE",
+    ]);
+    cmd.args(["-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = run(&mut cmd)?;
+    Ok(out
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect::<Vec<_>>())
+        .filter(|r| r.len() == fields.len())
+        .collect())
+}

@@ -10,6 +10,7 @@
 //!   and names unique per process and per call, so tests can run in parallel threads;
 //! - [`run_in_netns`] and [`command`]: run code or a program inside a namespace;
 //! - [`Capture`] and [`tshark_fields`]: a tcpdump capture and its tshark decode;
+//! - [`Recorder`]: `magnet record` started in the background, returned once it records;
 //! - [`iface_counters`], [`qdisc`], [`tbf`], [`netem`], [`offloads_off`];
 //! - [`Chromium`]: headless Chromium for the HTML report's tests;
 //! - [`scratch_dir`]: a per-process scratch directory removed at exit.
@@ -31,25 +32,31 @@
 //! let _ = listener.accept().unwrap();
 //! ```
 
+mod blind;
 mod browser;
 mod capture;
 mod link;
 mod netns;
+mod recorder;
 mod scratch;
 mod topo;
+mod wire;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+pub use blind::BlindSpot;
 pub use browser::{console_lines, Chromium};
-pub use capture::{tshark_fields, Capture, PcapFile};
+pub use capture::{tshark_fields, tshark_frames, Capture, PcapFile};
 pub use link::{
     iface_counters, netem, offloads_off, qdisc, qdisc_available, tbf, Counters, End, Side, Subnet,
     Veth,
 };
 pub use netns::{command, run_in_netns, Netns};
+pub use recorder::{Ended, Recorder, RECORDING_LINE};
 pub use scratch::scratch_dir;
 pub use topo::{Chain, Rack};
+pub use wire::{wire_frames, Frame};
 
 /// Errors from the kit. Each one names the command or file involved.
 #[derive(Debug, thiserror::Error)]
