@@ -59,7 +59,11 @@ fn magnet_calls(trace: &Path) -> BTreeMap<(u32, &'static str), Calls> {
     let mut m: BTreeMap<(u32, &'static str), Calls> = BTreeMap::new();
     for l in String::from_utf8_lossy(&out.stdout).lines() {
         let v: Value = serde_json::from_str(l).unwrap();
-        let dir = if v["kind"] == "app_send" { "send" } else { "recv" };
+        let dir = if v["kind"] == "app_send" {
+            "send"
+        } else {
+            "recv"
+        };
         let pid = v["pid"].as_u64().unwrap() as u32;
         m.entry((pid, dir))
             .or_default()
@@ -311,7 +315,9 @@ fn fixture_case(mode: &str, n: u32, strace_sees_sends: bool) {
         .arg("-q")
         .arg("-o")
         .arg(&trace)
-        .args(["--layers", "app", "--", "strace", "-ff", "-qq", "-yy", "-s", "64", "-o"])
+        .args([
+            "--layers", "app", "--", "strace", "-ff", "-qq", "-yy", "-s", "64", "-o",
+        ])
         .arg(&prefix)
         .arg(app_calls_bin())
         .args([mode, &n.to_string()])
@@ -340,10 +346,16 @@ fn fixture_case(mode: &str, n: u32, strace_sees_sends: bool) {
         let mine = of(&got);
         assert_eq!(mine.len(), 1, "{mode} {dir}: calls of one process: {got:?}");
         let (pid, mine) = mine[0];
-        assert_eq!(mine, want, "{mode} {dir}: the trace's calls vs the program's own");
+        assert_eq!(
+            mine, want,
+            "{mode} {dir}: the trace's calls vs the program's own"
+        );
         if dir == "recv" || strace_sees_sends {
             let theirs = traced.get(&(pid, dir)).copied().unwrap_or_default();
-            assert_eq!(mine.calls, theirs.calls, "{mode} {dir}: calls vs strace {traced:?}");
+            assert_eq!(
+                mine.calls, theirs.calls,
+                "{mode} {dir}: calls vs strace {traced:?}"
+            );
             assert_eq!(mine.ret, theirs.ret, "{mode} {dir}: bytes vs strace");
             assert_eq!(mine.failed, theirs.failed, "{mode} {dir}: failed vs strace");
             if theirs.asked >= 0 {
@@ -403,7 +415,10 @@ fn app_calls_io_uring_send_zc_is_one_call_per_request() {
 /// iperf3 -Z (sendfile) as its client: the trace's calls are strace's.
 #[test]
 fn app_calls_iperf3_zerocopy_client_matches_strace() {
-    if !live("app_calls_iperf3_zerocopy_client_matches_strace", &["iperf3"]) {
+    if !live(
+        "app_calls_iperf3_zerocopy_client_matches_strace",
+        &["iperf3"],
+    ) {
         return;
     }
     let ns = Netns::new().unwrap();
@@ -464,7 +479,10 @@ fn wait_listening(ns: &Netns, port: u16) {
         !String::from_utf8_lossy(&out.stdout).trim().is_empty()
     };
     while !listening() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "nothing listens on {port}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "nothing listens on {port}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -474,7 +492,10 @@ fn wait_listening(ns: &Netns, port: u16) {
 /// failures (EAGAIN) included.
 #[test]
 fn app_calls_nginx_sendfile_worker_matches_strace() {
-    if !live("app_calls_nginx_sendfile_worker_matches_strace", &["nginx", "curl"]) {
+    if !live(
+        "app_calls_nginx_sendfile_worker_matches_strace",
+        &["nginx", "curl"],
+    ) {
         return;
     }
     let ns = Netns::new().unwrap();
@@ -482,7 +503,9 @@ fn app_calls_nginx_sendfile_worker_matches_strace() {
     let dir = tmp("nginx");
     std::fs::create_dir_all(&dir).unwrap();
     for i in 0..3 {
-        let body: Vec<u8> = (0..(4 << 20) + i * 1000).map(|j| (j * 7 + i) as u8).collect();
+        let body: Vec<u8> = (0..(4 << 20) + i * 1000)
+            .map(|j| (j * 7 + i) as u8)
+            .collect();
         std::fs::write(dir.join(format!("f{i}.bin")), body).unwrap();
     }
     let conf = dir.join("nginx.conf");
@@ -542,7 +565,15 @@ fn app_calls_nginx_sendfile_worker_matches_strace() {
         .collect();
     let out = ns
         .command("curl")
-        .args(["-s", "-o", "/dev/null", "-o", "/dev/null", "-o", "/dev/null"])
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+        ])
         .args(["--limit-rate", "20M"])
         .args(&urls)
         .output()
@@ -559,7 +590,10 @@ fn app_calls_nginx_sendfile_worker_matches_strace() {
     let sends = traced.get(&(worker, "send")).copied().unwrap_or_default();
     let body: u64 = 3 * (4 << 20) + 3000;
     assert!(sends.ret > body, "strace: {traced:?}");
-    assert!(sends.failed > 0, "no EAGAIN: the case lost its point: {traced:?}");
+    assert!(
+        sends.failed > 0,
+        "no EAGAIN: the case lost its point: {traced:?}"
+    );
     for dir in ["send", "recv"] {
         let theirs = traced.get(&(worker, dir)).copied().unwrap_or_default();
         let mine = got.get(&(worker, dir)).copied().unwrap_or_default();
@@ -568,5 +602,51 @@ fn app_calls_nginx_sendfile_worker_matches_strace() {
     }
     let _ = std::fs::remove_dir_all(prefix.parent().unwrap());
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&trace);
+}
+
+/// A kernel without io_uring's request tracepoints (5.10; made so here with
+/// MAGNET_HOOKS_DENY): the recording says in one line that io_uring's calls
+/// are left out, and has none of them, neither whole nor as the kernel's
+/// attempts inside; the receiver's syscalls are still its calls, exactly.
+#[test]
+fn app_calls_io_uring_left_out_in_one_line_without_its_tracepoints() {
+    if !live(
+        "app_calls_io_uring_left_out_in_one_line_without_its_tracepoints",
+        &[],
+    ) {
+        return;
+    }
+    let trace = tmp("uring-denied.mgt");
+    let out = Command::new(MAGNET)
+        .env("MAGNET_HOOKS_DENY", "tp_btf/io_uring_submit_req")
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .args(["--layers", "app", "--"])
+        .arg(app_calls_bin())
+        .args(["uring", "50"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let notes: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("app_uring_submit left out"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    assert!(notes[0].contains("io_uring_submit_req"), "{stderr}");
+    let own = own_counts(&stdout);
+    let got = magnet_calls(&trace);
+    let sends: Vec<_> = got.iter().filter(|((_, d), _)| *d == "send").collect();
+    assert!(sends.is_empty(), "{got:?}");
+    let recvs: Vec<Calls> = got
+        .iter()
+        .filter(|((_, d), _)| *d == "recv")
+        .map(|(_, c)| *c)
+        .collect();
+    assert_eq!(recvs, vec![own["recv"]], "{stdout}");
     let _ = std::fs::remove_file(&trace);
 }

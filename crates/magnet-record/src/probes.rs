@@ -116,8 +116,13 @@ pub const PROBES: &[Probe] = &[
     // (without these tracepoints io_uring's calls are not recorded).
     Probe {
         layer: App,
-        hooks: &[hook!("app_uring_submit" => t("io_uring_submit_req"),
-                       "app_uring_complete" => t("io_uring_complete"))],
+        hooks: &[
+            hook!("app_uring_submit" => tpa("io_uring_submit_req", 1),
+                  "app_uring_complete" => tpa("io_uring_complete", 3)),
+            // io_uring_complete before it took the CQE: its fields as arguments.
+            hook!("app_uring_submit7" => tpa("io_uring_submit_req", 1),
+                  "app_uring_complete7" => tpa("io_uring_complete", 7)),
+        ],
         optional: true,
         kind: None,
         default_on: true,

@@ -1906,6 +1906,11 @@ int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
  * kernel moves the request's own length on) and the CQE's result. The
  * request's socket is known by the kernel's sends for it (app_event below,
  * whose trusted socket pointer can mark and announce it). */
+/* The app kinds asked for (`--kinds`), for io_uring's requests: the socket
+ * syscalls' kinds follow their stamping programs, loaded or not. */
+const volatile bool app_send_on = true;
+const volatile bool app_recv_on = true;
+
 struct uring_req {
 	__s64 asked;
 	__u16 kind;
@@ -1965,10 +1970,8 @@ static __always_inline void app_uring_sock(struct sock *sk, __u16 family)
 #define IORING_OP_SENDMSG_ZC_ 48
 #define IORING_CQE_F_MORE_ 2
 
-SEC("tp_btf/io_uring_submit_req")
-int BPF_PROG(app_uring_submit, struct io_kiocb *req)
+static __always_inline int uring_submit(struct io_kiocb *req)
 {
-	FLOOR_RETURN(0);
 	__u8 op = BPF_CORE_READ(req, opcode);
 	struct uring_req v = { .asked = -1, .opcode = op, .kind = MG_APP_SEND };
 	if (op == IORING_OP_RECV_ || op == IORING_OP_RECVMSG_ || op == IORING_OP_READ_ ||
@@ -1976,6 +1979,8 @@ int BPF_PROG(app_uring_submit, struct io_kiocb *req)
 		v.kind = MG_APP_RECV;
 	else if (op != IORING_OP_SEND_ && op != IORING_OP_SENDMSG_ && op != IORING_OP_SEND_ZC_ &&
 		 op != IORING_OP_SENDMSG_ZC_ && op != IORING_OP_WRITE_ && op != IORING_OP_WRITEV_)
+		return 0;
+	if (v.kind == MG_APP_SEND ? !app_send_on : !app_recv_on)
 		return 0;
 	if (!task_traced())
 		return 0;
@@ -1998,16 +2003,28 @@ int BPF_PROG(app_uring_submit, struct io_kiocb *req)
 	return 0;
 }
 
-SEC("tp_btf/io_uring_complete")
-int BPF_PROG(app_uring_complete, struct io_ring_ctx *ring, void *req_, struct io_uring_cqe *cqe)
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(app_uring_submit, struct io_kiocb *req)
 {
 	FLOOR_RETURN(0);
+	return uring_submit(req);
+}
+
+/* The same, loaded with app_uring_complete7 (a program attaches once). */
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(app_uring_submit7, struct io_kiocb *req)
+{
+	FLOOR_RETURN(0);
+	return uring_submit(req);
+}
+
+static __always_inline void app_uring_done(void *req_, __s32 res, __u32 cflags)
+{
 	__u64 key = (__u64)req_;
 	struct uring_req *v = bpf_map_lookup_elem(&uring_reqs, &key);
 	if (!v)
-		return 0;
+		return;
 	struct uring_req r = *v;
-	__u32 cflags = BPF_CORE_READ(cqe, flags);
 	/* A multishot request posts many results, each one the application
 	 * gets; a zero-copy send's F_MORE announces only its notification. */
 	if (!(cflags & IORING_CQE_F_MORE_) || r.opcode == IORING_OP_SEND_ZC_ ||
@@ -2016,14 +2033,30 @@ int BPF_PROG(app_uring_complete, struct io_ring_ctx *ring, void *req_, struct io
 	struct io_kiocb *req = req_;
 	struct file *file = BPF_CORE_READ(req, file);
 	if (!file || (BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
-		return 0;
+		return;
 	struct socket *so = BPF_CORE_READ(file, private_data);
 	__u64 sk = (__u64)BPF_CORE_READ(so, sk);
 	struct uring_sock *us = bpf_map_lookup_elem(&uring_socks, &sk);
 	if (!us)
-		return 0;
-	app_emit(us->cookie, r.asked, BPF_CORE_READ(cqe, res), 0, r.kind, us->family,
-		 us->protocol, us->type);
+		return;
+	app_emit(us->cookie, r.asked, res, 0, r.kind, us->family, us->protocol, us->type);
+}
+
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(app_uring_complete, struct io_ring_ctx *ring, void *req_, struct io_uring_cqe *cqe)
+{
+	FLOOR_RETURN(0);
+	app_uring_done(req_, BPF_CORE_READ(cqe, res), BPF_CORE_READ(cqe, flags));
+	return 0;
+}
+
+/* io_uring_complete before it took the CQE (its result and flags as
+ * arguments): (ctx, req, user_data, res, cflags, extra1, extra2). */
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(app_uring_complete7, void *ring, void *req_, __u64 user_data, int res, unsigned cflags)
+{
+	FLOOR_RETURN(0);
+	app_uring_done(req_, res, cflags);
 	return 0;
 }
 
