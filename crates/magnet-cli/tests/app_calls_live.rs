@@ -650,3 +650,57 @@ fn app_calls_io_uring_left_out_in_one_line_without_its_tracepoints() {
     assert_eq!(recvs, vec![own["recv"]], "{stdout}");
     let _ = std::fs::remove_file(&trace);
 }
+
+/// A recv blocked when the recording starts (a server attached to while it
+/// waits) is still its call when it returns: its size asked unknown (-1),
+/// its result exact; the calls after it are whole.
+#[test]
+fn app_calls_a_recv_blocked_before_the_recording_is_kept() {
+    use std::io::{Read, Write};
+    if !live("app_calls_a_recv_blocked_before_the_recording_is_kept", &[]) {
+        return;
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut tx = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (mut rx, _) = l.accept().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![0u8; 65536];
+        let a = rx.read(&mut buf).unwrap();
+        let b = rx.read(&mut buf).unwrap();
+        (a, b)
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let trace = tmp("blocked.mgt");
+    let rec = record(&trace, &["-p", &std::process::id().to_string()]);
+    tx.write_all(&[1u8; 1000]).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    tx.write_all(&[2u8; 2000]).unwrap();
+    assert_eq!(reader.join().unwrap(), (1000, 2000));
+    rec.stop();
+    let out = Command::new(MAGNET)
+        .args(["parse", "--json", "--kind", "app_recv,app_send"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let mut got: Vec<(String, i64, i64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["kind"].as_str().unwrap().to_string(),
+                v["asked"].as_i64().unwrap(),
+                v["ret"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want = [
+        ("app_recv", -1, 1000),
+        ("app_recv", 65536, 2000),
+        ("app_send", 1000, 1000),
+        ("app_send", 2000, 2000),
+    ]
+    .map(|(k, a, r)| (k.to_string(), a, r));
+    assert_eq!(got, want);
+    let _ = std::fs::remove_file(&trace);
+}

@@ -2060,6 +2060,17 @@ int BPF_PROG(app_uring_complete7, void *ring, void *req_, __u64 user_data, int r
 	return 0;
 }
 
+/* The system call the current task is in (-1: none, or not known here:
+ * bpf_task_pt_regs came in 5.15). */
+static __always_inline long current_syscall(void)
+{
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) ||
+	    !bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
+		return -1;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	return BPF_CORE_READ(regs, orig_ax);
+}
+
 static __always_inline bool current_is_kthread(void)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
@@ -2068,9 +2079,11 @@ static __always_inline bool current_is_kthread(void)
 
 /* A socket's send or recv inside the kernel. Within a traced socket syscall
  * it stamps the call with the socket (the event comes at sys_exit); from a
- * kernel thread (an in-kernel socket user such as the NFS client) it is the
- * call itself; in any other user task it is io_uring's work on a request,
- * which is recorded per request (app_uring_*), not per attempt. */
+ * kernel thread (an in-kernel socket user such as the NFS client) or in a
+ * socket syscall that began before the recording it is the call itself; in
+ * any other user task it is io_uring's work on a request (in io_uring_enter,
+ * an io-wq worker or the SQPOLL thread), recorded per request (app_uring_*),
+ * not per attempt. */
 static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 kind)
 {
 	__u16 family = sk->__sk_common.skc_family;
@@ -2096,10 +2109,13 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 		a->stamped = 1;
 		return 0;
 	}
-	if (!current_is_kthread()) {
+	if (!current_is_kthread() && !app_nr(current_syscall())) {
 		app_uring_sock(sk, family);
 		return 0;
 	}
+	/* A kernel thread's send, or a socket syscall that began before the
+	 * recording (a recv blocked when it started): the call as the socket
+	 * saw it, its size asked unknown. */
 	__u64 cookie = sk_cookie(sk);
 	if (!sock_traced(sk, cookie, true))
 		return 0;

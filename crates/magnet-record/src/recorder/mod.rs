@@ -128,11 +128,19 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     snapshot::install(&found, &skel.maps.socks, &skel.maps.traced_flows)?;
     let links = attach::attach(&mut plan, &needs, &skel, &mut header)?;
     let (tx, writer) = drain::spawn_writer(&config.output, &header)?;
+    // `-p`: the processes are traced before "recording" is said (a call they
+    // make right after it is theirs); a command is started after it.
+    let pids_first = matches!(opts.target, Target::Pids)
+        .then(|| targets::start(&opts.target, config, &skel.maps.traced_tgids));
     if let Some(ready) = opts.ready.take() {
         ready(&header.layers);
     }
 
-    let child = match targets::start(&opts.target, config, &skel.maps.traced_tgids) {
+    let started = match pids_first {
+        Some(r) => r,
+        None => targets::start(&opts.target, config, &skel.maps.traced_tgids),
+    };
+    let child = match started {
         Ok(c) => c,
         Err(e) => {
             // Nothing was recorded: leave no header-only trace behind.
