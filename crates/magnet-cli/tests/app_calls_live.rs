@@ -412,6 +412,15 @@ fn app_calls_io_uring_send_zc_is_one_call_per_request() {
     }
 }
 
+/// io_uring SEND with IOSQE_ASYNC: sent by an io-wq worker thread, still one
+/// call per request, none from the worker's attempts.
+#[test]
+fn app_calls_io_uring_async_send_is_one_call_per_request() {
+    if live("app_calls_io_uring_async_send_is_one_call_per_request", &[]) {
+        fixture_case("uring_async", 300, false);
+    }
+}
+
 /// iperf3 -Z (sendfile) as its client: the trace's calls are strace's.
 #[test]
 fn app_calls_iperf3_zerocopy_client_matches_strace() {

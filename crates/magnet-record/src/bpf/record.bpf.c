@@ -2060,15 +2060,25 @@ int BPF_PROG(app_uring_complete7, void *ring, void *req_, __u64 user_data, int r
 	return 0;
 }
 
-/* The system call the current task is in (-1: none, or not known here:
- * bpf_task_pt_regs came in 5.15). */
-static __always_inline long current_syscall(void)
+/* Whether the current task is in a socket syscall on `sk` (not known before
+ * 5.15, which lacks bpf_task_pt_regs: no). Its number alone would not do:
+ * io_uring's task work runs on the way back from any syscall, and an io
+ * thread's registers are zero (read). */
+static __always_inline bool in_syscall_on(__u64 sk)
 {
 	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) ||
 	    !bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
-		return -1;
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	return BPF_CORE_READ(regs, orig_ax);
+		return false;
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (t->flags & 0x00000010) /* PF_IO_WORKER: io-wq and SQPOLL threads */
+		return false;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	long id = BPF_CORE_READ(regs, orig_ax);
+	if (!app_nr(id))
+		return false;
+	if (fd_socket(BPF_CORE_READ(regs, di)) == sk)
+		return true;
+	return id == NR_splice && fd_socket(BPF_CORE_READ(regs, dx)) == sk;
 }
 
 static __always_inline bool current_is_kthread(void)
@@ -2109,7 +2119,7 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 		a->stamped = 1;
 		return 0;
 	}
-	if (!current_is_kthread() && !app_nr(current_syscall())) {
+	if (!current_is_kthread() && !in_syscall_on(addr_of(sk))) {
 		app_uring_sock(sk, family);
 		return 0;
 	}
