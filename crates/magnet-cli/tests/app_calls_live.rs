@@ -672,6 +672,10 @@ fn app_calls_a_recv_blocked_before_the_recording_is_kept() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let mut tx = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (mut rx, _) = l.accept().unwrap();
+    let (tx_port, rx_port) = (
+        tx.local_addr().unwrap().port(),
+        rx.local_addr().unwrap().port(),
+    );
     let reader = std::thread::spawn(move || {
         let mut buf = vec![0u8; 65536];
         let a = rx.read(&mut buf).unwrap();
@@ -687,13 +691,27 @@ fn app_calls_a_recv_blocked_before_the_recording_is_kept() {
     assert_eq!(reader.join().unwrap(), (1000, 2000));
     rec.stop();
     let out = Command::new(MAGNET)
-        .args(["parse", "--json", "--kind", "app_recv,app_send"])
+        .args(["parse", "--json", "--kind", "sock,app_recv,app_send"])
         .arg(&trace)
         .output()
         .unwrap();
-    let mut got: Vec<(String, i64, i64)> = String::from_utf8_lossy(&out.stdout)
+    let evs: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    // `-p` follows this process's children too (other tests' programs):
+    // only this pair's sockets.
+    let ports = [tx_port, rx_port];
+    let mine: Vec<&Value> = evs
+        .iter()
+        .filter(|v| v["kind"] == "sock")
+        .filter(|v| ports.iter().any(|&p| v["sport"] == p) && v["dport"] != 0)
+        .map(|v| &v["cookie"])
+        .collect();
+    assert_eq!(mine.len(), 2, "this pair's sockets: {mine:?}");
+    let mut got: Vec<(String, i64, i64)> = evs
+        .iter()
+        .filter(|v| v["kind"] != "sock" && mine.contains(&&v["cookie"]))
         .map(|v| {
             (
                 v["kind"].as_str().unwrap().to_string(),
