@@ -385,7 +385,9 @@ fn filters_keep_other_processes_out_and_all_lets_them_in() {
     ) {
         return;
     }
-    let mut bg = noise(3);
+    // Long enough to outlast the filtered recording and the --all one on a
+    // loaded host (it is killed at the end).
+    let mut bg = noise(8);
     let bg_pid = bg.id();
     std::thread::sleep(std::time::Duration::from_millis(200));
 

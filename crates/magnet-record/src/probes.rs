@@ -102,10 +102,27 @@ const fn t(tp: &'static str) -> Attach {
 }
 
 pub const PROBES: &[Probe] = &[
-    // Bytes *asked* come from the syscall; without it app events say asked=-1.
+    // The app calls: one per socket syscall, emitted at its exit with the
+    // bytes it asked for and its result; app_send/app_recv below stamp the
+    // call with its socket (a sendfile() reaches the socket many times).
     Probe {
         layer: App,
-        hooks: &[hook!("app_sys_enter" => t("sys_enter"))],
+        hooks: &[hook!("app_sys_enter" => t("sys_enter"), "app_sys_exit" => t("sys_exit"))],
+        optional: false,
+        kind: None,
+        default_on: true,
+    },
+    // io_uring requests: one app call per request, at its completion
+    // (without these tracepoints io_uring's calls are not recorded).
+    Probe {
+        layer: App,
+        hooks: &[
+            hook!("app_uring_submit" => tpa("io_uring_submit_req", 1),
+                  "app_uring_complete" => tpa("io_uring_complete", 3)),
+            // io_uring_complete before it took the CQE: its fields as arguments.
+            hook!("app_uring_submit7" => tpa("io_uring_submit_req", 1),
+                  "app_uring_complete7" => tpa("io_uring_complete", 7)),
+        ],
         optional: true,
         kind: None,
         default_on: true,

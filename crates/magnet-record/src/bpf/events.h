@@ -31,8 +31,8 @@ enum mg_kind {
 	MG_LOST = 1,          /* @struct mg_lost @layer meta @hook "ring buffer reserve failure (per-CPU counter)" the kernel could not record `count` events on `lost_cpu` */
 	MG_SOCK = 2,          /* @struct mg_sock @layer meta @hook "first sighting of a socket" a socket seen for the first time: cookie -> 5-tuple */
 
-	MG_APP_SEND = 10,     /* @struct mg_app @layer app @hook "tp_btf/sock_send_length" sock:sock_send_length */
-	MG_APP_RECV = 11,     /* @struct mg_app @layer app @hook "tp_btf/sock_recv_length" sock:sock_recv_length */
+	MG_APP_SEND = 10,     /* @struct mg_app @layer app @hook "tp_btf/sys_exit+io_uring_complete" one per send syscall or io_uring request */
+	MG_APP_RECV = 11,     /* @struct mg_app @layer app @hook "tp_btf/sys_exit+io_uring_complete" one per recv syscall or io_uring request */
 
 	MG_TCP_STATE = 20,    /* @struct mg_tcp_state @layer tcp @hook "tp_btf/inet_sock_set_state" sock:inet_sock_set_state (TCP) */
 	MG_TCP_RCV = 21,      /* @struct mg_tcp @layer tcp @hook "tp_btf/tcp_probe+netif_receive_skb" tcp:tcp_probe: segment received in ESTABLISHED; in other

@@ -265,6 +265,8 @@ pub(super) fn load(
                 // socket's flow when a layer sees packets.
                 ro.track_all_flows = needs.packets;
                 ro.tcp_rx_other = tcp_rcv_on(config);
+                ro.app_send_on = kind_on(config, "app_send");
+                ro.app_recv_on = kind_on(config, "app_recv");
                 ro.wakeup_bytes = config.wakeup_bytes;
                 ro.record_fork = config.layers.contains(&Layer::Sched);
                 ro.id_ring_index = cpus;
@@ -321,6 +323,9 @@ pub(super) fn attach(
     let wanted = |name: &str| needs.wants(&plan.chosen, name);
     let cgroup2_root = needs.packets.then(Cgroup2Root::find);
     let mut hooks_by_kind: BTreeMap<&str, String> = BTreeMap::new();
+    // The app kinds' events come from the syscall and io_uring hooks (their
+    // own hooks only name the socket of the call).
+    let mut app_helpers: Vec<String> = Vec::new();
     let mut links: Vec<Link> = Vec::new();
     let object = skel.object();
     let mut netfilter_used = false;
@@ -371,6 +376,8 @@ pub(super) fn attach(
                 let name = probes::hook_name(hook);
                 if let Some(k) = probe.kind {
                     hooks_by_kind.insert(k, name.clone());
+                } else if probe.layer == Layer::App {
+                    app_helpers.push(name.clone());
                 }
                 if !src.hooks.contains(&name) {
                     src.hooks.push(name);
@@ -447,6 +454,16 @@ pub(super) fn attach(
         }
     }
 
+    for k in ["app_send", "app_recv"] {
+        if let Some(h) = hooks_by_kind.get_mut(k) {
+            *h = app_helpers
+                .iter()
+                .chain([&*h])
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("+");
+        }
+    }
     // The catalog names the hook that fed each kind on this kernel.
     for k in header.catalog.kinds.iter_mut() {
         if let Some(h) = hooks_by_kind.get(k.name.as_str()) {
@@ -653,9 +670,14 @@ fn check_inner() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
 
 /// Whether tcp_rcv events are recorded (the tcp layer with its tcp_rcv kind).
 fn tcp_rcv_on(config: &RecordConfig) -> bool {
+    kind_on(config, "tcp_rcv")
+}
+
+/// Whether the probe of this kind is wanted (its layer selected, the kind on).
+fn kind_on(config: &RecordConfig, kind: &str) -> bool {
     PROBES
         .iter()
-        .find(|p| p.kind == Some("tcp_rcv"))
+        .find(|p| p.kind == Some(kind))
         .is_some_and(|p| probe_on(config, p))
 }
 
