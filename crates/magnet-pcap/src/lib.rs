@@ -32,6 +32,7 @@
 //! ```
 
 pub mod fuzzing;
+pub mod link;
 pub mod parse;
 mod reader;
 mod writer;

@@ -8,7 +8,6 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::capture::linktype as lt;
 use crate::Counters;
 
 /// TCP header fields the stream reassembler needs.
@@ -49,63 +48,11 @@ enum Net {
     V6,
 }
 
-/// Whether [`link`] knows `linktype`.
-fn link_decoded(linktype: u32) -> bool {
-    matches!(
-        linktype,
-        lt::ETHERNET
-            | lt::LINUX_SLL
-            | lt::LINUX_SLL2
-            | lt::RAW
-            | lt::RAW_ALT
-            | lt::RAW_ALT2
-            | lt::IPV4
-            | lt::IPV6
-            | lt::NULL
-            | lt::LOOP
-    )
-}
-
-/// Strips the link-layer header; returns the network protocol and its bytes.
+/// The network protocol and bytes of a frame (the link layer is `magnet_pcap::link`'s).
 fn link(linktype: u32, data: &[u8]) -> Option<(Net, &[u8])> {
-    let by_ethertype = |et: u16, rest| match et {
-        0x0800 => Some((Net::V4, rest)),
-        0x86DD => Some((Net::V6, rest)),
-        _ => None,
-    };
-    match linktype {
-        lt::ETHERNET => {
-            let mut et = be16(data, 12)?;
-            let mut off = 14;
-            // 802.1Q / 802.1ad tags, at most two.
-            for _ in 0..2 {
-                if et == 0x8100 || et == 0x88A8 {
-                    et = be16(data, off + 2)?;
-                    off += 4;
-                }
-            }
-            by_ethertype(et, data.get(off..)?)
-        }
-        lt::LINUX_SLL => by_ethertype(be16(data, 14)?, data.get(16..)?),
-        lt::LINUX_SLL2 => by_ethertype(be16(data, 0)?, data.get(20..)?),
-        lt::RAW | lt::RAW_ALT | lt::RAW_ALT2 => match data.first()? >> 4 {
-            4 => Some((Net::V4, data)),
-            6 => Some((Net::V6, data)),
-            _ => None,
-        },
-        lt::IPV4 => Some((Net::V4, data)),
-        lt::IPV6 => Some((Net::V6, data)),
-        lt::NULL | lt::LOOP => {
-            let fam = data.get(0..4)?;
-            let fam = u32::from_le_bytes(fam.try_into().ok()?)
-                .min(u32::from_be_bytes(fam.try_into().ok()?));
-            let rest = data.get(4..)?;
-            match fam {
-                2 => Some((Net::V4, rest)),
-                10 | 24 | 28 | 30 => Some((Net::V6, rest)),
-                _ => None,
-            }
-        }
+    match magnet_pcap::link::network(linktype, data)? {
+        (magnet_pcap::link::ETHERTYPE_IPV4, ip) => Some((Net::V4, ip)),
+        (magnet_pcap::link::ETHERTYPE_IPV6, ip) => Some((Net::V6, ip)),
         _ => None,
     }
 }
@@ -187,7 +134,7 @@ impl NetDecoder {
         c: &mut Counters,
     ) -> Option<Datagram<'a>> {
         self.sweep(ts_ns, c);
-        if !link_decoded(linktype) {
+        if !magnet_pcap::link::decoded(linktype) {
             c.link_not_decoded += 1;
             c.link_type_not_decoded.get_or_insert(linktype);
             return None;

@@ -9,8 +9,6 @@
 
 use std::net::IpAddr;
 
-use magnet_pcap::linktype as lt;
-
 use crate::kernel::IpFields;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -59,62 +57,12 @@ pub enum Frame {
     Link(u32),
 }
 
-/// Whether frames of `linktype` are decoded (Ethernet, Linux cooked v1/v2, raw
-/// IP, BSD loopback).
-pub fn link_decoded(linktype: u32) -> bool {
-    matches!(
-        linktype,
-        lt::ETHERNET
-            | lt::LINUX_SLL
-            | lt::LINUX_SLL2
-            | lt::RAW
-            | lt::RAW_ALT
-            | lt::RAW_ALT2
-            | lt::IPV4
-            | lt::IPV6
-            | lt::NULL
-            | lt::LOOP
-    )
-}
-
-/// The network-layer protocol and header of a frame of link type `linktype`.
-fn link(linktype: u32, d: &[u8]) -> Option<(u16, &[u8])> {
-    match linktype {
-        lt::ETHERNET => {
-            let mut et = u16::from_be_bytes([*d.get(12)?, *d.get(13)?]);
-            let mut at = 14;
-            while matches!(et, 0x8100 | 0x88a8) {
-                et = u16::from_be_bytes([*d.get(at + 2)?, *d.get(at + 3)?]);
-                at += 4;
-            }
-            Some((et, d.get(at..)?))
-        }
-        lt::LINUX_SLL => Some((u16::from_be_bytes([*d.get(14)?, *d.get(15)?]), d.get(16..)?)),
-        lt::LINUX_SLL2 => Some((u16::from_be_bytes([*d.first()?, *d.get(1)?]), d.get(20..)?)),
-        lt::RAW | lt::RAW_ALT | lt::RAW_ALT2 | lt::IPV4 | lt::IPV6 => {
-            let v = *d.first()? >> 4;
-            Some((if v == 6 { 0x86dd } else { 0x0800 }, d))
-        }
-        lt::NULL | lt::LOOP => {
-            let fam = u32::from_le_bytes(d.get(0..4)?.try_into().ok()?);
-            let fam_be = u32::from_be_bytes(d.get(0..4)?.try_into().ok()?);
-            let et = if fam == 2 || fam_be == 2 {
-                0x0800
-            } else {
-                0x86dd
-            };
-            Some((et, d.get(4..)?))
-        }
-        _ => None,
-    }
-}
-
 /// Reads a captured frame.
 pub fn parse_frame(linktype: u32, d: &[u8]) -> Frame {
-    if !link_decoded(linktype) {
+    if !magnet_pcap::link::decoded(linktype) {
         return Frame::Link(linktype);
     }
-    let Some((et, net)) = link(linktype, d) else {
+    let Some((et, net)) = magnet_pcap::link::network(linktype, d) else {
         return Frame::Other(0);
     };
     match et {
