@@ -14,49 +14,13 @@
 //!
 //! 2 s by default (MAGNET_FUZZ_SECS), at least MIN_RUNS inputs.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use magnet_pcap::CaptureReader;
 
-struct Counting;
-
-thread_local! {
-    static NOW: Cell<usize> = const { Cell::new(0) };
-    static PEAK: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            let _ = NOW.try_with(|n| {
-                n.set(n.get() + l.size());
-                let _ = PEAK.try_with(|p| p.set(p.get().max(n.get())));
-            });
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        let _ = NOW.try_with(|n| n.set(n.get().saturating_sub(l.size())));
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = unsafe { System.realloc(p, l, new) };
-        if !q.is_null() {
-            let _ = NOW.try_with(|n| {
-                n.set(n.get().saturating_sub(l.size()) + new);
-                let _ = PEAK.try_with(|p| p.set(p.get().max(n.get())));
-            });
-        }
-        q
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: magnet_testkit::heap::Counting = magnet_testkit::heap::Counting;
 
 const MIN_RUNS: u64 = 300;
 
@@ -70,8 +34,7 @@ struct Read {
 }
 
 fn read(b: &[u8]) -> Read {
-    let base = NOW.with(|n| n.get());
-    PEAK.with(|p| p.set(base));
+    let heap = magnet_testkit::heap::Span::start();
     let (mut pkts, mut ends, mut error) = (Vec::new(), Vec::new(), false);
     match CaptureReader::new(b, Path::new("fuzz")) {
         Ok(mut rd) => loop {
@@ -93,7 +56,7 @@ fn read(b: &[u8]) -> Read {
     let kept: usize = pkts.iter().map(|p| p.1.capacity() + 32).sum::<usize>()
         + pkts.capacity() * 32
         + ends.capacity() * 8;
-    let peak = PEAK.with(|p| p.get()).saturating_sub(base + kept);
+    let peak = heap.peak_above(kept);
     Read {
         pkts,
         ends,

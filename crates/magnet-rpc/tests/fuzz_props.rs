@@ -20,8 +20,6 @@
 
 mod support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -29,42 +27,8 @@ use std::time::{Duration, Instant};
 use magnet_rpc::capture::CaptureReader;
 use magnet_rpc::{Counters, Outcome, Transaction};
 
-struct Counting;
-
-thread_local! {
-    static NOW: Cell<usize> = const { Cell::new(0) };
-    static PEAK: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            let _ = NOW.try_with(|n| {
-                n.set(n.get() + l.size());
-                let _ = PEAK.try_with(|p| p.set(p.get().max(n.get())));
-            });
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        let _ = NOW.try_with(|n| n.set(n.get().saturating_sub(l.size())));
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = unsafe { System.realloc(p, l, new) };
-        if !q.is_null() {
-            let _ = NOW.try_with(|n| {
-                n.set(n.get().saturating_sub(l.size()) + new);
-                let _ = PEAK.try_with(|p| p.set(p.get().max(n.get())));
-            });
-        }
-        q
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: magnet_testkit::heap::Counting = magnet_testkit::heap::Counting;
 
 const MIN_RUNS: u64 = 200;
 
@@ -108,14 +72,13 @@ fn write_pcap(pkts: &[Pkt]) -> Vec<u8> {
 
 /// Decodes; also the decoder's peak heap beyond the transactions it returned.
 fn decode(bytes: &[u8]) -> (Vec<Transaction>, Counters, usize) {
-    let base = NOW.with(|n| n.get());
-    PEAK.with(|p| p.set(base));
+    let heap = magnet_testkit::heap::Span::start();
     let mut rd = CaptureReader::new(bytes, Path::new("fuzz.pcap")).unwrap();
     let (txs, c, err) = support::decode_reader(&mut rd);
     drop(rd);
     assert_eq!(err, None);
     let kept = txs.capacity() * std::mem::size_of::<Transaction>() * 4;
-    let peak = PEAK.with(|p| p.get()).saturating_sub(base + kept);
+    let peak = heap.peak_above(kept);
     (txs, c, peak)
 }
 

@@ -13,7 +13,8 @@
 //! - [`Recorder`]: `magnet record` started in the background, returned once it records;
 //! - [`iface_counters`], [`qdisc`], [`tbf`], [`netem`], [`offloads_off`];
 //! - [`Chromium`]: headless Chromium for the HTML report's tests;
-//! - [`scratch_dir`]: a per-process scratch directory removed at exit.
+//! - [`scratch_dir`]: a per-process scratch directory removed at exit;
+//! - [`heap`]: a counting allocator, for readers whose memory must stay bounded.
 //!
 //! Everything shells out to iproute2, tc, tcpdump, tshark and ethtool, the same tools a
 //! person would use to check the result by hand.
@@ -35,6 +36,7 @@
 mod blind;
 mod browser;
 mod capture;
+pub mod heap;
 mod link;
 mod netns;
 mod recorder;

@@ -17,8 +17,6 @@
 //! 3 s by default (MAGNET_FUZZ_SECS), and at least MIN_RUNS inputs however
 //! slow the machine.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -26,42 +24,8 @@ use magnet_trace::{Footer, TraceError, TraceReader, TraceWriter};
 
 /// Counts this thread's heap in use and its peak (the test reads on one
 /// thread; other test threads do not disturb it).
-struct Counting;
-
-thread_local! {
-    static NOW: Cell<usize> = const { Cell::new(0) };
-    static PEAK: Cell<usize> = const { Cell::new(0) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            let _ = NOW.try_with(|n| {
-                n.set(n.get() + l.size());
-                let _ = PEAK.try_with(|p| p.set(p.get().max(n.get())));
-            });
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        let _ = NOW.try_with(|n| n.set(n.get().saturating_sub(l.size())));
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = unsafe { System.realloc(p, l, new) };
-        if !q.is_null() {
-            let _ = NOW.try_with(|n| {
-                n.set(n.get().saturating_sub(l.size()) + new);
-                let _ = PEAK.try_with(|p| p.set(p.get().max(n.get())));
-            });
-        }
-        q
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: magnet_testkit::heap::Counting = magnet_testkit::heap::Counting;
 
 const MIN_RUNS: u64 = 300;
 
@@ -126,8 +90,7 @@ struct Got {
 }
 
 fn read(bytes: &[u8]) -> Got {
-    let base = NOW.with(|n| n.get());
-    PEAK.with(|p| p.set(base));
+    let heap = magnet_testkit::heap::Span::start();
     let (mut records, mut errors, mut totals) = (Vec::new(), Vec::new(), false);
     let mut footer = false;
     if let Ok(mut r) = TraceReader::new(bytes) {
@@ -148,7 +111,7 @@ fn read(bytes: &[u8]) -> Got {
     // What the reader held at its peak, less what the caller keeps (the records).
     let kept: usize = records.iter().map(|r| r.capacity()).sum::<usize>()
         + records.capacity() * std::mem::size_of::<Vec<u8>>();
-    let peak = PEAK.with(|p| p.get()).saturating_sub(base + kept);
+    let peak = heap.peak_above(kept);
     Got {
         records,
         errors,
