@@ -720,31 +720,12 @@ fn parse_export_pcap_and_analyze_agree_on_each_received_packets_socket() {
             .unwrap_or(0);
         *pcap.entry(ck).or_default() += 1;
     }
-    // docs/wire.md: a listener answering a SYN gives way, in the comment, to
-    // the flow's socket that made calls (the one it accepted): its frames
-    // (SYN and handshake ACK in) count for that connection there.
-    let socks = events(&trace, "sock");
-    let mut folded = parse.clone();
-    for l in socks.iter().filter(|s| u(s, "dport") == 0) {
-        let accepted: Vec<u64> = socks
-            .iter()
-            .filter(|s| {
-                u(s, "dport") != 0
-                    && u(s, "sport") == u(l, "sport")
-                    && u(s, "netns") == u(l, "netns")
-                    && u(s, "family") == u(l, "family")
-            })
-            .map(|s| u(s, "cookie"))
-            .collect();
-        assert_eq!(accepted.len(), 1, "one connection per listener");
-        if let Some(n) = folded.remove(&u(l, "cookie")) {
-            *folded.entry(accepted[0]).or_default() += n;
-        }
-    }
+    // The frames each dev_rx names (docs/wire.md), listeners' included.
     assert_eq!(
-        pcap, folded,
+        pcap, parse,
         "pcap --each-device, received frames by their comment's cookie"
     );
+    let socks = events(&trace, "sock");
     // analyze: each socket's dev in row (listeners too: --all).
     let j: Value =
         serde_json::from_slice(&run_out(&["analyze", "-q", "--json", "--all", t])).unwrap();

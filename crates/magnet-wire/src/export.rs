@@ -560,7 +560,7 @@ impl<W: Write> PcapWriter<W> {
         comment.clear();
         // A loopback frame is both the sender's and the receiver's.
         let sender = (outbound || loopback).then(|| k.sender_of(p, hi as usize));
-        let receiver = (!outbound || loopback).then(|| k.receiver_of(p));
+        let receiver = (!outbound || loopback).then(|| k.receiver_at(p, hi as usize));
         let cookie = sender.or(receiver).unwrap_or(0);
         if let Some(o) = k.owners.get(&cookie) {
             let _ = write!(comment, "pid={} comm={} ", o.pid, o.comm);
