@@ -560,9 +560,16 @@ impl<W: Write> PcapWriter<W> {
         comment.clear();
         // A loopback frame is both the sender's and the receiver's.
         let sender = (outbound || loopback).then(|| k.sender_of(p, hi as usize));
-        let receiver = (!outbound || loopback).then(|| k.receiver_of(p));
+        let receiver = (!outbound || loopback).then(|| k.receiver_at(p, hi as usize));
         let cookie = sender.or(receiver).unwrap_or(0);
-        if let Some(o) = k.owners.get(&cookie) {
+        // A listener makes no calls: the process behind the frames it took in
+        // is the one the flow's socket (the connection it accepted) shows.
+        let owner = k.owners.get(&cookie).or_else(|| {
+            receiver
+                .filter(|&r| r == cookie && r != 0)
+                .and_then(|_| k.owners.get(&k.receiver_of(p)))
+        });
+        if let Some(o) = owner {
             let _ = write!(comment, "pid={} comm={} ", o.pid, o.comm);
             st.with_process += 1;
         }

@@ -1321,6 +1321,19 @@ impl Kernel {
         self.prefer_owned(p.receiver_cookie(), flow)
     }
 
+    /// The socket that received `p` at its hop `at`: a device receive carries
+    /// the socket the recorder found for its flow in the kernel, in the
+    /// receiving device's network namespace (docs/FORMAT.md, `dev_rx`), which
+    /// no flow without the namespace can tell apart (one 5-tuple in two
+    /// namespaces); other hops, and a receive with cookie 0, take
+    /// [`Kernel::receiver_of`].
+    pub fn receiver_at(&self, p: &KPacket, at: usize) -> u64 {
+        match p.hops.get(at) {
+            Some(h) if h.kind == kind::DEV_RX && h.cookie != 0 => h.cookie,
+            _ => self.receiver_of(p),
+        }
+    }
+
     /// The packet's own socket, unless it made no calls (a listener or request socket
     /// answering a SYN) and the flow's socket did.
     fn prefer_owned(&self, own: u64, flow: Option<u64>) -> u64 {

@@ -165,9 +165,11 @@ fn trace() -> Vec<u8> {
         dev(&cat, kind::DEV_START_XMIT, 11_000, 7, 0x11, 3, 1514),
         dev(&cat, kind::DEV_START_XMIT, 11_100, 7, 0x12, 3, 1514),
         dev(&cat, kind::DEV_START_XMIT, 11_200, 7, 0x13, 3, 170),
-        dev(&cat, kind::DEV_RX, 11_050, 7, 0x11, 4, 1500),
-        dev(&cat, kind::DEV_RX, 11_150, 7, 0x12, 4, 1500),
-        dev(&cat, kind::DEV_RX, 11_250, 7, 0x13, 4, 156),
+        // dev_rx names the receiving socket (its flow's, in the receiving
+        // device's namespace: docs/FORMAT.md), here the server's.
+        dev(&cat, kind::DEV_RX, 11_050, 8, 0x11, 4, 1500),
+        dev(&cat, kind::DEV_RX, 11_150, 8, 0x12, 4, 1500),
+        dev(&cat, kind::DEV_RX, 11_250, 8, 0x13, 4, 156),
         app(kind::APP_SEND, 11_300, 7, 100, "client"),
         tcp_rcv(&cat, 11_060, 0x11),
         tcp_rcv(&cat, 11_160, 0x12),
@@ -211,7 +213,7 @@ fn trace() -> Vec<u8> {
             9,
         ),
         dev(&cat, kind::DEV_START_XMIT, 13_100, 7, 0x30, 3, 66),
-        dev(&cat, kind::DEV_RX, 13_150, 7, 0x30, 4, 52),
+        dev(&cat, kind::DEV_RX, 13_150, 8, 0x30, 4, 52),
         dev(&cat, kind::DEV_RX, 14_000, 0, 0x30, 3, 152),
         ip(
             &cat,

@@ -1734,8 +1734,27 @@ int BPF_PROG(flow_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	struct sk_tuple t = {};
 	read_sk_tuple((const struct sock *)sk, &t);
-	if (t.sport && (t.protocol == IPPROTO_UDP || t.protocol == IPPROTO_TCP))
-		track_flow(&t, sk_key((const struct sock *)sk, BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_cookie.counter)), sk);
+	if (!t.sport || (t.protocol != IPPROTO_UDP && t.protocol != IPPROTO_TCP))
+		return 0;
+	__u64 cookie = sk_key((const struct sock *)sk,
+			      BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_cookie.counter));
+	/* A UDP socket used unconnected before it connected (a server that
+	 * connects to its first client, as iperf3 -s does) is announced again
+	 * with its peer, which its SOCK record lacked: the ip layer, which also
+	 * tells it, sees only the recorder's network namespace (netfilter
+	 * hooks), the dev layer every one (issue 21). Known by its flow as a
+	 * bound socket (remote end zero), looked up before the connected flow
+	 * is added. TCP's peer comes with its state changes. */
+	if (id == NR_connect && t.dport && t.protocol == IPPROTO_UDP &&
+	    (!tuple_filtered() || tuple_matches(t.saddr, t.daddr, t.sport, t.dport))) {
+		struct flow_key k = { .lport = t.sport, .protocol = t.protocol };
+		__builtin_memcpy(k.local, t.saddr, 16);
+		k.netns = BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_net.net, ns.inum);
+		struct flow_val *b = bound_flow(&k);
+		if (b && b->cookie == cookie)
+			announce((const struct sock *)sk, cookie, &t);
+	}
+	track_flow(&t, cookie, sk);
 	return 0;
 }
 
