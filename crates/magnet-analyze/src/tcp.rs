@@ -152,9 +152,10 @@ impl SegTrack {
             None => self.last = Some(mark),
             Some(last) => {
                 let d = seq.wrapping_sub(last.seq) as i32;
-                let p = self.payload(last.len);
-                let ends = d as u64 + self.payload(len).unwrap_or(0);
-                if d > 0 && p.is_some_and(|p| (d as u64) < p && ends <= p) {
+                // Where this segment ends, past the last one's start.
+                let ends = (d > 0).then(|| d as u64 + self.payload(len).unwrap_or(0));
+                let inside = |p: u64| ends.is_some_and(|e| (d as u64) < p && e <= p);
+                if self.payload(last.len).is_some_and(inside) {
                     // Inside the last segment and not past its end: a probe
                     // or its tail sent again.
                     self.retrans += 1;
@@ -499,6 +500,21 @@ mod tests {
         out += t.fin_end(fin + 44033).map_or(0, |s| s.bytes);
         assert_eq!(out, 2 * 65536 + 6 * 65464 + 87760 + 44032);
         assert_eq!(t.retrans, 0);
+    }
+
+    /// A segment below the last one (a retransmission) is no new data and
+    /// no overflow, whatever its length.
+    #[test]
+    fn a_segment_below_the_last_is_a_retransmission() {
+        let mut t = SegTrack::default();
+        assert!(t.segment(1001, 0, ACK, 32 + 1000).is_none());
+        assert_eq!(
+            t.segment(2001, 0, ACK, 32 + 1000).map(|s| s.bytes),
+            Some(1000)
+        );
+        assert!(t.segment(1001, 0, ACK, 32 + 1000).is_none());
+        assert!(t.segment(1, 0, ACK, u32::MAX as u64).is_none());
+        assert_eq!(t.retrans, 2);
     }
 
     /// Without a learnt header length the end stays unknown.
