@@ -27,6 +27,17 @@ pub(crate) struct SeqMark {
 /// B of TCP options).
 const HDR_RANGE: std::ops::RangeInclusive<u64> = 20..=140;
 
+/// The longest packet an IP header's length field can describe: IPv6's
+/// 65,535 B payload after its 40 B header (IPv4's total is shorter).
+const IP_MAX_LEN: u64 = 65_535 + 40;
+
+/// The header-length class of a packet `len` bytes long: 1 when no IP
+/// header can give its length (a BIG TCP packet; on IPv6 a jumbogram, with
+/// its hop-by-hop option), 0 otherwise.
+fn big(len: u64) -> usize {
+    usize::from(len > IP_MAX_LEN)
+}
+
 /// A segment whose payload is now known: when it was seen and its bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Segment {
@@ -48,14 +59,24 @@ pub(crate) struct Segment {
 /// segment's end is its packet length less the header length, which the
 /// tracker learns from its data segments (packet length − distance to the
 /// next sequence number; the majority value, so a lost record or a probe does
-/// not move it).
+/// not move it). A segment that starts inside the last one and reaches past
+/// its end carries new data: a probe never does (a tail-loss probe ends where
+/// the last segment ends, a zero-window probe or keepalive carries at most one
+/// old byte).
+///
+/// Packets longer than an IP header can say (over 65,575 B: IPv4 or IPv6 BIG
+/// TCP) learn their header length apart: an IPv6 jumbogram carries an 8-byte
+/// hop-by-hop jumbo option the others lack (80 B of headers against 72 on
+/// IPv6 loopback with timestamps), and one length for both sized each such
+/// packet 8 B long, so its successor looked like a probe inside it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SegTrack {
     /// The highest segment whose end is not known yet.
     last: Option<SeqMark>,
-    /// The header length learnt so far, and its majority-vote weight.
-    hdr: u64,
-    hdr_votes: u32,
+    /// The header length learnt so far and its majority-vote weight, for
+    /// packets an IP header can size ([0]) and for longer ones ([1]).
+    hdr: [u64; 2],
+    hdr_votes: [u32; 2],
     pub retrans: u64,
     /// A FIN segment (which may carry the last data) waiting for a
     /// snapshot's next sequence number or the peer's acknowledgment to tell
@@ -66,21 +87,28 @@ pub(crate) struct SegTrack {
 }
 
 impl SegTrack {
-    /// One vote for header length `h` (Boyer-Moore majority).
-    fn vote_hdr(&mut self, h: u64) {
-        if self.hdr_votes == 0 {
-            self.hdr = h;
-            self.hdr_votes = 1;
-        } else if self.hdr == h {
-            self.hdr_votes = self.hdr_votes.saturating_add(1);
+    /// One vote for header length `h` of a packet `len` bytes long
+    /// (Boyer-Moore majority, one per length class).
+    fn vote_hdr(&mut self, len: u64, h: u64) {
+        let c = big(len);
+        let (hdr, votes) = (&mut self.hdr[c], &mut self.hdr_votes[c]);
+        if *votes == 0 {
+            *hdr = h;
+            *votes = 1;
+        } else if *hdr == h {
+            *votes = votes.saturating_add(1);
         } else {
-            self.hdr_votes -= 1;
+            *votes -= 1;
         }
     }
 
-    /// The payload of a packet of length `len` at the learnt header length.
+    /// The payload of a packet of length `len` at the header length learnt
+    /// for its length class (the other class's until its own has one).
     fn payload(&self, len: u64) -> Option<u64> {
-        (self.hdr_votes > 0 && len > self.hdr).then(|| len - self.hdr)
+        let c = big(len);
+        let c = if self.hdr_votes[c] > 0 { c } else { 1 - c };
+        let hdr = self.hdr[c];
+        (self.hdr_votes[c] > 0 && len > hdr).then(|| len - hdr)
     }
 
     /// A segment at `seq` seen at `ts`, its packet `len` bytes long (headers
@@ -124,14 +152,18 @@ impl SegTrack {
             None => self.last = Some(mark),
             Some(last) => {
                 let d = seq.wrapping_sub(last.seq) as i32;
-                if d > 0 && self.payload(last.len).is_some_and(|p| (d as u64) < p) {
-                    // Inside the last segment: a probe or its tail sent again.
+                // Where this segment ends, past the last one's start.
+                let ends = (d > 0).then(|| d as u64 + self.payload(len).unwrap_or(0));
+                let inside = |p: u64| ends.is_some_and(|e| (d as u64) < p && e <= p);
+                if self.payload(last.len).is_some_and(inside) {
+                    // Inside the last segment and not past its end: a probe
+                    // or its tail sent again.
                     self.retrans += 1;
                     return None;
                 } else if d > 0 {
                     let d = d as u64;
                     if last.len > d && HDR_RANGE.contains(&(last.len - d)) {
-                        self.vote_hdr(last.len - d);
+                        self.vote_hdr(last.len, last.len - d);
                     }
                     out = Some(Segment {
                         ts: last.ts,
@@ -431,6 +463,58 @@ mod tests {
             Some(1448)
         );
         assert_eq!(t.close_at_length(None).map(|s| s.bytes), Some(856));
+    }
+
+    /// IPv6 BIG TCP on loopback (oracle_lo_bulk_v6): packets up to 65,575 B
+    /// have 72 B of headers, jumbograms 80 (their hop-by-hop option). The
+    /// FIN segment after an 87,840-byte jumbogram starts 87,760 B after it:
+    /// new data reaching past that packet's end, not a probe inside it.
+    #[test]
+    fn a_jumbogram_learns_its_own_header_length() {
+        let mut t = SegTrack::default();
+        let mut out = 0;
+        let mut seq = 1u32;
+        // 65,536 B jumbograms (80 B of headers), then 65,464 B segments in
+        // 65,536-byte packets (72 B), the majority.
+        for (pay, len) in [
+            (65536u64, 65616u64),
+            (65536, 65616),
+            (65464, 65536),
+            (65464, 65536),
+        ]
+        .into_iter()
+        .chain(std::iter::repeat_n((65464, 65536), 4))
+        {
+            out += t.segment(seq, 0, ACK, len).map_or(0, |s| s.bytes);
+            seq += pay as u32;
+        }
+        out += t
+            .segment(seq, 0, ACK | TCP_PSH, 87840)
+            .map_or(0, |s| s.bytes);
+        let fin = seq + 87760;
+        out += t
+            .segment(fin, 0, ACK | TCP_PSH | TCP_FIN, 44104)
+            .map_or(0, |s| s.bytes);
+        // The ACK of the peer's FIN, one past ours, ends nothing.
+        assert!(t.segment(fin + 44033, 0, ACK, 72).is_none());
+        out += t.fin_end(fin + 44033).map_or(0, |s| s.bytes);
+        assert_eq!(out, 2 * 65536 + 6 * 65464 + 87760 + 44032);
+        assert_eq!(t.retrans, 0);
+    }
+
+    /// A segment below the last one (a retransmission) is no new data and
+    /// no overflow, whatever its length.
+    #[test]
+    fn a_segment_below_the_last_is_a_retransmission() {
+        let mut t = SegTrack::default();
+        assert!(t.segment(1001, 0, ACK, 32 + 1000).is_none());
+        assert_eq!(
+            t.segment(2001, 0, ACK, 32 + 1000).map(|s| s.bytes),
+            Some(1000)
+        );
+        assert!(t.segment(1001, 0, ACK, 32 + 1000).is_none());
+        assert!(t.segment(1, 0, ACK, u32::MAX as u64).is_none());
+        assert_eq!(t.retrans, 2);
     }
 
     /// Without a learnt header length the end stays unknown.
