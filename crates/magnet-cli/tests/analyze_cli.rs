@@ -14,9 +14,7 @@ const T0: u64 = 5_000_000_000;
 const MS: u64 = 1_000_000;
 
 fn dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("magnet-analyze-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::tmp("")
 }
 
 /// Socket 9: 20 sends of 1000 bytes, 5 ms apart; socket 10 (a listener) nothing.
@@ -189,8 +187,7 @@ fn unknown_socket_and_damaged_files() {
     assert_eq!(j["trace"]["complete"], false);
     assert_eq!(j["connections"][0]["app"]["sent_calls"], 20);
 
-    let not =
-        std::env::temp_dir().join(format!("magnet-analyze-cli-{}/not.mgt", std::process::id()));
+    let not = common::tmp("not.mgt");
     std::fs::write(&not, b"hello").unwrap();
     let out = magnet(&["analyze", not.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));

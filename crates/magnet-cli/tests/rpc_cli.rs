@@ -139,8 +139,7 @@ fn help_teaches_and_bad_input_is_reported() {
     assert!(out.contains("Examples:") && out.contains("magnet rpc -i eth0 'port 2049'"));
     let (out, _, _) = magnet(&["nfs", "--help"]);
     assert!(out.contains("idle") && out.contains("--stats"));
-    let dir = std::env::temp_dir().join(format!("magnet-rpc-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = magnet_testkit::scratch_dir("magnet-test").to_path_buf();
     let bad = dir.join("bad.pcap");
     std::fs::write(&bad, b"definitely not a capture").unwrap();
     let (_, err, ok) = magnet(&["rpc", "-r", bad.to_str().unwrap()]);

@@ -274,9 +274,7 @@ fn agrees_with_tshark() {
 }
 
 fn tempfile_dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("magnet-pcap-test-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    magnet_testkit::scratch_dir("magnet-pcap-test").to_path_buf()
 }
 
 #[test]
