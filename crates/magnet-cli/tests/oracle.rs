@@ -472,12 +472,14 @@ fn loopback_bulk(v6: bool) {
         );
     } else {
         // IPv4: packets over 64 KiB at IP (BIG TCP) leave IP larger than the
-        // device's 64 KiB frames and are segmented there.
+        // device's 64 KiB frames and are segmented there, so IP has at most as
+        // many packets as the device has frames (fewer when the kernel built a
+        // big one, which a loaded host's small windows do not always give).
         let (c, s, l, cp) = check_tcp_dev(&j, name, &frames, &frames, port);
         let (units, _) = row(c, "ip", "out");
         assert!(
-            units < dir(&frames, cp, port).len() as u64,
-            "{name}: IP packets over 64 KiB, segmented after LOCAL_OUT ({units} ip units)"
+            units <= dir(&frames, cp, port).len() as u64,
+            "{name}: IP packets are segmented after LOCAL_OUT, never merged ({units} ip units)"
         );
         assert_eq!(
             count_bytes(&frames),
