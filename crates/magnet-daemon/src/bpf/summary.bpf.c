@@ -131,7 +131,7 @@ struct {
 /* The socket the current task's system call sent or received on, counted
  * as one call at its sys_exit (calls_at_exit). */
 struct app_pending {
-	__u64 sk;
+	__u64 sk; /* 1: a call to count at the task's next sys_exit */
 	__u64 cookie;
 	__u32 tx;
 	__u32 _pad;
@@ -255,6 +255,29 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 	return bpf_map_lookup_elem(&conns, &cookie);
 }
 
+/* One app call per system call (calls_at_exit), as the recorder counts
+ * them (docs/FORMAT.md): a sendfile() that the kernel sends as 16 pipes'
+ * worth, a sendmmsg() of many messages, a writev() are each one call. */
+#define NR_read 0
+#define NR_write 1
+#define NR_readv 19
+#define NR_writev 20
+#define NR_sendfile 40
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+#define NR_splice 275
+#define NR_recvmmsg 299
+#define NR_sendmmsg 307
+
+static __always_inline bool app_nr(long id)
+{
+	return id == NR_read || id == NR_write || id == NR_readv || id == NR_writev ||
+	       id == NR_sendfile || id == NR_sendto || id == NR_recvfrom || id == NR_sendmsg ||
+	       id == NR_recvmsg || id == NR_splice || id == NR_recvmmsg || id == NR_sendmmsg;
+}
+
 /* app_call runs at every send and recv call of the host: `sk` is a trusted
  * BTF pointer there (tp_btf), so fields are read directly (plain loads)
  * instead of through bpf_probe_read_kernel, and tcp_sock fields through
@@ -295,12 +318,21 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	if (!cookie)
 		cookie = bpf_get_socket_cookie(sk);
 	if (task && !call) {
-		struct app_pending *p = bpf_task_storage_get(&app_pending, task, 0,
-							     BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (p) {
-			p->sk = (__u64)sk;
-			p->cookie = cookie;
-			p->tx = tx;
+		/* Inside an app system call (its number, and its return not
+		 * yet in ax: x86 sets ax to -ENOSYS at entry and to the return
+		 * after the call), not io_uring's work: that runs in
+		 * io_uring_enter, in io-wq threads (registers zero) and as task
+		 * work after a sys_exit (ax holds its return by then). The
+		 * call's sys_exit is then the task's next one. */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		if (app_nr(regs->orig_ax) && (long)regs->ax == -38 /* -ENOSYS */) {
+			struct app_pending *p = bpf_task_storage_get(
+				&app_pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+			if (p) {
+				p->cookie = cookie;
+				p->tx = tx;
+				p->sk = 1;
+			}
 		}
 	}
 	struct mg_conn *c = conn_of(sk, cookie, now, h);
@@ -410,47 +442,8 @@ int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
 	return app_call(sk, ret, 0);
 }
 
-/* One app call per system call (calls_at_exit), as the recorder counts
- * them (docs/FORMAT.md): a sendfile() that the kernel sends as 16 pipes'
- * worth, a sendmmsg() of many messages, a writev() are each one call. */
-#define NR_read 0
-#define NR_write 1
-#define NR_readv 19
-#define NR_writev 20
-#define NR_sendfile 40
-#define NR_sendto 44
-#define NR_recvfrom 45
-#define NR_sendmsg 46
-#define NR_recvmsg 47
-#define NR_splice 275
-#define NR_recvmmsg 299
-#define NR_sendmmsg 307
-
-static __always_inline bool app_nr(long id)
-{
-	return id == NR_read || id == NR_write || id == NR_readv || id == NR_writev ||
-	       id == NR_sendfile || id == NR_sendto || id == NR_recvfrom || id == NR_sendmsg ||
-	       id == NR_recvmsg || id == NR_splice || id == NR_recvmmsg || id == NR_sendmmsg;
-}
-
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
-
-/* The struct sock behind the current task's file descriptor `fd`, or 0. */
-static __always_inline __u64 fd_sock(struct task_struct *task, __u64 fd)
-{
-	struct fdtable *fdt = task->files->fdt;
-	struct file *fp = NULL;
-	if (!fdt || fd >= fdt->max_fds)
-		return 0;
-	if (bpf_probe_read_kernel(&fp, sizeof(fp), &fdt->fd[fd]) || !fp)
-		return 0;
-	struct file *f = bpf_core_cast(fp, struct file);
-	if ((f->f_inode->i_mode & S_IFMT) != S_IFSOCK)
-		return 0;
-	struct socket *so = bpf_core_cast(f->private_data, struct socket);
-	return so ? (__u64)so->sk : 0;
-}
 
 static __always_inline void count_call(__u64 cookie, int tx)
 {
@@ -471,27 +464,18 @@ static __always_inline void count_call(__u64 cookie, int tx)
 }
 
 /* Runs at the end of every system call of the host: the syscall number
- * first (a register load and compares), then the task's note. The note is
- * the call's only if the call's own descriptor is its socket: io_uring's
- * task work runs after a sys_exit, and its sends must not be taken by the
- * next call. */
+ * first (a register load and compares), then the task's note, left by a
+ * send or recv inside this very call (see app_call). */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
 {
-	long id = regs->orig_ax;
-	if (!app_nr(id))
+	if (!app_nr(regs->orig_ax))
 		return 0;
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct app_pending *p = bpf_task_storage_get(&app_pending, task, 0, 0);
+	struct app_pending *p =
+		bpf_task_storage_get(&app_pending, bpf_get_current_task_btf(), 0, 0);
 	if (!p || !p->sk)
 		return 0;
-	__u64 sk = p->sk;
 	p->sk = 0;
-	/* sendfile()'s socket is its first argument (its output), splice()'s
-	 * whichever end the send or recv was on */
-	if (fd_sock(task, regs->di) != sk &&
-	    !(id == NR_splice && fd_sock(task, regs->dx) == sk))
-		return 0;
 	count_call(p->cookie, p->tx);
 	return 0;
 }
