@@ -863,7 +863,8 @@ fn daemon_case(d: &Magnetd, mode: &str, n: u32, strace_sees_sends: bool) {
 }
 
 /// magnetd counts app calls as the recorder does: one per system call
-/// (sendfile() of 1 MiB: 1, not 16; writev(): 1) and per io_uring request
+/// (sendfile() of 1 MiB: 1, not 16; writev(): 1; sendmmsg() of 8: 1) and per
+/// io_uring request
 /// (a send retried after EAGAIN inside the kernel: 1, not failed ones too).
 #[test]
 fn magnetd_app_calls_are_one_per_syscall_or_request() {
@@ -873,6 +874,7 @@ fn magnetd_app_calls_are_one_per_syscall_or_request() {
     let d = Magnetd::start();
     daemon_case(&d, "sendfile", 16, true);
     daemon_case(&d, "writev", 200, true);
+    daemon_case(&d, "mmsg", 200, true);
     daemon_case(&d, "uring", 300, false);
     daemon_case(&d, "uring_zc", 300, false);
     daemon_case(&d, "uring_async", 300, false);

@@ -271,11 +271,18 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 #define NR_recvmmsg 299
 #define NR_sendmmsg 307
 
-static __always_inline bool app_nr(long id)
+/* One send or recv inside the kernel per call: counted at it. */
+static __always_inline bool app_nr_one(long id)
 {
 	return id == NR_read || id == NR_write || id == NR_readv || id == NR_writev ||
-	       id == NR_sendfile || id == NR_sendto || id == NR_recvfrom || id == NR_sendmsg ||
-	       id == NR_recvmsg || id == NR_splice || id == NR_recvmmsg || id == NR_sendmmsg;
+	       id == NR_sendto || id == NR_recvfrom || id == NR_sendmsg || id == NR_recvmsg;
+}
+
+/* Any number of them per call (one per pipe's worth, per message): counted
+ * at sys_exit. */
+static __always_inline bool app_nr_many(long id)
+{
+	return id == NR_sendfile || id == NR_splice || id == NR_recvmmsg || id == NR_sendmmsg;
 }
 
 /* app_call runs at every send and recv call of the host: `sk` is a trusted
@@ -293,16 +300,38 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	__u64 now = bpf_ktime_get_ns();
 	__u64 bytes = ret > 0 ? ret : 0;
 	/* Whether this send or recv is an app call of its own: always in the
-	 * fallback; with calls_at_exit only a kernel thread's (an in-kernel
-	 * socket user such as the NFS client: no system call ends it). A
-	 * user task's is counted at its sys_exit (app_sys_exit), io_uring's
-	 * at the request's completion (app_uring); an io-wq worker's or
-	 * io_uring_enter's sends note a socket that no app sys_exit takes. */
+	 * fallback; with calls_at_exit a kernel thread's (an in-kernel socket
+	 * user such as the NFS client) and that of a system call that makes
+	 * exactly one (read, write, sendmsg, ...). sendfile(), splice() and
+	 * the mmsg calls are counted at their sys_exit (app_sys_exit),
+	 * io_uring's requests at their completion (app_uring). */
+	__u64 cookie = sk->__sk_common.skc_cookie.counter;
+	if (!cookie)
+		cookie = bpf_get_socket_cookie(sk);
 	__u64 call = 1;
-	struct task_struct *task = NULL;
 	if (calls_at_exit) {
-		task = bpf_get_current_task_btf();
+		struct task_struct *task = bpf_get_current_task_btf();
 		call = task->flags & 0x00200000; /* PF_KTHREAD */
+		/* A user task's: a call only inside a socket system call (its
+		 * number, and its return not yet in ax: x86 sets ax to -ENOSYS
+		 * at entry and to the return after the call), never io_uring's
+		 * work (io_uring_enter, io-wq threads whose registers are zero,
+		 * task work after a sys_exit whose return ax holds by then). */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		long nr = regs->orig_ax;
+		if (call || (long)regs->ax != -38 /* -ENOSYS */) {
+		} else if (app_nr_one(nr)) {
+			call = 1;
+		} else if (app_nr_many(nr)) {
+			/* counted at the call's sys_exit: the task's next */
+			struct app_pending *p = bpf_task_storage_get(
+				&app_pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+			if (p) {
+				p->cookie = cookie;
+				p->tx = tx;
+				p->sk = 1;
+			}
+		}
 	}
 	if (h) {
 		h->events++;
@@ -312,27 +341,6 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 		} else {
 			h->app_rx_calls += call ? 1 : 0;
 			h->app_rx_bytes += bytes;
-		}
-	}
-	__u64 cookie = sk->__sk_common.skc_cookie.counter;
-	if (!cookie)
-		cookie = bpf_get_socket_cookie(sk);
-	if (task && !call) {
-		/* Inside an app system call (its number, and its return not
-		 * yet in ax: x86 sets ax to -ENOSYS at entry and to the return
-		 * after the call), not io_uring's work: that runs in
-		 * io_uring_enter, in io-wq threads (registers zero) and as task
-		 * work after a sys_exit (ax holds its return by then). The
-		 * call's sys_exit is then the task's next one. */
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		if (app_nr(regs->orig_ax) && (long)regs->ax == -38 /* -ENOSYS */) {
-			struct app_pending *p = bpf_task_storage_get(
-				&app_pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-			if (p) {
-				p->cookie = cookie;
-				p->tx = tx;
-				p->sk = 1;
-			}
 		}
 	}
 	struct mg_conn *c = conn_of(sk, cookie, now, h);
@@ -464,12 +472,12 @@ static __always_inline void count_call(__u64 cookie, int tx)
 }
 
 /* Runs at the end of every system call of the host: the syscall number
- * first (a register load and compares), then the task's note, left by a
- * send or recv inside this very call (see app_call). */
+ * first (a register load and four compares), then the task's note, left
+ * by a send or recv inside this very call (see app_call). */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
 {
-	if (!app_nr(regs->orig_ax))
+	if (!app_nr_many(regs->orig_ax))
 		return 0;
 	struct app_pending *p =
 		bpf_task_storage_get(&app_pending, bpf_get_current_task_btf(), 0, 0);
