@@ -731,3 +731,158 @@ fn app_calls_a_recv_blocked_before_the_recording_is_kept() {
     assert_eq!(got, want);
     let _ = std::fs::remove_file(&trace);
 }
+
+/// `magnet daemon` with its own config (socket and HTTP port), started and
+/// ready; killed on drop.
+struct Magnetd {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl Magnetd {
+    fn start() -> Magnetd {
+        let dir = tempfile::tempdir().unwrap();
+        let http = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let conf = dir.path().join("magnetd.toml");
+        std::fs::write(
+            &conf,
+            format!(
+                "http = \"127.0.0.1:{http}\"\nsocket = \"{}\"\n",
+                dir.path().join("magnetd.sock").display()
+            ),
+        )
+        .unwrap();
+        let mut child = Command::new(MAGNET)
+            .args(["daemon", "--config"])
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            if err.read_line(&mut line).unwrap() == 0 {
+                let _ = child.wait();
+                panic!("magnetd ended before it was ready: {seen}");
+            }
+            seen.push_str(&line);
+            if line.trim_end() == "magnetd: ready" {
+                break;
+            }
+        }
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        Magnetd { child, dir }
+    }
+
+    fn client(&self) -> magnet_client::Client {
+        magnet_client::Client::connect(&self.dir.path().join("magnetd.sock")).unwrap()
+    }
+}
+
+impl Drop for Magnetd {
+    fn drop(&mut self) {
+        term(&self.child);
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs app_calls MODE N under strace while magnetd runs and compares
+/// magnetd's per-connection call counts (a failed call is a call) of the
+/// sending and the receiving process with the program's own and strace's.
+fn daemon_case(d: &Magnetd, mode: &str, n: u32, strace_sees_sends: bool) {
+    let prefix = strace_prefix(&format!("daemon-{mode}"));
+    let out = Command::new("strace")
+        .args(["-ff", "-qq", "-yy", "-s", "64", "-o"])
+        .arg(&prefix)
+        .arg(app_calls_bin())
+        .args([mode, &n.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{mode}: {stdout}");
+    let own = own_counts(&stdout);
+    let traced = strace_calls(&prefix);
+    // The pids: strace's files (sender and receiver each have one).
+    let conns = d.client().connections().unwrap();
+    let pids: Vec<u32> = traced.keys().map(|(p, _)| *p).collect();
+    let of = |pid: u32, dir: &str| -> u64 {
+        conns
+            .iter()
+            .filter(|c| c.pid == pid && c.protocol != "unix")
+            .map(|c| {
+                if dir == "send" {
+                    c.app.tx_calls
+                } else {
+                    c.app.rx_calls
+                }
+            })
+            .sum()
+    };
+    for dir in ["send", "recv"] {
+        let want = own[dir];
+        assert!(want.calls > 0, "{mode}: {stdout}");
+        // the process that made this direction's calls: strace's, or (an
+        // io_uring sender, which strace sees no socket call of) the other
+        let pid = traced
+            .keys()
+            .find(|(_, d)| *d == dir)
+            .map(|(p, _)| *p)
+            .or_else(|| {
+                let other = traced.keys().find(|(_, d)| *d != dir)?.0;
+                std::fs::read_dir(prefix.parent().unwrap())
+                    .unwrap()
+                    .filter_map(|e| {
+                        let n = e.ok()?.file_name().to_string_lossy().into_owned();
+                        n.strip_prefix("s.")?.parse::<u32>().ok()
+                    })
+                    .find(|p| *p != other)
+            })
+            .unwrap_or_else(|| panic!("{mode} {dir}: no pid in {traced:?} ({pids:?})"));
+        let got = of(pid, dir);
+        assert_eq!(
+            got,
+            want.calls,
+            "{mode} {dir}: magnetd's calls vs the program's own {want:?}; {:?}",
+            conns.iter().filter(|c| c.pid == pid).collect::<Vec<_>>()
+        );
+        if dir == "recv" || strace_sees_sends {
+            let theirs = traced.get(&(pid, dir)).copied().unwrap_or_default();
+            assert_eq!(got, theirs.calls, "{mode} {dir}: magnetd's calls vs strace");
+        }
+        eprintln!("magnetd {mode} {dir}: {got} calls ({want:?})");
+    }
+    let _ = std::fs::remove_dir_all(prefix.parent().unwrap());
+}
+
+/// magnetd counts app calls as the recorder does: one per system call
+/// (sendfile() of 1 MiB: 1, not 16; writev(): 1; sendmmsg() of 8: 1) and per
+/// io_uring request
+/// (a send retried after EAGAIN inside the kernel: 1, not failed ones too).
+#[test]
+fn magnetd_app_calls_are_one_per_syscall_or_request() {
+    if !live("magnetd_app_calls_are_one_per_syscall_or_request", &[]) {
+        return;
+    }
+    let d = Magnetd::start();
+    daemon_case(&d, "sendfile", 16, true);
+    daemon_case(&d, "writev", 200, true);
+    daemon_case(&d, "mmsg", 200, true);
+    daemon_case(&d, "uring", 300, false);
+    daemon_case(&d, "uring_zc", 300, false);
+    daemon_case(&d, "uring_async", 300, false);
+    let h = d.client().host().unwrap();
+    assert_eq!(
+        h.health.parts.get("app").map(String::as_str),
+        Some(magnet_daemon::summaries::APP_CALLS_AT_EXIT),
+        "{:?}",
+        h.health
+    );
+}

@@ -45,19 +45,40 @@ pub struct Part {
     pub candidates: &'static [Candidate],
 }
 
+/// The app part's candidate that counts one call per system call or
+/// io_uring result.
+pub const APP_CALLS_AT_EXIT: &str =
+    "tp_btf/sock_send_length+tp_btf/sock_recv_length+tp_btf/sys_exit+tp_btf/io_uring_complete";
+
 /// magnetd's parts, in the order they are planned.
 pub const PARTS: &[Part] = &[
     Part {
         name: "app",
         feeds: "app tx/rx bytes and calls (per connection and host), records of every socket",
-        candidates: &[Candidate {
-            name: "tp_btf/sock_send_length+tp_btf/sock_recv_length",
-            progs: &[
-                ("app_send", "tp_btf/sock_send_length"),
-                ("app_recv", "tp_btf/sock_recv_length"),
-            ],
-            maps: &[],
-        }],
+        candidates: &[
+            // One call per system call (counted at sys_exit) and per
+            // io_uring result, as the recorder counts them.
+            Candidate {
+                name: APP_CALLS_AT_EXIT,
+                progs: &[
+                    ("app_send", "tp_btf/sock_send_length"),
+                    ("app_recv", "tp_btf/sock_recv_length"),
+                    ("app_sys_exit", "tp_btf/sys_exit"),
+                    ("app_uring", "tp_btf/io_uring_complete"),
+                ],
+                maps: &["task_storage"],
+            },
+            // Every send and recv the kernel makes is a call (a sendfile()
+            // of 1 MiB: 16; an io_uring send retried after EAGAIN: 2).
+            Candidate {
+                name: "tp_btf/sock_send_length+tp_btf/sock_recv_length",
+                progs: &[
+                    ("app_send", "tp_btf/sock_send_length"),
+                    ("app_recv", "tp_btf/sock_recv_length"),
+                ],
+                maps: &[],
+            },
+        ],
     },
     Part {
         name: "tcp_state",
@@ -174,6 +195,8 @@ fn prog_of<'a, 'obj>(
     Some(match name {
         "app_send" => &mut p.app_send,
         "app_recv" => &mut p.app_recv,
+        "app_sys_exit" => &mut p.app_sys_exit,
+        "app_uring" => &mut p.app_uring,
         "wire_egress" => &mut p.wire_egress,
         "wire_ingress" => &mut p.wire_ingress,
         "tcp_retrans" => &mut p.tcp_retrans,
@@ -191,6 +214,8 @@ fn loaded_prog<'a, 'obj>(
     Some(match name {
         "app_send" => &p.app_send,
         "app_recv" => &p.app_recv,
+        "app_sys_exit" => &p.app_sys_exit,
+        "app_uring" => &p.app_uring,
         "wire_egress" => &p.wire_egress,
         "wire_ingress" => &p.wire_ingress,
         "tcp_retrans" => &p.tcp_retrans,
@@ -227,7 +252,12 @@ fn open_for<'obj>(
         ro.sampled = matches!(spec.packet_hooks, PacketHooks::Sampled { .. });
         ro.kstats_on = spec.kstats;
         ro.kstats_storage = spec.kstats && spec.storage;
+        ro.calls_at_exit = spec.progs.contains(&"app_sys_exit");
     }
+    open.maps
+        .app_pending
+        .set_autocreate(spec.progs.contains(&"app_sys_exit"))
+        .map_err(|e| Error::bpf("leaving out the task-storage map", e))?;
     open.maps
         .conns
         .set_max_entries(spec.max_connections.max(1))

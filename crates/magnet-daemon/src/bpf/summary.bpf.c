@@ -9,6 +9,10 @@
  * hooks                              kernel   what it adds
  *   tp_btf/sock_send_length           6.3+    app tx bytes and calls; creates the record
  *   tp_btf/sock_recv_length           6.3+    app rx bytes and calls; creates the record
+ *   tp_btf/sys_exit                   5.5+    app calls: one per system call
+ *   tp_btf/io_uring_complete          6.0+    app calls: one per io_uring result
+ *                                             (both, or neither: then each
+ *                                             send/recv in the kernel is a call)
  *   cgroup_skb/egress (root cgroup)   4.10+   wire tx bytes, packets, GSO segments, srtt, cwnd
  *   cgroup_skb/ingress (root cgroup)  4.10+   wire rx bytes and segments
  *   tp_btf/tcp_retransmit_skb         5.5+    retransmits
@@ -84,6 +88,11 @@ const volatile bool kstats_storage = true;
 /* 1 while the per-packet programs are attached (user space writes it after
  * attaching and before detaching; always 1 with packet_hooks = "always"). */
 __u32 window_open = 0;
+/* The app part's first candidate is loaded (sys_exit and io_uring_complete):
+ * an app call is one system call or io_uring request, counted once at its
+ * end, not once per send the kernel makes for it. False (the fallback):
+ * every send and recv inside the kernel counts as a call. */
+const volatile bool calls_at_exit = false;
 
 /* Keeps the record types in the object's BTF for the skeleton's types. */
 struct mg_conn mg_conn_layout SEC(".data.layout");
@@ -118,6 +127,22 @@ struct {
 	__type(key, int);
 	__type(value, __u64); /* the socket's cookie */
 } tcp_socks SEC(".maps");
+
+/* The socket the current task's system call sent or received on, counted
+ * as one call at its sys_exit (calls_at_exit). */
+struct app_pending {
+	__u64 sk; /* 1: a call to count at the task's next sys_exit */
+	__u64 cookie;
+	__u32 tx;
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct app_pending);
+} app_pending SEC(".maps");
 
 /* A zeroed record to fill before insertion (too big for the BPF stack). */
 struct {
@@ -230,6 +255,36 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 	return bpf_map_lookup_elem(&conns, &cookie);
 }
 
+/* One app call per system call (calls_at_exit), as the recorder counts
+ * them (docs/FORMAT.md): a sendfile() that the kernel sends as 16 pipes'
+ * worth, a sendmmsg() of many messages, a writev() are each one call. */
+#define NR_read 0
+#define NR_write 1
+#define NR_readv 19
+#define NR_writev 20
+#define NR_sendfile 40
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+#define NR_splice 275
+#define NR_recvmmsg 299
+#define NR_sendmmsg 307
+
+/* One send or recv inside the kernel per call: counted at it. */
+static __always_inline bool app_nr_one(long id)
+{
+	return id == NR_read || id == NR_write || id == NR_readv || id == NR_writev ||
+	       id == NR_sendto || id == NR_recvfrom || id == NR_sendmsg || id == NR_recvmsg;
+}
+
+/* Any number of them per call (one per pipe's worth, per message): counted
+ * at sys_exit. */
+static __always_inline bool app_nr_many(long id)
+{
+	return id == NR_sendfile || id == NR_splice || id == NR_recvmmsg || id == NR_sendmmsg;
+}
+
 /* app_call runs at every send and recv call of the host: `sk` is a trusted
  * BTF pointer there (tp_btf), so fields are read directly (plain loads)
  * instead of through bpf_probe_read_kernel, and tcp_sock fields through
@@ -244,19 +299,50 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	struct mg_host *h = host_totals();
 	__u64 now = bpf_ktime_get_ns();
 	__u64 bytes = ret > 0 ? ret : 0;
-	if (h) {
-		h->events++;
-		if (tx) {
-			h->app_tx_calls++;
-			h->app_tx_bytes += bytes;
-		} else {
-			h->app_rx_calls++;
-			h->app_rx_bytes += bytes;
-		}
-	}
+	/* Whether this send or recv is an app call of its own: always in the
+	 * fallback; with calls_at_exit a kernel thread's (an in-kernel socket
+	 * user such as the NFS client) and that of a system call that makes
+	 * exactly one (read, write, sendmsg, ...). sendfile(), splice() and
+	 * the mmsg calls are counted at their sys_exit (app_sys_exit),
+	 * io_uring's requests at their completion (app_uring). */
 	__u64 cookie = sk->__sk_common.skc_cookie.counter;
 	if (!cookie)
 		cookie = bpf_get_socket_cookie(sk);
+	__u64 call = 1;
+	if (calls_at_exit) {
+		struct task_struct *task = bpf_get_current_task_btf();
+		call = task->flags & 0x00200000; /* PF_KTHREAD */
+		/* A user task's: a call only inside a socket system call (its
+		 * number, and its return not yet in ax: x86 sets ax to -ENOSYS
+		 * at entry and to the return after the call), never io_uring's
+		 * work (io_uring_enter, io-wq threads whose registers are zero,
+		 * task work after a sys_exit whose return ax holds by then). */
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		long nr = regs->orig_ax;
+		if (call || (long)regs->ax != -38 /* -ENOSYS */) {
+		} else if (app_nr_one(nr)) {
+			call = 1;
+		} else if (app_nr_many(nr)) {
+			/* counted at the call's sys_exit: the task's next */
+			struct app_pending *p = bpf_task_storage_get(
+				&app_pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+			if (p) {
+				p->cookie = cookie;
+				p->tx = tx;
+				p->sk = 1;
+			}
+		}
+	}
+	if (h) {
+		h->events++;
+		if (tx) {
+			h->app_tx_calls += call ? 1 : 0;
+			h->app_tx_bytes += bytes;
+		} else {
+			h->app_rx_calls += call ? 1 : 0;
+			h->app_rx_bytes += bytes;
+		}
+	}
 	struct mg_conn *c = conn_of(sk, cookie, now, h);
 	if (!c)
 		return 0;
@@ -297,7 +383,8 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	    !(tx && c->tx_mark_ns && !sampled))
 		tp = bpf_skc_to_tcp_sock(sk);
 	if (tx) {
-		__sync_fetch_and_add(&c->app_tx_calls, 1);
+		if (call)
+			__sync_fetch_and_add(&c->app_tx_calls, 1);
 		__sync_fetch_and_add(&c->app_tx_bytes, bytes);
 		if (tp) {
 			__u32 write_seq = tp->write_seq;
@@ -322,7 +409,8 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 			}
 		}
 	} else {
-		__sync_fetch_and_add(&c->app_rx_calls, 1);
+		if (call)
+			__sync_fetch_and_add(&c->app_rx_calls, 1);
 		__sync_fetch_and_add(&c->app_rx_bytes, bytes);
 		__u64 mark = c->rx_mark_ns;
 		if (packet_marks && bytes && mark && now > mark) {
@@ -360,6 +448,92 @@ SEC("tp_btf/sock_recv_length")
 int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
 {
 	return app_call(sk, ret, 0);
+}
+
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+
+static __always_inline void count_call(__u64 cookie, int tx)
+{
+	struct mg_host *h = host_totals();
+	if (h) {
+		if (tx)
+			h->app_tx_calls++;
+		else
+			h->app_rx_calls++;
+	}
+	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	if (!c)
+		return;
+	if (tx)
+		__sync_fetch_and_add(&c->app_tx_calls, 1);
+	else
+		__sync_fetch_and_add(&c->app_rx_calls, 1);
+}
+
+/* Runs at the end of every system call of the host: the syscall number
+ * first (a register load and four compares), then the task's note, left
+ * by a send or recv inside this very call (see app_call). */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (!app_nr_many(regs->orig_ax))
+		return 0;
+	struct app_pending *p =
+		bpf_task_storage_get(&app_pending, bpf_get_current_task_btf(), 0, 0);
+	if (!p || !p->sk)
+		return 0;
+	p->sk = 0;
+	count_call(p->cookie, p->tx);
+	return 0;
+}
+
+#define IORING_OP_READV_ 1
+#define IORING_OP_WRITEV_ 2
+#define IORING_OP_SENDMSG_ 9
+#define IORING_OP_RECVMSG_ 10
+#define IORING_OP_READ_ 22
+#define IORING_OP_WRITE_ 23
+#define IORING_OP_SEND_ 26
+#define IORING_OP_RECV_ 27
+#define IORING_OP_SEND_ZC_ 47
+#define IORING_OP_SENDMSG_ZC_ 48
+
+/* One app call per io_uring request result the application gets (a CQE),
+ * however many times the kernel tried its send or recv (a socket's EAGAIN
+ * retried inside io_uring is no call). A zero-copy send's notification is
+ * posted by a request of its own (a NOP): no call. */
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(app_uring, struct io_ring_ctx *ring, void *req_, struct io_uring_cqe *cqe)
+{
+	struct io_kiocb *req = req_;
+	if (!req)
+		return 0;
+	__u8 op = BPF_CORE_READ(req, opcode);
+	int tx;
+	if (op == IORING_OP_SEND_ || op == IORING_OP_SENDMSG_ || op == IORING_OP_SEND_ZC_ ||
+	    op == IORING_OP_SENDMSG_ZC_ || op == IORING_OP_WRITE_ || op == IORING_OP_WRITEV_)
+		tx = 1;
+	else if (op == IORING_OP_RECV_ || op == IORING_OP_RECVMSG_ || op == IORING_OP_READ_ ||
+		 op == IORING_OP_READV_)
+		tx = 0;
+	else
+		return 0;
+	struct file *file = BPF_CORE_READ(req, file);
+	if (!file || (BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+		return 0;
+	struct socket *so = BPF_CORE_READ(file, private_data);
+	struct sock *sk = BPF_CORE_READ(so, sk);
+	if (!sk)
+		return 0;
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	/* set by the request's sends (bpf_get_socket_cookie in app_call) */
+	__u64 cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	if (cookie)
+		count_call(cookie, tx);
+	return 0;
 }
 
 /* TCP sequence number and payload length of an IP packet, 0 if not TCP data
