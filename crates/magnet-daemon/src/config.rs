@@ -13,6 +13,7 @@
 //! packet_hooks = "sampled"             # per-packet programs: "sampled" | "always" | "off" (below)
 //! packet_window = "100ms"              # sampled: attached this long …
 //! packet_period = "2s"                 # … at the start of every period
+//! app_calls = "syscalls"               # an app call: "syscalls" (one per system call or io_uring request) | "sends"
 //!
 //! [metrics]
 //! connection_ports = [5432]            # per-connection series for these local or remote ports
@@ -51,9 +52,16 @@
 //! `false` are read as `"always"` and `"off"`. docs/daemon.md has what each
 //! mode gives and costs.
 //!
+//! `app_calls`: `"syscalls"` (the default) counts one app call per system
+//! call or io_uring request, as `magnet record` does, with a program at every
+//! system call's exit on the host (about 65 ns each, docs/daemon.md);
+//! `"sends"` leaves that program out and counts every send and receive the
+//! kernel makes as a call (a `sendfile()` of 1 MiB: 16), for hosts that cannot
+//! pay for it. Bytes are the same either way.
+//!
 //! SIGHUP re-reads the file: metrics selection, reaping and the sampler
-//! change at once; the listen addresses, map size and the packet_* keys need
-//! a restart.
+//! change at once; the listen addresses, map size, app_calls and the packet_*
+//! keys need a restart.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -103,6 +111,15 @@ impl PacketHooks {
     }
 }
 
+/// What magnetd counts as one app call (`app_calls`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppCalls {
+    /// One per system call or io_uring request (a program at every syscall exit).
+    Syscalls,
+    /// Every send and receive the kernel makes (no syscall-exit program).
+    Sends,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     pub http: Option<SocketAddr>,
@@ -115,6 +132,7 @@ pub struct Config {
     pub max_clients_per_uid: usize,
     pub request_timeout: Duration,
     pub packet_hooks: PacketHooks,
+    pub app_calls: AppCalls,
     pub metrics: MetricsConfig,
     pub sample: Option<SampleSettings>,
     pub recorder: Option<crate::flight::FlightConfig>,
@@ -148,6 +166,7 @@ impl Default for Config {
             max_clients_per_uid: 8,
             request_timeout: Duration::from_secs(5),
             packet_hooks: PacketHooks::DEFAULT,
+            app_calls: AppCalls::Syscalls,
             metrics: MetricsConfig {
                 connection_ports: Vec::new(),
                 connection_containers: Vec::new(),
@@ -174,6 +193,7 @@ struct RawConfig {
     packet_hooks: Option<RawHooks>,
     packet_window: Option<String>,
     packet_period: Option<String>,
+    app_calls: Option<String>,
     #[serde(default)]
     metrics: RawMetrics,
     sample: Option<RawSample>,
@@ -274,6 +294,15 @@ impl Config {
         }
         let dur = |key: &str, v: &str| {
             magnet_common::units::parse_duration(v).map_err(|e| bad(format!("{key}: {e}")))
+        };
+        c.app_calls = match raw.app_calls.as_deref() {
+            None | Some("syscalls") => AppCalls::Syscalls,
+            Some("sends") => AppCalls::Sends,
+            Some(other) => {
+                return Err(bad(format!(
+                    "app_calls = {other:?}: give \"syscalls\" or \"sends\""
+                )))
+            }
         };
         let mode = match &raw.packet_hooks {
             None => "sampled",
@@ -455,6 +484,19 @@ mod tests {
     #[test]
     fn empty_file_is_the_defaults() {
         assert_eq!(Config::parse("", "t").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn app_calls_is_syscalls_or_sends() {
+        let read = |v: &str| Config::parse(&format!("app_calls = {v:?}\n"), "t");
+        assert_eq!(read("sends").unwrap().app_calls, AppCalls::Sends);
+        assert_eq!(read("syscalls").unwrap().app_calls, AppCalls::Syscalls);
+        assert_eq!(Config::default().app_calls, AppCalls::Syscalls);
+        let e = read("calls").unwrap_err().to_string();
+        assert!(
+            e.contains("app_calls = \"calls\"") && e.contains("\"sends\""),
+            "{e}"
+        );
     }
 
     #[test]

@@ -387,7 +387,11 @@ pub fn run(
     log: Box<dyn Fn(&str) + Send + Sync>,
     ready: &mut dyn FnMut(),
 ) -> Result<(), Error> {
-    let (mut attached, reader) = summaries::attach(config.max_connections, config.packet_hooks)?;
+    let (mut attached, reader) = summaries::attach(
+        config.max_connections,
+        config.packet_hooks,
+        config.app_calls,
+    )?;
     let fmt = magnet_runs::units::format_duration;
     for line in attached.plan.left_out() {
         log(&line);
@@ -540,9 +544,10 @@ pub fn run(
                             || new.socket != old.socket
                             || new.max_connections != old.max_connections
                             || new.packet_hooks != old.packet_hooks
+                            || new.app_calls != old.app_calls
                         {
                             shared.log(
-                                "reload: http, socket, max_connections and packet_hooks/packet_window/packet_period change only on restart",
+                                "reload: http, socket, max_connections, app_calls and packet_hooks/packet_window/packet_period change only on restart",
                             );
                         }
                         if new.sample != old.sample {

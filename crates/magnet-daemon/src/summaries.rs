@@ -20,7 +20,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 use magnet_client::{AppCounters, Connection, Host, Latency, TcpState, WireCounters};
 use magnet_host::sockdiag;
 
-use crate::config::PacketHooks;
+use crate::config::{AppCalls, PacketHooks};
 use crate::skel::{types, SummarySkel, SummarySkelBuilder};
 use crate::window::WindowLog;
 use crate::Error;
@@ -305,6 +305,7 @@ fn trial(c: &Candidate, packet_hooks: PacketHooks) -> Option<String> {
 /// what the kernel said to candidates already tried.
 fn choose(
     packet_hooks: PacketHooks,
+    app_calls: AppCalls,
     refused: &BTreeMap<&'static str, String>,
 ) -> (Plan, Vec<&'static str>) {
     let mut plan = Plan::default();
@@ -316,7 +317,11 @@ fn choose(
         let mut why = Vec::new();
         let mut chosen = None;
         for c in part.candidates {
-            let no = denied(c).or_else(|| refused.get(c.name).cloned());
+            let by_config = (c.name == APP_CALLS_AT_EXIT && app_calls == AppCalls::Sends)
+                .then(|| "app_calls = \"sends\" in the configuration".to_string());
+            let no = by_config
+                .or_else(|| denied(c))
+                .or_else(|| refused.get(c.name).cloned());
             match no {
                 Some(w) => why.push(format!("{}: {w}", c.name)),
                 None => {
@@ -462,6 +467,7 @@ enum TcpSource {
 pub fn attach(
     max_connections: u32,
     packet_hooks: PacketHooks,
+    app_calls: AppCalls,
 ) -> Result<(Attached, Reader), Error> {
     magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
     let cgroup_root = cgroup2_root().ok_or_else(|| {
@@ -474,7 +480,7 @@ pub fn attach(
     let mut refused: BTreeMap<&'static str, String> = BTreeMap::new();
     let mut tried = false;
     let (mut plan, skel, mut packet_hooks) = loop {
-        let (plan, progs) = choose(packet_hooks, &refused);
+        let (plan, progs) = choose(packet_hooks, app_calls, &refused);
         if plan.used("app").is_none() && plan.used("tcp_state").is_none() {
             return Err(Error::Host(format!(
                 "magnetd has nothing to make connection records from: {}",
@@ -1236,7 +1242,7 @@ mod tests {
             return;
         }
         let mut refused = BTreeMap::new();
-        let (plan, progs) = choose(PacketHooks::Off, &refused);
+        let (plan, progs) = choose(PacketHooks::Off, AppCalls::Syscalls, &refused);
         assert_eq!(plan.used("tcp_counters"), Some("iter/bpf_sk_storage_map"));
         assert!(progs.contains(&"tcp_kstats") && !progs.contains(&"wire_egress"));
         assert!(plan.left_out().is_empty() && plan.fallbacks.is_empty());
@@ -1249,7 +1255,7 @@ mod tests {
             "tp_btf/kfree_skb",
             "the kernel refused tp_btf/kfree_skb: No such process (os error 3)".to_string(),
         );
-        let (plan, progs) = choose(PacketHooks::Always, &refused);
+        let (plan, progs) = choose(PacketHooks::Always, AppCalls::Syscalls, &refused);
         assert_eq!(plan.used("tcp_counters"), Some("sock_diag"));
         assert!(!progs.contains(&"tcp_kstats") && !progs.contains(&"drop"));
         assert!(progs.contains(&"wire_egress") && progs.contains(&"app_send"));
@@ -1268,6 +1274,33 @@ mod tests {
             ]
         );
         assert!(!plan.summary().contains("drops="), "{}", plan.summary());
+    }
+
+    /// `app_calls = "sends"` leaves the syscall-exit program out: the app part
+    /// counts the kernel's sends, and /health says why.
+    #[test]
+    fn app_calls_sends_leaves_the_syscall_exit_program_out() {
+        if std::env::var_os(magnet_kernel::deny::VAR).is_some() {
+            eprintln!("skipped: MAGNET_HOOKS_DENY is set");
+            return;
+        }
+        let refused = BTreeMap::new();
+        let (plan, progs) = choose(PacketHooks::Off, AppCalls::Syscalls, &refused);
+        assert_eq!(plan.used("app"), Some(APP_CALLS_AT_EXIT));
+        assert!(progs.contains(&"app_sys_exit") && progs.contains(&"app_uring"));
+        let (plan, progs) = choose(PacketHooks::Off, AppCalls::Sends, &refused);
+        assert_eq!(
+            plan.used("app"),
+            Some("tp_btf/sock_send_length+tp_btf/sock_recv_length")
+        );
+        assert!(!progs.contains(&"app_sys_exit") && !progs.contains(&"app_uring"));
+        assert_eq!(
+            plan.fallbacks,
+            [format!(
+                "app through tp_btf/sock_send_length+tp_btf/sock_recv_length: \
+                 {APP_CALLS_AT_EXIT}: app_calls = \"sends\" in the configuration"
+            )]
+        );
     }
 
     /// On this kernel every candidate that loads alone loads in the whole
