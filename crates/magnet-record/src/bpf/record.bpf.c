@@ -2895,44 +2895,41 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 	struct flow_val *fv = NULL, fvb;
 	bool exact = false, traced;
 	__u32 ns = dev_netns(skb->dev);
-	if (pi.ok && (pi.frag_off & IP_OFFSET)) {
+	/* A later fragment follows its datagram's first (frag_socks). One call
+	 * of pkt_traced for every packet: 6.1's verifier gives up (1M
+	 * instructions) on this program with two inlined copies of it. */
+	bool later_frag = pi.ok && (pi.frag_off & IP_OFFSET);
+	__u64 *frag_cookie = NULL;
+	if (later_frag) {
 		struct frag_key fk = {};
 		frag_key_of(&pi, &fk, true, ns);
-		__u64 *c = bpf_map_lookup_elem(&frag_socks, &fk);
-		if (c) {
-			cookie = *c;
-			traced = true;
-		} else if (need_parse()) {
-			/* Its first fragment not seen (yet): the sender's socket,
-			 * still on the skb over veth and loopback, may vouch. */
-			__u64 sk;
-			__u64 skb_ck = skb_cookie(skb, &sk);
-			traced = skb_ck && pkt_traced(skb_ck, sk, &pi, true, ns);
-		} else {
-			traced = true;
-		}
+		frag_cookie = bpf_map_lookup_elem(&frag_socks, &fk);
+	}
+	if (frag_cookie) {
+		cookie = *frag_cookie;
+		traced = true;
+	} else if (need_parse()) {
+		/* The skb's own socket matters only to the filters; for a later
+		 * fragment whose first was not seen (yet) the sender's socket,
+		 * still on the skb over veth and loopback, may vouch. */
+		__u64 sk;
+		__u64 skb_ck = skb_cookie(skb, &sk);
+		traced = (!later_frag || skb_ck) && pkt_traced(skb_ck, sk, &pi, true, ns);
 	} else {
-		if (need_parse()) {
-			/* The skb's own socket matters only to the filters. */
-			__u64 sk;
-			__u64 skb_ck = skb_cookie(skb, &sk);
-			traced = pkt_traced(skb_ck, sk, &pi, true, ns);
-		} else {
-			traced = true;
-		}
-		if (traced && pi.ok) {
-			fv = flow_of(&pi, true, &exact, ns, &fvb);
-			if (fv)
-				cookie = fv->cookie;
-			/* A first fragment vouches for the rest of its datagram:
-			 * whenever it was recorded under a filter (traced by the
-			 * sender's socket, its receiver's unknown: cookie 0), and
-			 * whenever its socket is known. */
-			if ((pi.frag_off & IP_MF) && (cookie || need_parse())) {
-				struct frag_key fk = {};
-				frag_key_of(&pi, &fk, true, ns);
-				bpf_map_update_elem(&frag_socks, &fk, &cookie, BPF_ANY);
-			}
+		traced = true;
+	}
+	if (traced && pi.ok && !later_frag) {
+		fv = flow_of(&pi, true, &exact, ns, &fvb);
+		if (fv)
+			cookie = fv->cookie;
+		/* A first fragment vouches for the rest of its datagram:
+		 * whenever it was recorded under a filter (traced by the
+		 * sender's socket, its receiver's unknown: cookie 0), and
+		 * whenever its socket is known. */
+		if ((pi.frag_off & IP_MF) && (cookie || need_parse())) {
+			struct frag_key fk = {};
+			frag_key_of(&pi, &fk, true, ns);
+			bpf_map_update_elem(&frag_socks, &fk, &cookie, BPF_ANY);
 		}
 	}
 	if (!traced)

@@ -578,6 +578,9 @@ pub struct CheckLine {
     pub layer: String,
     pub kind: String,
     pub default_on: bool,
+    /// Left out without failing the layer where no hook is found (io_uring's
+    /// calls on a kernel without their tracepoints): `missing` says so.
+    pub optional: bool,
     pub hook: Option<String>,
     pub missing: Option<String>,
     /// A better hook this kernel has but whose program its verifier refused.
@@ -656,6 +659,7 @@ fn check_inner() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
                 layer: c.probe.layer.name().to_string(),
                 kind: c.probe.name().to_string(),
                 default_on: c.probe.default_on,
+                optional: c.probe.optional,
                 hook: now.and_then(|d| d.hook()).map(probes::hook_name),
                 refused: moved.get(c.probe.name()).cloned(),
                 missing: match now {
