@@ -53,6 +53,7 @@
 #include "magnet/consts.h"
 #include "magnet/sock.h"
 #include "magnet/skb_parse.h"
+#include "magnet/syscalls.h"
 #include "summary.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -256,20 +257,9 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 }
 
 /* One app call per system call (calls_at_exit), as the recorder counts
- * them (docs/FORMAT.md): a sendfile() that the kernel sends as 16 pipes'
- * worth, a sendmmsg() of many messages, a writev() are each one call. */
-#define NR_read 0
-#define NR_write 1
-#define NR_readv 19
-#define NR_writev 20
-#define NR_sendfile 40
-#define NR_sendto 44
-#define NR_recvfrom 45
-#define NR_sendmsg 46
-#define NR_recvmsg 47
-#define NR_splice 275
-#define NR_recvmmsg 299
-#define NR_sendmmsg 307
+ * them (docs/FORMAT.md; the numbers in magnet/syscalls.h): a sendfile()
+ * that the kernel sends as 16 pipes' worth, a sendmmsg() of many messages,
+ * a writev() are each one call. */
 
 /* One send or recv inside the kernel per call: counted at it. */
 static __always_inline bool app_nr_one(long id)

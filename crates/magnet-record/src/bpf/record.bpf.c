@@ -17,6 +17,7 @@
 #include <bpf/bpf_endian.h>
 #include "magnet/consts.h"
 #include "magnet/sock.h"
+#include "magnet/syscalls.h"
 #include "events.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -1604,20 +1605,9 @@ static __always_inline bool need_parse(void)
 
 /* ---- layer: app ----------------------------------------------------------- */
 
-/* Syscall numbers (x86_64) of the app calls: one app event per call, emitted
- * at its sys_exit with the bytes it asked for and its return value. */
-#define NR_read 0
-#define NR_write 1
-#define NR_readv 19
-#define NR_writev 20
-#define NR_sendfile 40
-#define NR_sendto 44
-#define NR_recvfrom 45
-#define NR_sendmsg 46
-#define NR_recvmsg 47
-#define NR_splice 275
-#define NR_recvmmsg 299
-#define NR_sendmmsg 307
+/* The app calls (their numbers in magnet/syscalls.h): one app event per
+ * call, emitted at its sys_exit with the bytes it asked for and its return
+ * value. */
 
 static __always_inline bool app_nr(long id)
 {
