@@ -138,12 +138,15 @@ fn paced_sender_through_rate_limited_link() {
     assert_eq!(row(tx, "tcp", "out")["bytes"].as_u64(), Some(N * SIZE));
     assert_eq!(row(rx, "tcp", "in")["bytes"].as_u64(), Some(N * SIZE));
 
-    // The wire: MTU-sized frames, many per call, irregularly spaced.
+    // The wire: MTU-sized frames, many per call, irregularly spaced. At
+    // least the bytes over the MSS: 8 per call when each call is segmented
+    // alone, fewer when TCP fills a segment from two calls (a call queued
+    // behind the rate-limited link), which a loaded host gives now and then.
     let dev = row(tx, "dev", "out");
     let dev_units = dev["units"].as_u64().unwrap();
     assert!(
-        dev_units >= N * 8,
-        "{dev_units} dev packets for {N} calls of {SIZE} B (>= 8 per call at MTU 1500)"
+        dev_units >= (N * SIZE).div_ceil(1448),
+        "{dev_units} dev packets for {N} calls of {SIZE} B (at least the bytes over a 1448 B MSS)"
     );
     assert!(
         dev["size"]["max"].as_u64().unwrap() <= 1514,
