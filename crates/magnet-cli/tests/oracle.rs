@@ -11,7 +11,7 @@
 //!   (in), bytes = frame length with the link header: equal to the capture of
 //!   that interface, exactly. A server's handshake frames before accept()
 //!   belong to its listening socket, so server + listener = wire.
-//! - ip (the recorder's namespace only): one unit per IP packet at LOCAL_OUT /
+//! - ip (netfilter hooks in every namespace): one unit per IP packet at LOCAL_OUT /
 //!   LOCAL_IN. Out: packets segmented after LOCAL_OUT (GSO wider than the
 //!   device allows) add one IP+TCP header per extra frame, so
 //!   wire L3 bytes = ip bytes + (frames - ip units) x header. In: LOCAL_IN
@@ -555,20 +555,16 @@ fn veth_bulk(offloads_off: bool, record_in_receiver: bool) {
     let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
     let j = analyze(&trace);
     let (c, s, l, cp) = check_tcp_dev(&j, &name, &wa, &wb, port);
-    if record_in_receiver {
-        assert_eq!(
-            add(row(s, "ip", "in"), row(l, "ip", "in")),
-            l3_bytes(&dir(&wb, cp, port)),
-            "{name}: server + listener ip in = wire (veth has no GRO here)"
-        );
-    } else {
-        check_ip_out(&name, c, &dir(&wa, cp, port));
-    }
-    // tcp out is read from the segments' sequence numbers at LOCAL_OUT: only
-    // in the sender's namespace.
-    if !record_in_receiver {
-        assert_eq!(row(c, "tcp", "out").1, n * size, "{name}: tcp out bytes");
-    }
+    // The recorder hooks netfilter in every namespace (issue 21): the ip
+    // layer and tcp out of both ends, wherever it runs.
+    assert_eq!(
+        add(row(s, "ip", "in"), row(l, "ip", "in")),
+        l3_bytes(&dir(&wb, cp, port)),
+        "{name}: server + listener ip in = wire (veth has no GRO here)"
+    );
+    check_ip_out(&name, c, &dir(&wa, cp, port));
+    // tcp out is read from the segments' sequence numbers at LOCAL_OUT.
+    assert_eq!(row(c, "tcp", "out").1, n * size, "{name}: tcp out bytes");
     assert_eq!(row(s, "tcp", "in").1, n * size, "{name}: tcp in bytes");
     assert_eq!(row(s, "app", "in").1, n * size);
     assert_ids_unique(&trace);
@@ -638,20 +634,18 @@ fn oracle_veth_udp() {
                 "{what}: sender dev out = capture on A ({} frames)",
                 to.len()
             );
-            // Recorded in A, no IP event names the receiver's socket: its
-            // frames carry the cookie of their flow, known from its bind().
+            // The receiver's frames carry the cookie of their flow, known
+            // from its bind(), in whichever namespace the recorder runs.
             assert_eq!(
                 row(s, "dev", "in"),
                 count_bytes(&dir(&wb, cp, 7301)),
                 "{what}: receiver dev in = capture on B, fragments included"
             );
             assert_eq!(row(s, "app", "in"), (n, n * size), "{what}: app in");
-            if rx {
-                // LOCAL_IN sees each datagram once, reassembled.
-                assert_eq!(row(s, "ip", "in"), (n, n * (size + 28)), "{what}: ip in");
-            } else {
-                assert_eq!(row(c, "ip", "out"), (n, n * (size + 28)), "{what}: ip out");
-            }
+            // Both ends' netfilter hooks, wherever the recorder runs: LOCAL_IN
+            // sees each datagram once, reassembled.
+            assert_eq!(row(s, "ip", "in"), (n, n * (size + 28)), "{what}: ip in");
+            assert_eq!(row(c, "ip", "out"), (n, n * (size + 28)), "{what}: ip out");
             assert_ids_unique(&trace);
         }
     }

@@ -7,10 +7,10 @@ use std::os::unix::fs::MetadataExt;
 
 use magnet_trace::Interface;
 
-/// Interfaces of the namespaces of every process (/proc/PID/ns/net) and of every
-/// named namespace (/run/netns), each namespace once. A namespace that cannot be
-/// entered is left out; this never fails.
-pub fn all_interfaces() -> Vec<Interface> {
+/// Every network namespace this process can name: its own, those of every
+/// process (/proc/PID/ns/net) and every named one (/run/netns), each once, by
+/// inode, with a path that enters it (the own one first by that path).
+pub fn namespaces() -> BTreeMap<u64, std::path::PathBuf> {
     let mut paths: BTreeMap<u64, std::path::PathBuf> = BTreeMap::new();
     let mut add = |p: std::path::PathBuf| {
         if let Ok(m) = std::fs::metadata(&p) {
@@ -34,6 +34,13 @@ pub fn all_interfaces() -> Vec<Interface> {
             }
         }
     }
+    paths
+}
+
+/// Interfaces of every namespace [`namespaces`] names. A namespace that cannot
+/// be entered is left out; this never fails.
+pub fn all_interfaces() -> Vec<Interface> {
+    let paths = namespaces();
     let mut out = Vec::new();
     for (ino, path) in paths {
         // setns() changes only the calling thread: a short-lived one per namespace.

@@ -305,7 +305,7 @@ pub(super) fn attach(
     needs: &Needs<'_>,
     skel: &RecordSkel<'static>,
     header: &mut Header,
-) -> Result<Vec<Link>> {
+) -> Result<Links> {
     let config = needs.config;
     // record -f: the filter's instructions, before any program runs.
     for (i, &(code, jt, jf, k)) in config.pcap_filter_insns.iter().enumerate() {
@@ -329,6 +329,7 @@ pub(super) fn attach(
     let mut links: Vec<Link> = Vec::new();
     let object = skel.object();
     let mut netfilter_used = false;
+    let mut netns = NetfilterNamespaces::open();
     for c in &plan.chosen {
         let probe = c.probe;
         let hook = c.hook().expect("only chosen probes");
@@ -350,13 +351,7 @@ pub(super) fn attach(
                         || *hooknum == libbpf_rs::NF_INET_POST_ROUTING;
                     let priority = if out { i32::MAX - 1 } else { i32::MIN + 1 };
                     netfilter_used = true;
-                    [NFPROTO_IPV4, NFPROTO_IPV6]
-                        .into_iter()
-                        .map(|pf| {
-                            magnet_host::attach::attach_netfilter(&prog, pf, *hooknum, priority)
-                                .map_err(anyhow::Error::from)
-                        })
-                        .collect()
+                    netns.attach(&prog, *hooknum, priority)
                 }
             };
             match attached {
@@ -449,8 +444,7 @@ pub(super) fn attach(
     };
     if netfilter_used {
         if let Some(s) = sources.get_mut(&Layer::Ip) {
-            s.missing
-                .push("netfilter hooks see only the recorder's network namespace".into());
+            s.missing.push(netns.scope());
         }
     }
 
@@ -472,7 +466,148 @@ pub(super) fn attach(
     }
     header.layers = sources.values().cloned().collect();
     header.layers.extend(func_source);
-    Ok(links)
+    Ok(Links {
+        _links: links,
+        _netns: netns.pins,
+    })
+}
+
+/// The recorder's links, and the network namespaces its netfilter links are
+/// in, held open so that each namespace outlives its links: older kernels'
+/// `nf_bpf_link` holds no reference to its namespace (later ones take one),
+/// and a link released after its namespace was freed would unregister a hook
+/// in freed memory. Fields drop in order: the links first.
+pub(super) struct Links {
+    _links: Vec<Link>,
+    _netns: Vec<std::fs::File>,
+}
+
+/// Netfilter hooks are per network namespace (the link is made in the
+/// namespace of the thread that makes it): the recorder enters every
+/// namespace that exists at its start, so that the ip layer (and send
+/// latency, and `tcp out`) is recorded for sockets in any of them, as the
+/// tracepoint layers are.
+struct NetfilterNamespaces {
+    /// The recorder's own namespace (this thread's, restored after each
+    /// visit), and the others by inode, each held open.
+    own: Option<std::fs::File>,
+    others: Vec<(u64, std::fs::File)>,
+    /// Namespaces that went away or refused to be entered: (inode, why).
+    skipped: BTreeMap<u64, String>,
+    pins: Vec<std::fs::File>,
+}
+
+impl NetfilterNamespaces {
+    fn open() -> NetfilterNamespaces {
+        use std::os::unix::fs::MetadataExt;
+        let own = std::fs::File::open("/proc/thread-self/ns/net").ok();
+        let own_ino = own
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map(|m| m.ino());
+        let mut others = Vec::new();
+        let mut skipped = BTreeMap::new();
+        if own.is_some() {
+            for (ino, path) in crate::netdevs::namespaces() {
+                if Some(ino) == own_ino {
+                    continue;
+                }
+                match std::fs::File::open(&path) {
+                    Ok(f) => others.push((ino, f)),
+                    Err(e) => {
+                        skipped.insert(ino, format!("{}: {e}", path.display()));
+                    }
+                }
+            }
+        }
+        NetfilterNamespaces {
+            own,
+            others,
+            skipped,
+            pins: Vec::new(),
+        }
+    }
+
+    /// Attaches `prog` at `hooknum` for IPv4 and IPv6 in the recorder's
+    /// namespace (an error here is the hook's) and in every other one (a
+    /// namespace that refuses is skipped, and named by [`Self::scope`]).
+    fn attach(
+        &mut self,
+        prog: &libbpf_rs::ProgramMut<'_>,
+        hooknum: i32,
+        priority: i32,
+    ) -> Result<Vec<Link>> {
+        use nix::sched::{setns, CloneFlags};
+        let both = |prog: &libbpf_rs::ProgramMut<'_>| -> Result<Vec<Link>> {
+            [NFPROTO_IPV4, NFPROTO_IPV6]
+                .into_iter()
+                .map(|pf| {
+                    magnet_host::attach::attach_netfilter(prog, pf, hooknum, priority)
+                        .map_err(anyhow::Error::from)
+                })
+                .collect()
+        };
+        let mut links = both(prog)?;
+        let Some(own) = &self.own else {
+            return Ok(links);
+        };
+        for (ino, ns) in &self.others {
+            if self.skipped.contains_key(ino) {
+                continue;
+            }
+            if let Err(e) = setns(ns, CloneFlags::CLONE_NEWNET) {
+                self.skipped.insert(*ino, format!("entering it: {e}"));
+                continue;
+            }
+            let got = both(prog);
+            // Back before anything else runs on this thread: everything after
+            // (sockets, the command started) belongs in the recorder's own.
+            setns(own, CloneFlags::CLONE_NEWNET)
+                .context("returning to the recorder's network namespace")?;
+            match got {
+                Ok(l) => links.extend(l),
+                Err(e) => {
+                    self.skipped.insert(*ino, format!("{e:#}"));
+                }
+            }
+        }
+        Ok(links)
+    }
+
+    /// The line the ip layer's source carries: where its hooks are.
+    fn scope(&mut self) -> String {
+        let entered: Vec<u64> = self
+            .others
+            .iter()
+            .map(|(i, _)| *i)
+            .filter(|i| !self.skipped.contains_key(i))
+            .collect();
+        // Hold the namespaces hooked (see Links); the others can go.
+        for (ino, f) in std::mem::take(&mut self.others) {
+            if entered.contains(&ino) {
+                self.pins.push(f);
+            }
+        }
+        let mut line = format!(
+            "netfilter hooks in the {} network namespaces that existed at the start, not in those made later",
+            entered.len() + 1
+        );
+        if !self.skipped.is_empty() {
+            let why: Vec<String> = self
+                .skipped
+                .iter()
+                .take(3)
+                .map(|(i, w)| format!("net:[{i}] ({w})"))
+                .collect();
+            line.push_str(&format!(
+                "; {} left out: {}{}",
+                self.skipped.len(),
+                why.join(", "),
+                if self.skipped.len() > 3 { ", …" } else { "" }
+            ));
+        }
+        line
+    }
 }
 
 /// How often each CPU's batch tick runs: a CPU gone quiet sends its last

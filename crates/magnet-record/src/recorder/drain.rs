@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, RingBufferBuilder};
+use libbpf_rs::{MapCore, MapFlags, MapHandle, RingBufferBuilder};
 use magnet_trace::block::BlockBuilder;
 use magnet_trace::catalog::kind;
 use magnet_trace::events::{CpuStats, Hdr, Lost};
@@ -115,7 +115,7 @@ pub(super) fn run(
     kernel: KernelMaps<'_>,
     drain: Drain,
     mut child: Option<Child>,
-    links: Vec<Link>,
+    links: super::attach::Links,
 ) -> Result<Drained> {
     let drain = RefCell::new(drain);
     let mut rb = RingBufferBuilder::new();
