@@ -651,6 +651,69 @@ fn oracle_veth_udp() {
     }
 }
 
+/// The recorder attaches its ip hooks in every namespace (issue 21) and holds
+/// each open while its links are there: a namespace deleted by name while
+/// recording keeps its ip events, the recorder ends cleanly, and the
+/// namespace goes once it let go (its veth end takes the peer in A along).
+#[test]
+fn oracle_namespace_deleted_while_recording() {
+    if !live("oracle_namespace_deleted_while_recording") {
+        return;
+    }
+    let _s = serial();
+    let (a, b, link, baddr) = two_hosts();
+    let rec = record(
+        Some(&a),
+        "nsdel.mgt",
+        &["--all", "--port", "7901", "--layers", "app,ip,dev"],
+    );
+    let (n, size) = (50u64, 500u64);
+    let srv = Work::server(Some(&b), &["udp-recv", &baddr, "7901", &n.to_string()]);
+    Work::py(
+        Some(&a),
+        &[
+            "udp-send",
+            &baddr,
+            "7901",
+            &n.to_string(),
+            &size.to_string(),
+            "200",
+        ],
+    )
+    .done();
+    assert_eq!(srv.done()["datagrams"], n);
+    let deleted = Command::new("ip")
+        .args(["netns", "del", b.name()])
+        .status()
+        .unwrap();
+    assert!(deleted.success(), "ip netns del {}", b.name());
+    std::thread::sleep(Duration::from_millis(300));
+    let trace = rec.stop();
+    let j = analyze(&trace);
+    assert_eq!(
+        row(conn(&j, 7901, 0), "ip", "in"),
+        (n, n * (size + 28)),
+        "the receiver's ip in, recorded from A"
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while a
+        .command("ip")
+        .args(["link", "show", link.a().name()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "namespace {} still alive 15 s after the recorder ended",
+            b.name()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// A client that half-closes and then reads the answer to EOF, and a ping-pong
 /// whose server closes first: tcp in is exact outside ESTABLISHED too.
 #[test]
