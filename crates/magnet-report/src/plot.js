@@ -244,6 +244,9 @@
         smin = Math.min(smin, l.min[i]); smax = Math.max(smax, l.max[i]); used++; i0 = Math.min(i0, i); i1 = Math.max(i1, i);
       }
       smin = Math.max(1, smin);
+      // A few bins with units (a listener's handshakes): larger dots, or
+      // they vanish among the axes.
+      if (used < 20) for (const s of sseries) s.points.size = 8;
       // Units in a few bins only: the distributions below say more.
       const sizePlot = (used < 3 || (i1 + 1 - i0) < n / 2) ? (document.getElementById(`size-${C.cookie}-${dir}`)?.remove(), null) : make(`size-${C.cookie}-${dir}`, "time", `${dirName}: unit sizes per ${fmtDur(w)} bin`,
         timeOpts(key, range, yAxis("unit size (bytes, log)", fmtBytes, { splits: byteSplits }), sseries,
