@@ -23,13 +23,8 @@ use std::time::{Duration, Instant};
 use magnet_client::{socket_cookie, Client, Connection};
 use magnet_testkit::{live_or_skip, Need};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod common;
+use common::{free_port, magnetd_conf, MAGNETD_READY};
 
 /// A magnetd process with its own config, socket and port.
 struct Daemon {
@@ -81,15 +76,7 @@ impl Daemon {
         netns: Option<&magnet_testkit::Netns>,
         env: &[(&str, &str)],
     ) -> Daemon {
-        let conf = dir.path().join("magnetd.toml");
-        std::fs::write(
-            &conf,
-            format!(
-                "http = \"127.0.0.1:{http}\"\nsocket = \"{}\"\n{extra}",
-                dir.path().join("magnetd.sock").display()
-            ),
-        )
-        .unwrap();
+        let conf = magnetd_conf(dir.path(), http, extra);
         // nsenter switches only the network namespace (`ip netns exec` also
         // remounts /sys, hiding the cgroup v2 mount magnetd attaches to).
         let mut cmd = match netns {
@@ -118,7 +105,7 @@ impl Daemon {
         let l2 = log.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if line == "magnetd: ready" {
+                if line == MAGNETD_READY {
                     let _ = tx.send(());
                 }
                 let mut l = l2.lock().unwrap();
