@@ -11,16 +11,16 @@
 //! programs nobody here wrote, traced by strace.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use magnet_testkit::{live_or_skip, Need, Netns};
+use magnet_testkit::{live_or_skip, wait_listening, Need, Netns, Recorder, Server};
 use serde_json::Value;
 
 mod common;
-use common::{tmp, MAGNET};
+use common::{free_port, magnetd_conf, tmp, MAGNET, MAGNETD_READY};
 
 /// Calls of one direction (send or recv): how many, bytes asked, bytes done
 /// (successful calls), failed calls.
@@ -193,53 +193,20 @@ fn strace_prefix(name: &str) -> PathBuf {
 }
 
 /// `magnet record --layers app ARGS` started, returned once it records.
-struct Recording {
-    child: Child,
-    stderr: std::thread::JoinHandle<String>,
+fn record(trace: &Path, args: &[&str]) -> Recorder {
+    let mut all = vec!["--layers", "app"];
+    all.extend_from_slice(args);
+    Recorder::record(MAGNET, None, trace, &all)
 }
 
-fn record(trace: &Path, args: &[&str]) -> Recording {
-    let mut child = Command::new(MAGNET)
-        .arg("record")
-        .arg("-o")
-        .arg(trace)
-        .args(["--layers", "app"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let _ = child.wait();
-            panic!("magnet record ended before recording: {seen}");
-        }
-        seen.push_str(&line);
-        if line.starts_with("magnet: recording ") {
-            break;
-        }
-    }
-    let stderr = std::thread::spawn(move || {
-        let mut rest = seen;
-        let _ = err.read_to_string(&mut rest);
-        rest
-    });
-    Recording { child, stderr }
-}
-
-impl Recording {
-    fn stop(self) {
-        std::thread::sleep(Duration::from_millis(300));
-        term(&self.child);
-        let mut child = self.child;
-        let status = child.wait().unwrap();
-        let err = self.stderr.join().unwrap();
-        assert!(status.success(), "magnet record failed: {err}");
-    }
+/// `strace -ff -yy -s 64 -o PREFIX` (each call on a socket with its
+/// addresses, one file per process; `Process N attached` on stderr), in
+/// `netns` when given: the oracle's command line, the traced program's or
+/// `-p PID` to follow.
+fn strace(netns: Option<&Netns>, prefix: &Path) -> Command {
+    let mut c = magnet_testkit::command(netns, "strace");
+    c.args(["-ff", "-yy", "-s", "64", "-o"]).arg(prefix);
+    c
 }
 
 fn term(c: &Child) {
@@ -247,6 +214,21 @@ fn term(c: &Child) {
         nix::unistd::Pid::from_raw(c.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     );
+}
+
+/// Process `pid`'s calls in the trace against strace's (`prefix`), both
+/// directions, exactly; removes strace's files and the trace.
+fn same_as_strace(what: &str, pid: u32, prefix: &Path, trace: &Path) {
+    let traced = strace_calls(prefix);
+    let got = magnet_calls(trace);
+    for dir in ["send", "recv"] {
+        let theirs = traced.get(&(pid, dir)).copied().unwrap_or_default();
+        let mine = got.get(&(pid, dir)).copied().unwrap_or_default();
+        assert_eq!(mine, theirs, "{what} {dir}: trace vs strace {traced:?}");
+        eprintln!("{what} {dir}: {mine:?}");
+    }
+    let _ = std::fs::remove_dir_all(prefix.parent().unwrap());
+    let _ = std::fs::remove_file(trace);
 }
 
 /// tests/fixtures/app_calls.c, built once per test binary.
@@ -310,15 +292,13 @@ fn live(name: &str, tools: &[&'static str]) -> bool {
 fn fixture_case(mode: &str, n: u32, strace_sees_sends: bool) {
     let trace = tmp(&format!("{mode}.mgt"));
     let prefix = strace_prefix(mode);
+    let st = strace(None, &prefix);
     let out = Command::new(MAGNET)
-        .arg("record")
-        .arg("-q")
-        .arg("-o")
+        .args(["record", "-q", "-o"])
         .arg(&trace)
-        .args([
-            "--layers", "app", "--", "strace", "-ff", "-qq", "-yy", "-s", "64", "-o",
-        ])
-        .arg(&prefix)
+        .args(["--layers", "app", "--"])
+        .arg(st.get_program())
+        .args(st.get_args())
         .arg(app_calls_bin())
         .args([mode, &n.to_string()])
         .stdin(Stdio::null())
@@ -371,54 +351,34 @@ fn fixture_case(mode: &str, n: u32, strace_sees_sends: bool) {
     let _ = std::fs::remove_file(&trace);
 }
 
-/// writev(): one call of 3 iovecs is one app call asking their sum.
-#[test]
-fn app_calls_writev_is_one_call_asking_the_iovecs_sum() {
-    if live("app_calls_writev_is_one_call_asking_the_iovecs_sum", &[]) {
-        fixture_case("writev", 200, true);
-    }
+/// One test per mode of the fixture: `fixture_case(MODE, N, strace sees the sends)`.
+macro_rules! fixture_tests {
+    ($($(#[$doc:meta])* $name:ident: $mode:literal, $n:literal, $sees:literal;)*) => {$(
+        $(#[$doc])*
+        #[test]
+        fn $name() {
+            if live(stringify!($name), &[]) {
+                fixture_case($mode, $n, $sees);
+            }
+        }
+    )*};
 }
 
-/// sendfile() of 1 MiB: the kernel sends once per pipe's worth inside.
-#[test]
-fn app_calls_sendfile_is_one_call_per_syscall() {
-    if live("app_calls_sendfile_is_one_call_per_syscall", &[]) {
-        fixture_case("sendfile", 16, true);
-    }
-}
-
-/// sendmmsg()/recvmmsg() of 8 messages: one call each, bytes summed.
-#[test]
-fn app_calls_mmsg_is_one_call_per_syscall() {
-    if live("app_calls_mmsg_is_one_call_per_syscall", &[]) {
-        fixture_case("mmsg", 200, true);
-    }
-}
-
-/// io_uring SEND on a full non-blocking socket: one call per request, none
-/// for the kernel's EAGAIN attempts inside.
-#[test]
-fn app_calls_io_uring_send_is_one_call_per_request() {
-    if live("app_calls_io_uring_send_is_one_call_per_request", &[]) {
-        fixture_case("uring", 300, false);
-    }
-}
-
-/// io_uring SEND_ZC: one call per request, not per CQE (its notification).
-#[test]
-fn app_calls_io_uring_send_zc_is_one_call_per_request() {
-    if live("app_calls_io_uring_send_zc_is_one_call_per_request", &[]) {
-        fixture_case("uring_zc", 300, false);
-    }
-}
-
-/// io_uring SEND with IOSQE_ASYNC: sent by an io-wq worker thread, still one
-/// call per request, none from the worker's attempts.
-#[test]
-fn app_calls_io_uring_async_send_is_one_call_per_request() {
-    if live("app_calls_io_uring_async_send_is_one_call_per_request", &[]) {
-        fixture_case("uring_async", 300, false);
-    }
+fixture_tests! {
+    /// writev(): one call of 3 iovecs is one app call asking their sum.
+    app_calls_writev_is_one_call_asking_the_iovecs_sum: "writev", 200, true;
+    /// sendfile() of 1 MiB: the kernel sends once per pipe's worth inside.
+    app_calls_sendfile_is_one_call_per_syscall: "sendfile", 16, true;
+    /// sendmmsg()/recvmmsg() of 8 messages: one call each, bytes summed.
+    app_calls_mmsg_is_one_call_per_syscall: "mmsg", 200, true;
+    /// io_uring SEND on a full non-blocking socket: one call per request, none
+    /// for the kernel's EAGAIN attempts inside.
+    app_calls_io_uring_send_is_one_call_per_request: "uring", 300, false;
+    /// io_uring SEND_ZC: one call per request, not per CQE (its notification).
+    app_calls_io_uring_send_zc_is_one_call_per_request: "uring_zc", 300, false;
+    /// io_uring SEND with IOSQE_ASYNC: sent by an io-wq worker thread, still one
+    /// call per request, none from the worker's attempts.
+    app_calls_io_uring_async_send_is_one_call_per_request: "uring_async", 300, false;
 }
 
 /// iperf3 -Z (sendfile) as its client: the trace's calls are strace's.
@@ -432,68 +392,32 @@ fn app_calls_iperf3_zerocopy_client_matches_strace() {
     }
     let ns = Netns::new().unwrap();
     let port = "7721";
-    let mut server = ns
-        .command("iperf3")
-        .args(["-s", "-p", port])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let dir = tmp("iperf3");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = ns.command("iperf3");
+    cmd.args(["-s", "-p", port]).stdout(Stdio::null());
+    let server = Server::spawn(cmd, &dir);
     wait_listening(&ns, 7721);
     let trace = tmp("iperf3.mgt");
     let prefix = strace_prefix("iperf3");
     let rec = record(&trace, &["--comm", "iperf3"]);
-    let out = ns
-        .command("strace")
-        .args(["-ff", "-qq", "-yy", "-s", "64", "-o"])
-        .arg(&prefix)
+    let out = strace(Some(&ns), &prefix)
         .args(["iperf3", "-c", "127.0.0.1", "-p", port, "-Z", "-n", "64M"])
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert!(out.status.success(), "iperf3 -c: {out:?}");
-    term(&server);
-    let _ = server.wait();
+    drop(server);
     rec.stop();
-    let traced = strace_calls(&prefix);
-    let got = magnet_calls(&trace);
     // The client: the process strace followed that sent most.
+    let traced = strace_calls(&prefix);
     let (&(pid, _), sends) = traced
         .iter()
         .filter(|((_, d), _)| *d == "send")
         .max_by_key(|(_, c)| c.ret)
         .expect("strace saw the client's sends");
     assert!(sends.ret >= 64 << 20, "{traced:?}");
-    for dir in ["send", "recv"] {
-        let theirs = traced.get(&(pid, dir)).copied().unwrap_or_default();
-        let mine = got.get(&(pid, dir)).copied().unwrap_or_default();
-        assert_eq!(mine, theirs, "iperf3 -Z client {dir}: trace vs strace");
-        eprintln!("iperf3 -Z client {dir}: {mine:?}");
-    }
-    let _ = std::fs::remove_dir_all(prefix.parent().unwrap());
-    let _ = std::fs::remove_file(&trace);
-}
-
-/// Waits until `port` listens in `ns` (asked of `ss`: a connection would be
-/// the server's first client).
-fn wait_listening(ns: &Netns, port: u16) {
-    let t0 = Instant::now();
-    let listening = || {
-        let out = ns
-            .command("ss")
-            .args(["-Hltn", &format!("sport = :{port}")])
-            .output()
-            .unwrap();
-        !String::from_utf8_lossy(&out.stdout).trim().is_empty()
-    };
-    while !listening() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "nothing listens on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    same_as_strace("iperf3 -Z client", pid, &prefix, &trace);
 }
 
 /// nginx with sendfile on, already running, recorded with `--comm nginx`: its
@@ -517,30 +441,9 @@ fn app_calls_nginx_sendfile_worker_matches_strace() {
             .collect();
         std::fs::write(dir.join(format!("f{i}.bin")), body).unwrap();
     }
-    let conf = dir.join("nginx.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "daemon off; master_process on; worker_processes 1; pid {d}/nginx.pid;\n\
-             error_log {d}/error.log;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{ access_log off; sendfile on; keepalive_timeout 30;\n\
-               client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};\n\
-               uwsgi_temp_path {d}; scgi_temp_path {d};\n\
-               server {{ listen 127.0.0.1:{port} sndbuf=64k; root {d}; }} }}\n",
-            d = dir.display()
-        ),
-    )
-    .unwrap();
-    let mut nginx = ns
-        .command("nginx")
-        .args(["-e", &format!("{}/error.log", dir.display()), "-c"])
-        .arg(&conf)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut cmd = magnet_testkit::nginx(&ns, &dir, &format!("127.0.0.1:{port} sndbuf=64k"));
+    cmd.stdout(Stdio::null());
+    let nginx = Server::spawn(cmd, &dir);
     wait_listening(&ns, port);
     std::thread::sleep(Duration::from_millis(200));
     let master = nginx.id();
@@ -554,9 +457,7 @@ fn app_calls_nginx_sendfile_worker_matches_strace() {
     let trace = tmp("nginx.mgt");
     let prefix = strace_prefix("nginx");
     let rec = record(&trace, &["--comm", "nginx"]);
-    let mut strace = Command::new("strace")
-        .args(["-ff", "-yy", "-s", "64", "-o"])
-        .arg(&prefix)
+    let mut strace = strace(None, &prefix)
         .args(["-p", &worker.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -592,10 +493,8 @@ fn app_calls_nginx_sendfile_worker_matches_strace() {
     term(&strace);
     let _ = strace.wait();
     rec.stop();
-    term(&nginx);
-    let _ = nginx.wait();
+    drop(nginx);
     let traced = strace_calls(&prefix);
-    let got = magnet_calls(&trace);
     let sends = traced.get(&(worker, "send")).copied().unwrap_or_default();
     let body: u64 = 3 * (4 << 20) + 3000;
     assert!(sends.ret > body, "strace: {traced:?}");
@@ -603,15 +502,7 @@ fn app_calls_nginx_sendfile_worker_matches_strace() {
         sends.failed > 0,
         "no EAGAIN: the case lost its point: {traced:?}"
     );
-    for dir in ["send", "recv"] {
-        let theirs = traced.get(&(worker, dir)).copied().unwrap_or_default();
-        let mine = got.get(&(worker, dir)).copied().unwrap_or_default();
-        assert_eq!(mine, theirs, "nginx worker {dir}: trace vs strace");
-        eprintln!("nginx worker {dir}: {mine:?}");
-    }
-    let _ = std::fs::remove_dir_all(prefix.parent().unwrap());
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_file(&trace);
+    same_as_strace("nginx worker", worker, &prefix, &trace);
 }
 
 /// A kernel without io_uring's request tracepoints (5.10; made so here with
@@ -733,52 +624,22 @@ fn app_calls_a_recv_blocked_before_the_recording_is_kept() {
 }
 
 /// `magnet daemon` with its own config (socket and HTTP port), started and
-/// ready; killed on drop.
+/// ready; stopped on drop.
 struct Magnetd {
-    child: Child,
+    proc: Option<Recorder>,
     dir: tempfile::TempDir,
 }
 
 impl Magnetd {
     fn start() -> Magnetd {
         let dir = tempfile::tempdir().unwrap();
-        let http = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let conf = dir.path().join("magnetd.toml");
-        std::fs::write(
-            &conf,
-            format!(
-                "http = \"127.0.0.1:{http}\"\nsocket = \"{}\"\n",
-                dir.path().join("magnetd.sock").display()
-            ),
-        )
-        .unwrap();
-        let mut child = Command::new(MAGNET)
-            .args(["daemon", "--config"])
+        let conf = magnetd_conf(dir.path(), free_port(), "");
+        let mut cmd = Command::new(MAGNET);
+        cmd.args(["daemon", "--config"])
             .arg(&conf)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut seen = String::new();
-        loop {
-            let mut line = String::new();
-            if err.read_line(&mut line).unwrap() == 0 {
-                let _ = child.wait();
-                panic!("magnetd ended before it was ready: {seen}");
-            }
-            seen.push_str(&line);
-            if line.trim_end() == "magnetd: ready" {
-                break;
-            }
-        }
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        Magnetd { child, dir }
+            .stdout(Stdio::null());
+        let proc = Some(Recorder::start_until(cmd, MAGNETD_READY));
+        Magnetd { proc, dir }
     }
 
     fn client(&self) -> magnet_client::Client {
@@ -788,8 +649,9 @@ impl Magnetd {
 
 impl Drop for Magnetd {
     fn drop(&mut self) {
-        term(&self.child);
-        let _ = self.child.wait();
+        if let Some(p) = self.proc.take() {
+            p.stop_after(Duration::ZERO);
+        }
     }
 }
 
@@ -798,9 +660,7 @@ impl Drop for Magnetd {
 /// sending and the receiving process with the program's own and strace's.
 fn daemon_case(d: &Magnetd, mode: &str, n: u32, strace_sees_sends: bool) {
     let prefix = strace_prefix(&format!("daemon-{mode}"));
-    let out = Command::new("strace")
-        .args(["-ff", "-qq", "-yy", "-s", "64", "-o"])
-        .arg(&prefix)
+    let out = strace(None, &prefix)
         .arg(app_calls_bin())
         .args([mode, &n.to_string()])
         .stdin(Stdio::null())

@@ -23,13 +23,8 @@ use std::time::{Duration, Instant};
 use magnet_client::{socket_cookie, Client, Connection};
 use magnet_testkit::{live_or_skip, Need};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+mod common;
+use common::{free_port, magnetd_conf, MAGNETD_READY};
 
 /// A magnetd process with its own config, socket and port.
 struct Daemon {
@@ -81,15 +76,7 @@ impl Daemon {
         netns: Option<&magnet_testkit::Netns>,
         env: &[(&str, &str)],
     ) -> Daemon {
-        let conf = dir.path().join("magnetd.toml");
-        std::fs::write(
-            &conf,
-            format!(
-                "http = \"127.0.0.1:{http}\"\nsocket = \"{}\"\n{extra}",
-                dir.path().join("magnetd.sock").display()
-            ),
-        )
-        .unwrap();
+        let conf = magnetd_conf(dir.path(), http, extra);
         // nsenter switches only the network namespace (`ip netns exec` also
         // remounts /sys, hiding the cgroup v2 mount magnetd attaches to).
         let mut cmd = match netns {
@@ -118,7 +105,7 @@ impl Daemon {
         let l2 = log.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if line == "magnetd: ready" {
+                if line == MAGNETD_READY {
                     let _ = tx.send(());
                 }
                 let mut l = l2.lock().unwrap();
@@ -820,58 +807,17 @@ fn a_runc_container_is_labelled_with_its_id() {
     ) {
         return;
     }
-    // A 64-hex container id of our own, named the way Docker's systemd
-    // driver names its scopes.
-    let id = format!(
-        "{:016x}",
-        (std::process::id() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-    )
-    .repeat(4);
+    let id = container_id(0);
     let name = format!("magnet-test-{}", std::process::id());
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
+    let (server, port) = one_message(20);
     let d = Daemon::start(&format!(
         "[metrics]\nconnection_containers = [\"{}\"]\n",
         &id[..12]
     ));
-    let server = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let mut got = vec![0u8; 21];
-        s.read_exact(&mut got).unwrap();
-        // busybox nc exits once it sees our end close.
-        s.shutdown(Shutdown::Write).unwrap();
-        (s, String::from_utf8_lossy(&got).into_owned())
-    });
-
-    // The bundle: busybox (static) as the whole rootfs, the host's network
-    // (so it reaches our listener), its own cgroup.
-    let bundle = tempfile::tempdir().unwrap();
-    let bin = bundle.path().join("rootfs/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
-    for a in ["sh", "nc", "echo"] {
-        std::os::unix::fs::symlink("busybox", bin.join(a)).unwrap();
-    }
-    let spec = Command::new("runc")
-        .arg("spec")
-        .current_dir(bundle.path())
-        .output()
-        .unwrap();
-    assert!(spec.status.success(), "{spec:?}");
-    let cfg_path = bundle.path().join("config.json");
-    let mut cfg: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&cfg_path).unwrap()).unwrap();
-    cfg["process"]["terminal"] = false.into();
-    cfg["process"]["args"] = serde_json::json!([
-        "/bin/sh",
-        "-c",
-        format!("echo hello-from-container | nc 127.0.0.1 {port}; sleep 2")
-    ]);
-    cfg["linux"]["cgroupsPath"] = format!("/docker-{id}.scope").into();
-    let ns = cfg["linux"]["namespaces"].as_array_mut().unwrap();
-    ns.retain(|n| n["type"] != "network");
-    std::fs::write(&cfg_path, cfg.to_string()).unwrap();
+    let bundle = busybox_bundle(
+        &id,
+        &format!("echo hello-from-container | nc 127.0.0.1 {port}; sleep 2"),
+    );
     let run = Command::new("timeout")
         .args(["30", "runc", "run", &name])
         .current_dir(bundle.path())
@@ -885,7 +831,7 @@ fn a_runc_container_is_labelled_with_its_id() {
         String::from_utf8_lossy(&run.stderr)
     );
     let (s, got) = server.join().unwrap();
-    assert_eq!(got, "hello-from-container\n");
+    assert_eq!(got, b"hello-from-container\n");
 
     // The container's connection, found by its id (a prefix will do).
     let mut c = d.client();
@@ -1030,50 +976,13 @@ fn record_container_keeps_only_that_containers_tasks() {
     ) {
         return;
     }
-    let id = format!(
-        "{:016x}",
-        (std::process::id() as u64 ^ 0x5a5a).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-    )
-    .repeat(4);
+    let id = container_id(0x5a5a);
     let name = format!("magnet-rec-{}", std::process::id());
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut got = vec![0u8; 21];
-        s.read_exact(&mut got).unwrap();
-        s.shutdown(Shutdown::Write).unwrap();
-        got
-    });
-    let bundle = tempfile::tempdir().unwrap();
-    let bin = bundle.path().join("rootfs/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
-    for a in ["sh", "nc", "sleep"] {
-        std::os::unix::fs::symlink("busybox", bin.join(a)).unwrap();
-    }
-    assert!(Command::new("runc")
-        .arg("spec")
-        .current_dir(bundle.path())
-        .status()
-        .unwrap()
-        .success());
-    let cfg_path = bundle.path().join("config.json");
-    let mut cfg: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&cfg_path).unwrap()).unwrap();
-    cfg["process"]["terminal"] = false.into();
-    cfg["process"]["args"] = serde_json::json!([
-        "/bin/sh",
-        "-c",
-        format!("sleep 4; echo hello-from-container | nc 127.0.0.1 {port}")
-    ]);
-    cfg["linux"]["cgroupsPath"] = format!("/docker-{id}.scope").into();
-    cfg["linux"]["namespaces"]
-        .as_array_mut()
-        .unwrap()
-        .retain(|n| n["type"] != "network");
-    std::fs::write(&cfg_path, cfg.to_string()).unwrap();
+    let (server, port) = one_message(30);
+    let bundle = busybox_bundle(
+        &id,
+        &format!("sleep 4; echo hello-from-container | nc 127.0.0.1 {port}"),
+    );
     let mut ctr = Command::new("timeout")
         .args(["40", "runc", "run", &name])
         .current_dir(bundle.path())
@@ -1100,7 +1009,7 @@ fn record_container_keeps_only_that_containers_tasks() {
         "{}",
         String::from_utf8_lossy(&rec.stderr)
     );
-    assert_eq!(server.join().unwrap(), b"hello-from-container\n");
+    assert_eq!(server.join().unwrap().1, b"hello-from-container\n");
     let out = Command::new(env!("CARGO_BIN_EXE_magnet"))
         .args(["parse", "--json", "--layer", "app"])
         .arg(&trace)
@@ -1129,6 +1038,64 @@ fn record_container_keeps_only_that_containers_tasks() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("no cgroup"));
+}
+
+/// A 64-hex container id of this process's own (`salt` tells two apart),
+/// for a scope named the way Docker's systemd driver names them.
+fn container_id(salt: u64) -> String {
+    format!(
+        "{:016x}",
+        (std::process::id() as u64 ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    )
+    .repeat(4)
+}
+
+/// A listener on 127.0.0.1 (its port returned) whose thread takes one
+/// connection, reads its 21-byte message (waiting up to `secs`) and closes
+/// its sending side (busybox nc exits once it sees our end close).
+fn one_message(secs: u64) -> (std::thread::JoinHandle<(TcpStream, Vec<u8>)>, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(secs))).unwrap();
+        let mut got = vec![0u8; 21];
+        s.read_exact(&mut got).unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        (s, got)
+    });
+    (server, port)
+}
+
+/// A runc bundle: busybox (static) as the whole rootfs, the host's network
+/// (so it reaches our listener), the cgroup `/docker-ID.scope`, running
+/// `/bin/sh -c SCRIPT`.
+fn busybox_bundle(id: &str, script: &str) -> tempfile::TempDir {
+    let bundle = tempfile::tempdir().unwrap();
+    let bin = bundle.path().join("rootfs/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
+    for a in ["sh", "nc", "echo", "sleep"] {
+        std::os::unix::fs::symlink("busybox", bin.join(a)).unwrap();
+    }
+    let spec = Command::new("runc")
+        .arg("spec")
+        .current_dir(bundle.path())
+        .output()
+        .unwrap();
+    assert!(spec.status.success(), "{spec:?}");
+    let cfg_path = bundle.path().join("config.json");
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cfg_path).unwrap()).unwrap();
+    cfg["process"]["terminal"] = false.into();
+    cfg["process"]["args"] = serde_json::json!(["/bin/sh", "-c", script]);
+    cfg["linux"]["cgroupsPath"] = format!("/docker-{id}.scope").into();
+    cfg["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|n| n["type"] != "network");
+    std::fs::write(&cfg_path, cfg.to_string()).unwrap();
+    bundle
 }
 
 fn magnet_daemon_root() -> PathBuf {

@@ -4,7 +4,8 @@
 //! another joined by a veth pair.
 //!
 //! - programs: nginx (sendfile, keep-alive) with curl, redis-server with
-//!   redis-benchmark, sshd with scp, iperf3 `-P 4`, `-Z -R` (the server sends with
+//!   redis-benchmark and a connection established before the recorder (used
+//!   after it starts), sshd with scp, iperf3 `-P 4`, `-Z -R` (the server sends with
 //!   sendfile), `-u -l 8000` (every datagram 6 IP fragments), python3 http.server
 //!   with curl over IPv6, and a curl download cut by `kill -9` of the server and
 //!   by `ss -K` of its socket;
@@ -32,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use magnet_testkit::{
     live_or_skip, run_in_netns, wire_frames, BlindSpot, Capture, Frame, Need, Netns, Recorder,
-    Side, Veth,
+    Server, Side, Veth,
 };
 use serde_json::Value;
 
@@ -45,7 +46,8 @@ const WORK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oracle_work.py");
 enum Program {
     /// nginx, sendfile on, curl fetching 3 files of ~1 MiB on one connection.
     Nginx,
-    /// redis-server, redis-benchmark -c 4 -n 400 -t set,get.
+    /// redis-server, redis-benchmark -c 4 -n 400 -t set,get, and a PING on a
+    /// connection open before the recorder.
     Redis,
     /// sshd, scp uploading 1 MiB.
     Sshd,
@@ -221,32 +223,6 @@ impl Hosts {
     }
 }
 
-/// A server process (and its children), stopped on drop.
-struct Server {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // SIGTERM: nginx's master ends its workers, sshd its sessions.
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let t0 = Instant::now();
-        while self.child.try_wait().ok().flatten().is_none() {
-            if t0.elapsed() > Duration::from_secs(5) {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 fn write_file(path: &Path, len: usize, salt: usize) {
     let body: Vec<u8> = (0..len).map(|j| (j * 7 + salt) as u8).collect();
     std::fs::write(path, body).unwrap();
@@ -265,23 +241,7 @@ fn start_server(h: &Hosts, program: Program, port: u16, dir: &Path) -> Server {
             for i in 0..3 {
                 write_file(&dir.join(format!("f{i}.bin")), FILE_BYTES + i * 1000, i);
             }
-            let conf = dir.join("nginx.conf");
-            std::fs::write(
-                &conf,
-                format!(
-                    "daemon off; master_process on; worker_processes 1; pid {d}/nginx.pid;\n\
-                     error_log {d}/error.log;\n\
-                     events {{ worker_connections 64; }}\n\
-                     http {{ access_log off; sendfile on; keepalive_timeout 30;\n\
-                       client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};\n\
-                       uwsgi_temp_path {d}; scgi_temp_path {d};\n\
-                       server {{ listen {addr}:{port}; root {d}; }} }}\n"
-                ),
-            )
-            .unwrap();
-            let mut c = ns.command("nginx");
-            c.args(["-e", &format!("{d}/error.log"), "-c"]).arg(&conf);
-            c
+            magnet_testkit::nginx(ns, dir, &format!("{addr}:{port}"))
         }
         Program::Redis => {
             let mut c = ns.command("redis-server");
@@ -346,33 +306,22 @@ fn start_server(h: &Hosts, program: Program, port: u16, dir: &Path) -> Server {
         }
     };
     let one_shot = program == Program::HalfClose;
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(if one_shot {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the server");
+    cmd.stdout(if one_shot {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    let mut server = Server::spawn(cmd, dir);
     if one_shot {
         // It serves one connection: ready when it says so, no probe.
         use std::io::BufRead;
         let mut line = String::new();
-        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut out = std::io::BufReader::new(server.child.stdout.take().unwrap());
         out.read_line(&mut line).unwrap();
         assert!(line.contains("ready"), "{program:?} did not start: {line}");
         std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        return Server {
-            child,
-            dir: dir.to_path_buf(),
-        };
+        return server;
     }
-    let server = Server {
-        child,
-        dir: dir.to_path_buf(),
-    };
     // Ready when it accepts (the probe is before the recording and the capture).
     let t0 = Instant::now();
     let target: std::net::SocketAddr = if program.v6() {
@@ -391,6 +340,31 @@ fn start_server(h: &Hosts, program: Program, port: u16, dir: &Path) -> Server {
     }
     std::thread::sleep(Duration::from_millis(300));
     server
+}
+
+/// A TCP connection to the server from the client's namespace, open before
+/// anything watches the server (the recorder must know it from its first
+/// packet, finding 1), and its local port.
+fn early_connection(h: &Hosts, port: u16) -> (TcpStream, u16) {
+    let addr = h.server_addr(false);
+    run_in_netns(&h.client, move || {
+        let s = TcpStream::connect((addr.as_str(), port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let local = s.local_addr().unwrap().port();
+        (s, local)
+    })
+    .unwrap()
+}
+
+/// One redis PING on the early connection, then it is closed; its port.
+fn ping((mut s, local): (TcpStream, u16)) -> u16 {
+    use std::io::{Read, Write};
+    s.write_all(b"PING\r\n").unwrap();
+    let mut buf = [0u8; 7];
+    s.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"+PONG\r\n");
+    std::thread::sleep(Duration::from_millis(50));
+    local
 }
 
 /// The server's processes: its own pid and every descendant.
@@ -854,6 +828,9 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
     }
     let dir = tmp(&format!("m7-srv-{port}"));
     let mut server = start_server(&h, program, port, &dir);
+    // redis: a client connection established before strace and the recorder,
+    // used after (attach after start: the connection's rows hold every frame).
+    let early = (program == Program::Redis).then(|| early_connection(&h, port));
     let pid = server.child.id();
     let pids = tree(pid);
     let strace = Strace::attach(&h.server, &pids, tmp(&format!("m7-strace-{port}.txt")));
@@ -865,17 +842,13 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
     };
     args.extend(["--layers".into(), "app,tcp,ip,dev".into()]);
     let trace = tmp(&format!("m7-{port}.mgt"));
-    let mut cmd = magnet_testkit::command(
-        Some(if cell.in_server { &h.server } else { &h.client }),
-        MAGNET,
-    );
-    cmd.arg("record")
-        .arg("-o")
-        .arg(&trace)
-        .args(&args)
-        .stdout(Stdio::null());
     let watch = BlindSpot::watch(h.link.a().name());
-    let rec = Recorder::start(cmd);
+    let rec = Recorder::record(
+        MAGNET,
+        Some(if cell.in_server { &h.server } else { &h.client }),
+        &trace,
+        &args,
+    );
     let filter = format!("port {port} or (ip[6:2] & 0x1fff != 0)");
     let filter = if program.v6() {
         format!("port {port}")
@@ -887,6 +860,7 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
     let cap_c = Capture::start(Some(&h.client), h.link.a().name(), &fargs).unwrap();
 
     let counts = run_client(&h, program, port, &mut server);
+    let early_port = early.map(ping);
     std::thread::sleep(Duration::from_millis(300));
     let pcap_s = cap_s.stop().unwrap();
     let pcap_c = cap_c.stop().unwrap();
@@ -962,6 +936,14 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
         .collect();
     peers.sort_unstable();
     peers.dedup();
+    if let Some(e) = early_port {
+        check(
+            format!("tcp :{e} open before the recorder, on the wire"),
+            "true".into(),
+            peers.contains(&(e, false)).to_string(),
+            None,
+        );
+    }
     let mut tcp_peers = 0;
     let (mut hs_frames_in, mut hs_frames_out): (Vec<&Frame>, Vec<&Frame>) = (vec![], vec![]);
     for &(cp, is_udp) in &peers {

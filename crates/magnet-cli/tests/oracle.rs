@@ -80,14 +80,8 @@ struct Recording {
 
 fn record(ns: Option<&Netns>, name: &str, args: &[&str]) -> Recording {
     let path = tmp(name);
-    let mut cmd = in_ns(ns, MAGNET);
-    cmd.arg("record")
-        .arg("-o")
-        .arg(&path)
-        .args(args)
-        .stdout(Stdio::null());
     Recording {
-        rec: Recorder::start(cmd),
+        rec: Recorder::record(MAGNET, ns, &path, args),
         path,
     }
 }

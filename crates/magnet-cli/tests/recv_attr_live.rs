@@ -23,72 +23,29 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use magnet_testkit::{live_or_skip, run_in_netns, Capture, Need, Netns, Veth};
+use magnet_testkit::{live_or_skip, run_in_netns, Capture, Need, Netns, Recorder, Veth};
 use serde_json::Value;
 
 mod common;
 use common::{tmp, MAGNET};
 
-struct Recording {
-    child: Child,
-    stderr: std::thread::JoinHandle<String>,
-    path: PathBuf,
+/// `magnet record -o PATH ARGS…` in `ns`, returned once it records.
+fn record(ns: &Netns, path: PathBuf, args: &[String]) -> Recorder {
+    Recorder::record(MAGNET, Some(ns), &path, args)
 }
 
-fn record(ns: &Netns, path: PathBuf, args: &[String]) -> Recording {
-    let mut cmd = magnet_testkit::command(Some(ns), MAGNET);
-    cmd.arg("record")
-        .arg("-o")
-        .arg(&path)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn magnet record");
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        if err.read_line(&mut line).unwrap() == 0 {
-            let _ = child.wait();
-            panic!("magnet record ended before recording: {seen}");
-        }
-        seen.push_str(&line);
-        if line.starts_with("magnet: recording ") {
-            break;
-        }
-    }
-    let stderr = std::thread::spawn(move || {
-        let mut rest = seen;
-        let _ = err.read_to_string(&mut rest);
-        rest
-    });
-    Recording {
-        child,
-        stderr,
-        path,
-    }
-}
-
-impl Recording {
-    fn stop(mut self) -> PathBuf {
-        std::thread::sleep(Duration::from_millis(300));
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let status = self.child.wait().unwrap();
-        let err = self.stderr.join().unwrap();
-        assert!(status.success(), "magnet record failed: {err}");
-        assert!(
-            !err.contains("refused"),
-            "a program was refused by the verifier: {err}"
-        );
-        self.path
-    }
+/// Stops a recording; panics unless it ended well with every program loaded.
+fn stop(rec: Recorder) -> PathBuf {
+    let ended = rec.stop();
+    assert!(
+        !ended.stderr.contains("refused"),
+        "a program was refused by the verifier: {}",
+        ended.stderr
+    );
+    ended.trace.expect("the recording's trace")
 }
 
 /// `magnet parse --json` of these kinds, one object per record.
@@ -215,7 +172,7 @@ fn frag_case(c: FragCase, port: u16) {
         format!("{DATAGRAMS} {}", DATAGRAMS * SIZE as u64),
         "{c:?}"
     );
-    let trace = rec.stop();
+    let trace = stop(rec);
     let pcap = cap.stop().unwrap();
     let fam = if c.v6 { "ip6" } else { "ip" };
     let frag = if c.v6 {
@@ -404,7 +361,7 @@ fn connect_case(pid_filter: bool, port: u16) {
     rx.wait().unwrap();
     let want_bytes = 4 + (DATAGRAMS - 1) * SIZE as u64;
     assert_eq!(got.trim(), format!("{DATAGRAMS} {want_bytes}"));
-    let trace = rec.stop();
+    let trace = stop(rec);
     let pcap = cap.stop().unwrap();
     let wire = frames(
         pcap.path(),
@@ -542,7 +499,7 @@ fn one_five_tuple_in_two_namespaces_keeps_its_socket_in_each() {
     };
     t1.join().unwrap();
     t2.join().unwrap();
-    let trace = rec.stop();
+    let trace = stop(rec);
 
     let inum = |ns: &Netns| {
         use std::os::unix::fs::MetadataExt;
@@ -658,7 +615,7 @@ fn parse_export_pcap_and_analyze_agree_on_each_received_packets_socket() {
         .unwrap();
         srv.join().unwrap();
     }
-    let trace = rec.stop();
+    let trace = stop(rec);
     let (pa, pb) = (capa.stop().unwrap(), capb.stop().unwrap());
     let t = trace.to_str().unwrap();
 

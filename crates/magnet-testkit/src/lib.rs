@@ -11,6 +11,7 @@
 //! - [`run_in_netns`] and [`command`]: run code or a program inside a namespace;
 //! - [`Capture`] and [`tshark_fields`]: a tcpdump capture and its tshark decode;
 //! - [`Recorder`]: `magnet record` started in the background, returned once it records;
+//! - [`Server`], [`nginx`], [`wait_listening`]: real servers started before a recorder;
 //! - [`iface_counters`], [`qdisc`], [`tbf`], [`netem`], [`offloads_off`];
 //! - [`Chromium`]: headless Chromium for the HTML report's tests;
 //! - [`scratch_dir`]: a per-process scratch directory removed at exit;
@@ -41,6 +42,7 @@ mod link;
 mod netns;
 mod recorder;
 mod scratch;
+mod server;
 mod topo;
 mod wire;
 
@@ -55,8 +57,9 @@ pub use link::{
     Veth,
 };
 pub use netns::{command, run_in_netns, Netns};
-pub use recorder::{Ended, Recorder, RECORDING_LINE};
+pub use recorder::{Ended, Recorder, RECORDING_LINE, SETTLE};
 pub use scratch::scratch_dir;
+pub use server::{nginx, wait_listening, Server};
 pub use topo::{Chain, Rack};
 pub use wire::{wire_frames, Frame};
 

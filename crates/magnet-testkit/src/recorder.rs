@@ -1,10 +1,16 @@
 //! A `magnet record` (or any command that says `magnet: recording …` on stderr once
-//! its hooks are attached) started in the background, returned once it records, so
-//! that traffic made next is in the trace without sleeping.
+//! its hooks are attached, or another line given) started in the background,
+//! returned once it records, so that traffic made next is in the trace without
+//! sleeping.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::Netns;
 
 /// The line `magnet record` writes to stderr when every hook is attached.
 pub const RECORDING_LINE: &str = "magnet: recording ";
@@ -14,6 +20,7 @@ pub const RECORDING_LINE: &str = "magnet: recording ";
 pub struct Recorder {
     child: Child,
     stderr: JoinHandle<String>,
+    trace: Option<PathBuf>,
 }
 
 /// What a recorder left when it ended.
@@ -24,6 +31,8 @@ pub struct Ended {
     pub stdout: String,
     /// Everything it wrote to stderr, the `magnet: recording` line included.
     pub stderr: String,
+    /// The trace it wrote, when started by [`Recorder::record`].
+    pub trace: Option<PathBuf>,
 }
 
 impl Ended {
@@ -39,11 +48,42 @@ impl Ended {
     }
 }
 
+/// How long [`Recorder::stop`] leaves the stack's last events to drain.
+pub const SETTLE: Duration = Duration::from_millis(300);
+
 impl Recorder {
+    /// `MAGNET record -o TRACE ARGS…` (stdout discarded), in `netns` when given,
+    /// returned once it records: the live tests' usual recorder. `magnet` is the
+    /// binary (`env!("CARGO_BIN_EXE_magnet")` in the CLI's tests).
+    pub fn record<A: AsRef<OsStr>>(
+        magnet: &str,
+        netns: Option<&Netns>,
+        trace: &Path,
+        args: &[A],
+    ) -> Recorder {
+        let mut cmd = crate::command(netns, magnet);
+        cmd.arg("record")
+            .arg("-o")
+            .arg(trace)
+            .args(args)
+            .stdout(Stdio::null());
+        Recorder {
+            trace: Some(trace.to_path_buf()),
+            ..Recorder::start(cmd)
+        }
+    }
+
     /// Spawns `cmd` (stdin from /dev/null, stderr piped; stdout as the caller set it,
     /// else discarded) and returns once it wrote [`RECORDING_LINE`]. Panics, with
     /// what it wrote, when it ends before that.
-    pub fn start(mut cmd: Command) -> Recorder {
+    pub fn start(cmd: Command) -> Recorder {
+        Recorder::start_until(cmd, RECORDING_LINE)
+    }
+
+    /// [`Recorder::start`] for a program that says it is ready with another
+    /// line: returns once a line of its stderr starts with `ready` (e.g.
+    /// `magnetd: ready`).
+    pub fn start_until(mut cmd: Command, ready: &str) -> Recorder {
         cmd.stdin(Stdio::null()).stderr(Stdio::piped());
         let shown = crate::show(&cmd);
         let mut child = cmd
@@ -55,10 +95,10 @@ impl Recorder {
             let mut line = String::new();
             if err.read_line(&mut line).unwrap_or(0) == 0 {
                 let _ = child.wait();
-                panic!("`{shown}` ended before recording: {seen}");
+                panic!("`{shown}` ended before saying `{ready}`: {seen}");
             }
             seen.push_str(&line);
-            if line.starts_with(RECORDING_LINE) {
+            if line.starts_with(ready) {
                 break;
             }
         }
@@ -67,7 +107,11 @@ impl Recorder {
             let _ = err.read_to_string(&mut rest);
             rest
         });
-        Recorder { child, stderr }
+        Recorder {
+            child,
+            stderr,
+            trace: None,
+        }
     }
 
     /// The recorder's process id.
@@ -97,6 +141,12 @@ impl Recorder {
         self.wait()
     }
 
+    /// The usual clean stop: SIGTERM after [`SETTLE`]; panics, with its stderr,
+    /// unless it exited 0.
+    pub fn stop(self) -> Ended {
+        self.stop_after(SETTLE).success()
+    }
+
     /// Waits for the recorder to end by itself (`--duration`, `-- CMD`).
     pub fn wait(self) -> Ended {
         let out = self
@@ -108,6 +158,7 @@ impl Recorder {
             status: out.status,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr,
+            trace: self.trace,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! and give each test binary its own scratch directory.
 #![allow(dead_code)] // each test binary uses its own subset
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 pub const MAGNET: &str = env!("CARGO_BIN_EXE_magnet");
@@ -21,4 +21,31 @@ pub fn magnet(args: &[&str]) -> Output {
 /// exits, kept with MAGNET_KEEP_SCRATCH=1).
 pub fn tmp(name: &str) -> PathBuf {
     magnet_testkit::scratch_dir("magnet-test").join(name)
+}
+
+/// A TCP port free on 127.0.0.1 just now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The line magnetd writes to stderr once it serves.
+pub const MAGNETD_READY: &str = "magnetd: ready";
+
+/// Writes `DIR/magnetd.toml`: HTTP on 127.0.0.1:`http`, the socket
+/// `DIR/magnetd.sock`, then `extra`; returns its path.
+pub fn magnetd_conf(dir: &Path, http: u16, extra: &str) -> PathBuf {
+    let conf = dir.join("magnetd.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "http = \"127.0.0.1:{http}\"\nsocket = \"{}\"\n{extra}",
+            dir.join("magnetd.sock").display()
+        ),
+    )
+    .unwrap();
+    conf
 }

@@ -54,6 +54,7 @@
 #include "magnet/sock.h"
 #include "magnet/skb_parse.h"
 #include "magnet/syscalls.h"
+#include "magnet/io_uring.h"
 #include "summary.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -478,17 +479,6 @@ int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-#define IORING_OP_READV_ 1
-#define IORING_OP_WRITEV_ 2
-#define IORING_OP_SENDMSG_ 9
-#define IORING_OP_RECVMSG_ 10
-#define IORING_OP_READ_ 22
-#define IORING_OP_WRITE_ 23
-#define IORING_OP_SEND_ 26
-#define IORING_OP_RECV_ 27
-#define IORING_OP_SEND_ZC_ 47
-#define IORING_OP_SENDMSG_ZC_ 48
-
 /* One app call per io_uring request result the application gets (a CQE),
  * however many times the kernel tried its send or recv (a socket's EAGAIN
  * retried inside io_uring is no call). A zero-copy send's notification is
@@ -500,14 +490,8 @@ int BPF_PROG(app_uring, struct io_ring_ctx *ring, void *req_, struct io_uring_cq
 	if (!req)
 		return 0;
 	__u8 op = BPF_CORE_READ(req, opcode);
-	int tx;
-	if (op == IORING_OP_SEND_ || op == IORING_OP_SENDMSG_ || op == IORING_OP_SEND_ZC_ ||
-	    op == IORING_OP_SENDMSG_ZC_ || op == IORING_OP_WRITE_ || op == IORING_OP_WRITEV_)
-		tx = 1;
-	else if (op == IORING_OP_RECV_ || op == IORING_OP_RECVMSG_ || op == IORING_OP_READ_ ||
-		 op == IORING_OP_READV_)
-		tx = 0;
-	else
+	int tx = mg_uring_dir(op);
+	if (tx < 0)
 		return 0;
 	struct file *file = BPF_CORE_READ(req, file);
 	if (!file || (BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) != S_IFSOCK)

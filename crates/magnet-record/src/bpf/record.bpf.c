@@ -18,6 +18,7 @@
 #include "magnet/consts.h"
 #include "magnet/sock.h"
 #include "magnet/syscalls.h"
+#include "magnet/io_uring.h"
 #include "events.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -1965,28 +1966,13 @@ static __always_inline void app_uring_sock(struct sock *sk, __u16 family)
 	bpf_map_update_elem(&uring_socks, &key, &v, BPF_ANY);
 }
 
-#define IORING_OP_READV_ 1
-#define IORING_OP_WRITEV_ 2
-#define IORING_OP_SENDMSG_ 9
-#define IORING_OP_RECVMSG_ 10
-#define IORING_OP_READ_ 22
-#define IORING_OP_WRITE_ 23
-#define IORING_OP_SEND_ 26
-#define IORING_OP_RECV_ 27
-#define IORING_OP_SEND_ZC_ 47
-#define IORING_OP_SENDMSG_ZC_ 48
-#define IORING_CQE_F_MORE_ 2
-
 static __always_inline int uring_submit(struct io_kiocb *req)
 {
 	__u8 op = BPF_CORE_READ(req, opcode);
-	struct uring_req v = { .asked = -1, .opcode = op, .kind = MG_APP_SEND };
-	if (op == IORING_OP_RECV_ || op == IORING_OP_RECVMSG_ || op == IORING_OP_READ_ ||
-	    op == IORING_OP_READV_)
-		v.kind = MG_APP_RECV;
-	else if (op != IORING_OP_SEND_ && op != IORING_OP_SENDMSG_ && op != IORING_OP_SEND_ZC_ &&
-		 op != IORING_OP_SENDMSG_ZC_ && op != IORING_OP_WRITE_ && op != IORING_OP_WRITEV_)
+	int dir = mg_uring_dir(op);
+	if (dir < 0)
 		return 0;
+	struct uring_req v = { .asked = -1, .opcode = op, .kind = dir ? MG_APP_SEND : MG_APP_RECV };
 	if (v.kind == MG_APP_SEND ? !app_send_on : !app_recv_on)
 		return 0;
 	if (!task_traced())
