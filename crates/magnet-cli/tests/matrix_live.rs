@@ -1036,45 +1036,50 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
                 row(Some(k), "tcp", "in").1.to_string(),
                 None,
             );
+            check(
+                format!("client :{cp} tcp out bytes"),
+                stream_bytes(&cout).to_string(),
+                row(Some(k), "tcp", "out").1.to_string(),
+                None,
+            );
         }
-        if cell.in_server {
-            // Finding 7: a retransmission or a probe is never a unit.
+        // Wherever the recorder runs: it hooks netfilter in every namespace.
+        // Finding 7: a retransmission or a probe is never a unit.
+        check(
+            format!("{tag} tcp in units (new data)"),
+            new_data_frames(&inn).to_string(),
+            row(c, "tcp", "in").0.to_string(),
+            None,
+        );
+        // Out: a unit is a packet at LOCAL_OUT, which TCP builds as GSO
+        // packets even with the device's offloads off (then segmented
+        // before the wire): the wire shows those packets only when the
+        // veth takes them whole (offloads on).
+        if cell.offloads {
             check(
-                format!("{tag} tcp in units (new data)"),
-                new_data_frames(&inn).to_string(),
-                row(c, "tcp", "in").0.to_string(),
+                format!("{tag} tcp out units (new data)"),
+                new_data_frames(&out).to_string(),
+                row(c, "tcp", "out").0.to_string(),
                 None,
             );
-            // Out: a unit is a packet at LOCAL_OUT, which TCP builds as GSO
-            // packets even with the device's offloads off (then segmented
-            // before the wire): the wire shows those packets only when the
-            // veth takes them whole (offloads on).
-            if cell.offloads {
-                check(
-                    format!("{tag} tcp out units (new data)"),
-                    new_data_frames(&out).to_string(),
-                    row(c, "tcp", "out").0.to_string(),
-                    None,
-                );
-            }
+        }
+        check(
+            format!("{tag} tcp out bytes"),
+            stream_bytes(&out).to_string(),
+            row(c, "tcp", "out").1.to_string(),
+            None,
+        );
+        if !cell.offloads {
+            let f = &inn[hs_in.min(inn.len())..];
             check(
-                format!("{tag} tcp out bytes"),
-                stream_bytes(&out).to_string(),
-                row(c, "tcp", "out").1.to_string(),
+                format!("{tag} ip in"),
+                format!(
+                    "{:?}",
+                    (f.len() as u64, f.iter().map(|f| f.l3).sum::<u64>())
+                ),
+                format!("{:?}", row(c, "ip", "in")),
                 None,
             );
-            if !cell.offloads {
-                let f = &inn[hs_in.min(inn.len())..];
-                check(
-                    format!("{tag} ip in"),
-                    format!(
-                        "{:?}",
-                        (f.len() as u64, f.iter().map(|f| f.l3).sum::<u64>())
-                    ),
-                    format!("{:?}", row(c, "ip", "in")),
-                    None,
-                );
-            }
         }
         if let Some((sends, recvs)) = calls.get(&cp) {
             for (d, calls) in [("in", recvs), ("out", sends)] {
@@ -1125,14 +1130,12 @@ fn run_cell(cell: &Cell, port: u16) -> Outcome {
             tin.to_string(),
             None,
         );
-        if cell.in_server {
-            check(
-                "tcp out = the client's count of bytes received".into(),
-                got.to_string(),
-                tout.to_string(),
-                None,
-            );
-        }
+        check(
+            "tcp out = the client's count of bytes received".into(),
+            got.to_string(),
+            tout.to_string(),
+            None,
+        );
     }
     let listener = conn(&j, port, 0, false);
     if cell.filter != Filter::AllPort {
