@@ -307,8 +307,8 @@ impl Conn {
             }
         }
         // `tcp in` counts wire segments (IP LOCAL_IN) when IP saw them: all the
-        // bytes tcp_probe saw (IP events exist only in the namespaces that
-        // existed when the recording started, and may be lost).
+        // bytes tcp_probe saw (IP events may be lost, and a namespace made
+        // during the recording has none for about a second).
         let wire = &self.tcp_in_wire;
         let tcp_in_merged = wire.units == 0 || wire.bytes < self.layers[TCP][IN].bytes;
         if !tcp_in_merged {

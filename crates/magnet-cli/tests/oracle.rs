@@ -645,6 +645,48 @@ fn oracle_veth_udp() {
     }
 }
 
+/// A namespace made while recording gets the ip hooks too (within about a
+/// second of its appearing: the drain looks every second).
+#[test]
+fn oracle_namespace_made_while_recording() {
+    if !live("oracle_namespace_made_while_recording") {
+        return;
+    }
+    let _s = serial();
+    let a = Netns::new().unwrap();
+    let rec = record(
+        Some(&a),
+        "nsnew.mgt",
+        &["--all", "--port", "7902", "--layers", "app,ip,dev"],
+    );
+    let b = Netns::new().unwrap();
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    let baddr = link.b().addr().to_string();
+    std::thread::sleep(Duration::from_millis(2500));
+    let (n, size) = (50u64, 500u64);
+    let srv = Work::server(Some(&b), &["udp-recv", &baddr, "7902", &n.to_string()]);
+    Work::py(
+        Some(&a),
+        &[
+            "udp-send",
+            &baddr,
+            "7902",
+            &n.to_string(),
+            &size.to_string(),
+            "200",
+        ],
+    )
+    .done();
+    assert_eq!(srv.done()["datagrams"], n);
+    let trace = rec.stop();
+    let j = analyze(&trace);
+    assert_eq!(
+        row(conn(&j, 7902, 0), "ip", "in"),
+        (n, n * (size + 28)),
+        "ip in of a receiver in a namespace made after the recorder started"
+    );
+}
+
 /// The recorder attaches its ip hooks in every namespace (issue 21) and holds
 /// each open while its links are there: a namespace deleted by name while
 /// recording keeps its ip events, the recorder ends cleanly, and the

@@ -466,10 +466,7 @@ pub(super) fn attach(
     }
     header.layers = sources.values().cloned().collect();
     header.layers.extend(func_source);
-    Ok(Links {
-        _links: links,
-        _netns: netns.pins,
-    })
+    Ok(Links { links, netns })
 }
 
 /// The recorder's links, and the network namespaces its netfilter links are
@@ -478,23 +475,52 @@ pub(super) fn attach(
 /// and a link released after its namespace was freed would unregister a hook
 /// in freed memory. Fields drop in order: the links first.
 pub(super) struct Links {
-    _links: Vec<Link>,
-    _netns: Vec<std::fs::File>,
+    links: Vec<Link>,
+    netns: NetfilterNamespaces,
+}
+
+impl Links {
+    /// Attaches the netfilter programs in the namespaces made since the start
+    /// or the last call (the drain calls it every second), so that a
+    /// container or `ip netns add` during the recording has its ip layer too.
+    pub(super) fn follow_new_namespaces(&mut self, object: &libbpf_rs::Object) {
+        let new = self.netns.follow_new(object);
+        self.links.extend(new);
+    }
 }
 
 /// Netfilter hooks are per network namespace (the link is made in the
 /// namespace of the thread that makes it): the recorder enters every
-/// namespace that exists at its start, so that the ip layer (and send
-/// latency, and `tcp out`) is recorded for sockets in any of them, as the
-/// tracepoint layers are.
+/// namespace that exists at its start, and each one made later (see
+/// [`Links::follow_new_namespaces`]), so that the ip layer (and send latency,
+/// and `tcp out`) is recorded for sockets in any of them, as the tracepoint
+/// layers are.
 struct NetfilterNamespaces {
     /// The recorder's own namespace (this thread's, restored after each
-    /// visit), and the others by inode, each held open.
+    /// visit).
     own: Option<std::fs::File>,
-    others: Vec<(u64, std::fs::File)>,
+    /// Every namespace seen: hooked, being hooked, or skipped.
+    known: std::collections::BTreeSet<u64>,
+    /// Found at the start, hooked program by program by [`Self::attach`].
+    at_start: Vec<(u64, std::fs::File)>,
     /// Namespaces that went away or refused to be entered: (inode, why).
     skipped: BTreeMap<u64, String>,
+    /// The namespaces hooked, held open (see [`Links`]).
     pins: Vec<std::fs::File>,
+    /// What was attached: (program, hook number, priority), to attach the
+    /// same in a namespace made later.
+    programs: Vec<(String, i32, i32)>,
+}
+
+/// Attaches `prog` at `hooknum` for IPv4 and IPv6 in this thread's namespace.
+fn attach_both(prog: &libbpf_rs::ProgramMut<'_>, hooknum: i32, priority: i32) -> Result<Vec<Link>> {
+    [NFPROTO_IPV4, NFPROTO_IPV6]
+        .into_iter()
+        .map(|pf| {
+            magnet_host::attach::attach_netfilter(prog, pf, hooknum, priority)
+                .map_err(anyhow::Error::from)
+        })
+        .collect()
 }
 
 impl NetfilterNamespaces {
@@ -505,15 +531,17 @@ impl NetfilterNamespaces {
             .as_ref()
             .and_then(|f| f.metadata().ok())
             .map(|m| m.ino());
-        let mut others = Vec::new();
+        let mut known = std::collections::BTreeSet::new();
+        known.extend(own_ino);
+        let mut at_start = Vec::new();
         let mut skipped = BTreeMap::new();
         if own.is_some() {
             for (ino, path) in crate::netdevs::namespaces() {
-                if Some(ino) == own_ino {
+                if !known.insert(ino) {
                     continue;
                 }
                 match std::fs::File::open(&path) {
-                    Ok(f) => others.push((ino, f)),
+                    Ok(f) => at_start.push((ino, f)),
                     Err(e) => {
                         skipped.insert(ino, format!("{}: {e}", path.display()));
                     }
@@ -522,52 +550,58 @@ impl NetfilterNamespaces {
         }
         NetfilterNamespaces {
             own,
-            others,
+            known,
+            at_start,
             skipped,
             pins: Vec::new(),
+            programs: Vec::new(),
         }
     }
 
+    /// Runs `f` with this thread in namespace `ns`, and back in the
+    /// recorder's own before anything else runs on it (sockets, the command
+    /// started, belong in the own one). `None`: `ns` could not be entered.
+    fn inside<T>(&self, ns: &std::fs::File, f: impl FnOnce() -> T) -> Result<Option<T>> {
+        use nix::sched::{setns, CloneFlags};
+        let Some(own) = &self.own else {
+            return Ok(None);
+        };
+        if setns(ns, CloneFlags::CLONE_NEWNET).is_err() {
+            return Ok(None);
+        }
+        let out = f();
+        setns(own, CloneFlags::CLONE_NEWNET)
+            .context("returning to the recorder's network namespace")?;
+        Ok(Some(out))
+    }
+
     /// Attaches `prog` at `hooknum` for IPv4 and IPv6 in the recorder's
-    /// namespace (an error here is the hook's) and in every other one (a
-    /// namespace that refuses is skipped, and named by [`Self::scope`]).
+    /// namespace (an error here is the hook's) and in every other one found
+    /// at the start (a namespace that refuses is skipped, and named by
+    /// [`Self::scope`]).
     fn attach(
         &mut self,
         prog: &libbpf_rs::ProgramMut<'_>,
         hooknum: i32,
         priority: i32,
     ) -> Result<Vec<Link>> {
-        use nix::sched::{setns, CloneFlags};
-        let both = |prog: &libbpf_rs::ProgramMut<'_>| -> Result<Vec<Link>> {
-            [NFPROTO_IPV4, NFPROTO_IPV6]
-                .into_iter()
-                .map(|pf| {
-                    magnet_host::attach::attach_netfilter(prog, pf, hooknum, priority)
-                        .map_err(anyhow::Error::from)
-                })
-                .collect()
-        };
-        let mut links = both(prog)?;
-        let Some(own) = &self.own else {
-            return Ok(links);
-        };
-        for (ino, ns) in &self.others {
+        let mut links = attach_both(prog, hooknum, priority)?;
+        self.programs.push((
+            prog.name().to_string_lossy().into_owned(),
+            hooknum,
+            priority,
+        ));
+        for (ino, ns) in &self.at_start {
             if self.skipped.contains_key(ino) {
                 continue;
             }
-            if let Err(e) = setns(ns, CloneFlags::CLONE_NEWNET) {
-                self.skipped.insert(*ino, format!("entering it: {e}"));
-                continue;
-            }
-            let got = both(prog);
-            // Back before anything else runs on this thread: everything after
-            // (sockets, the command started) belongs in the recorder's own.
-            setns(own, CloneFlags::CLONE_NEWNET)
-                .context("returning to the recorder's network namespace")?;
-            match got {
-                Ok(l) => links.extend(l),
-                Err(e) => {
+            match self.inside(ns, || attach_both(prog, hooknum, priority))? {
+                Some(Ok(l)) => links.extend(l),
+                Some(Err(e)) => {
                     self.skipped.insert(*ino, format!("{e:#}"));
+                }
+                None => {
+                    self.skipped.insert(*ino, "could not be entered".into());
                 }
             }
         }
@@ -576,21 +610,17 @@ impl NetfilterNamespaces {
 
     /// The line the ip layer's source carries: where its hooks are.
     fn scope(&mut self) -> String {
-        let entered: Vec<u64> = self
-            .others
-            .iter()
-            .map(|(i, _)| *i)
-            .filter(|i| !self.skipped.contains_key(i))
-            .collect();
+        let mut entered = 0;
         // Hold the namespaces hooked (see Links); the others can go.
-        for (ino, f) in std::mem::take(&mut self.others) {
-            if entered.contains(&ino) {
+        for (ino, f) in std::mem::take(&mut self.at_start) {
+            if !self.skipped.contains_key(&ino) {
                 self.pins.push(f);
+                entered += 1;
             }
         }
         let mut line = format!(
-            "netfilter hooks in the {} network namespaces that existed at the start, not in those made later",
-            entered.len() + 1
+            "netfilter hooks in every network namespace: the {} at the start, and each one made later from about a second after it appears",
+            entered + 1
         );
         if !self.skipped.is_empty() {
             let why: Vec<String> = self
@@ -607,6 +637,49 @@ impl NetfilterNamespaces {
             ));
         }
         line
+    }
+
+    /// The links of every attached program in each namespace made since the
+    /// last look. A namespace that cannot be entered, or refuses one of
+    /// them, is left as it is (its links so far detached).
+    fn follow_new(&mut self, object: &libbpf_rs::Object) -> Vec<Link> {
+        let mut out = Vec::new();
+        if self.programs.is_empty() || self.own.is_none() {
+            return out;
+        }
+        for (ino, path) in crate::netdevs::namespaces() {
+            if !self.known.insert(ino) {
+                continue;
+            }
+            let Ok(ns) = std::fs::File::open(&path) else {
+                continue; // gone meanwhile
+            };
+            let attached = self.inside(&ns, || -> Result<Vec<Link>> {
+                let mut links = Vec::new();
+                for (name, hooknum, priority) in &self.programs {
+                    let prog = object
+                        .progs_mut()
+                        .find(|p| p.name().to_string_lossy() == name.as_str())
+                        .ok_or_else(|| anyhow!("program {name} missing"))?;
+                    links.extend(attach_both(&prog, *hooknum, *priority)?);
+                }
+                Ok(links)
+            });
+            match attached {
+                Ok(Some(Ok(l))) => {
+                    out.extend(l);
+                    self.pins.push(ns);
+                }
+                Ok(_) => {}
+                // This thread could not return to its own namespace: attach
+                // nothing more from it.
+                Err(_) => {
+                    self.programs.clear();
+                    break;
+                }
+            }
+        }
+        out
     }
 }
 
