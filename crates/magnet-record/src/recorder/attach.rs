@@ -300,12 +300,12 @@ pub(super) fn load(
 /// programs, the cgroup link for socket cookies and the function probes, and
 /// writes into the header which hook fed each kind and layer. The links
 /// detach when dropped.
-pub(super) fn attach(
+pub(super) fn attach<'s>(
     plan: &mut Plan,
     needs: &Needs<'_>,
-    skel: &RecordSkel<'static>,
+    skel: &'s RecordSkel<'static>,
     header: &mut Header,
-) -> Result<Links> {
+) -> Result<Links<'s>> {
     let config = needs.config;
     // record -f: the filter's instructions, before any program runs.
     for (i, &(code, jt, jf, k)) in config.pcap_filter_insns.iter().enumerate() {
@@ -466,7 +466,11 @@ pub(super) fn attach(
     }
     header.layers = sources.values().cloned().collect();
     header.layers.extend(func_source);
-    Ok(Links { links, netns })
+    Ok(Links {
+        links,
+        netns,
+        object,
+    })
 }
 
 /// The recorder's links, and the network namespaces its netfilter links are
@@ -474,17 +478,19 @@ pub(super) fn attach(
 /// `nf_bpf_link` holds no reference to its namespace (later ones take one),
 /// and a link released after its namespace was freed would unregister a hook
 /// in freed memory. Fields drop in order: the links first.
-pub(super) struct Links {
+pub(super) struct Links<'a> {
     links: Vec<Link>,
     netns: NetfilterNamespaces,
+    /// Where the programs are, to attach them in a namespace made later.
+    object: &'a libbpf_rs::Object,
 }
 
-impl Links {
+impl Links<'_> {
     /// Attaches the netfilter programs in the namespaces made since the start
     /// or the last call (the drain calls it every second), so that a
     /// container or `ip netns add` during the recording has its ip layer too.
-    pub(super) fn follow_new_namespaces(&mut self, object: &libbpf_rs::Object) {
-        let new = self.netns.follow_new(object);
+    pub(super) fn follow_new_namespaces(&mut self) {
+        let new = self.netns.follow_new(self.object);
         self.links.extend(new);
     }
 }

@@ -115,8 +115,7 @@ pub(super) fn run(
     kernel: KernelMaps<'_>,
     drain: Drain,
     mut child: Option<Child>,
-    mut links: super::attach::Links,
-    object: &libbpf_rs::Object,
+    mut links: super::attach::Links<'_>,
 ) -> Result<Drained> {
     let drain = RefCell::new(drain);
     let mut rb = RingBufferBuilder::new();
@@ -144,7 +143,7 @@ pub(super) fn run(
         if last_flush.elapsed() >= Duration::from_secs(1) {
             last_flush = Instant::now();
             drain.borrow_mut().flush();
-            links.follow_new_namespaces(object);
+            links.follow_new_namespaces();
         }
         if drain.borrow().writer_gone {
             end_reason = "the trace writer failed".to_string();

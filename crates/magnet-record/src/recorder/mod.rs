@@ -9,7 +9,6 @@
 //!    stop: detach, drain the rest, account for every lost event, close the
 //!    trace with its totals.
 
-use libbpf_rs::skel::Skel as _;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::process::ExitStatus;
@@ -168,7 +167,6 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         opening,
         child,
         links,
-        skel.object(),
     )?;
     drain::finish(drained, header, tx, writer)
 }
