@@ -160,7 +160,8 @@ fn export_in<'s, R: Read, W: Write + Send + 's>(
             Sink::Parquet(Box::new(pq::ParquetSink::new(
                 scope,
                 out,
-                table.columns(),
+                &header.catalog,
+                header.clock,
                 meta,
                 opts.row_group_rows,
             )?))
@@ -172,6 +173,8 @@ fn export_in<'s, R: Read, W: Write + Send + 's>(
         )?)),
     };
     let mut row = Vec::new();
+    // Events per kind number, named at the end (no name looked up per event).
+    let mut per_id = vec![0u64; 1 << 16];
     // The window's records live in reusable slots (no buffer per record);
     // the order is TimeOrdered's.
     let mut ordered = ReorderBuffer::new(reader, opts.window);
@@ -185,7 +188,7 @@ fn export_in<'s, R: Read, W: Write + Send + 's>(
             }
         };
         sum.rows += 1;
-        *sum.per_kind.entry(table.kind_name(&rec)).or_default() += 1;
+        per_id[rec.kind() as usize] += 1;
         match &mut sink {
             Sink::Perfetto(p) => p.record(&rec)?,
             Sink::Csv(w) => {
@@ -196,10 +199,17 @@ fn export_in<'s, R: Read, W: Write + Send + 's>(
                 table.fill(&rec, &mut row);
                 w.row(&row)?;
             }
-            Sink::Parquet(w) => w.row(|g| table.visit(&rec, g))?,
+            Sink::Parquet(w) => w.row(&rec)?,
         }
     }
     drop(ordered);
+    for (id, &n) in per_id.iter().enumerate() {
+        if n > 0 {
+            *sum.per_kind
+                .entry(table.kind_name_of(id as u16))
+                .or_default() += n;
+        }
+    }
     sum.complete = reader.footer().is_some();
     match sink {
         Sink::Csv(w) => {

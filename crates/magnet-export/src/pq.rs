@@ -1,7 +1,11 @@
 //! Parquet: the table written with the parquet crate's column writers, one row
 //! group per `row_group_rows` events, so memory stays bounded by two row groups
-//! (one filling, one being encoded on the writer thread) whatever the trace's size. Snappy-compressed, dictionary-encoded where the
-//! writer finds it pays (layer, kind, comm, addresses).
+//! whatever the trace's size. The reading thread only puts records in time order
+//! and copies their bytes into the group being filled; the writer thread's
+//! encoders decode a full group column by column (each its share of the columns,
+//! straight from the record bytes into typed builders) and encode them side by
+//! side. Snappy-compressed; dictionary-encoded except the columns of unique
+//! numbers ([`UNIQUE`]).
 
 use std::io::Write;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -18,7 +22,9 @@ use parquet::file::properties::{WriterProperties, WriterPropertiesPtr};
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, Type};
 
-use crate::table::{CellRef, ColType, Column, RowSink};
+use magnet_trace::{Catalog, ClockMap, FieldDesc, RecordRef};
+
+use crate::table::{CellRef, ColType, Column, Table, COMMON};
 
 /// Values of one column in the row group being filled: typed column builders,
 /// appended to in place, so a row costs no allocation.
@@ -33,66 +39,17 @@ enum Values {
     },
 }
 
-impl Values {
-    fn len(&self) -> usize {
-        match self {
-            Values::Int(v) => v.len(),
-            Values::Float(v) => v.len(),
-            Values::Bytes { ends, .. } => ends.len(),
-        }
-    }
-
-    /// Drops the last value (a column given twice in one row keeps the later).
-    fn pop(&mut self) {
-        match self {
-            Values::Int(v) => {
-                v.pop();
-            }
-            Values::Float(v) => {
-                v.pop();
-            }
-            Values::Bytes { data, ends } => {
-                ends.pop();
-                data.truncate(ends.last().copied().unwrap_or(0));
-            }
-        }
-    }
-}
-
 struct ColBuf {
     values: Values,
-    /// Definition levels (1 present, 0 null) for nullable columns, filled lazily:
-    /// a column no row of the group has touched since row r holds r levels, and
-    /// the missing zeros are added when it is next given a value or at the flush.
+    /// Definition levels (1 present, 0 null) of a nullable column.
     defs: Option<Vec<i16>>,
 }
 
-/// The row group being filled, as [`crate::table::Table::visit`]'s sink.
-pub struct Group {
-    cols: Vec<ColBuf>,
-    /// Rows complete in the group; the row being filled is number `rows`.
-    rows: usize,
-    /// The first cell that did not fit its column (a bug, reported by `row`).
-    misfit: Option<String>,
-}
-
-impl RowSink for Group {
+impl ColBuf {
+    /// Appends a value; false when it does not fit the column's type (a bug).
     #[inline]
-    fn cell(&mut self, col: usize, v: CellRef<'_>) {
-        let Some(buf) = self.cols.get_mut(col) else {
-            self.misfit
-                .get_or_insert_with(|| format!("no column {col}"));
-            return;
-        };
-        match &mut buf.defs {
-            Some(d) if d.len() > self.rows => buf.values.pop(),
-            Some(d) => {
-                d.resize(self.rows, 0);
-                d.push(1);
-            }
-            None => {}
-        }
-        match (&mut buf.values, v) {
+    fn push(&mut self, v: CellRef<'_>) -> bool {
+        match (&mut self.values, v) {
             (Values::Int(x), CellRef::I(v)) => x.push(v),
             (Values::Int(x), CellRef::U(v)) => x.push(v as i64),
             (Values::Float(x), CellRef::F(v)) => x.push(v),
@@ -105,23 +62,161 @@ impl RowSink for Group {
                 let _ = write!(data, "{d}");
                 ends.push(data.len());
             }
-            (_, _) => {
-                // Keep the column's levels and values in step; the export fails.
-                if let Some(d) = &mut buf.defs {
-                    d.pop();
+            (_, _) => return false,
+        }
+        true
+    }
+}
+
+/// The rows of one row group as their records' bytes, in time order.
+pub struct Group {
+    data: Vec<u8>,
+    /// Where each record's bytes end in `data`.
+    ends: Vec<usize>,
+    /// Each record's kind number (which columns it has).
+    kinds: Vec<u16>,
+    /// Kind numbers seen in the group: a column none of them has is all null.
+    seen: Vec<bool>,
+}
+
+impl Group {
+    fn new() -> Group {
+        Group {
+            data: Vec::new(),
+            ends: Vec::new(),
+            kinds: Vec::new(),
+            seen: vec![false; 1 << 16],
+        }
+    }
+
+    fn rows(&self) -> usize {
+        self.ends.len()
+    }
+
+    #[inline]
+    fn push(&mut self, rec: &RecordRef<'_>) {
+        self.data.extend_from_slice(rec.bytes);
+        self.ends.push(self.data.len());
+        let k = rec.kind();
+        self.kinds.push(k);
+        self.seen[k as usize] = true;
+    }
+
+    fn record(&self, i: usize) -> RecordRef<'_> {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        RecordRef {
+            bytes: &self.data[start..self.ends[i]],
+            block_offset: 0,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.data.clear();
+        self.ends.clear();
+        for &k in &self.kinds {
+            self.seen[k as usize] = false;
+        }
+        self.kinds.clear();
+    }
+}
+
+/// How the encoders decode a column: the table, and per column the fields of
+/// each kind that land in it (catalog order; the last that has a value is the
+/// cell's, as in [`Table::visit`]).
+struct Plan<'c> {
+    table: Table<'c>,
+    /// `fields[col][kind]`, empty for the common columns.
+    fields: Vec<Vec<Vec<&'c FieldDesc>>>,
+}
+
+impl<'c> Plan<'c> {
+    fn new(catalog: &'c Catalog, clock: ClockMap) -> Plan<'c> {
+        let table = Table::new(catalog, clock);
+        let mut fields = vec![Vec::new(); table.columns().len()];
+        for k in &catalog.kinds {
+            let Some(fs) = table.kind_fields(k.id) else {
+                continue;
+            };
+            for &(at, f) in fs {
+                let per_kind: &mut Vec<Vec<&FieldDesc>> = &mut fields[at];
+                if per_kind.len() <= k.id as usize {
+                    per_kind.resize(k.id as usize + 1, Vec::new());
                 }
-                self.misfit.get_or_insert_with(|| {
-                    format!("a value of column {col} does not fit its type")
-                });
+                per_kind[k.id as usize].push(f);
             }
+        }
+        Plan { table, fields }
+    }
+
+    /// Column `col` of rows `rows` of `group` appended to `buf`.
+    fn decode(
+        &self,
+        col: usize,
+        group: &Group,
+        rows: std::ops::Range<usize>,
+        buf: &mut ColBuf,
+    ) -> Result<(), ParquetError> {
+        let misfit =
+            || ParquetError::General(format!("a value of column {col} does not fit its type"));
+        let n = rows.len();
+        if col < COMMON.len() {
+            let mut ok = true;
+            for i in rows {
+                self.table
+                    .common_cell(&group.record(i), col, &mut |v| ok &= buf.push(v));
+            }
+            if let Some(d) = &mut buf.defs {
+                d.resize(d.len() + n, 1);
+            }
+            return if ok { Ok(()) } else { Err(misfit()) };
+        }
+        let per_kind = &self.fields[col];
+        let Some(mut defs) = buf.defs.take() else {
+            return Err(ParquetError::General(format!(
+                "field column {col} is required"
+            )));
+        };
+        let any = per_kind
+            .iter()
+            .enumerate()
+            .any(|(k, fs)| !fs.is_empty() && group.seen[k]);
+        if !any {
+            defs.resize(defs.len() + n, 0);
+            buf.defs = Some(defs);
+            return Ok(());
+        }
+        let ty = self.table.columns()[col].ty;
+        let mut ok = true;
+        for (i, &k) in group.kinds[rows.clone()].iter().enumerate() {
+            let fs = per_kind.get(k as usize).map_or(&[][..], Vec::as_slice);
+            let mut got = false;
+            if !fs.is_empty() {
+                let rec = group.record(rows.start + i);
+                for f in fs.iter().rev() {
+                    if self
+                        .table
+                        .field_cell(rec.bytes, ty, f, &mut |v| ok &= buf.push(v))
+                    {
+                        got = true;
+                        break;
+                    }
+                }
+            }
+            defs.push(got as i16);
+        }
+        buf.defs = Some(defs);
+        if ok {
+            Ok(())
+        } else {
+            Err(misfit())
         }
     }
 }
 
-/// The Parquet writer: rows fill one row group's column builders on the
-/// caller's thread while a thread of the export's scope encodes and writes the
-/// previous group (dictionaries, levels, Snappy), so reading and encoding overlap.
-/// Two groups go back and forth between them; memory stays two row groups.
+/// The Parquet writer: rows (their records' bytes) fill one row group on the
+/// caller's thread while a thread of the export's scope decodes, encodes and
+/// writes the previous group, so reading and encoding overlap. Two groups go back
+/// and forth between them; memory stays two row groups.
 pub struct ParquetSink<'s, W: Write + Send + 's> {
     group: Group,
     /// The group to fill next, until the writer hands groups back.
@@ -131,6 +226,26 @@ pub struct ParquetSink<'s, W: Write + Send + 's> {
     writer: Option<ScopedJoinHandle<'s, Result<W, ParquetError>>>,
     row_group_rows: usize,
 }
+
+/// Columns written without a dictionary: the clock (a new value every event),
+/// sequence and acknowledgement numbers (they only grow), packet ids and IP ids
+/// (one per packet), socket buffer addresses. A column of the same name that a
+/// catalog makes text keeps the rule: its values are as unique.
+pub const UNIQUE: &[&str] = &[
+    "ts_ns",
+    "time_s",
+    "wall_ns",
+    "seq",
+    "ack",
+    "pkt_id",
+    "ip_id",
+    "write_seq",
+    "copied_seq",
+    "snd_una",
+    "snd_nxt",
+    "rcv_nxt",
+    "skb",
+];
 
 /// The Parquet schema of a table.
 pub fn schema(columns: &[Column]) -> Result<Type, ParquetError> {
@@ -163,10 +278,12 @@ impl<'s, W: Write + Send + 's> ParquetSink<'s, W> {
     pub fn new(
         scope: &'s Scope<'s, '_>,
         out: W,
-        columns: &[Column],
+        catalog: &Catalog,
+        clock: ClockMap,
         metadata: Vec<(String, String)>,
         row_group_rows: usize,
     ) -> Result<Self, ParquetError> {
+        let columns = Table::new(catalog, clock).columns().to_vec();
         let kv = metadata
             .into_iter()
             .map(|(k, v)| KeyValue::new(k, v))
@@ -176,43 +293,31 @@ impl<'s, W: Write + Send + 's> ParquetSink<'s, W> {
             .set_created_by(format!("magnet {}", env!("CARGO_PKG_VERSION")))
             .set_key_value_metadata(Some(kv))
             .set_max_row_group_row_count(Some(row_group_rows.max(1)));
-        // The clock columns hold a different value in nearly every row: a
-        // dictionary of them is as large as the values and costs a hash per row.
-        for name in ["ts_ns", "time_s", "wall_ns"] {
-            props = props.set_column_dictionary_enabled(ColumnPath::from(name), false);
+        // Columns of numbers that are unique, or nearly, in every row that has
+        // them: a dictionary of them is as large as the values and costs a hash
+        // per value. They are written plain.
+        for c in columns.iter().filter(|c| UNIQUE.contains(&c.name.as_str())) {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(c.name.as_str()), false);
         }
         let props = props.build();
         let mut writer =
-            SerializedFileWriter::new(out, Arc::new(schema(columns)?), Arc::new(props))?;
-        let group = || Group {
-            cols: columns
-                .iter()
-                .map(|c| ColBuf {
-                    values: match c.ty {
-                        ColType::U64 | ColType::I64 => Values::Int(Vec::new()),
-                        ColType::F64 => Values::Float(Vec::new()),
-                        ColType::Str => Values::Bytes {
-                            data: Vec::new(),
-                            ends: Vec::new(),
-                        },
-                    },
-                    defs: c.nullable.then(Vec::new),
-                })
-                .collect(),
-            rows: 0,
-            misfit: None,
-        };
+            SerializedFileWriter::new(out, Arc::new(schema(&columns)?), Arc::new(props))?;
+        let catalog = catalog.clone();
         let (full, full_rx) = sync_channel::<Group>(1);
         let (empty_tx, empty) = sync_channel::<Group>(2);
         let thread = std::thread::Builder::new()
             .name("magnet-parquet".into())
             .spawn_scoped(scope, move || {
-                // Encoders: the cores left beside the thread that fills the groups.
+                let plan = Plan::new(&catalog, clock);
+                // Encoders: one per core (the reading thread mostly waits on
+                // memory; the encoders do most of the work).
                 let encoders = std::thread::available_parallelism()
                     .map_or(1, |n| n.get())
                     .clamp(1, 8);
+                let mut bufs: Vec<ColBuf> = columns.iter().map(ColBuf::for_column).collect();
                 for mut g in full_rx {
-                    write_group(&mut writer, &mut g, encoders)?;
+                    write_group(&mut writer, &plan, &g, &mut bufs, encoders)?;
+                    g.clear();
                     // The filler may be gone (an error there): nothing to hand back to.
                     let _ = empty_tx.send(g);
                 }
@@ -220,8 +325,8 @@ impl<'s, W: Write + Send + 's> ParquetSink<'s, W> {
             })
             .map_err(|e| ParquetError::General(format!("starting the writer thread: {e}")))?;
         Ok(ParquetSink {
-            group: group(),
-            spare: Some(group()),
+            group: Group::new(),
+            spare: Some(Group::new()),
             full: Some(full),
             empty,
             writer: Some(thread),
@@ -229,14 +334,10 @@ impl<'s, W: Write + Send + 's> ParquetSink<'s, W> {
         })
     }
 
-    /// Adds one row: `fill` hands its cells to the row group's column builders.
-    pub fn row(&mut self, fill: impl FnOnce(&mut Group)) -> Result<(), ParquetError> {
-        fill(&mut self.group);
-        if let Some(m) = self.group.misfit.take() {
-            return Err(ParquetError::General(m));
-        }
-        self.group.rows += 1;
-        if self.group.rows >= self.row_group_rows {
+    /// Adds one record as a row.
+    pub fn row(&mut self, rec: &RecordRef<'_>) -> Result<(), ParquetError> {
+        self.group.push(rec);
+        if self.group.rows() >= self.row_group_rows {
             self.flush()?;
         }
         Ok(())
@@ -244,7 +345,7 @@ impl<'s, W: Write + Send + 's> ParquetSink<'s, W> {
 
     /// Hands the buffered rows to the writer thread as one row group.
     fn flush(&mut self) -> Result<(), ParquetError> {
-        if self.group.rows == 0 {
+        if self.group.rows() == 0 {
             return Ok(());
         }
         let next = match self.spare.take() {
@@ -287,25 +388,43 @@ impl<'s, W: Write + Send + 's> ParquetSink<'s, W> {
     }
 }
 
-/// Writes a full group as one row group and empties it for reuse. The columns
-/// are encoded side by side, each into a buffer of its own (`encoders` threads,
-/// columns dealt out in turn), then spliced into the row group in order: the
-/// chunk bytes are the ones a column writer on the file writes.
+impl ColBuf {
+    fn for_column(c: &Column) -> ColBuf {
+        ColBuf {
+            values: match c.ty {
+                ColType::U64 | ColType::I64 => Values::Int(Vec::new()),
+                ColType::F64 => Values::Float(Vec::new()),
+                ColType::Str => Values::Bytes {
+                    data: Vec::new(),
+                    ends: Vec::new(),
+                },
+            },
+            defs: c.nullable.then(Vec::new),
+        }
+    }
+}
+
+/// Writes a full group as one row group. The columns are decoded and encoded
+/// side by side, each into a buffer of its own (`encoders` threads, columns
+/// dealt out in turn), then spliced into the row group in order: the chunk bytes
+/// are the ones a column writer on the file writes.
 fn write_group<W: Write + Send>(
     writer: &mut SerializedFileWriter<W>,
-    group: &mut Group,
+    plan: &Plan<'_>,
+    group: &Group,
+    bufs: &mut [ColBuf],
     encoders: usize,
 ) -> Result<(), ParquetError> {
-    let rows = group.rows;
+    let rows = group.rows();
     let descrs = writer.schema_descr().columns().to_vec();
     let props = writer.properties().clone();
-    if descrs.len() != group.cols.len() {
+    if descrs.len() != bufs.len() {
         return Err(ParquetError::General("more columns than buffers".into()));
     }
     let mut shares: Vec<Vec<(usize, &mut ColBuf)>> =
         (0..encoders.max(1)).map(|_| Vec::new()).collect();
     let n = shares.len();
-    for (i, c) in group.cols.iter_mut().enumerate() {
+    for (i, c) in bufs.iter_mut().enumerate() {
         shares[i % n].push((i, c));
     }
     let mut chunks: Vec<Option<(Bytes, ColumnCloseResult)>> =
@@ -313,9 +432,19 @@ fn write_group<W: Write + Send>(
     let encoded: Vec<Result<Vec<Chunk>, ParquetError>> = std::thread::scope(|s| {
         let workers: Vec<_> = shares
             .into_iter()
-            .map(|share| {
+            .map(|mut share| {
                 let (descrs, props) = (&descrs, &props);
                 s.spawn(move || {
+                    // Decoded a block of rows at a time, every column of the
+                    // share, so the block's records stay in the core's cache.
+                    let mut at = 0;
+                    while at < rows {
+                        let block = at..(at + DECODE_ROWS).min(rows);
+                        for (i, buf) in share.iter_mut() {
+                            plan.decode(*i, group, block.clone(), buf)?;
+                        }
+                        at = block.end;
+                    }
                     let mut arrays = Vec::new();
                     share
                         .into_iter()
@@ -356,9 +485,12 @@ fn write_group<W: Write + Send>(
         rg.append_column(&bytes, close)?;
     }
     rg.close()?;
-    group.rows = 0;
     Ok(())
 }
+
+/// Rows decoded at a time: their records (tens to a few hundred bytes each)
+/// fit a core's L2 cache.
+const DECODE_ROWS: usize = 2048;
 
 /// An encoded column chunk: its column's index, its bytes, what the writer said.
 type Chunk = (usize, Bytes, ColumnCloseResult);
@@ -372,12 +504,18 @@ fn encode_column(
     rows: usize,
     arrays: &mut Vec<ByteArray>,
 ) -> Result<(Bytes, ColumnCloseResult), ParquetError> {
-    match &mut buf.defs {
-        Some(d) => d.resize(rows, 0),
-        None if buf.values.len() != rows => {
-            return Err(ParquetError::General("null in a required column".into()));
-        }
-        None => {}
+    let present = match &buf.defs {
+        Some(d) if d.len() == rows => d.iter().filter(|&&l| l == 1).count(),
+        None => rows,
+        Some(_) => return Err(ParquetError::General("levels and rows differ".into())),
+    };
+    let values = match &buf.values {
+        Values::Int(v) => v.len(),
+        Values::Float(v) => v.len(),
+        Values::Bytes { ends, .. } => ends.len(),
+    };
+    if values != present {
+        return Err(ParquetError::General("values and levels differ".into()));
     }
     let mut sink = TrackedWrite::new(Vec::new());
     let close = {

@@ -202,9 +202,14 @@ impl<'c> Table<'c> {
 
     /// The kind name of a record as the row shows it (and `magnet info` counts it).
     pub fn kind_name(&self, rec: &RecordRef<'_>) -> String {
-        match self.index.get(rec.kind()) {
+        self.kind_name_of(rec.kind())
+    }
+
+    /// The name of kind number `id` as a row shows it.
+    pub fn kind_name_of(&self, id: u16) -> String {
+        match self.index.get(id) {
             Some(d) => d.name.clone(),
-            None => format!("unknown_{}", rec.kind()),
+            None => format!("unknown_{id}"),
         }
     }
 
@@ -221,106 +226,141 @@ impl<'c> Table<'c> {
     /// by the sink. A column can be given twice (two fields of one kind with the
     /// same name); the later value is the cell's, as in [`Table::fill`].
     pub fn visit(&self, rec: &RecordRef<'_>, sink: &mut impl RowSink) {
-        let ts = rec.ts_ns();
-        sink.cell(0, CellRef::U(ts));
-        sink.cell(
-            1,
-            CellRef::F((ts as i128 - self.clock.monotonic_ns as i128) as f64 / 1e9),
-        );
-        sink.cell(2, CellRef::I(self.clock.to_realtime(ts) as i64));
-        sink.cell(3, CellRef::I(rec.cpu() as i64));
-        sink.cell(4, CellRef::I(rec.pid() as i64));
-        sink.cell(5, CellRef::I(rec.tid() as i64));
-        sink.cell(6, CellRef::I(rec.flags() as i64));
-        let Some(desc) = self.index.get(rec.kind()) else {
-            sink.cell(7, CellRef::Str("?"));
-            sink.cell(8, CellRef::Text(&UnknownKind(rec.kind())));
+        for col in 0..COMMON.len() {
+            self.common_cell(rec, col, &mut |v| sink.cell(col, v));
+        }
+        let Some(fields) = self.kind_fields(rec.kind()) else {
             return;
         };
-        sink.cell(7, CellRef::Str(&desc.layer));
-        sink.cell(8, CellRef::Str(&desc.name));
-        let bytes = rec.bytes;
-        for &(at, f) in &self.plan[desc.id as usize] {
-            let ty = self.columns[at].ty;
-            let o = f.offset as usize;
-            let Some(raw) = bytes.get(o..o + f.ty.size() as usize) else {
-                // The record is too short to hold the field (the optional TCP snapshot).
-                continue;
-            };
-            // The common case, a column of the field's own type: decoded straight
-            // from the bytes. (A column two kinds made text takes the general path.)
-            if ty == ColType::of_field(f.ty) {
-                let le = |n: usize| {
-                    let mut b = [0u8; 8];
-                    b[..n].copy_from_slice(&raw[..n]);
-                    u64::from_le_bytes(b)
-                };
-                match f.ty {
-                    FieldType::U8 => sink.cell(at, CellRef::I(raw[0] as i64)),
-                    FieldType::U16 => sink.cell(at, CellRef::I(le(2) as i64)),
-                    FieldType::U32 => sink.cell(at, CellRef::I(le(4) as i64)),
-                    FieldType::I32 => sink.cell(at, CellRef::I(le(4) as u32 as i32 as i64)),
-                    FieldType::I64 => sink.cell(at, CellRef::I(le(8) as i64)),
-                    FieldType::U64 => sink.cell(at, CellRef::U(le(8))),
-                    FieldType::Hex64 => {
-                        let mut b = [0u8; 24];
-                        sink.cell(at, CellRef::Str(hex(le(8), &mut b)));
-                    }
-                    FieldType::TcpState => sink.cell(
-                        at,
-                        CellRef::Str(magnet_trace::catalog::tcp_state_name(raw[0])),
-                    ),
-                    FieldType::Addr => match magnet_trace::event::addr(raw) {
-                        IpAddr::V4(a) => {
-                            let mut b = [0u8; 24];
-                            sink.cell(at, CellRef::Str(ipv4(a.octets(), &mut b)));
-                        }
-                        v6 => sink.cell(at, CellRef::Text(&v6)),
-                    },
-                    FieldType::Comm => {
-                        // The task name as text, borrowed from the record when it is UTF-8.
-                        let n = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-                        sink.cell(at, CellRef::Str(&String::from_utf8_lossy(&raw[..n])));
-                    }
-                }
-                continue;
-            }
-            if f.ty == FieldType::Comm {
-                // A name is never a number: in a number column it is null.
-                if ty == ColType::Str {
-                    let n = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
-                    sink.cell(at, CellRef::Str(&String::from_utf8_lossy(&raw[..n])));
-                }
-                continue;
-            }
-            let Some(v) = magnet_trace::event::decode_field(bytes, f) else {
-                continue;
-            };
-            match ty {
-                ColType::Str => {
-                    let mut b = [0u8; 24];
-                    match text(&v, &mut b) {
-                        Some(t) => sink.cell(at, CellRef::Str(t)),
-                        None => sink.cell(at, CellRef::Text(&v)),
-                    }
-                }
-                ColType::U64 => {
-                    if let Some(x) = v.as_u64() {
-                        sink.cell(at, CellRef::U(x))
-                    }
-                }
-                ColType::I64 => {
-                    if let Some(x) = v.as_i64() {
-                        sink.cell(at, CellRef::I(x))
-                    }
-                }
-                ColType::F64 => {
-                    if let Some(x) = v.as_i64() {
-                        sink.cell(at, CellRef::F(x as f64))
-                    }
-                }
-            }
+        for &(at, f) in fields {
+            self.field_cell(rec.bytes, self.columns[at].ty, f, &mut |v| sink.cell(at, v));
         }
+    }
+
+    /// The fields of kind number `kind`, each with its column, in catalog order
+    /// (`None` for a kind the catalog lacks: its row has the common columns only).
+    pub(crate) fn kind_fields(&self, kind: u16) -> Option<&[(usize, &'c FieldDesc)]> {
+        let desc = self.index.get(kind)?;
+        self.plan.get(desc.id as usize).map(Vec::as_slice)
+    }
+
+    /// Hands common column `col` (below `COMMON.len()`) of a record to `put`;
+    /// every record has them.
+    #[inline]
+    pub(crate) fn common_cell(
+        &self,
+        rec: &RecordRef<'_>,
+        col: usize,
+        put: &mut impl FnMut(CellRef<'_>),
+    ) {
+        let ts = rec.ts_ns();
+        match col {
+            0 => put(CellRef::U(ts)),
+            1 => put(CellRef::F(
+                (ts as i128 - self.clock.monotonic_ns as i128) as f64 / 1e9,
+            )),
+            2 => put(CellRef::I(self.clock.to_realtime(ts) as i64)),
+            3 => put(CellRef::I(rec.cpu() as i64)),
+            4 => put(CellRef::I(rec.pid() as i64)),
+            5 => put(CellRef::I(rec.tid() as i64)),
+            6 => put(CellRef::I(rec.flags() as i64)),
+            7 | 8 => match self.index.get(rec.kind()) {
+                Some(d) if col == 7 => put(CellRef::Str(&d.layer)),
+                Some(d) => put(CellRef::Str(&d.name)),
+                None if col == 7 => put(CellRef::Str("?")),
+                None => put(CellRef::Text(&UnknownKind(rec.kind()))),
+            },
+            _ => {}
+        }
+    }
+
+    /// Hands field `f` of a record's bytes, as a cell of a column of type `ty`,
+    /// to `put`; false (and nothing handed over) when the cell is null: the
+    /// record is too short to hold the field (the optional TCP snapshot), or the
+    /// value has no form in the column's type.
+    #[inline]
+    pub(crate) fn field_cell(
+        &self,
+        bytes: &[u8],
+        ty: ColType,
+        f: &FieldDesc,
+        put: &mut impl FnMut(CellRef<'_>),
+    ) -> bool {
+        let o = f.offset as usize;
+        let Some(raw) = bytes.get(o..o + f.ty.size() as usize) else {
+            return false;
+        };
+        // The common case, a column of the field's own type: decoded straight
+        // from the bytes. (A column two kinds made text takes the general path.)
+        if ty == ColType::of_field(f.ty) {
+            let le = |n: usize| {
+                let mut b = [0u8; 8];
+                b[..n].copy_from_slice(&raw[..n]);
+                u64::from_le_bytes(b)
+            };
+            match f.ty {
+                FieldType::U8 => put(CellRef::I(raw[0] as i64)),
+                FieldType::U16 => put(CellRef::I(le(2) as i64)),
+                FieldType::U32 => put(CellRef::I(le(4) as i64)),
+                FieldType::I32 => put(CellRef::I(le(4) as u32 as i32 as i64)),
+                FieldType::I64 => put(CellRef::I(le(8) as i64)),
+                FieldType::U64 => put(CellRef::U(le(8))),
+                FieldType::Hex64 => {
+                    let mut b = [0u8; 24];
+                    put(CellRef::Str(hex(le(8), &mut b)));
+                }
+                FieldType::TcpState => {
+                    put(CellRef::Str(magnet_trace::catalog::tcp_state_name(raw[0])))
+                }
+                FieldType::Addr => match magnet_trace::event::addr(raw) {
+                    IpAddr::V4(a) => {
+                        let mut b = [0u8; 24];
+                        put(CellRef::Str(ipv4(a.octets(), &mut b)));
+                    }
+                    v6 => put(CellRef::Text(&v6)),
+                },
+                FieldType::Comm => {
+                    // The task name as text, borrowed from the record when it is UTF-8.
+                    let n = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+                    put(CellRef::Str(&String::from_utf8_lossy(&raw[..n])));
+                }
+            }
+            return true;
+        }
+        if f.ty == FieldType::Comm {
+            // A name is never a number: in a number column it is null.
+            if ty != ColType::Str {
+                return false;
+            }
+            let n = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+            put(CellRef::Str(&String::from_utf8_lossy(&raw[..n])));
+            return true;
+        }
+        let Some(v) = magnet_trace::event::decode_field(bytes, f) else {
+            return false;
+        };
+        match ty {
+            ColType::Str => {
+                let mut b = [0u8; 24];
+                match text(&v, &mut b) {
+                    Some(t) => put(CellRef::Str(t)),
+                    None => put(CellRef::Text(&v)),
+                }
+            }
+            ColType::U64 => match v.as_u64() {
+                Some(x) => put(CellRef::U(x)),
+                None => return false,
+            },
+            ColType::I64 => match v.as_i64() {
+                Some(x) => put(CellRef::I(x)),
+                None => return false,
+            },
+            ColType::F64 => match v.as_i64() {
+                Some(x) => put(CellRef::F(x as f64)),
+                None => return false,
+            },
+        }
+        true
     }
 }
 

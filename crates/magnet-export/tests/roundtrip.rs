@@ -419,6 +419,111 @@ mod parquet_back {
             .unwrap();
         assert_eq!(*get(sock, "daddr"), Field::Str("10.0.0.2".into()));
     }
+    /// Every cell of the Parquet file is the cell `Table::fill` makes of the
+    /// same record (the rows CSV and JSON lines write): random bytes for every
+    /// kind of the catalog and one it lacks, records cut short inside their
+    /// fields, row groups of 37, with the builtin catalog and with one whose
+    /// merged columns are text (two kinds giving a field different types).
+    #[test]
+    fn every_cell_is_what_fill_makes() {
+        use magnet_export::{Cell, Table};
+        use magnet_trace::FieldType;
+        let mut merged = Catalog::builtin();
+        for k in &mut merged.kinds {
+            if k.id == kind::DROP {
+                for f in &mut k.fields {
+                    f.ty = match f.ty {
+                        FieldType::U32 => FieldType::Hex64,
+                        FieldType::Addr => FieldType::U64,
+                        other => other,
+                    };
+                }
+            }
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        const N: u64 = 5000;
+        for cat in [Catalog::builtin(), merged] {
+            let mut header = Header::new(
+                "synth".into(),
+                "6.18".into(),
+                2,
+                ClockMap {
+                    monotonic_ns: START,
+                    realtime_ns: WALL,
+                },
+            );
+            header.catalog = cat.clone();
+            let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
+            let mut ids: Vec<u16> = cat.kinds.iter().map(|k| k.id).collect();
+            ids.push(999);
+            let mut recs = Vec::new();
+            for i in 0..N {
+                let id = ids[rnd() as usize % ids.len()];
+                let mut b: Vec<u8> = (0..160).map(|_| rnd() as u8).collect();
+                b[0..8].copy_from_slice(&(START + i * 100).to_le_bytes());
+                b[8..10].copy_from_slice(&id.to_le_bytes());
+                if i % 5 == 0 {
+                    // An IPv4-mapped address and a UTF-8 task name.
+                    b[40..52].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]);
+                    b[24..40].copy_from_slice(b"loadgen\0\0\0\0\0\0\0\0\0");
+                }
+                let len = if i % 3 == 0 {
+                    40 + rnd() as usize % 120
+                } else {
+                    160
+                };
+                b.truncate(len);
+                w.push(&b).unwrap();
+                recs.push(b);
+                if i % 50 == 49 {
+                    w.flush_block().unwrap();
+                }
+            }
+            let bytes = w.finish(&Footer::default()).unwrap();
+            // Small groups, and groups larger than a decoding block (2048 rows).
+            for group in [37, 4500] {
+                let opts = Options {
+                    row_group_rows: group,
+                    ..Options::default()
+                };
+                let (sum, out) = run(&bytes, Format::Parquet, &opts);
+                assert_eq!(sum.rows, N);
+                let (reader, rows) = read(out);
+                assert_eq!(
+                    reader.metadata().num_row_groups(),
+                    (N as usize).div_ceil(group)
+                );
+                let table = Table::new(&cat, header.clock);
+                let mut want = Vec::new();
+                for (i, (rec, got)) in recs.iter().zip(&rows).enumerate() {
+                    let r = magnet_trace::RecordRef {
+                        bytes: rec,
+                        block_offset: 0,
+                    };
+                    table.fill(&r, &mut want);
+                    let got: Vec<Cell> = got
+                        .iter()
+                        .map(|(_, f)| match f {
+                            Field::Null => Cell::Null,
+                            Field::Long(v) => Cell::I(*v),
+                            Field::ULong(v) => Cell::U(*v),
+                            Field::Double(v) => Cell::F(*v),
+                            Field::Str(s) => Cell::Str(s.clone()),
+                            other => panic!("row {i}: unexpected {other:?}"),
+                        })
+                        .collect();
+                    assert_eq!(got, want, "row {i}, groups of {group}");
+                }
+                assert_eq!(rows.len(), N as usize);
+            }
+        }
+    }
 }
 
 mod perfetto_back {
