@@ -471,7 +471,8 @@ fn header_verdict(b: &[u8]) -> Option<bool> {
             .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
     };
     // (word, whether its value may be there)
-    let checks: Vec<(usize, fn(u32) -> bool)> = match w(1)? {
+    type Check = (usize, fn(u32) -> bool);
+    let checks: Vec<Check> = match w(1)? {
         0 => vec![
             (2, |v| v == 2),
             (3, |v| v != 0),

@@ -298,8 +298,9 @@ fn fuzz_rpc_properties_bounded() {
 fn record_marks(pkts: &[Pkt]) -> Vec<([(usize, usize); 4], u32)> {
     type Dir = (Vec<u8>, Vec<u8>);
     // Each direction's bytes in order, with where each byte came from.
-    let mut streams: BTreeMap<Dir, (Option<u32>, Vec<u8>, Vec<(usize, usize)>)> =
-        BTreeMap::new();
+    // Next sequence number, bytes, and each byte's (packet, offset).
+    type Bytes = (Option<u32>, Vec<u8>, Vec<(usize, usize)>);
+    let mut streams: BTreeMap<Dir, Bytes> = BTreeMap::new();
     for (i, p) in pkts.iter().enumerate() {
         let Some((off, len)) = tcp_payload(&p.data) else {
             continue;
@@ -378,9 +379,7 @@ fn a_flipped_record_mark_loses_at_most_its_own_record() {
                 flips += 1;
                 let lost: Vec<u32> = bx
                     .iter()
-                    .filter(|(x, t)| {
-                        *x != xid && !got.get(x).is_some_and(|g| sig(g) == sig(t))
-                    })
+                    .filter(|(x, t)| *x != xid && got.get(x).is_none_or(|g| sig(g) != sig(t)))
                     .map(|(x, _)| *x)
                     .collect();
                 if !lost.is_empty() {

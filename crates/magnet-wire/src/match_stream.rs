@@ -232,10 +232,8 @@ fn clock<I: Inputs>(inp: &mut I, o: &Options) -> Result<(Calib, HashSet<Footprin
         n += 1;
     }
     drop(cap);
-    let mut seen: HashMap<Footprint, Seen> = sample
-        .iter()
-        .map(|s| (s.2, Seen::default()))
-        .collect();
+    let mut seen: HashMap<Footprint, Seen> =
+        sample.iter().map(|s| (s.2, Seen::default())).collect();
     let mut flows = HashSet::new();
     let mut pk = Packets::new(inp.trace()?, o.window, inp.trace_name());
     while let Some(p) = pk.next()? {

@@ -541,7 +541,14 @@ pub(crate) fn handshake_row(
 /// kernel, the functions (and events) that handled it, and the time between.
 pub fn handshake(k: &Kernel, a: &Association) -> Option<[HandshakeRow; 3]> {
     let row = |name: &'static str, m: &FrameMatch| -> Option<HandshakeRow> {
-        handshake_row(k, name, m.frame, m.ts_ns, &k.packets[m.packet?], a.summary.offset_ns)
+        handshake_row(
+            k,
+            name,
+            m.frame,
+            m.ts_ns,
+            &k.packets[m.packet?],
+            a.summary.offset_ns,
+        )
     };
     // The one rule `magnet packets --handshake` uses, on the kernel's fields of
     // the matched frames, in capture order.

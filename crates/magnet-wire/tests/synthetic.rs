@@ -1294,8 +1294,16 @@ fn bulk(n: u64, trace: &Path, cap: &Path) {
             9,
         ))
         .unwrap();
-        w.push(&dev(&cat, kind::DEV_START_XMIT, ts + 1_000, 7, i + 1, 3, 1514))
-            .unwrap();
+        w.push(&dev(
+            &cat,
+            kind::DEV_START_XMIT,
+            ts + 1_000,
+            7,
+            i + 1,
+            3,
+            1514,
+        ))
+        .unwrap();
         let fp = Footprint {
             src: IpAddr::from(A),
             dst: IpAddr::from(B),
@@ -1393,8 +1401,8 @@ fn match_memory_does_not_grow_with_the_trace() {
         assert_eq!(out.summary.kernel_matched, n);
         assert_eq!(out.stats.forced, 0);
         let span = magnet_testkit::heap::Span::start();
-        let k = Kernel::load(&mut TraceReader::new(std::fs::File::open(&t).unwrap()).unwrap())
-            .unwrap();
+        let k =
+            Kernel::load(&mut TraceReader::new(std::fs::File::open(&t).unwrap()).unwrap()).unwrap();
         let mut r = CaptureReader::new(std::fs::File::open(&c).unwrap(), &c).unwrap();
         let mut frames = Vec::new();
         while let Some(p) = r.next_packet() {
