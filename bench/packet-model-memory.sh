@@ -6,7 +6,8 @@
 # each (RSS does not depend on the machine's load; wall and CPU do: read CPU).
 # With MATCH=1, also `match` against the capture this build's `pcap` writes (slow
 # on this generator: its ACKs share one footprint per connection, and each frame
-# looks at every packet with its footprint).
+# looks at every packet with its footprint in the match window). CMDS="match"
+# (with MATCH=1) runs only `match`.
 #
 # usage: MAGNET_ALT=/path/to/other/magnet bench/packet-model-memory.sh [EVENTS...] [> OUT.md]
 #   (default EVENTS: 2000000 5000000 10000000)
@@ -28,6 +29,7 @@ for n in "${EVENTS[@]}"; do
     "$CARGO_TARGET_DIR/release/examples/gen_trace" "$T" "$n" 2>/dev/null
     mb=$(( $(stat -c %s "$T") / 1000000 ))
     cmds=("packets" "packets --handshake" "pcap")
+    [[ ${CMDS:-} == match ]] && cmds=()
     if [[ ${MATCH:-0} == 1 ]]; then
         "$MAGNET" pcap -q "$T" -o "$WORK/cap.pcapng"
         cmds+=("match")

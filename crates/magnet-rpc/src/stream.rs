@@ -239,14 +239,15 @@ impl Stream {
         self.next = self.next.map(|n| n.wrapping_add(data.len() as u32));
         self.pos += data.len() as i64;
         if self.buf.is_empty() {
-            let used = self.records(data, lim, c, out);
+            let used = self.records(data, 0, lim, c, out);
             if !self.not_rpc {
                 self.buf.extend_from_slice(&data[used..]);
             }
         } else {
             let mut buf = std::mem::take(&mut self.buf);
+            let seg = buf.len();
             buf.extend_from_slice(data);
-            let used = self.records(&buf, lim, c, out);
+            let used = self.records(&buf, seg, lim, c, out);
             buf.drain(..used);
             if self.buf.is_empty() && !self.not_rpc {
                 self.buf = buf;
@@ -273,15 +274,21 @@ impl Stream {
         used
     }
 
-    /// Consumes whole fragments from `d`; returns how many bytes were used.
+    /// Consumes whole fragments from `d` (whose bytes from `seg` on came in the
+    /// segment just read); returns how many bytes were used.
     fn records(
         &mut self,
         d: &[u8],
+        seg: usize,
         lim: &StreamLimits,
         c: &mut Counters,
         out: &mut dyn FnMut(&[u8]),
     ) -> usize {
         let mut p = 0;
+        // The mark of the record emitted last, when it was one fragment that
+        // began in `d`: a mark after it that does not look right says its length
+        // was damaged (one flipped bit), and the records it swallowed lie inside it.
+        let mut prev: Option<usize> = None;
         loop {
             if !self.synced {
                 if self.first_record_pending && self.pos > NOT_RPC_AFTER {
@@ -309,13 +316,62 @@ impl Stream {
             let mark = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
             let last = mark & 0x8000_0000 != 0;
             let len = (mark & 0x7fff_ffff) as usize;
+            if !self.rec.is_empty() && !self.rec_dropping {
+                // A continuation fragment that begins like an RPC message is the
+                // next record: the fragment before it lost its last-fragment bit.
+                let need = len.min(HEADER_PEEK);
+                let have = (rest.len() - 4).min(need);
+                if len >= 24 && len <= lim.max_record && looks_like_rpc(&rest[4..4 + have]) {
+                    c.tcp_resyncs += 1;
+                    out(&self.rec);
+                    self.rec.clear();
+                    shrink(&mut self.rec);
+                }
+            }
             let starting = self.rec.is_empty() && !self.rec_dropping;
             if starting {
+                // A header that looks right in the bytes at hand is taken at once
+                // (waiting for more would hold a call back past its reply when a
+                // damaged length claims more than the record has); one that does
+                // not yet may need more bytes.
                 let need = len.min(HEADER_PEEK);
-                if rest.len() < 4 + need {
+                let have = (rest.len() - 4).min(need);
+                // Whether the header looks right; `None`: not known until more
+                // bytes come (a garbage mark is told at once, not after the
+                // records it would hold back).
+                let verdict = if len > lim.max_record {
+                    Some(false)
+                } else if looks_like_rpc(&rest[4..4 + have]) {
+                    Some(true)
+                } else if have < need {
+                    header_verdict(&rest[4..4 + have])
+                } else {
+                    Some(false)
+                };
+                let rpc = verdict == Some(true);
+                if !rpc {
+                    // The record before ends where no record begins: look for the
+                    // records its (damaged) length swallowed, inside it. Counted as
+                    // a resync; the damaged record itself went out with what
+                    // followed it.
+                    if let Some(s) = prev.take() {
+                        let from = s + 4 + 24;
+                        let found = d
+                            .get(from..)
+                            .and_then(|t| find_record(t, lim.max_record))
+                            .map(|k| from + k)
+                            .filter(|&q| q < p);
+                        if let Some(q) = found {
+                            c.tcp_resyncs += 1;
+                            p = q;
+                            continue;
+                        }
+                    }
+                }
+                if verdict.is_none() {
                     return p;
                 }
-                if len > lim.max_record || !looks_like_rpc(&rest[4..4 + need]) {
+                if !rpc {
                     if self.first_record_pending && self.pos > NOT_RPC_AFTER {
                         // Seen from its SYN, and no RPC record in its first
                         // 64 KiB: the connection does not speak RPC. (Sooner,
@@ -341,6 +397,24 @@ impl Stream {
                     self.unproven = (0, 0);
                 }
             }
+            // A record that began before the segment just read: when that segment
+            // begins with a record of its own, the length was damaged (one flipped
+            // bit would otherwise hold back, and lose, every record up to the
+            // length it claims). The bytes before that segment go out as the
+            // record; counted as a resync. (Checked once per segment: a record's
+            // payload that happens to begin a segment with a mark and an RPC
+            // header would be cut there.)
+            if starting
+                && seg > p + 4
+                && seg < d.len().min(p + 4 + len)
+                && record_starts(&d[seg..], lim)
+            {
+                c.tcp_resyncs += 1;
+                out(&d[p + 4..seg]);
+                prev = None;
+                p = seg;
+                continue;
+            }
             if rest.len() < 4 + len {
                 return p;
             }
@@ -353,6 +427,9 @@ impl Stream {
                 self.rec_dropping = !last;
             } else if last && self.rec.is_empty() {
                 out(frag);
+                prev = Some(p);
+                p += 4 + len;
+                continue;
             } else {
                 self.rec.extend_from_slice(frag);
                 if last {
@@ -361,6 +438,7 @@ impl Stream {
                     shrink(&mut self.rec);
                 }
             }
+            prev = None;
             p += 4 + len;
         }
     }
@@ -383,6 +461,67 @@ fn shrink(v: &mut Vec<u8>) {
             v.shrink_to(v.len().max(KEEP / 4));
         }
     }
+}
+
+/// [`looks_like_rpc`] on the first bytes of a header: `Some(false)` when a word
+/// there already rules it out, `None` when the words it needs are not all there.
+fn header_verdict(b: &[u8]) -> Option<bool> {
+    let w = |i: usize| -> Option<u32> {
+        b.get(i * 4..i * 4 + 4)
+            .map(|s| u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+    };
+    // (word, whether its value may be there)
+    type Check = (usize, fn(u32) -> bool);
+    let checks: Vec<Check> = match w(1)? {
+        0 => vec![
+            (2, |v| v == 2),
+            (3, |v| v != 0),
+            (4, |v| (1..=64).contains(&v)),
+            (5, |v| v < 4096),
+            (6, |v| matches!(v, 0..=6 | 390003..=390005)),
+            (7, |v| v <= 400 && v % 4 == 0),
+        ],
+        1 => match w(2)? {
+            0 => {
+                if !matches!(w(3)?, 0..=6) {
+                    return Some(false);
+                }
+                let vlen = w(4)?;
+                if vlen > 400 {
+                    return Some(false);
+                }
+                return Some(matches!(w(5 + (vlen as usize).div_ceil(4))?, 0..=5));
+            }
+            1 => vec![(3, |v| v <= 1)],
+            _ => return Some(false),
+        },
+        _ => return Some(false),
+    };
+    let mut missing = false;
+    for (i, ok) in checks {
+        match w(i) {
+            Some(v) if !ok(v) => return Some(false),
+            Some(_) => {}
+            None => missing = true,
+        }
+    }
+    if missing {
+        None
+    } else {
+        Some(true)
+    }
+}
+
+/// Whether `d` begins with a record mark of a sane length and an RPC call or
+/// reply header (as far as `d` holds it; at least the message type).
+fn record_starts(d: &[u8], lim: &StreamLimits) -> bool {
+    if d.len() < 4 + 12 {
+        return false;
+    }
+    let mark = u32::from_be_bytes([d[0], d[1], d[2], d[3]]);
+    let len = (mark & 0x7fff_ffff) as usize;
+    let have = (d.len() - 4).min(len.min(HEADER_PEEK));
+    (24..=lim.max_record).contains(&len) && looks_like_rpc(&d[4..4 + have])
 }
 
 /// Finds the first offset in `d` that looks like the start of an RPC record: a record

@@ -9,7 +9,8 @@
 //! [`Assembler`] builds it from a stream of records with a bounded [`Window`] (a
 //! packet is finished once its first sighting is two windows old, or when too many
 //! are open; a late part is counted, never merged silently); [`Kernel::load`] is the
-//! same with the whole trace as the window (`match`: about 340 bytes per packet).
+//! same with the whole trace as the window (about 340 bytes per packet: the tests'
+//! reference, no longer a command's).
 
 use std::collections::{HashMap, VecDeque};
 use std::io::Read;

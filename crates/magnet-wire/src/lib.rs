@@ -20,6 +20,7 @@
 pub mod export;
 pub mod footprint;
 pub mod kernel;
+pub mod match_stream;
 pub mod matching;
 pub mod paths;
 

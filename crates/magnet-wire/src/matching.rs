@@ -27,7 +27,7 @@ use crate::kernel::{KPacket, Kernel};
 pub const ARP_WINDOW_NS: i64 = 1_000_000;
 
 /// One captured frame as matching saw it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FrameMatch {
     /// 1-based frame number in the capture.
     pub frame: u64,
@@ -47,7 +47,7 @@ pub struct FrameMatch {
 }
 
 /// Totals.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Summary {
     pub frames: u64,
     pub matched: u64,
@@ -83,7 +83,7 @@ pub struct Association {
     pub kernel_unmatched: Vec<(usize, String)>,
 }
 
-fn median(v: &mut [i64]) -> Option<i64> {
+pub(crate) fn median(v: &mut [i64]) -> Option<i64> {
     if v.is_empty() {
         return None;
     }
@@ -92,7 +92,7 @@ fn median(v: &mut [i64]) -> Option<i64> {
 }
 
 /// The hop of `p` nearest to `t`.
-fn nearest_hop(p: &KPacket, t: i64) -> Option<(usize, i64)> {
+pub(crate) fn nearest_hop(p: &KPacket, t: i64) -> Option<(usize, i64)> {
     p.hops
         .iter()
         .enumerate()
@@ -100,11 +100,146 @@ fn nearest_hop(p: &KPacket, t: i64) -> Option<(usize, i64)> {
         .min_by_key(|&(_, ts)| (ts - t).abs())
 }
 
-fn pct(a: u64, b: u64) -> f64 {
+pub(crate) fn pct(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0
     } else {
         (a as f64 * 100_000.0 / b as f64).round() / 1000.0
+    }
+}
+
+/// A kernel packet as the clock estimate sees it: its device hops (the first on
+/// each interface, in hop order) and the times of all its hops.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CalPacket {
+    dev: Vec<(u32, i64)>,
+    hops: Vec<i64>,
+}
+
+impl CalPacket {
+    pub(crate) fn of(p: &KPacket) -> CalPacket {
+        let mut dev: Vec<(u32, i64)> = Vec::new();
+        for h in &p.hops {
+            if matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX)
+                && !dev.iter().any(|d| d.0 == h.ifindex)
+            {
+                dev.push((h.ifindex, h.ts_ns));
+            }
+        }
+        CalPacket {
+            dev,
+            hops: p.hops.iter().map(|h| h.ts_ns).collect(),
+        }
+    }
+}
+
+/// The clock between a capture and a trace, and where the capture sits.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Calib {
+    pub(crate) offset: i64,
+    /// ns per ns.
+    pub(crate) drift: f64,
+    t_mid: i64,
+    pub(crate) capture_if: Option<u32>,
+    pub(crate) samples: u64,
+}
+
+impl Calib {
+    /// Trace time of a capture time.
+    pub(crate) fn corr(&self, ts: i64) -> i64 {
+        let o = self.offset as f64 + self.drift * (ts - self.offset - self.t_mid) as f64;
+        ts - o.round() as i64
+    }
+
+    pub(crate) fn drift_ppm(&self) -> f64 {
+        (self.drift * 1e6 * 1000.0).round() / 1000.0
+    }
+
+    /// The hop a frame is compared with: the packet's on the capture's interface,
+    /// else its nearest.
+    pub(crate) fn ref_hop(&self, p: &KPacket, t: i64) -> Option<(usize, i64)> {
+        p.hops
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| {
+                Some(h.ifindex) == self.capture_if
+                    && matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX)
+            })
+            .map(|(i, h)| (i, h.ts_ns))
+            .min_by_key(|&(_, ts)| (ts - t).abs())
+            .or_else(|| nearest_hop(p, t))
+    }
+}
+
+/// The clock offset and drift from the frames whose footprint names one kernel
+/// packet (capture time, that packet), in capture order.
+pub(crate) fn calibrate(unique: &[(i64, &CalPacket)]) -> Calib {
+    // Where the capture sits: the interface whose device hops keep the steadiest
+    // distance to the frames (smallest mean absolute deviation among interfaces
+    // that a quarter of the unique matches crossed). Its median is the offset.
+    let mut per_if: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
+    for &(ts, p) in unique {
+        for &(ifx, h) in &p.dev {
+            per_if.entry(ifx).or_default().push((h, ts - h));
+        }
+    }
+    let mut best: Option<(i64, usize, u32)> = None; // (deviation, MAX - count, ifindex)
+    for (&ifx, v) in &per_if {
+        if v.len() * 4 < unique.len() {
+            continue;
+        }
+        let mut d: Vec<i64> = v.iter().map(|s| s.1).collect();
+        let med = median(&mut d).unwrap_or(0);
+        // Mean absolute deviation from the median: robust enough, and it still
+        // tells apart two interfaces a few hundred nanoseconds apart.
+        let mad = v
+            .iter()
+            .map(|s| (s.1 - med).unsigned_abs() as u128)
+            .sum::<u128>()
+            / v.len() as u128;
+        let key = (mad as i64, usize::MAX - v.len(), ifx);
+        if best.is_none_or(|b| key < b) {
+            best = Some(key);
+        }
+    }
+    let capture_if = best.map(|b| b.2);
+    let samples: Vec<(i64, i64)> = match capture_if {
+        Some(ifx) => per_if.remove(&ifx).unwrap_or_default(),
+        // No device hops: each packet's hop nearest to a first estimate.
+        None => {
+            let mut d0: Vec<i64> = unique
+                .iter()
+                .filter_map(|&(ts, p)| Some(ts - *p.hops.first()?))
+                .collect();
+            let first = median(&mut d0).unwrap_or(0);
+            unique
+                .iter()
+                .filter_map(|&(ts, p)| {
+                    let t = ts - first;
+                    let h = *p.hops.iter().min_by_key(|&&h| (h - t).abs())?;
+                    Some((h, ts - h))
+                })
+                .collect()
+        }
+    };
+    let mut d1: Vec<i64> = samples.iter().map(|s| s.1).collect();
+    let offset = median(&mut d1).unwrap_or(0);
+    // Drift only when the samples span a second or more: over less, the jitter
+    // between hops and capture (microseconds) would swamp it.
+    let lo = samples.iter().map(|s| s.0).min().unwrap_or(0);
+    let hi = samples.iter().map(|s| s.0).max().unwrap_or(0);
+    let drift = if hi - lo >= 1_000_000_000 {
+        slope(&samples)
+    } else {
+        0.0
+    };
+    let t_mid = samples.get(samples.len() / 2).map_or(0, |s| s.0);
+    Calib {
+        offset,
+        drift,
+        t_mid,
+        capture_if,
+        samples: samples.len() as u64,
     }
 }
 
@@ -152,108 +287,37 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
         }
     };
     // Offset from unique footprints.
-    let unique: Vec<(i64, usize)> = frames
+    let cal_packets: HashMap<usize, CalPacket> = frames
         .iter()
-        .filter_map(|(_, ts, f)| match f {
+        .filter_map(|(_, _, f)| match f {
             Frame::Ip { fp, .. } => match candidates(fp) {
-                [one] => Some((*ts, *one)),
+                [one] => Some((*one, CalPacket::of(&k.packets[*one]))),
                 _ => None,
             },
             _ => None,
         })
         .collect();
-    // Where the capture sits: the interface whose device hops keep the steadiest
-    // distance to the frames (smallest mean absolute deviation among interfaces
-    // that a quarter of the unique matches crossed). Its median is the offset.
-    let mut per_if: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
-    for &(ts, i) in &unique {
-        let p = &k.packets[i];
-        let mut seen = HashSet::new();
-        for h in &p.hops {
-            if matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX) && seen.insert(h.ifindex) {
-                per_if
-                    .entry(h.ifindex)
-                    .or_default()
-                    .push((h.ts_ns, ts - h.ts_ns));
-            }
-        }
-    }
-    let mut best: Option<(i64, usize, u32)> = None; // (deviation, MAX - count, ifindex)
-    for (&ifx, v) in &per_if {
-        if v.len() * 4 < unique.len() {
-            continue;
-        }
-        let mut d: Vec<i64> = v.iter().map(|s| s.1).collect();
-        let med = median(&mut d).unwrap_or(0);
-        // Mean absolute deviation from the median: robust enough, and it still
-        // tells apart two interfaces a few hundred nanoseconds apart.
-        let mad = v
-            .iter()
-            .map(|s| (s.1 - med).unsigned_abs() as u128)
-            .sum::<u128>()
-            / v.len() as u128;
-        let key = (mad as i64, usize::MAX - v.len(), ifx);
-        if best.is_none_or(|b| key < b) {
-            best = Some(key);
-        }
-    }
-    let capture_if = best.map(|b| b.2);
-    let samples: Vec<(i64, i64)> = match capture_if {
-        Some(ifx) => per_if.remove(&ifx).unwrap_or_default(),
-        // No device hops: each packet's hop nearest to a first estimate.
-        None => {
-            let mut d0: Vec<i64> = unique
-                .iter()
-                .filter_map(|&(ts, i)| Some(ts - k.packets[i].hops.first()?.ts_ns))
-                .collect();
-            let first = median(&mut d0).unwrap_or(0);
-            unique
-                .iter()
-                .filter_map(|&(ts, i)| {
-                    let (_, h) = nearest_hop(&k.packets[i], ts - first)?;
-                    Some((h, ts - h))
-                })
-                .collect()
-        }
-    };
-    let mut d1: Vec<i64> = samples.iter().map(|s| s.1).collect();
-    let offset = median(&mut d1).unwrap_or(0);
-    // Drift only when the samples span a second or more: over less, the jitter
-    // between hops and capture (microseconds) would swamp it.
-    let lo = samples.iter().map(|s| s.0).min().unwrap_or(0);
-    let hi = samples.iter().map(|s| s.0).max().unwrap_or(0);
-    let drift = if hi - lo >= 1_000_000_000 {
-        slope(&samples)
-    } else {
-        0.0
-    };
-    let t_mid = samples.get(samples.len() / 2).map_or(0, |s| s.0);
-    let corr = |ts: i64| -> i64 {
-        // Trace time of a capture time.
-        let o = offset as f64 + drift * (ts - offset - t_mid) as f64;
-        ts - o.round() as i64
-    };
-    // The hop a frame is compared with: the packet's on the capture's interface,
-    // else its nearest.
-    let ref_hop = |p: &KPacket, t: i64| -> Option<(usize, i64)> {
-        p.hops
-            .iter()
-            .enumerate()
-            .filter(|(_, h)| {
-                Some(h.ifindex) == capture_if
-                    && matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX)
-            })
-            .map(|(i, h)| (i, h.ts_ns))
-            .min_by_key(|&(_, ts)| (ts - t).abs())
-            .or_else(|| nearest_hop(p, t))
-    };
+    let unique: Vec<(i64, &CalPacket)> = frames
+        .iter()
+        .filter_map(|(_, ts, f)| match f {
+            Frame::Ip { fp, .. } => match candidates(fp) {
+                [one] => Some((*ts, &cal_packets[one])),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let cal = calibrate(&unique);
+    let offset = cal.offset;
+    let corr = |ts: i64| cal.corr(ts);
+    let ref_hop = |p: &KPacket, t: i64| cal.ref_hop(p, t);
 
     let mut used = vec![false; k.packets.len()];
     let mut out = Vec::with_capacity(frames.len());
     let mut s = Summary {
         offset_ns: offset,
-        drift_ppm: (drift * 1e6 * 1000.0).round() / 1000.0,
-        offset_samples: samples.len() as u64,
+        drift_ppm: cal.drift_ppm(),
+        offset_samples: cal.samples,
         ..Default::default()
     };
     let mut at_if: HashMap<u32, u64> = HashMap::new();
@@ -384,11 +448,11 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
 }
 
 /// The reason's category (text before the first colon).
-fn short(r: &str) -> String {
+pub(crate) fn short(r: &str) -> String {
     r.split(':').next().unwrap_or(r).trim().to_string()
 }
 
-fn flow(fp: &Footprint) -> Footprint {
+pub(crate) fn flow(fp: &Footprint) -> Footprint {
     Footprint {
         ip_id: 0,
         seq: 0,
@@ -424,7 +488,7 @@ fn slope(pts: &[(i64, i64)]) -> f64 {
 
 /// One column of the thesis's Table 6-6: a handshake packet in the capture and in
 /// the kernel.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HandshakeRow {
     /// `SYN`, `SYN-ACK` or `ACK`.
     pub packet: &'static str,
@@ -443,30 +507,48 @@ pub struct HandshakeRow {
     pub cost_ns: i64,
 }
 
+/// One row of Table 6-6: frame `frame` (capture time `arrival_ns`) matched to `p`.
+pub(crate) fn handshake_row(
+    k: &Kernel,
+    name: &'static str,
+    frame: u64,
+    arrival_ns: i64,
+    p: &KPacket,
+    offset_ns: i64,
+) -> Option<HandshakeRow> {
+    let entry = p.hops.first()?.ts_ns + offset_ns;
+    let exit = p.hops.last()?.ts_ns + offset_ns;
+    let functions = p
+        .hops
+        .iter()
+        .filter(|h| k.kind_layers.get(&h.kind).is_some_and(|l| l == "func"))
+        .count();
+    Some(HandshakeRow {
+        packet: name,
+        frame,
+        pkt_id: p.id,
+        arrival_ns,
+        entry_ns: entry,
+        exit_ns: exit,
+        functions,
+        events: p.hops.len(),
+        cost_ns: exit - entry,
+    })
+}
+
 /// The thesis's Table 6-6 for the first TCP handshake whose three packets matched:
 /// for SYN, SYN-ACK and ACK, the arrival in the capture, entry and exit times in the
 /// kernel, the functions (and events) that handled it, and the time between.
 pub fn handshake(k: &Kernel, a: &Association) -> Option<[HandshakeRow; 3]> {
     let row = |name: &'static str, m: &FrameMatch| -> Option<HandshakeRow> {
-        let p = &k.packets[m.packet?];
-        let entry = p.hops.first()?.ts_ns + a.summary.offset_ns;
-        let exit = p.hops.last()?.ts_ns + a.summary.offset_ns;
-        let functions = p
-            .hops
-            .iter()
-            .filter(|h| k.kind_layers.get(&h.kind).is_some_and(|l| l == "func"))
-            .count();
-        Some(HandshakeRow {
-            packet: name,
-            frame: m.frame,
-            pkt_id: p.id,
-            arrival_ns: m.ts_ns,
-            entry_ns: entry,
-            exit_ns: exit,
-            functions,
-            events: p.hops.len(),
-            cost_ns: exit - entry,
-        })
+        handshake_row(
+            k,
+            name,
+            m.frame,
+            m.ts_ns,
+            &k.packets[m.packet?],
+            a.summary.offset_ns,
+        )
     };
     // The one rule `magnet packets --handshake` uses, on the kernel's fields of
     // the matched frames, in capture order.

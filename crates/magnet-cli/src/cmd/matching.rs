@@ -8,8 +8,9 @@ use anyhow::{Context, Result};
 use clap::Args;
 use magnet_pcap::CaptureReader;
 use magnet_wire::footprint::{tcp_flags_str, Frame};
-use magnet_wire::kernel::Kernel;
-use magnet_wire::matching::{associate_parsed, handshake, Association};
+use magnet_wire::kernel::{Hop, KPacket, Kernel};
+use magnet_wire::match_stream::{associate_streamed, Inputs, KernelUnmatched, Options, Sink};
+use magnet_wire::matching::{FrameMatch, HandshakeRow, Summary};
 
 use super::trace_input;
 
@@ -45,34 +46,57 @@ pub struct MatchArgs {
 /// One cell of the handshake table.
 type Cell<'a> = &'a dyn Fn(&magnet_wire::matching::HandshakeRow) -> String;
 
-/// Frames as (number, capture time, what it is).
-type Frames = Vec<(u64, i64, Frame)>;
+/// The trace and the capture, opened again for each pass; a capture on standard
+/// input is copied to an unlinked temporary file first.
+struct Files {
+    trace: PathBuf,
+    capture: PathBuf,
+    stdin_copy: Option<std::fs::File>,
+    progress: bool,
+}
 
-fn read_capture(path: &PathBuf) -> Result<(Frames, Option<String>)> {
-    let rd: Box<dyn std::io::Read> = if path.as_os_str() == "-" {
-        Box::new(std::io::stdin())
-    } else {
-        Box::new(
-            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?,
-        )
-    };
-    let mut r = CaptureReader::new(rd, path)?;
-    let mut v = Vec::new();
-    let mut cut = None;
-    while let Some(p) = r.next_packet() {
-        match p {
-            Ok(p) => v.push((
-                p.number,
-                p.ts_ns,
-                magnet_wire::footprint::parse_frame(p.linktype, p.data),
-            )),
-            Err(e) => {
-                cut = Some(e.to_string());
-                break;
-            }
-        }
+impl Inputs for Files {
+    type Trace = trace_input::Tracked;
+    type Capture = Box<dyn std::io::Read>;
+    fn trace_name(&self) -> String {
+        self.trace.display().to_string()
     }
-    Ok((v, cut))
+    fn trace(&mut self) -> magnet_wire::Result<magnet_trace::TraceReader<Self::Trace>> {
+        trace_input::open(&self.trace, self.progress).map_err(|e| magnet_wire::Error::Io {
+            path: self.trace.display().to_string(),
+            source: std::io::Error::other(format!("{e:#}")),
+        })
+    }
+    fn capture(&mut self) -> magnet_wire::Result<CaptureReader<Self::Capture>> {
+        let io = |source| magnet_wire::Error::Io {
+            path: self.capture.display().to_string(),
+            source,
+        };
+        let rd: Box<dyn std::io::Read> = match &self.stdin_copy {
+            Some(f) => {
+                use std::io::Seek;
+                let mut f = f.try_clone().map_err(io)?;
+                f.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+                Box::new(std::io::BufReader::new(f))
+            }
+            None => Box::new(std::fs::File::open(&self.capture).map_err(io)?),
+        };
+        Ok(CaptureReader::new(rd, &self.capture)?)
+    }
+}
+
+/// Standard input copied to an unlinked temporary file (each pass reads it).
+fn copy_stdin() -> Result<std::fs::File> {
+    let path = std::env::temp_dir().join(format!(".magnet-match-stdin-{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    let _ = std::fs::remove_file(&path);
+    std::io::copy(&mut std::io::stdin().lock(), &mut f).context("copying standard input")?;
+    Ok(f)
 }
 
 fn what(f: &Frame) -> String {
@@ -105,49 +129,169 @@ fn what(f: &Frame) -> String {
 }
 
 pub fn run(a: MatchArgs) -> Result<ExitCode> {
-    // -q keeps the summary only, and no progress bar.
-    let mut rd = trace_input::open(&a.trace, trace_input::progress_wanted(a.quiet))?;
-    let k = Kernel::load(&mut rd).with_context(|| format!("{}", a.trace.display()))?;
-    let damaged = rd.damage() > 0;
-    drop(rd);
-    for w in &k.warnings {
-        let line = format!("{}: {w}", a.trace.display());
-        eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
+    let mut files = Files {
+        trace: a.trace.clone(),
+        capture: a.capture.clone(),
+        stdin_copy: None,
+        // -q keeps the summary only, and no progress bar.
+        progress: trace_input::progress_wanted(a.quiet),
+    };
+    if a.capture.as_os_str() == "-" {
+        files.stdin_copy = Some(copy_stdin()?);
     }
-    let (frames, cut) = read_capture(&a.capture)?;
-    if let Some(c) = &cut {
-        eprintln!("magnet: warning: {c}; matched the frames before it");
-    }
-    let undecoded = frames
-        .iter()
-        .filter(|f| matches!(f.2, Frame::Link(_)))
-        .count();
-    if let Some((_, _, Frame::Link(lt))) = frames.iter().find(|f| matches!(f.2, Frame::Link(_))) {
-        eprintln!(
-            "magnet: warning: {}: {undecoded} frames of link type {lt} not decoded (magnet reads Ethernet, Linux cooked, raw IP and loopback captures)",
-            a.capture.display()
-        );
-    }
-    let asc = associate_parsed(&k, frames);
     // Names from the trace and the capture: escaped in text.
     let mut out =
         magnet_common::text::Escaping::when(!a.json, BufWriter::new(std::io::stdout().lock()));
+    let mut sink = Lines {
+        out: &mut out,
+        json: a.json,
+        quiet: a.quiet,
+        offset_ns: 0,
+    };
+    let o = associate_streamed(&mut files, &Options::DEFAULT, &mut sink).map_err(|e| match e {
+        magnet_wire::Error::Io { path, source } if path == "output" => anyhow::Error::from(source),
+        e => anyhow::Error::from(e),
+    })?;
+    trace_input::clear_progress();
+    for w in &o.warnings {
+        let line = format!("{}: {w}", a.trace.display());
+        eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
+    }
+    if let Some(c) = &o.capture_cut {
+        eprintln!("magnet: warning: {c}; matched the frames before it");
+    }
+    if let Some(lt) = o.undecoded_link {
+        eprintln!(
+            "magnet: warning: {}: {} frames of link type {lt} not decoded (magnet reads Ethernet, Linux cooked, raw IP and loopback captures)",
+            a.capture.display(),
+            o.undecoded
+        );
+    }
+    if o.stats.forced > 0 {
+        eprintln!(
+            "magnet: warning: {} kernel packet(s) left the match window early (more than {} packets within {} s of a frame); frames after them may be unmatched",
+            o.stats.forced,
+            Options::DEFAULT.pool_packets,
+            Options::DEFAULT.tolerance_ns as f64 / 1e9
+        );
+    }
     if a.json {
-        json(&k, &asc, &mut out, a.quiet)?;
+        json_end(&o.summary, o.handshake.as_ref(), &mut out)?;
     } else {
-        text(&k, &asc, &mut out, a.quiet)?;
+        text_end(&o.summary, o.handshake.as_ref(), &mut out)?;
     }
     out.flush()?;
     Ok(trace_input::damaged_code(
-        damaged || cut.is_some() || undecoded > 0,
+        o.damaged || o.capture_cut.is_some() || o.undecoded > 0,
     ))
 }
 
-fn path_json(k: &Kernel, i: usize, t: i64) -> serde_json::Value {
-    let p = &k.packets[i];
+/// Frames and kernel packets written as they come.
+struct Lines<'a, W: Write> {
+    out: &'a mut W,
+    json: bool,
+    quiet: bool,
+    offset_ns: i64,
+}
+
+impl<W: Write> Sink for Lines<'_, W> {
+    fn clock(&mut self, s: &Summary) -> std::io::Result<()> {
+        self.offset_ns = s.offset_ns;
+        if self.json {
+            return Ok(());
+        }
+        writeln!(
+            self.out,
+            "# clock: capture = trace {:+.6} s, drift {:+.3} ppm ({} frames with a unique footprint)",
+            s.offset_ns as f64 / 1e9,
+            s.drift_ppm,
+            s.offset_samples,
+        )?;
+        if !self.quiet {
+            writeln!(self.out, "# frame time what  => packet  path (hook[ifindex] time relative to the frame, trace clock)")?;
+        }
+        Ok(())
+    }
+
+    fn frame(&mut self, k: &Kernel, m: &FrameMatch, p: Option<&KPacket>) -> std::io::Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
+        let t = m.ts_ns - self.offset_ns;
+        if self.json {
+            use super::json_out::{tagged, MATCH};
+            let mut v = serde_json::to_value(m)?;
+            v["what"] = what(&m.kind).into();
+            if let Some(p) = p {
+                v["path"] = path_json(k, &p.hops, t);
+                if let Some(o) = k.owners.get(&k.sender_of(p, usize::MAX)) {
+                    v["sender"] = serde_json::json!({"pid": o.pid, "comm": o.comm});
+                }
+            }
+            let line = tagged(MATCH, "frame", v).map_err(std::io::Error::other)?;
+            return writeln!(self.out, "{line}");
+        }
+        let secs = m.ts_ns as f64 / 1e9;
+        match p {
+            Some(p) => {
+                let path: Vec<String> = p
+                    .hops
+                    .iter()
+                    .map(|h| {
+                        format!(
+                            "{}[{}] {:+.1}us",
+                            k.kind_name(h.kind),
+                            h.ifindex,
+                            (h.ts_ns - t) as f64 / 1000.0
+                        )
+                    })
+                    .collect();
+                writeln!(
+                    self.out,
+                    "{} {secs:.6} {} => {:#x}  {}",
+                    m.frame,
+                    what(&m.kind),
+                    p.id,
+                    path.join(" > ")
+                )
+            }
+            None => writeln!(
+                self.out,
+                "{} {secs:.6} {} => unmatched: {}",
+                m.frame,
+                what(&m.kind),
+                m.reason.as_deref().unwrap_or("?")
+            ),
+        }
+    }
+
+    fn kernel(&mut self, k: &Kernel, u: &KernelUnmatched) -> std::io::Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
+        if self.json {
+            use super::json_out::{tagged, MATCH};
+            let line = tagged(
+                MATCH,
+                "kernel_packet",
+                serde_json::json!({"kernel_packet": format!("{:#x}", u.id), "reason": u.reason, "path": path_json(k, &u.hops, u.first_ts)}),
+            )
+            .map_err(std::io::Error::other)?;
+            return writeln!(self.out, "{line}");
+        }
+        writeln!(
+            self.out,
+            "kernel {:#x} at {:.6} unmatched: {}",
+            u.id,
+            u.first_ts as f64 / 1e9,
+            u.reason
+        )
+    }
+}
+
+fn path_json(k: &Kernel, hops: &[Hop], t: i64) -> serde_json::Value {
     serde_json::Value::Array(
-        p.hops
-            .iter()
+        hops.iter()
             .map(|h| {
                 serde_json::json!({"hook": k.kind_name(h.kind), "ifindex": h.ifindex, "ts_ns": h.ts_ns, "rel_ns": h.ts_ns - t})
             })
@@ -155,36 +299,9 @@ fn path_json(k: &Kernel, i: usize, t: i64) -> serde_json::Value {
     )
 }
 
-fn json(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Result<()> {
+fn json_end(s: &Summary, h: Option<&[HandshakeRow; 3]>, out: &mut impl Write) -> Result<()> {
     use super::json_out::{tagged, MATCH};
-    let s = &asc.summary;
-    if !quiet {
-        for m in &asc.frames {
-            let mut v = serde_json::to_value(m)?;
-            v["what"] = what(&m.kind).into();
-            if let Some(i) = m.packet {
-                let t = m.ts_ns - s.offset_ns;
-                v["path"] = path_json(k, i, t);
-                if let Some(o) = k.owners.get(&k.sender_of(&k.packets[i], usize::MAX)) {
-                    v["sender"] = serde_json::json!({"pid": o.pid, "comm": o.comm});
-                }
-            }
-            writeln!(out, "{}", tagged(MATCH, "frame", v)?)?;
-        }
-        for (i, why) in &asc.kernel_unmatched {
-            let p = &k.packets[*i];
-            writeln!(
-                out,
-                "{}",
-                tagged(
-                    MATCH,
-                    "kernel_packet",
-                    serde_json::json!({"kernel_packet": format!("{:#x}", p.id), "reason": why, "path": path_json(k, *i, p.first_ts())})
-                )?
-            )?;
-        }
-    }
-    if let Some(h) = handshake(k, asc) {
+    if let Some(h) = h {
         writeln!(
             out,
             "{}",
@@ -199,64 +316,7 @@ fn json(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Res
     Ok(())
 }
 
-fn text(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Result<()> {
-    let s = &asc.summary;
-    writeln!(
-        out,
-        "# clock: capture = trace {:+.6} s, drift {:+.3} ppm ({} frames with a unique footprint); capture on ifindex {:?}",
-        s.offset_ns as f64 / 1e9,
-        s.drift_ppm,
-        s.offset_samples,
-        s.capture_ifindexes
-    )?;
-    if !quiet {
-        writeln!(out, "# frame time what  => packet  path (hook[ifindex] time relative to the frame, trace clock)")?;
-        for m in &asc.frames {
-            let secs = m.ts_ns as f64 / 1e9;
-            match m.packet {
-                Some(i) => {
-                    let t = m.ts_ns - s.offset_ns;
-                    let p = &k.packets[i];
-                    let path: Vec<String> = p
-                        .hops
-                        .iter()
-                        .map(|h| {
-                            format!(
-                                "{}[{}] {:+.1}us",
-                                k.kind_name(h.kind),
-                                h.ifindex,
-                                (h.ts_ns - t) as f64 / 1000.0
-                            )
-                        })
-                        .collect();
-                    writeln!(
-                        out,
-                        "{} {secs:.6} {} => {:#x}  {}",
-                        m.frame,
-                        what(&m.kind),
-                        p.id,
-                        path.join(" > ")
-                    )?;
-                }
-                None => writeln!(
-                    out,
-                    "{} {secs:.6} {} => unmatched: {}",
-                    m.frame,
-                    what(&m.kind),
-                    m.reason.as_deref().unwrap_or("?")
-                )?,
-            }
-        }
-        for (i, why) in &asc.kernel_unmatched {
-            let p = &k.packets[*i];
-            writeln!(
-                out,
-                "kernel {:#x} at {:.6} unmatched: {why}",
-                p.id,
-                p.first_ts() as f64 / 1e9
-            )?;
-        }
-    }
+fn text_end(s: &Summary, h: Option<&[HandshakeRow; 3]>, out: &mut impl Write) -> Result<()> {
     writeln!(
         out,
         "# frames {}: matched {} ({:.3} %); IPv4 {}/{} ({:.3} %), IPv6 {}/{}, ARP {}/{}",
@@ -276,13 +336,13 @@ fn text(k: &Kernel, asc: &Association, out: &mut impl Write, quiet: bool) -> Res
     }
     writeln!(
         out,
-        "# kernel packets on the capture's interfaces {}: matched {} ({:.3} %)",
-        s.kernel_packets, s.kernel_matched, s.kernel_matched_pct
+        "# kernel packets on the capture's interfaces {:?}: {}, matched {} ({:.3} %)",
+        s.capture_ifindexes, s.kernel_packets, s.kernel_matched, s.kernel_matched_pct
     )?;
     for (r, n) in &s.kernel_unmatched {
         writeln!(out, "#   unmatched kernel packets, {r}: {n}")?;
     }
-    if let Some(h) = handshake(k, asc) {
+    if let Some(h) = h {
         fn t(ns: i64) -> String {
             format!("{:.6}", ns as f64 / 1e9)
         }
