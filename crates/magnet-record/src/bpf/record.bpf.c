@@ -348,6 +348,27 @@ struct {
 	__type(value, struct syscall_in_flight);
 } in_flight_tid SEC(".maps");
 
+/* How many threads whose thread id falls in each bucket have a socket
+ * syscall in flight (set valid at sys_enter, not yet cleared at sys_exit).
+ * A zero bucket says no thread of it has one, without the task-storage lookup
+ * (two helper calls and the storage's lock, ~150 ns here): the exit of every
+ * read()/write() on files, host-wide, and the kernel's sends outside a socket
+ * syscall. A bucket that stays above zero (a call whose exit was missed) only
+ * costs lookups. Counted only where `valid` changes, atomically. */
+#define IN_FLIGHT_BUCKETS 4096
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, IN_FLIGHT_BUCKETS);
+	__type(key, __u32);
+	__type(value, __u32);
+} in_flight_hint SEC(".maps");
+
+static __always_inline __u32 *in_flight_bucket(void)
+{
+	__u32 i = (__u32)bpf_get_current_pid_tgid() & (IN_FLIGHT_BUCKETS - 1);
+	return bpf_map_lookup_elem(&in_flight_hint, &i);
+}
+
 static __always_inline struct syscall_in_flight *current_in_flight(bool create)
 {
 	if (in_flight_by_tid) {
@@ -363,6 +384,17 @@ static __always_inline struct syscall_in_flight *current_in_flight(bool create)
 	}
 	return bpf_task_storage_get(&in_flight, bpf_get_current_task_btf(), 0,
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* The current thread's socket syscall in flight, if any (`valid` set); NULL
+ * without a lookup when its bucket says none is. */
+static __always_inline struct syscall_in_flight *in_flight_now(void)
+{
+	__u32 *n = in_flight_bucket();
+	if (n && !*(volatile __u32 *)n)
+		return NULL;
+	struct syscall_in_flight *f = current_in_flight(false);
+	return f && f->valid ? f : NULL;
 }
 
 /* Keep the record types in BTF so the skeleton generates Rust for them. */
@@ -1075,8 +1107,8 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
 		 * destination its syscall named, without marking the socket. */
 		if (!task_ctx || t.dport)
 			return false;
-		struct syscall_in_flight *f = current_in_flight(false);
-		if (!f || !f->valid || !f->has_dest ||
+		struct syscall_in_flight *f = in_flight_now();
+		if (!f || !f->has_dest ||
 		    !tuple_matches(t.saddr, f->daddr, t.sport, f->dport))
 			return false;
 		if (!fl || !(*fl & SOCK_ANNOUNCED)) {
@@ -1583,8 +1615,8 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 		 * Over veth and loopback the skb still holds the sender's socket when
 		 * it is received, within the same syscall. */
 		if (sk) {
-			struct syscall_in_flight *f = current_in_flight(false);
-			if (f && f->valid && f->sk == sk)
+			struct syscall_in_flight *f = in_flight_now();
+			if (f && f->sk == sk)
 				return true;
 		}
 		if (!pi->ok)
@@ -1833,6 +1865,11 @@ int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 	}
 	struct syscall_in_flight *f = current_in_flight(true);
 	if (f) {
+		if (!f->valid) {
+			__u32 *n = in_flight_bucket();
+			if (n)
+				__sync_fetch_and_add(n, 1);
+		}
 		f->asked = asked;
 		f->sk = sk;
 		f->valid = 1;
@@ -1894,10 +1931,13 @@ int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
 	long id = regs->orig_ax;
 	if (!app_nr(id))
 		return 0;
-	struct syscall_in_flight *f = current_in_flight(false);
-	if (!f || !f->valid)
+	struct syscall_in_flight *f = in_flight_now();
+	if (!f)
 		return 0;
 	f->valid = 0;
+	__u32 *n = in_flight_bucket();
+	if (n)
+		__sync_fetch_and_add(n, -1);
 	if (f->nr != id || f->stamped != 1)
 		return 0;
 	if (id == NR_sendmmsg || id == NR_recvmmsg) {
@@ -2107,8 +2147,8 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 	/* The tracepoints also fire for netlink and unix sockets. */
 	if (family != AF_INET && family != AF_INET6)
 		return 0;
-	struct syscall_in_flight *a = current_in_flight(false);
-	if (a && a->valid && a->sk == addr_of(sk)) {
+	struct syscall_in_flight *a = in_flight_now();
+	if (a && a->sk == addr_of(sk)) {
 		if (a->kind != kind)
 			return 0;
 		a->msg_flags |= flags;
@@ -2727,9 +2767,12 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	if (read_skb && track_all_flows) {
 		/* Forwarded through another namespace (a router; veth keeps the
 		 * sender's socket on the skb): not its socket's packet there. */
-		__u32 ns = dev_netns(skb->dev);
+		/* The namespaces compared by their struct net (one per
+		 * namespace): the inode number is read only for a flow lookup. */
+		const struct net_device *dv = skb->dev;
+		const struct net *dnet = dv ? dv->nd_net.net : NULL;
 		struct sock *s = skb->sk;
-		if (s && ns && s->__sk_common.skc_net.net->ns.inum != ns) {
+		if (s && dnet && s->__sk_common.skc_net.net != dnet) {
 			cookie = 0;
 			hflags = MG_F_OTHER_NETNS;
 		}
@@ -2740,6 +2783,7 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 			parse_skb_tx(skb, &pi);
 			bool exact;
 			struct flow_val fvb;
+			__u32 ns = dnet ? dnet->ns.inum : 0;
 			struct flow_val *fv = pi.ok ? flow_of(&pi, false, &exact, ns, &fvb) : NULL;
 			if (fv) {
 				cookie = fv->cookie;
@@ -2881,10 +2925,15 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 		return;
 	__u64 cookie = 0;
 	struct pkt_info pi = {};
-	parse_skb_rx(skb, &pi);
+	/* skb fields used more than once are read once: each read through a
+	 * BTF pointer is a checked load. */
+	const struct net_device *dev = skb->dev;
+	__u16 proto = bpf_ntohs(skb->protocol);
+	if (proto == ETH_P_IP || proto == ETH_P_IPV6)
+		parse_l3(skb->data, &pi);
 	struct flow_val *fv = NULL, fvb;
 	bool exact = false, traced;
-	__u32 ns = dev_netns(skb->dev);
+	__u32 ns = dev_netns(dev);
 	/* A later fragment follows its datagram's first (frag_socks). One call
 	 * of pkt_traced for every packet: 6.1's verifier gives up (1M
 	 * instructions) on this program with two inlined copies of it. */
@@ -2937,7 +2986,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 			fill_hdr(&r->hdr, MG_DEV_RX, 0);
 			r->cookie = cookie;
 			r->pkt_id = id;
-			r->ifindex = skb->dev->ifindex;
+			r->ifindex = dev->ifindex;
 			/* The driver's frame, as on the transmit side and in a
 			 * capture: the link header is already pulled here. */
 			__u32 len = skb->len;
@@ -2947,7 +2996,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 				len += data_off - mh;
 			r->len = len;
 			r->rc = 0;
-			r->ethertype = bpf_ntohs(skb->protocol);
+			r->ethertype = proto;
 			r->_pad0 = 0;
 			if (snaplen) {
 				send_direct(r, sizeof(*r), MG_DEV_RX);
