@@ -2874,24 +2874,31 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
 	if (len <= pi->doff && !(pi->tcp_flags & 0x01))
 		return;
 	const struct sock *sk = (const struct sock *)fv->sk;
+	const struct sock *s = NULL;
 	__u64 cookie;
 	__u8 st;
+	/* The state first: almost every segment is an established socket's,
+	 * which tcp_probe records, and needs no second read. Whatever the
+	 * address holds now, a state that returns here returned before too
+	 * (after the cookie check, or at it). */
 	if (bpf_ksym_exists(bpf_rdonly_cast)) {
 		/* Direct loads (6.2+): no helper call per received segment. */
-		const struct sock *s = bpf_core_cast(sk, struct sock);
-		cookie = s->__sk_common.skc_cookie.counter;
+		s = bpf_core_cast(sk, struct sock);
 		st = s->__sk_common.skc_state;
 	} else {
 		/* 6.1 has no bpf_rdonly_cast: probe reads. */
-		cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
 		st = BPF_CORE_READ(sk, __sk_common.skc_state);
 	}
+	if (st == TCP_ESTABLISHED || st == TCP_LISTEN || st == TCP_NEW_SYN_RECV || st == TCP_CLOSE ||
+	    st == TCP_TIME_WAIT)
+		return;
+	if (bpf_ksym_exists(bpf_rdonly_cast) && s)
+		cookie = s->__sk_common.skc_cookie.counter;
+	else
+		cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
 	/* The socket may have been freed since: its cookie tells. */
 	cookie = sk_key(sk, cookie);
 	if (cookie != fv->cookie)
-		return;
-	if (st == TCP_ESTABLISHED || st == TCP_LISTEN || st == TCP_NEW_SYN_RECV || st == TCP_CLOSE ||
-	    st == TCP_TIME_WAIT)
 		return;
 	struct mg_tcp *r = tcp_reserve(MG_TCP_RCV);
 	if (!r)
