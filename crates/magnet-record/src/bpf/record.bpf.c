@@ -1615,8 +1615,10 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 		 * Over veth and loopback the skb still holds the sender's socket when
 		 * it is received, within the same syscall. */
 		if (sk) {
-			struct syscall_in_flight *f = in_flight_now();
-			if (f && f->sk == sk)
+			/* Not in_flight_now(): one more branch here, inlined in
+			 * dev_rx, made 6.1's verifier give up (1M instructions). */
+			struct syscall_in_flight *f = current_in_flight(false);
+			if (f && f->valid && f->sk == sk)
 				return true;
 		}
 		if (!pi->ok)
@@ -2874,31 +2876,24 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
 	if (len <= pi->doff && !(pi->tcp_flags & 0x01))
 		return;
 	const struct sock *sk = (const struct sock *)fv->sk;
-	const struct sock *s = NULL;
 	__u64 cookie;
 	__u8 st;
-	/* The state first: almost every segment is an established socket's,
-	 * which tcp_probe records, and needs no second read. Whatever the
-	 * address holds now, a state that returns here returned before too
-	 * (after the cookie check, or at it). */
 	if (bpf_ksym_exists(bpf_rdonly_cast)) {
 		/* Direct loads (6.2+): no helper call per received segment. */
-		s = bpf_core_cast(sk, struct sock);
+		const struct sock *s = bpf_core_cast(sk, struct sock);
+		cookie = s->__sk_common.skc_cookie.counter;
 		st = s->__sk_common.skc_state;
 	} else {
 		/* 6.1 has no bpf_rdonly_cast: probe reads. */
+		cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
 		st = BPF_CORE_READ(sk, __sk_common.skc_state);
 	}
-	if (st == TCP_ESTABLISHED || st == TCP_LISTEN || st == TCP_NEW_SYN_RECV || st == TCP_CLOSE ||
-	    st == TCP_TIME_WAIT)
-		return;
-	if (bpf_ksym_exists(bpf_rdonly_cast) && s)
-		cookie = s->__sk_common.skc_cookie.counter;
-	else
-		cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
 	/* The socket may have been freed since: its cookie tells. */
 	cookie = sk_key(sk, cookie);
 	if (cookie != fv->cookie)
+		return;
+	if (st == TCP_ESTABLISHED || st == TCP_LISTEN || st == TCP_NEW_SYN_RECV || st == TCP_CLOSE ||
+	    st == TCP_TIME_WAIT)
 		return;
 	struct mg_tcp *r = tcp_reserve(MG_TCP_RCV);
 	if (!r)
@@ -2932,15 +2927,10 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 		return;
 	__u64 cookie = 0;
 	struct pkt_info pi = {};
-	/* skb fields used more than once are read once: each read through a
-	 * BTF pointer is a checked load. */
-	const struct net_device *dev = skb->dev;
-	__u16 proto = bpf_ntohs(skb->protocol);
-	if (proto == ETH_P_IP || proto == ETH_P_IPV6)
-		parse_l3(skb->data, &pi);
+	parse_skb_rx(skb, &pi);
 	struct flow_val *fv = NULL, fvb;
 	bool exact = false, traced;
-	__u32 ns = dev_netns(dev);
+	__u32 ns = dev_netns(skb->dev);
 	/* A later fragment follows its datagram's first (frag_socks). One call
 	 * of pkt_traced for every packet: 6.1's verifier gives up (1M
 	 * instructions) on this program with two inlined copies of it. */
@@ -2993,7 +2983,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 			fill_hdr(&r->hdr, MG_DEV_RX, 0);
 			r->cookie = cookie;
 			r->pkt_id = id;
-			r->ifindex = dev->ifindex;
+			r->ifindex = skb->dev->ifindex;
 			/* The driver's frame, as on the transmit side and in a
 			 * capture: the link header is already pulled here. */
 			__u32 len = skb->len;
@@ -3003,7 +2993,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 				len += data_off - mh;
 			r->len = len;
 			r->rc = 0;
-			r->ethertype = proto;
+			r->ethertype = bpf_ntohs(skb->protocol);
 			r->_pad0 = 0;
 			if (snaplen) {
 				send_direct(r, sizeof(*r), MG_DEV_RX);
