@@ -349,6 +349,27 @@ struct {
 	__type(value, struct syscall_in_flight);
 } in_flight_tid SEC(".maps");
 
+/* How many threads whose thread id falls in each bucket have a socket
+ * syscall in flight (set valid at sys_enter, not yet cleared at sys_exit).
+ * A zero bucket says no thread of it has one, without the task-storage lookup
+ * (two helper calls and the storage's lock, ~150 ns here): the exit of every
+ * read()/write() on files, host-wide, and the kernel's sends outside a socket
+ * syscall. A bucket that stays above zero (a call whose exit was missed) only
+ * costs lookups. Counted only where `valid` changes, atomically. */
+#define IN_FLIGHT_BUCKETS 4096
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, IN_FLIGHT_BUCKETS);
+	__type(key, __u32);
+	__type(value, __u32);
+} in_flight_hint SEC(".maps");
+
+static __always_inline __u32 *in_flight_bucket(void)
+{
+	__u32 i = (__u32)bpf_get_current_pid_tgid() & (IN_FLIGHT_BUCKETS - 1);
+	return bpf_map_lookup_elem(&in_flight_hint, &i);
+}
+
 static __always_inline struct syscall_in_flight *current_in_flight(bool create)
 {
 	if (in_flight_by_tid) {
@@ -364,6 +385,17 @@ static __always_inline struct syscall_in_flight *current_in_flight(bool create)
 	}
 	return bpf_task_storage_get(&in_flight, bpf_get_current_task_btf(), 0,
 				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* The current thread's socket syscall in flight, if any (`valid` set); NULL
+ * without a lookup when its bucket says none is. */
+static __always_inline struct syscall_in_flight *in_flight_now(void)
+{
+	__u32 *n = in_flight_bucket();
+	if (n && !*(volatile __u32 *)n)
+		return NULL;
+	struct syscall_in_flight *f = current_in_flight(false);
+	return f && f->valid ? f : NULL;
 }
 
 /* Keep the record types in BTF so the skeleton generates Rust for them. */
@@ -1076,8 +1108,8 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
 		 * destination its syscall named, without marking the socket. */
 		if (!task_ctx || t.dport)
 			return false;
-		struct syscall_in_flight *f = current_in_flight(false);
-		if (!f || !f->valid || !f->has_dest ||
+		struct syscall_in_flight *f = in_flight_now();
+		if (!f || !f->has_dest ||
 		    !tuple_matches(t.saddr, f->daddr, t.sport, f->dport))
 			return false;
 		if (!fl || !(*fl & SOCK_ANNOUNCED)) {
@@ -1584,6 +1616,8 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 		 * Over veth and loopback the skb still holds the sender's socket when
 		 * it is received, within the same syscall. */
 		if (sk) {
+			/* Not in_flight_now(): one more branch here, inlined in
+			 * dev_rx, made 6.1's verifier give up (1M instructions). */
 			struct syscall_in_flight *f = current_in_flight(false);
 			if (f && f->valid && f->sk == sk)
 				return true;
@@ -1834,6 +1868,11 @@ int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
 	}
 	struct syscall_in_flight *f = current_in_flight(true);
 	if (f) {
+		if (!f->valid) {
+			__u32 *n = in_flight_bucket();
+			if (n)
+				__sync_fetch_and_add(n, 1);
+		}
 		f->asked = asked;
 		f->sk = sk;
 		f->valid = 1;
@@ -1895,10 +1934,13 @@ int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
 	long id = regs->orig_ax;
 	if (!app_nr(id))
 		return 0;
-	struct syscall_in_flight *f = current_in_flight(false);
-	if (!f || !f->valid)
+	struct syscall_in_flight *f = in_flight_now();
+	if (!f)
 		return 0;
 	f->valid = 0;
+	__u32 *n = in_flight_bucket();
+	if (n)
+		__sync_fetch_and_add(n, -1);
 	if (f->nr != id || f->stamped != 1)
 		return 0;
 	if (id == NR_sendmmsg || id == NR_recvmmsg) {
@@ -2093,8 +2135,8 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 	/* The tracepoints also fire for netlink and unix sockets. */
 	if (family != AF_INET && family != AF_INET6)
 		return 0;
-	struct syscall_in_flight *a = current_in_flight(false);
-	if (a && a->valid && a->sk == addr_of(sk)) {
+	struct syscall_in_flight *a = in_flight_now();
+	if (a && a->sk == addr_of(sk)) {
 		if (a->kind != kind)
 			return 0;
 		a->msg_flags |= flags;
@@ -2713,9 +2755,12 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	if (read_skb && track_all_flows) {
 		/* Forwarded through another namespace (a router; veth keeps the
 		 * sender's socket on the skb): not its socket's packet there. */
-		__u32 ns = dev_netns(skb->dev);
+		/* The namespaces compared by their struct net (one per
+		 * namespace): the inode number is read only for a flow lookup. */
+		const struct net_device *dv = skb->dev;
+		const struct net *dnet = dv ? dv->nd_net.net : NULL;
 		struct sock *s = skb->sk;
-		if (s && ns && s->__sk_common.skc_net.net->ns.inum != ns) {
+		if (s && dnet && s->__sk_common.skc_net.net != dnet) {
 			cookie = 0;
 			hflags = MG_F_OTHER_NETNS;
 		}
@@ -2726,6 +2771,7 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 			parse_skb_tx(skb, &pi);
 			bool exact;
 			struct flow_val fvb;
+			__u32 ns = dnet ? dnet->ns.inum : 0;
 			struct flow_val *fv = pi.ok ? flow_of(&pi, false, &exact, ns, &fvb) : NULL;
 			if (fv) {
 				cookie = fv->cookie;
