@@ -1138,7 +1138,21 @@ fn a_quiet_cpus_last_records_survive_a_kill() {
     for _ in 0..SENDS {
         sock.send_to(b"quiet", ("127.0.0.1", port)).unwrap();
     }
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // Until the sends are on disk (the batch tick pushes a quiet CPU's last
+    // records within milliseconds, the drain cuts a block every second:
+    // about 1 s; up to 10 s on a loaded host), then the kill.
+    let on_disk = || {
+        let o = magnet(&["info", path.to_str().unwrap(), "--json"]);
+        serde_json::from_slice::<serde_json::Value>(&o.stdout)
+            .ok()
+            .and_then(|v| v["kinds"]["app_send"]["events"].as_u64())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    while on_disk() < SENDS && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
     rec.kill();
     let info = magnet(&["info", path.to_str().unwrap(), "--json"]);
     // A trace with no END block is damaged input (docs/exit-codes.md: 1), read
