@@ -106,13 +106,31 @@ fn loopback_segments_are_not_retransmissions() {
         kernel,
         "egress retransmits vs tcp_retransmit_skb"
     );
-    assert_eq!(
-        t(Metric::InRxmitPackets),
-        kernel,
-        "ingress retransmits (in rxmit bytes {} of {} in bytes) vs tcp_retransmit_skb",
-        t(Metric::InRxmitBytes),
-        t(Metric::InBytes)
-    );
+    // Ingress counts a segment that starts below the highest sequence seen,
+    // as Millisampler does, so a segment overtaken on the way in counts too:
+    // on lo that happens when the sender moves between CPUs and its segments
+    // wait in two CPUs' backlogs (CI saw one 64 KiB segment do it). Each such
+    // overtaking puts the overtaker in the receiver's out-of-order queue,
+    // which the kernel counts: exact when it counted none, bounded otherwise.
+    let ofo = ns.netstat("TcpExt", "TCPOFOQueue").unwrap();
+    let ingress = t(Metric::InRxmitPackets);
+    if ofo == 0 {
+        assert_eq!(
+            ingress,
+            kernel,
+            "ingress retransmits (in rxmit bytes {} of {} in bytes) vs tcp_retransmit_skb",
+            t(Metric::InRxmitBytes),
+            t(Metric::InBytes)
+        );
+    } else {
+        assert!(
+            ingress <= kernel + ofo,
+            "ingress retransmits {ingress} (in rxmit bytes {} of {} in bytes) above \
+             tcp_retransmit_skb {kernel} + {ofo} segments queued out of order",
+            t(Metric::InRxmitBytes),
+            t(Metric::InBytes)
+        );
+    }
 }
 
 #[test]

@@ -87,6 +87,34 @@ impl Netns {
             .map_err(io_err(format!("writing {path} in netns {}", self.name())))
     }
 
+    /// A `TcpExt`/`IpExt`/... counter of the namespace's `/proc/net/netstat`
+    /// (e.g. `("TcpExt", "TCPOFOQueue")`), the kernel's own count of what it saw.
+    pub fn netstat(&self, group: &str, key: &str) -> Result<u64> {
+        // /proc/self/net is the thread-group leader's namespace; the thread
+        // that entered this one reads its own through thread-self.
+        let text = run_in_netns(self, || {
+            std::fs::read_to_string("/proc/thread-self/net/netstat")
+        })?
+        .map_err(io_err(format!("reading netstat in netns {}", self.name())))?;
+        let prefix = format!("{group}:");
+        let mut rows = text.lines().filter(|l| l.starts_with(&prefix));
+        let (names, values) = (rows.next(), rows.next());
+        names
+            .zip(values)
+            .and_then(|(n, v)| {
+                n.split_whitespace()
+                    .zip(v.split_whitespace())
+                    .find(|(name, _)| *name == key)
+                    .and_then(|(_, value)| value.parse().ok())
+            })
+            .ok_or_else(|| {
+                crate::Error::Other(format!(
+                    "no {group} {key} in netns {}'s netstat",
+                    self.name()
+                ))
+            })
+    }
+
     /// Turns IPv4 forwarding on or off, for namespaces that relay.
     pub fn set_forwarding(&self, on: bool) -> Result<()> {
         self.sysctl("net/ipv4/ip_forward", if on { "1" } else { "0" })
