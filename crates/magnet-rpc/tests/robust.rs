@@ -3,6 +3,7 @@
 //! bytes corrupted. No privileges needed.
 
 mod support;
+use support::{read_pkts, write_pcap, Pkt};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,43 +16,6 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name)
-}
-
-struct Pkt {
-    ts: i64,
-    data: Vec<u8>,
-}
-
-fn read_pkts(path: &Path) -> Vec<Pkt> {
-    let mut rd = CaptureReader::open(path).unwrap();
-    let mut v = Vec::new();
-    while let Some(p) = rd.next_packet() {
-        let p = p.unwrap();
-        assert_eq!(p.linktype, 1);
-        v.push(Pkt {
-            ts: p.ts_ns,
-            data: p.data.to_vec(),
-        });
-    }
-    v
-}
-
-fn write_pcap(pkts: &[Pkt]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    out.extend_from_slice(&[0; 8]);
-    out.extend_from_slice(&262144u32.to_le_bytes());
-    out.extend_from_slice(&1u32.to_le_bytes());
-    for p in pkts {
-        out.extend_from_slice(&((p.ts / 1_000_000_000) as u32).to_le_bytes());
-        out.extend_from_slice(&((p.ts % 1_000_000_000 / 1000) as u32).to_le_bytes());
-        out.extend_from_slice(&(p.data.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(p.data.len() as u32).to_le_bytes());
-        out.extend_from_slice(&p.data);
-    }
-    out
 }
 
 fn decode(bytes: &[u8]) -> (Vec<Transaction>, Counters, Option<String>) {

@@ -211,3 +211,44 @@ pub fn assert_agree(txs: &[Transaction], ts: &[TsharkMsg]) -> usize {
     }
     ours.len()
 }
+
+/// One captured packet: its time (ns) and its bytes from the Ethernet header on.
+#[derive(Clone)]
+pub struct Pkt {
+    pub ts: i64,
+    pub data: Vec<u8>,
+}
+
+/// Every packet of an Ethernet capture.
+pub fn read_pkts(path: &Path) -> Vec<Pkt> {
+    let mut rd = CaptureReader::open(path).unwrap();
+    let mut v = Vec::new();
+    while let Some(p) = rd.next_packet() {
+        let p = p.unwrap();
+        assert_eq!(p.linktype, 1);
+        v.push(Pkt {
+            ts: p.ts_ns,
+            data: p.data.to_vec(),
+        });
+    }
+    v
+}
+
+/// A classic pcap (µs, Ethernet) of `pkts`, for damaged-capture cases.
+pub fn write_pcap(pkts: &[Pkt]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&262144u32.to_le_bytes());
+    out.extend_from_slice(&1u32.to_le_bytes());
+    for p in pkts {
+        out.extend_from_slice(&((p.ts / 1_000_000_000) as u32).to_le_bytes());
+        out.extend_from_slice(&((p.ts % 1_000_000_000 / 1000) as u32).to_le_bytes());
+        out.extend_from_slice(&(p.data.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(p.data.len() as u32).to_le_bytes());
+        out.extend_from_slice(&p.data);
+    }
+    out
+}
