@@ -9,7 +9,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{tmp, MAGNET};
+use common::{magnet_ok, tmp, MAGNET};
 use magnet_testkit::live_or_skip;
 
 fn record(deny: &str, layers: Option<&str>, out: &std::path::Path) -> std::process::Output {
@@ -33,16 +33,8 @@ fn missing_hooks_leave_a_default_layer_out_and_fail_a_named_one() {
         return;
     }
     // The check names the hook of every default kind.
-    let out = Command::new(MAGNET)
-        .args(["record", "--check", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = magnet_ok(["record", "--check", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let kinds = v["kinds"].as_array().unwrap();
     assert!(kinds.len() >= 12, "{kinds:?}");
     for k in kinds {

@@ -30,7 +30,7 @@ use magnet_testkit::{live_or_skip, run_in_netns, Capture, Need, Netns, Recorder,
 use serde_json::Value;
 
 mod common;
-use common::{tmp, MAGNET};
+use common::{magnet_ok, tmp, MAGNET};
 
 /// `magnet record -o PATH ARGS…` in `ns`, returned once it records.
 fn record(ns: &Netns, path: PathBuf, args: &[String]) -> Recorder {
@@ -50,17 +50,15 @@ fn stop(rec: Recorder) -> PathBuf {
 
 /// `magnet parse --json` of these kinds, one object per record.
 fn events(trace: &Path, kinds: &str) -> Vec<Value> {
-    let out = Command::new(MAGNET)
-        .args(["parse", "-q", "--json", "--kind", kinds])
-        .arg(trace)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
+    let out = magnet_ok([
+        "parse".as_ref(),
+        "-q".as_ref(),
+        "--json".as_ref(),
+        "--kind".as_ref(),
+        kinds.as_ref(),
+        trace.as_os_str(),
+    ]);
+    String::from_utf8(out)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -370,17 +368,8 @@ fn connect_case(pid_filter: bool, port: u16) {
     // The first datagram, then 3 fragments per datagram.
     assert_eq!(wire, 1 + 3 * (DATAGRAMS - 1), "{args:?}: the wire");
 
-    let out = Command::new(MAGNET)
-        .args(["analyze", "--json"])
-        .arg(&trace)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = magnet_ok(["analyze".as_ref(), "--json".as_ref(), trace.as_os_str()]);
+    let j: Value = serde_json::from_slice(&out).unwrap();
     let peer = format!("{}:{cport}", veth.a().addr());
     let rows: Vec<&Value> = j["connections"]
         .as_array()
@@ -562,16 +551,6 @@ fn one_five_tuple_in_two_namespaces_keeps_its_socket_in_each() {
 /// Counts of received frames (dev_rx) per socket cookie.
 type PerSock = std::collections::BTreeMap<u64, u64>;
 
-fn run_out(args: &[&str]) -> Vec<u8> {
-    let out = Command::new(MAGNET).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "magnet {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
 #[test]
 fn parse_export_pcap_and_analyze_agree_on_each_received_packets_socket() {
     if !live_or_skip(
@@ -631,7 +610,7 @@ fn parse_export_pcap_and_analyze_agree_on_each_received_packets_socket() {
     // parse --sock: each socket's own view.
     let mut by_sock = PerSock::new();
     for &c in parse.keys() {
-        let out = run_out(&[
+        let out = magnet_ok([
             "parse",
             "-q",
             "--json",
@@ -646,7 +625,7 @@ fn parse_export_pcap_and_analyze_agree_on_each_received_packets_socket() {
     assert_eq!(by_sock, parse, "parse --sock");
     // export (JSON lines; Parquet and CSV share its rows).
     let mut export = PerSock::new();
-    let out = run_out(&["export", "-q", "-T", "jsonl", "-o", "-", t]);
+    let out = magnet_ok(["export", "-q", "-T", "jsonl", "-o", "-", t]);
     for l in String::from_utf8_lossy(&out).lines() {
         let v: Value = serde_json::from_str(l).unwrap();
         if v["kind"] == "dev_rx" {
@@ -657,7 +636,7 @@ fn parse_export_pcap_and_analyze_agree_on_each_received_packets_socket() {
     // pcap: every device sighting, the received ones (dir=in) by the cookie
     // in their comment.
     let pcapng = tmp("agree.pcapng");
-    run_out(&[
+    magnet_ok([
         "pcap",
         "-q",
         "--each-device",
@@ -685,7 +664,7 @@ fn parse_export_pcap_and_analyze_agree_on_each_received_packets_socket() {
     let socks = events(&trace, "sock");
     // analyze: each socket's dev in row (listeners too: --all).
     let j: Value =
-        serde_json::from_slice(&run_out(&["analyze", "-q", "--json", "--all", t])).unwrap();
+        serde_json::from_slice(&magnet_ok(["analyze", "-q", "--json", "--all", t])).unwrap();
     let mut analyze = PerSock::new();
     for c in j["connections"].as_array().unwrap() {
         let n = c["modulation"]

@@ -16,6 +16,27 @@ pub fn magnet(args: &[&str]) -> Output {
         .expect("run magnet")
 }
 
+/// Runs `magnet ARGS` with no standard input and returns its standard output;
+/// panics naming the arguments and magnet's own error unless it succeeded.
+pub fn magnet_ok<I, S>(args: I) -> Vec<u8>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(|a| a.as_ref().into()).collect();
+    let out = Command::new(MAGNET)
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run magnet");
+    assert!(
+        out.status.success(),
+        "magnet {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// A path in this test binary's scratch directory (one per process, so tests
 /// running in parallel binaries never share files; removed when the process
 /// exits, kept with MAGNET_KEEP_SCRATCH=1).
