@@ -1240,10 +1240,10 @@ fn an_app_stall_triggers_one_dump_and_a_healthy_run_none() {
     // the 5 sends; no second one while the same stall goes on.
     let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let (mut s, _) = l.accept().unwrap();
-    // The recorder re-attaches between segments (a documented gap), and
-    // `recorder_running` still reads true while a segment ends after its
-    // hooks were detached: write at the start of a segment, after the
-    // flag went false and true again (a segment is 2 s here).
+    // The recorder re-attaches between segments (a documented gap, in which
+    // `recorder_running` reads false from the moment the hooks are
+    // detached): write at the start of a segment, after the flag went false
+    // and true again (a segment is 2 s here).
     let deadline = Instant::now() + Duration::from_secs(15);
     let running = || d.client().host().unwrap().health.recorder_running;
     while running() && Instant::now() < deadline {

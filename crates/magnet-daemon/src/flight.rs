@@ -128,6 +128,10 @@ impl Flight {
                     let me = self.clone();
                     move |_| me.running.store(true, Ordering::Relaxed)
                 })),
+                detached: Some(Box::new({
+                    let me = self.clone();
+                    move || me.running.store(false, Ordering::Relaxed)
+                })),
             };
             let result = magnet_record::record(&RecordConfig::new(path.clone()), opts);
             self.running.store(false, Ordering::Relaxed);

@@ -17,8 +17,8 @@ pub use config::{
 };
 pub use error::Error;
 pub use recorder::{
-    check, preflight, record, CheckLine, Progress, ProgressFn, ReadyFn, RunOptions, Summary,
-    Target, PRIVILEGE,
+    check, preflight, record, CheckLine, DetachedFn, Progress, ProgressFn, ReadyFn, RunOptions,
+    Summary, Target, PRIVILEGE,
 };
 
 #[allow(

@@ -315,6 +315,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             stop,
             progress,
             ready: ready_line(&args),
+            detached: None,
         },
     )?;
     if let Some(b) = bar {

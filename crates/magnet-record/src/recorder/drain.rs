@@ -192,6 +192,9 @@ pub(super) fn run(
 
     // Stop: detach, drain the rest, account for loss.
     drop(links);
+    if let Some(detached) = opts.detached.take() {
+        detached();
+    }
     rb.consume()?;
     drop(rb);
     let mut d = drain.into_inner();

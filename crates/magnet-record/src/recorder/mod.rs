@@ -65,7 +65,14 @@ pub struct RunOptions {
     /// Called once every program is attached, before the target starts: from
     /// then on nothing is missed (scripts and tests wait for it).
     pub ready: Option<ReadyFn>,
+    /// Called once the hooks are detached, before the rest of the rings is
+    /// drained and the END block written: from then on nothing new is
+    /// recorded (magnetd's health says so at once, not when the file closes).
+    pub detached: Option<DetachedFn>,
 }
+
+/// Told that recording has stopped (the hooks are gone).
+pub type DetachedFn = Box<dyn FnOnce()>;
 
 /// Told which hooks feed each layer once recording has begun.
 pub type ReadyFn = Box<dyn FnOnce(&[LayerSource])>;
