@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Recording cost in CPU per MB moved, counted on the workload's own processes (issue 21).
+
+bench/record-overhead.sh counts the busy time of all CPUs (/proc/stat), which on a shared
+host includes everyone else's builds. This script counts only the processes of the
+transfer and the recorder, so other load changes their speed but much less their CPU
+per byte:
+
+    iperf3 client (ns A) + iperf3 server (ns B) + magnet (every thread) + ksoftirqd/*
+
+(without IRQ time accounting, as on this VM, a softirq is charged to the task it
+interrupted: the veth's receive work is in the iperf3 processes). Per case, alternated for
+ROUNDS rounds (the order reversed every other round): iperf3 A -> B for SECS seconds over a
+veth pair (offloads off: MTU-sized packets, or on with --gso), with no recorder (`base`)
+or with `magnet record --all --layers app,tcp,ip,dev` inside ns A, as record-overhead.sh.
+
+Printed per case (medians): Gbit/s, CPU ms per MB, above base, records per MB, CPU ns per
+record above base ((cpu/MB - base cpu/MB) / records per MB), trace bytes per record.
+Ticks are 10 ms: use SECS >= 4.
+
+Usage (root): bench/record-cpu-ab.py --case before=BIN --case after=BIN [--rounds 5]
+              [--secs 4] [--gso] [--no-base]
+"""
+import argparse, json, os, signal, statistics, subprocess, sys, time
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def ticks(pid):
+    """utime + stime of a process (all its threads), in ticks; 0 when gone."""
+    try:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(f[11]) + int(f[12])
+
+
+def ksoftirqd():
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if open(f"/proc/{d}/comm").read().startswith("ksoftirqd/"):
+                    out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def sh(*a, **kw):
+    return subprocess.run(a, check=True, **kw)
+
+
+def one(case, binary, secs, gso):
+    p = os.getpid()
+    na, nb, va, vb = f"mgrc-a-{p}", f"mgrc-b-{p}", f"mgrca{p}", f"mgrcb{p}"
+    trace = f"/tmp/mgrc-{p}.mgt"
+    procs = []
+    try:
+        sh("ip", "netns", "add", na)
+        sh("ip", "netns", "add", nb)
+        sh("ip", "link", "add", va, "netns", na, "type", "veth", "peer", "name", vb, "netns", nb)
+        sh("ip", "-n", na, "addr", "add", "10.233.0.1/24", "dev", va)
+        sh("ip", "-n", nb, "addr", "add", "10.233.0.2/24", "dev", vb)
+        onoff = "on" if gso else "off"
+        for n, v in ((na, va), (nb, vb)):
+            sh("ip", "-n", n, "link", "set", "lo", "up")
+            sh("ip", "-n", n, "link", "set", v, "up")
+            sh("ip", "netns", "exec", n, "ethtool", "-K", v, "tso", onoff, "gso", onoff, "gro", "off",
+               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        srv = subprocess.Popen(["ip", "netns", "exec", nb, "iperf3", "-s", "-1", "-B", "10.233.0.2", "-p", "5211"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(srv)
+        mon = None
+        if binary:
+            mon = subprocess.Popen(["ip", "netns", "exec", na, binary, "record", "-o", trace, "--all",
+                                    "--layers", "app,tcp,ip,dev", "--json"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            procs.append(mon)
+        time.sleep(2.5 if binary else 1.0)
+        if mon and mon.poll() is not None:
+            sys.exit(f"record-cpu-ab: {case}: magnet record exited early: {mon.stderr.read()}")
+        watched = [srv.pid] + ([mon.pid] if mon else []) + ksoftirqd()
+        t0 = {q: ticks(q) for q in watched}
+        cli = subprocess.Popen(["ip", "netns", "exec", na, "iperf3", "-c", "10.233.0.2", "-p", "5211", "-t",
+                                str(secs), "-J"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        out = cli.stdout.read()
+        t1 = {q: ticks(q) for q in watched}
+        _, status, ru = os.wait4(cli.pid, 0)
+        cli.returncode = os.waitstatus_to_exitcode(status)
+        if cli.returncode != 0:
+            sys.exit(f"record-cpu-ab: {case}: iperf3 client failed")
+        cpu_s = sum(t1[q] - t0[q] for q in watched) / TICK + ru.ru_utime + ru.ru_stime
+        end = json.loads(out)["end"]
+        mb = end["sum_received"]["bytes"] / 1e6
+        res = {"case": case, "gbps": end["sum_received"]["bits_per_second"] / 1e9, "mb": mb, "cpu_s": cpu_s,
+               "magnet_s": (t1[mon.pid] - t0[mon.pid]) / TICK if mon else 0.0}
+        if mon:
+            time.sleep(0.3)
+            mon.send_signal(signal.SIGINT)
+            mout, _ = mon.communicate(timeout=60)
+            summ = json.loads(mout.strip().splitlines()[-1])
+            res["records"] = summ["records"]
+            res["lost"] = summ["lost_kernel"] + summ.get("dropped_user", 0)
+            res["bytes"] = os.path.getsize(trace)
+        return res
+    finally:
+        for pr in procs:
+            if pr.poll() is None:
+                pr.kill()
+                pr.wait()
+        for n in (na, nb):
+            subprocess.run(["ip", "netns", "del", n], stderr=subprocess.DEVNULL)
+        try:
+            os.unlink(trace)
+        except OSError:
+            pass
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--case", action="append", default=[], help="NAME=BIN")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--secs", type=int, default=4)
+    ap.add_argument("--gso", action="store_true")
+    ap.add_argument("--no-base", action="store_true")
+    ap.add_argument("--raw", help="append every run's JSON line to this file")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("record-cpu-ab: needs root (namespaces, BPF)")
+    bins = {} if a.no_base else {"base": None}
+    for c in a.case:
+        name, sep, path = c.partition("=")
+        if not sep or not name or not path or name == "base":
+            sys.exit(f"record-cpu-ab: --case '{c}': expected NAME=BIN (NAME not 'base')")
+        if not os.access(path, os.X_OK):
+            sys.exit(f"record-cpu-ab: --case '{c}': {path} is not an executable")
+        bins[name] = path
+    if not a.case:
+        sys.exit("record-cpu-ab: needs at least one --case NAME=BIN")
+    cases = list(bins)
+    runs = {c: [] for c in cases}
+    for r in range(a.rounds):
+        for c in (cases if r % 2 == 0 else cases[::-1]):
+            res = one(c, bins[c], a.secs, a.gso)
+            runs[c].append(res)
+            if a.raw:
+                with open(a.raw, "a") as fh:
+                    fh.write(json.dumps({"round": r + 1, **res}) + "\n")
+            print(f"round {r + 1} {c}: {res['gbps']:.2f} Gbit/s, {1e3 * res['cpu_s'] / res['mb']:.3f} ms/MB",
+                  file=sys.stderr)
+
+    def med(c, f):
+        return statistics.median(f(x) for x in runs[c])
+
+    base = med("base", lambda x: 1e3 * x["cpu_s"] / x["mb"]) if "base" in runs else None
+    print(f"## CPU per MB of the transfer's and the recorder's processes: iperf3 {a.secs} s over veth "
+          f"({'gso' if a.gso else 'mtu'}), {a.rounds} rounds alternated, medians\n")
+    print("| case | Gbit/s | CPU ms/MB | above base | magnet's own ms/MB | records/MB | CPU ns/record above base | B/record | lost |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for c in cases:
+        cpu = med(c, lambda x: 1e3 * x["cpu_s"] / x["mb"])
+        if bins[c] is None:
+            print(f"| {c} | {med(c, lambda x: x['gbps']):.2f} | {cpu:.3f} | – | – | – | – | – | – |")
+            continue
+        rpm = med(c, lambda x: x["records"] / x["mb"])
+        above = "–" if base is None else f"{cpu - base:.3f}"
+        per = "–" if base is None else f"{1e6 * (cpu - base) / rpm:.0f}"
+        print(f"| {c} | {med(c, lambda x: x['gbps']):.2f} | {cpu:.3f} | {above} | "
+              f"{med(c, lambda x: 1e3 * x['magnet_s'] / x['mb']):.3f} | {rpm:,.0f} | {per} | "
+              f"{med(c, lambda x: x['bytes'] / max(1, x['records'])):.1f} | {max(x['lost'] for x in runs[c])} |")
+
+
+if __name__ == "__main__":
+    main()
