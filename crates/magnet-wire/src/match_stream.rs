@@ -686,15 +686,7 @@ pub fn associate_streamed<I: Inputs>(
             next = pk.next()?;
         }
         let Some((n, ts, f)) = frame else { break };
-        let mut m = FrameMatch {
-            frame: n,
-            ts_ns: ts,
-            kind: f,
-            packet: None,
-            pkt_id: None,
-            residual_ns: None,
-            reason: None,
-        };
+        let mut m = FrameMatch::new(n, ts, f);
         s.frames += 1;
         let k = &pk.asm.k;
         let cand: Option<u64> = match f {

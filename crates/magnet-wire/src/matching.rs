@@ -46,6 +46,21 @@ pub struct FrameMatch {
     pub reason: Option<String>,
 }
 
+impl FrameMatch {
+    /// Frame `frame` (1-based) at capture time `ts_ns`, not matched yet.
+    pub(crate) fn new(frame: u64, ts_ns: i64, kind: Frame) -> FrameMatch {
+        FrameMatch {
+            frame,
+            ts_ns,
+            kind,
+            packet: None,
+            pkt_id: None,
+            residual_ns: None,
+            reason: None,
+        }
+    }
+}
+
 /// Totals.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Summary {
@@ -399,15 +414,7 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
     let mut at_if: HashMap<u32, u64> = HashMap::new();
     for (n, ts, f) in frames {
         let t = corr(ts);
-        let mut m = FrameMatch {
-            frame: n,
-            ts_ns: ts,
-            kind: f,
-            packet: None,
-            pkt_id: None,
-            residual_ns: None,
-            reason: None,
-        };
+        let mut m = FrameMatch::new(n, ts, f);
         s.frames += 1;
         let cand: Option<usize> = match f {
             Frame::Ip { fp, .. } => {
