@@ -184,3 +184,29 @@ fn damaged_traces_are_read_as_far_as_they_go_and_exit_1() {
     let info = String::from_utf8(magnet(&["info", t]).stdout).unwrap();
     assert!(info.contains("records   10"), "{info}");
 }
+
+/// Finding 1's message: a flipped bit in the END block itself leaves no END
+/// block to read, and `info` says the trace is damaged, not that the recorder
+/// was killed (the wording a missing END block had before).
+#[test]
+fn a_damaged_end_block_is_damage_not_a_killed_recorder() {
+    let (mut d, starts) = trace();
+    let end = {
+        let len = u32::from_le_bytes(d[starts[2] + 4..starts[2] + 8].try_into().unwrap()) as usize;
+        starts[2] + 16 + len
+    };
+    assert!(end + 20 < d.len(), "the END block follows block 2");
+    d[end + 20] ^= 0x01;
+    let t = write("end-damaged.mgt", &d);
+    let out = magnet(&["info", t.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("NOT CLEANLY: no END block was read (the trace is damaged, below)"),
+        "{text}"
+    );
+    assert!(!text.contains("recorder killed"), "{text}");
+    assert!(text.contains("damage    "), "{text}");
+    // Every record before the END block is still read.
+    assert!(text.contains("records   30"), "{text}");
+}

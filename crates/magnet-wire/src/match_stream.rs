@@ -42,8 +42,8 @@ use magnet_trace::{TraceError, TraceReader};
 use crate::footprint::{parse_frame, Footprint, Frame};
 use crate::kernel::{Assembler, Hop, IpFields, KPacket, Kernel, Window};
 use crate::matching::{
-    calibrate, flow, handshake_row, nearest_hop, pct, short, CalPacket, Calib, FrameMatch,
-    HandshakeRow, Summary, ARP_WINDOW_NS,
+    calibrate, flow, handshake_row, ip_unmatched, nearest_hop, pct, short, CalPacket, Calib,
+    FrameMatch, HandshakeRow, Summary, ARP_WINDOW_NS,
 };
 use crate::{Error, Result};
 
@@ -686,24 +686,12 @@ pub fn associate_streamed<I: Inputs>(
             next = pk.next()?;
         }
         let Some((n, ts, f)) = frame else { break };
-        let mut m = FrameMatch {
-            frame: n,
-            ts_ns: ts,
-            kind: f,
-            packet: None,
-            pkt_id: None,
-            residual_ns: None,
-            reason: None,
-        };
+        let mut m = FrameMatch::new(n, ts, f);
         s.frames += 1;
         let k = &pk.asm.k;
         let cand: Option<u64> = match f {
             Frame::Ip { fp, .. } => {
-                if fp.src.is_ipv4() {
-                    s.ipv4_frames += 1;
-                } else {
-                    s.ipv6_frames += 1;
-                }
+                s.count_ip(&fp);
                 let best = pool.index.get(&fp).and_then(|c| {
                     c.iter()
                         .filter_map(|&i| {
@@ -712,19 +700,10 @@ pub fn associate_streamed<I: Inputs>(
                         })
                         .min()
                 });
-                match best {
-                    Some((_, _, i)) => Some(i),
-                    None => {
-                        m.reason = Some(if let Some(l) = k.lost_at(t) {
-                            format!("lost: inside a LOST region ({} events)", l.count)
-                        } else if flows.contains(&flow(&fp)) {
-                            "flow traced, packet not: no kernel packet has this footprint (segmented by GSO/TSO, or not recorded)".into()
-                        } else {
-                            "not traced: no traced socket has this flow (filters, or another namespace)".into()
-                        });
-                        None
-                    }
+                if best.is_none() {
+                    m.reason = Some(ip_unmatched(k, &flows, &fp, t));
                 }
+                best.map(|(_, _, i)| i)
             }
             Frame::Arp => {
                 s.arp_frames += 1;
@@ -757,45 +736,31 @@ pub fn associate_streamed<I: Inputs>(
                 None
             }
         };
-        let mut matched: Option<&KPacket> = None;
-        if let Some(i) = cand {
-            let slot = (i - pool.base) as usize;
-            pool.slots[slot].used = true;
-            let p = &pool.slots[slot].p;
-            m.packet = Some(i as usize);
-            m.pkt_id = Some(p.id);
-            if let Some((hi, h)) = cal.ref_hop(p, t) {
-                m.residual_ns = Some(t - h);
-                *at_if.entry(p.hops[hi].ifindex).or_default() += 1;
+        let matched: Option<&KPacket> = match cand {
+            Some(i) => {
+                let slot = (i - pool.base) as usize;
+                pool.slots[slot].used = true;
+                Some(&pool.slots[slot].p)
             }
-            s.matched += 1;
-            match f {
-                Frame::Ip { fp, .. } if fp.src.is_ipv4() => s.ipv4_matched += 1,
-                Frame::Ip { .. } => s.ipv6_matched += 1,
-                Frame::Arp => s.arp_matched += 1,
-                Frame::Other(_) | Frame::Link(_) => {}
-            }
+            None => None,
+        };
+        s.tally(
+            &mut m,
+            cand.map(|i| i as usize).zip(matched),
+            &cal,
+            t,
+            &mut at_if,
+        );
+        if let Some(p) = matched {
             if let Some(ip) = p.ip {
                 hs.see(ip, ts, |name| handshake_row(k, name, n, ts, p, cal.offset));
             }
-            matched = Some(p);
-        } else if let Some(r) = &m.reason {
-            *s.unmatched.entry(short(r)).or_default() += 1;
         }
         sink.frame(k, &m, matched).map_err(out_err)?;
     }
     drop(cap);
     out.capture_cut = cut;
-    s.matched_pct = pct(s.matched, s.frames);
-    s.ipv4_matched_pct = pct(s.ipv4_matched, s.ipv4_frames);
-    // The capture sits where most matches had their nearest hop.
-    let total: u64 = at_if.values().sum();
-    let mut ifs: Vec<u32> = at_if
-        .iter()
-        .filter(|&(&i, &c)| i != 0 && c * 10 >= total)
-        .map(|(&i, _)| i)
-        .collect();
-    ifs.sort_unstable();
+    let ifs = s.close_frames(&at_if);
     for (on, c) in &side.matched_on {
         if on.iter().any(|i| ifs.contains(i)) {
             s.kernel_packets += c;

@@ -46,6 +46,21 @@ pub struct FrameMatch {
     pub reason: Option<String>,
 }
 
+impl FrameMatch {
+    /// Frame `frame` (1-based) at capture time `ts_ns`, not matched yet.
+    pub(crate) fn new(frame: u64, ts_ns: i64, kind: Frame) -> FrameMatch {
+        FrameMatch {
+            frame,
+            ts_ns,
+            kind,
+            packet: None,
+            pkt_id: None,
+            residual_ns: None,
+            reason: None,
+        }
+    }
+}
+
 /// Totals.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Summary {
@@ -98,6 +113,82 @@ pub(crate) fn nearest_hop(p: &KPacket, t: i64) -> Option<(usize, i64)> {
         .enumerate()
         .map(|(i, h)| (i, h.ts_ns))
         .min_by_key(|&(_, ts)| (ts - t).abs())
+}
+
+impl Summary {
+    /// Counts an IP frame by family.
+    pub(crate) fn count_ip(&mut self, fp: &Footprint) {
+        if fp.src.is_ipv4() {
+            self.ipv4_frames += 1;
+        } else {
+            self.ipv6_frames += 1;
+        }
+    }
+
+    /// Shapes frame `m`'s report at trace time `t` (the frame's time after the
+    /// clock) and counts it: matched to packet `i` (its index in the trace's
+    /// packets) — residual to its reference hop, whose interface `at_if` counts
+    /// — or unmatched for `m.reason`.
+    pub(crate) fn tally(
+        &mut self,
+        m: &mut FrameMatch,
+        matched: Option<(usize, &KPacket)>,
+        cal: &Calib,
+        t: i64,
+        at_if: &mut HashMap<u32, u64>,
+    ) {
+        let Some((i, p)) = matched else {
+            if let Some(r) = &m.reason {
+                *self.unmatched.entry(short(r)).or_default() += 1;
+            }
+            return;
+        };
+        m.packet = Some(i);
+        m.pkt_id = Some(p.id);
+        if let Some((hi, h)) = cal.ref_hop(p, t) {
+            m.residual_ns = Some(t - h);
+            *at_if.entry(p.hops[hi].ifindex).or_default() += 1;
+        }
+        self.matched += 1;
+        match m.kind {
+            Frame::Ip { fp, .. } if fp.src.is_ipv4() => self.ipv4_matched += 1,
+            Frame::Ip { .. } => self.ipv6_matched += 1,
+            Frame::Arp => self.arp_matched += 1,
+            Frame::Other(_) | Frame::Link(_) => {}
+        }
+    }
+
+    /// After the last frame: the percentages, and the capture's interfaces (where at
+    /// least a tenth of the matches had their reference hop), sorted.
+    pub(crate) fn close_frames(&mut self, at_if: &HashMap<u32, u64>) -> Vec<u32> {
+        self.matched_pct = pct(self.matched, self.frames);
+        self.ipv4_matched_pct = pct(self.ipv4_matched, self.ipv4_frames);
+        let total: u64 = at_if.values().sum();
+        let mut ifs: Vec<u32> = at_if
+            .iter()
+            .filter(|&(&i, &c)| i != 0 && c * 10 >= total)
+            .map(|(&i, _)| i)
+            .collect();
+        ifs.sort_unstable();
+        ifs
+    }
+}
+
+/// Why an IP frame at trace time `t` has no kernel packet: inside a LOST region, a
+/// traced flow (one of `flows`) without this packet, or a flow not traced.
+pub(crate) fn ip_unmatched(
+    k: &Kernel,
+    flows: &HashSet<Footprint>,
+    fp: &Footprint,
+    t: i64,
+) -> String {
+    if let Some(l) = k.lost_at(t) {
+        format!("lost: inside a LOST region ({} events)", l.count)
+    } else if flows.contains(&flow(fp)) {
+        "flow traced, packet not: no kernel packet has this footprint (segmented by GSO/TSO, or not recorded)".into()
+    } else {
+        "not traced: no traced socket has this flow (filters, or another namespace)".into()
+    }
 }
 
 pub(crate) fn pct(a: u64, b: u64) -> f64 {
@@ -323,41 +414,20 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
     let mut at_if: HashMap<u32, u64> = HashMap::new();
     for (n, ts, f) in frames {
         let t = corr(ts);
-        let mut m = FrameMatch {
-            frame: n,
-            ts_ns: ts,
-            kind: f,
-            packet: None,
-            pkt_id: None,
-            residual_ns: None,
-            reason: None,
-        };
+        let mut m = FrameMatch::new(n, ts, f);
         s.frames += 1;
         let cand: Option<usize> = match f {
             Frame::Ip { fp, .. } => {
-                if fp.src.is_ipv4() {
-                    s.ipv4_frames += 1;
-                } else {
-                    s.ipv6_frames += 1;
-                }
+                s.count_ip(&fp);
                 let c = candidates(&fp);
                 let best = c
                     .iter()
                     .filter_map(|&i| Some((used[i], (ref_hop(&k.packets[i], t)?.1 - t).abs(), i)))
                     .min();
-                match best {
-                    Some((_, _, i)) => Some(i),
-                    None => {
-                        m.reason = Some(if let Some(l) = k.lost_at(t) {
-                            format!("lost: inside a LOST region ({} events)", l.count)
-                        } else if flows.contains(&flow(&fp)) {
-                            "flow traced, packet not: no kernel packet has this footprint (segmented by GSO/TSO, or not recorded)".into()
-                        } else {
-                            "not traced: no traced socket has this flow (filters, or another namespace)".into()
-                        });
-                        None
-                    }
+                if best.is_none() {
+                    m.reason = Some(ip_unmatched(k, &flows, &fp, t));
                 }
+                best.map(|(_, _, i)| i)
             }
             Frame::Arp => {
                 s.arp_frames += 1;
@@ -385,35 +455,17 @@ pub fn associate_parsed(k: &Kernel, frames: Vec<(u64, i64, Frame)>) -> Associati
         };
         if let Some(i) = cand {
             used[i] = true;
-            let p = &k.packets[i];
-            m.packet = Some(i);
-            m.pkt_id = Some(p.id);
-            if let Some((hi, h)) = ref_hop(p, t) {
-                m.residual_ns = Some(t - h);
-                *at_if.entry(p.hops[hi].ifindex).or_default() += 1;
-            }
-            s.matched += 1;
-            match f {
-                Frame::Ip { fp, .. } if fp.src.is_ipv4() => s.ipv4_matched += 1,
-                Frame::Ip { .. } => s.ipv6_matched += 1,
-                Frame::Arp => s.arp_matched += 1,
-                Frame::Other(_) | Frame::Link(_) => {}
-            }
-        } else if let Some(r) = &m.reason {
-            *s.unmatched.entry(short(r)).or_default() += 1;
         }
+        s.tally(
+            &mut m,
+            cand.map(|i| (i, &k.packets[i])),
+            &cal,
+            t,
+            &mut at_if,
+        );
         out.push(m);
     }
-    s.matched_pct = pct(s.matched, s.frames);
-    s.ipv4_matched_pct = pct(s.ipv4_matched, s.ipv4_frames);
-    // The capture sits where most matches had their nearest hop.
-    let total: u64 = at_if.values().sum();
-    let mut ifs: Vec<u32> = at_if
-        .iter()
-        .filter(|&(&i, &c)| i != 0 && c * 10 >= total)
-        .map(|(&i, _)| i)
-        .collect();
-    ifs.sort_unstable();
+    let ifs = s.close_frames(&at_if);
     let mut kernel_unmatched = Vec::new();
     for (i, p) in k.packets.iter().enumerate() {
         let Some(h) = p.hops.iter().find(|h| {

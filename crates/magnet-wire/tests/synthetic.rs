@@ -24,6 +24,41 @@ enum V<'a> {
     S(&'a str),
 }
 
+/// A trace writer with the builtin catalog and the fixtures' clock (`MONO0` is
+/// `WALL0`), and that catalog to build records with.
+fn writer<W: std::io::Write>(out: W) -> (Catalog, TraceWriter<W>) {
+    let mut h = Header::new(
+        "h".into(),
+        "k".into(),
+        1,
+        ClockMap {
+            monotonic_ns: MONO0,
+            realtime_ns: WALL0 as u64,
+        },
+    );
+    h.catalog = Catalog::builtin();
+    let w = TraceWriter::new(out, &h).unwrap();
+    (h.catalog, w)
+}
+
+/// Records in time order (their first 8 bytes).
+fn by_time(recs: &mut [Vec<u8>]) {
+    recs.sort_by_key(|r| u64::from_le_bytes(r[0..8].try_into().unwrap()));
+}
+
+/// Writes `recs` as they are and ends the trace.
+fn finish(mut w: TraceWriter<Vec<u8>>, recs: Vec<Vec<u8>>) -> Vec<u8> {
+    for r in recs {
+        w.push(&r).unwrap();
+    }
+    w.finish(&Footer::default()).unwrap()
+}
+
+/// The whole trace `t` read at once.
+fn kernel_of(t: &[u8]) -> Kernel {
+    Kernel::load(&mut TraceReader::new(t).unwrap()).unwrap()
+}
+
 fn rec(cat: &Catalog, k: u16, ts: u64, pid: u32, fields: &[(&str, V)]) -> Vec<u8> {
     let d = cat.get(k).unwrap();
     let mut b = vec![0u8; d.size as usize];
@@ -121,18 +156,7 @@ fn dev(cat: &Catalog, k: u16, ts: u64, cookie: u64, pkt: u64, ifx: u64, len: u64
 /// (cookie 8, pid 200), which ACKs (0x20). Packet id 0x30 is used twice; 0x40
 /// misses a hop.
 fn trace() -> Vec<u8> {
-    let mut h = Header::new(
-        "h".into(),
-        "k".into(),
-        1,
-        ClockMap {
-            monotonic_ns: MONO0,
-            realtime_ns: WALL0 as u64,
-        },
-    );
-    h.catalog = Catalog::builtin();
-    let cat = h.catalog.clone();
-    let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
+    let (cat, w) = writer(Vec::new());
     let app = |k: u16, ts: u64, cookie: u64, pid: u32, comm: &str| {
         rec(
             &cat,
@@ -256,17 +280,12 @@ fn trace() -> Vec<u8> {
             4001,
         ),
     ];
-    recs.sort_by_key(|r| u64::from_le_bytes(r[0..8].try_into().unwrap()));
-    for r in recs {
-        w.push(&r).unwrap();
-    }
-    w.finish(&Footer::default()).unwrap()
+    by_time(&mut recs);
+    finish(w, recs)
 }
 
 fn load() -> Kernel {
-    let t = trace();
-    let mut r = TraceReader::new(&t[..]).unwrap();
-    Kernel::load(&mut r).unwrap()
+    kernel_of(&trace())
 }
 
 fn wall(mono: u64) -> i64 {
@@ -521,18 +540,7 @@ fn tcp_rcv(cat: &Catalog, ts: u64, pkt: u64) -> Vec<u8> {
 /// - 0x80 (ip_id 800) and its segments 0x81..0x83;
 /// - 0x90 (ip_id 900), cut later (ids not following its own: 0xa5..0xa7).
 fn trace_with_gaps() -> Vec<u8> {
-    let mut h = Header::new(
-        "h".into(),
-        "k".into(),
-        1,
-        ClockMap {
-            monotonic_ns: MONO0,
-            realtime_ns: WALL0 as u64,
-        },
-    );
-    h.catalog = Catalog::builtin();
-    let cat = h.catalog.clone();
-    let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
+    let (cat, w) = writer(Vec::new());
     let out = |ts: u64, pkt: u64, tot: u64, id: u64, flags: u64, seq: u64| {
         ip(
             &cat,
@@ -598,17 +606,14 @@ fn trace_with_gaps() -> Vec<u8> {
     recs.extend(segs(23_100, 0x81));
     recs.push(out(30_000, 0x90, 3052, 900, 0x18, 19_000));
     recs.extend(segs(30_500, 0xa5));
-    recs.sort_by_key(|r| u64::from_le_bytes(r[0..8].try_into().unwrap()));
-    for r in recs {
-        w.push(&r).unwrap();
-    }
-    w.finish(&Footer::default()).unwrap()
+    by_time(&mut recs);
+    finish(w, recs)
 }
 
 #[test]
 fn gso_segments_follow_their_parents_ids_and_a_gap_shifts_nothing() {
     let t = trace_with_gaps();
-    let k = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+    let k = kernel_of(&t);
     let fields = |first: u64| -> Vec<Option<(u16, u32, u32, u8)>> {
         (first..first + 3)
             .map(|id| {
@@ -643,18 +648,7 @@ fn gso_segments_follow_their_parents_ids_and_a_gap_shifts_nothing() {
 /// - 0x20 (ip_id 600) whose segments are missing, then 0x21: a whole packet of the
 ///   same socket (its LOCAL_OUT not recorded) whose fields are not 0x20's.
 fn loopback_trace() -> Vec<u8> {
-    let mut h = Header::new(
-        "h".into(),
-        "k".into(),
-        1,
-        ClockMap {
-            monotonic_ns: MONO0,
-            realtime_ns: WALL0 as u64,
-        },
-    );
-    h.catalog = Catalog::builtin();
-    let cat = h.catalog.clone();
-    let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
+    let (cat, w) = writer(Vec::new());
     #[allow(clippy::too_many_arguments)]
     // The server sends only the 52-byte ACKs.
     let pkt =
@@ -753,11 +747,8 @@ fn loopback_trace() -> Vec<u8> {
         0x10,
         90_000,
     ));
-    recs.sort_by_key(|r| u64::from_le_bytes(r[0..8].try_into().unwrap()));
-    for r in recs {
-        w.push(&r).unwrap();
-    }
-    w.finish(&Footer::default()).unwrap()
+    by_time(&mut recs);
+    finish(w, recs)
 }
 
 /// The first segment shares its parent's footprint. Before segments with fields of
@@ -768,7 +759,7 @@ fn loopback_trace() -> Vec<u8> {
 #[test]
 fn loopback_gso_segments_keep_their_fields_and_their_frames() {
     let t = loopback_trace();
-    let k = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+    let k = kernel_of(&t);
     let p = |id: u64| k.packets.iter().find(|p| p.id == id).unwrap();
     assert_eq!((p(0x10).gso_segments, p(0x20).gso_segments), (3, 0));
     let seg: Vec<_> = (0x11..=0x13)
@@ -837,18 +828,7 @@ fn loopback_gso_segments_keep_their_fields_and_their_frames() {
 /// - 0x62 (ip_id 670, 3052 bytes) retransmitted: its write-queue skb's tcp_retrans
 ///   takes 0x63, and the qdisc cuts it later into 0x64..0x66.
 fn late_and_requeued_trace() -> Vec<u8> {
-    let mut h = Header::new(
-        "h".into(),
-        "k".into(),
-        1,
-        ClockMap {
-            monotonic_ns: MONO0,
-            realtime_ns: WALL0 as u64,
-        },
-    );
-    h.catalog = Catalog::builtin();
-    let cat = h.catalog.clone();
-    let mut w = TraceWriter::new(Vec::new(), &h).unwrap();
+    let (cat, w) = writer(Vec::new());
     let pkt = |k: u16, ts: u64, id: u64, tot: u64, ip_id: u64, flags: u64, seq: u64| {
         ip(
             &cat, k, ts, 7, id, 1, tot, ip_id, A, B, 40000, 2049, flags, seq, 9,
@@ -886,19 +866,16 @@ fn late_and_requeued_trace() -> Vec<u8> {
             seq,
         ));
     }
-    recs.sort_by_key(|r| u64::from_le_bytes(r[0..8].try_into().unwrap()));
+    by_time(&mut recs);
     // Out of time order: 0x50's LOCAL_OUT last.
     recs.push(pkt(kind::IP_LOCAL_OUT, 30_000, 0x50, 1500, 650, 0x10, 7000));
-    for r in recs {
-        w.push(&r).unwrap();
-    }
-    w.finish(&Footer::default()).unwrap()
+    finish(w, recs)
 }
 
 #[test]
 fn a_late_local_out_and_segments_cut_after_a_retransmit_stay_with_their_packet() {
     let t = late_and_requeued_trace();
-    let k = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+    let k = kernel_of(&t);
     let all = |id: u64| k.packets.iter().filter(|p| p.id == id).collect::<Vec<_>>();
     // One packet 0x50, its LOCAL_OUT first (not a second packet of its own).
     let p50 = all(0x50);
@@ -976,7 +953,7 @@ fn streamed_through_the_window_is_the_whole_trace() {
         ("loopback", loopback_trace()),
         ("late", late_and_requeued_trace()),
     ] {
-        let k = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+        let k = kernel_of(&t);
         let (ps, ctx, st) = streamed(&t, Window::DEFAULT);
         assert_eq!(st.split, 0, "{name}");
         let a: Vec<String> = k.packets.iter().map(summary).collect();
@@ -1012,7 +989,7 @@ fn parts_further_apart_than_the_window_are_counted() {
     // The trace's hops are 50 ns to microseconds apart: a window of 100 ns
     // separates some of a packet's hops.
     let (ps, ctx, st) = streamed(&t, w);
-    let whole = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+    let whole = kernel_of(&t);
     assert!(st.split > 0, "{st:?}");
     assert_eq!(
         ps.len() as u64,
@@ -1193,7 +1170,7 @@ fn match_streamed_is_match_on_the_whole_trace() {
         ("loopback", loopback_trace()),
         ("late", late_and_requeued_trace()),
     ] {
-        let k = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+        let k = kernel_of(&t);
         for sel in [Select::Once, Select::EachDevice] {
             let label = format!("{name} {sel:?}");
             let mut cap = Vec::new();
@@ -1205,7 +1182,7 @@ fn match_streamed_is_match_on_the_whole_trace() {
     cases.push(("shifted".into(), trace(), pcapng_of(&shifted_capture())));
     let mut kernel_unmatched = 0;
     for (name, t, cap) in &cases {
-        let k = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+        let k = kernel_of(t);
         let mut r = CaptureReader::new(&cap[..], Path::new("x")).unwrap();
         let mut frames = Vec::new();
         while let Some(p) = r.next_packet() {
@@ -1235,7 +1212,7 @@ fn match_streamed_is_match_on_the_whole_trace() {
     // frames, not all, give the median): the sample thins to every 2nd, 4th …
     // frame and the pool lets its oldest go.
     let t = loopback_trace();
-    let k = Kernel::load(&mut TraceReader::new(&t[..]).unwrap()).unwrap();
+    let k = kernel_of(&t);
     let mut cap = Vec::new();
     magnet_wire::export::write_pcapng(&k, &mut cap).unwrap();
     let tight = Options {
@@ -1256,19 +1233,9 @@ fn match_streamed_is_match_on_the_whole_trace() {
 /// every one of them on that interface written to `cap`.
 fn bulk(n: u64, trace: &Path, cap: &Path) {
     use magnet_pcap::{InterfaceDesc, OutPacket, PcapNgWriter};
-    let mut h = Header::new(
-        "h".into(),
-        "k".into(),
-        1,
-        ClockMap {
-            monotonic_ns: MONO0,
-            realtime_ns: WALL0 as u64,
-        },
-    );
-    h.catalog = Catalog::builtin();
-    let cat = h.catalog.clone();
-    let f = std::io::BufWriter::new(std::fs::File::create(trace).unwrap());
-    let mut w = TraceWriter::new(f, &h).unwrap();
+    let (cat, mut w) = writer(std::io::BufWriter::new(
+        std::fs::File::create(trace).unwrap(),
+    ));
     let c = std::io::BufWriter::new(std::fs::File::create(cap).unwrap());
     let mut pw = PcapNgWriter::new(c).unwrap();
     pw.add_interface(&InterfaceDesc::new(1)).unwrap();

@@ -19,7 +19,8 @@ A packet is the one `magnet match` and `magnet pcap` see: what the recorder gave
 packet id, from its first sighting (LOCAL_OUT on transmit, the driver on receive) to
 its last, in time order; an id the kernel reused is two packets, and a GSO segment
 carries its parent's fields (gso_parent). Packets are read with a bounded window
-(docs/wire.md): a packet whose parts are more than 2 s apart is said on standard
+(docs/wire.md, \"Memory\": about 0.5 GB at most however long the trace, 1.1 GB
+with record --snaplen 2048): a packet whose parts are more than 2 s apart is said on standard
 error and shown in parts. Each step shows the
 time since the previous step; 'kernel' is last minus first. The footprint (IPv4
 src, dst, id, protocol; IPv6 src, dst, next header; ports, TCP flags) is what ties
