@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use magnet_testkit::{live_or_skip, Need};
+use magnet_testkit::{csv_fields, live_or_skip, Need};
 use magnet_trace::emit::{synthetic_header, Emitter};
 use magnet_trace::{kind, Footer, TraceWriter};
 use serde_json::Value as J;
@@ -82,25 +82,6 @@ fn missing_file_and_bad_format_are_clear_errors() {
     let out = magnet(&["export", "/etc/hostname", "-f", "csv", "-o", "-"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a magnet trace"));
-}
-
-/// Splits one CSV line (RFC 4180 quoting).
-fn csv_fields(line: &str) -> Vec<String> {
-    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
 }
 
 fn export(trace: &Path, format: &str) -> PathBuf {

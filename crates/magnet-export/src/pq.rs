@@ -127,6 +127,53 @@ struct Plan<'c> {
     table: Table<'c>,
     /// `fields[col][kind]`, empty for the common columns.
     fields: Vec<Vec<Vec<&'c FieldDesc>>>,
+    /// `ints[col][kind]`: the same fields, for an integer column that only
+    /// fields of its own integer type land in: read straight from the bytes,
+    /// as `Table::field_cell` reads them (no cell, no call per value).
+    ints: Vec<Option<Vec<Vec<IntField>>>>,
+}
+
+/// An integer field read into a column of its own type: `size` bytes at
+/// `offset`, little-endian, sign-extended from 32 bits where `signed32`.
+#[derive(Clone, Copy)]
+struct IntField {
+    offset: usize,
+    size: usize,
+    signed32: bool,
+}
+
+impl IntField {
+    /// The field as `field_cell` reads it into a column of type `col`, if it is
+    /// a plain integer of that column's type.
+    fn of(f: &FieldDesc, col: ColType) -> Option<IntField> {
+        use magnet_trace::FieldType as T;
+        let ok = matches!(f.ty, T::U8 | T::U16 | T::U32 | T::I32 | T::I64 | T::U64)
+            && col == ColType::of_field(f.ty);
+        ok.then(|| IntField {
+            offset: f.offset as usize,
+            size: f.ty.size() as usize,
+            signed32: f.ty == T::I32,
+        })
+    }
+
+    /// The value, or None where the record is too short to hold it.
+    #[inline]
+    fn read(self, bytes: &[u8]) -> Option<i64> {
+        let at = self.offset;
+        // Loads of the field's own width (bytes put together in a buffer and
+        // read back as one u64 stall on the store).
+        let v = match self.size {
+            1 => *bytes.get(at)? as u64,
+            2 => u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?) as u64,
+            4 => u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as u64,
+            _ => u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?),
+        };
+        Some(if self.signed32 {
+            v as u32 as i32 as i64
+        } else {
+            v as i64
+        })
+    }
 }
 
 impl<'c> Plan<'c> {
@@ -145,7 +192,22 @@ impl<'c> Plan<'c> {
                 per_kind[k.id as usize].push(f);
             }
         }
-        Plan { table, fields }
+        let ints = fields
+            .iter()
+            .zip(table.columns())
+            .map(|(per_kind, c)| {
+                per_kind
+                    .iter()
+                    .map(|fs| fs.iter().map(|f| IntField::of(f, c.ty)).collect())
+                    .collect::<Option<Vec<Vec<IntField>>>>()
+                    .filter(|_| !per_kind.is_empty())
+            })
+            .collect();
+        Plan {
+            table,
+            fields,
+            ints,
+        }
     }
 
     /// Column `col` of rows `rows` of `group` appended to `buf`.
@@ -182,6 +244,24 @@ impl<'c> Plan<'c> {
             .any(|(k, fs)| !fs.is_empty() && group.seen[k]);
         if !any {
             defs.resize(defs.len() + n, 0);
+            buf.defs = Some(defs);
+            return Ok(());
+        }
+        if let (Some(ints), Values::Int(x)) = (&self.ints[col], &mut buf.values) {
+            for (i, &k) in group.kinds[rows.clone()].iter().enumerate() {
+                let got = match ints.get(k as usize) {
+                    Some(fs) if !fs.is_empty() => {
+                        let rec = group.record(rows.start + i);
+                        // The last field that has a value, as in `Table::visit`.
+                        fs.iter().rev().find_map(|f| f.read(rec.bytes))
+                    }
+                    _ => None,
+                };
+                if let Some(v) = got {
+                    x.push(v);
+                }
+                defs.push(got.is_some() as i16);
+            }
             buf.defs = Some(defs);
             return Ok(());
         }

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use magnet_export::{export, Format, Options, Summary};
+use magnet_testkit::csv_fields;
 use magnet_trace::emit::Emitter;
 use magnet_trace::{kind, Catalog, ClockMap, Footer, Header, TraceReader, TraceWriter};
 
@@ -239,25 +240,6 @@ fn summary_counts_every_kind() {
         assert_eq!(sum.per_kind, expected_counts(), "{f:?}");
         assert!(sum.complete && sum.damage.is_empty());
     }
-}
-
-/// Splits one CSV line (RFC 4180 quoting).
-fn csv_fields(line: &str) -> Vec<String> {
-    let (mut out, mut cur, mut quoted, mut chars) =
-        (Vec::new(), String::new(), false, line.chars().peekable());
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
 }
 
 #[test]

@@ -15,7 +15,8 @@
 //! - [`iface_counters`], [`qdisc`], [`tbf`], [`netem`], [`offloads_off`];
 //! - [`Chromium`]: headless Chromium for the HTML report's tests;
 //! - [`scratch_dir`]: a per-process scratch directory removed at exit;
-//! - [`heap`]: a counting allocator, for readers whose memory must stay bounded.
+//! - [`heap`]: a counting allocator, for readers whose memory must stay bounded;
+//! - [`csv_fields`]: one line of a CSV export split into its fields.
 //!
 //! Everything shells out to iproute2, tc, tcpdump, tshark and ethtool, the same tools a
 //! person would use to check the result by hand.
@@ -37,6 +38,7 @@
 mod blind;
 mod browser;
 mod capture;
+mod csv;
 pub mod heap;
 mod link;
 mod netns;
@@ -52,6 +54,7 @@ use std::process::{Command, Stdio};
 pub use blind::BlindSpot;
 pub use browser::{console_lines, Chromium};
 pub use capture::{tshark_fields, tshark_frames, Capture, PcapFile};
+pub use csv::csv_fields;
 pub use link::{
     iface_counters, netem, offloads_off, qdisc, qdisc_available, tbf, Counters, End, Side, Subnet,
     Veth,
