@@ -110,10 +110,8 @@ static __always_inline void read_dest(const void *uaddr, struct syscall_in_fligh
 /* Loaded with task filters and packet layers: a socket bound or connected by a
  * traced task has its flow known from then on, so packets that arrive before
  * its first send or recv (a UDP receiver not yet in recv) are attributed. */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(flow_sys_exit, struct pt_regs *regs, long ret)
+MG_PROG("tp_btf/sys_exit", flow_sys_exit, struct pt_regs *regs, long ret)
 {
-	FLOOR_RETURN(0);
 	if (ret != 0)
 		return 0;
 	long id = regs->orig_ax;
@@ -150,10 +148,8 @@ int BPF_PROG(flow_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(app_sys_enter, struct pt_regs *regs, long id)
+MG_PROG("tp_btf/sys_enter", app_sys_enter, struct pt_regs *regs, long id)
 {
-	FLOOR_RETURN(0);
 	if (!app_nr(id))
 		return 0;
 	if (!task_traced())
@@ -294,10 +290,8 @@ static __always_inline void app_emit(__u64 cookie, __s64 asked, __s64 ret, __u32
 /* The app event of a socket syscall: one per call, whatever the kernel did
  * inside (a sendfile() sends once per pipe's worth, a sendmmsg() once per
  * message, and a call that fails before the socket is reached is none). */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
+MG_PROG("tp_btf/sys_exit", app_sys_exit, struct pt_regs *regs, long ret)
 {
-	FLOOR_RETURN(0);
 	long id = regs->orig_ax;
 	if (!app_nr(id))
 		return 0;
@@ -405,18 +399,14 @@ static __always_inline int uring_submit(struct io_kiocb *req)
 	return 0;
 }
 
-SEC("tp_btf/io_uring_submit_req")
-int BPF_PROG(app_uring_submit, struct io_kiocb *req)
+MG_PROG("tp_btf/io_uring_submit_req", app_uring_submit, struct io_kiocb *req)
 {
-	FLOOR_RETURN(0);
 	return uring_submit(req);
 }
 
 /* The same, loaded with app_uring_complete7 (a program attaches once). */
-SEC("tp_btf/io_uring_submit_req")
-int BPF_PROG(app_uring_submit7, struct io_kiocb *req)
+MG_PROG("tp_btf/io_uring_submit_req", app_uring_submit7, struct io_kiocb *req)
 {
-	FLOOR_RETURN(0);
 	return uring_submit(req);
 }
 
@@ -444,20 +434,18 @@ static __always_inline void app_uring_done(void *req_, __s32 res, __u32 cflags)
 	app_emit(us->cookie, r.asked, res, 0, r.kind, us->family, us->protocol, us->type);
 }
 
-SEC("tp_btf/io_uring_complete")
-int BPF_PROG(app_uring_complete, struct io_ring_ctx *ring, void *req_, struct io_uring_cqe *cqe)
+MG_PROG("tp_btf/io_uring_complete", app_uring_complete, struct io_ring_ctx *ring, void *req_,
+	struct io_uring_cqe *cqe)
 {
-	FLOOR_RETURN(0);
 	app_uring_done(req_, BPF_CORE_READ(cqe, res), BPF_CORE_READ(cqe, flags));
 	return 0;
 }
 
 /* io_uring_complete before it took the CQE (its result and flags as
  * arguments): (ctx, req, user_data, res, cflags, extra1, extra2). */
-SEC("tp_btf/io_uring_complete")
-int BPF_PROG(app_uring_complete7, void *ring, void *req_, __u64 user_data, int res, unsigned cflags)
+MG_PROG("tp_btf/io_uring_complete", app_uring_complete7, void *ring, void *req_, __u64 user_data,
+	int res, unsigned cflags)
 {
-	FLOOR_RETURN(0);
 	app_uring_done(req_, res, cflags);
 	return 0;
 }
@@ -535,16 +523,12 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 	return 0;
 }
 
-SEC("tp_btf/sock_send_length")
-int BPF_PROG(app_send, struct sock *sk, int ret, int flags)
+MG_PROG("tp_btf/sock_send_length", app_send, struct sock *sk, int ret, int flags)
 {
-	FLOOR_RETURN(0);
 	return app_event(sk, ret, flags, MG_APP_SEND);
 }
 
-SEC("tp_btf/sock_recv_length")
-int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
+MG_PROG("tp_btf/sock_recv_length", app_recv, struct sock *sk, int ret, int flags)
 {
-	FLOOR_RETURN(0);
 	return app_event(sk, ret, flags, MG_APP_RECV);
 }

@@ -279,10 +279,8 @@ static __always_inline void batch_flush(void)
 
 /* Every MG_TICK_NS on every CPU (a cpu-clock perf event): send a batch that
  * is waiting, so that a CPU gone quiet does not keep its last records. */
-SEC("perf_event")
-int batch_tick(void *ctx)
+MG_CTX_PROG("perf_event", batch_tick, 0, void *ctx)
 {
-	FLOOR_RETURN(0);
 	batch_flush();
 	return 0;
 }
@@ -308,7 +306,7 @@ static __always_inline void send_direct(void *rec, __u32 size, __u32 kind)
 /* Cost profile builds (issue 13; never shipped): MAGNET_BPF_CFLAGS=-DMG_PROF=N.
  * bench/bpf-prog-profile.py splits each program's cost (kernel BPF statistics)
  * by the differences between these builds:
- *   9 = the floor: every program returns at its entry (FLOOR_RETURN below), on
+ *   9 = the floor: every program returns at its entry (prog.h), on
  *       the same hooks with the same maps; nothing is recorded. What the hooks
  *       alone cost (trampoline, the program call), bench/record-overhead.sh's
  *       case `floor` (MAGNET_FLOOR=<this build>);

@@ -60,7 +60,6 @@ static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *s
 PF_PROG("tp_btf/qdisc_enqueue", qdisc_enq, struct Qdisc *q, const struct netdev_queue *txq,
 	struct sk_buff *skb)
 {
-	FLOOR_RETURN(0);
 	qdisc_event(q, skb, MG_QDISC_ENQ, pf);
 	return 0;
 }
@@ -68,7 +67,6 @@ PF_PROG("tp_btf/qdisc_enqueue", qdisc_enq, struct Qdisc *q, const struct netdev_
 PF_PROG("tp_btf/qdisc_dequeue", qdisc_deq, struct Qdisc *q, const struct netdev_queue *txq,
 	int packets, struct sk_buff *skb)
 {
-	FLOOR_RETURN(0);
 	qdisc_event(q, skb, MG_QDISC_DEQ, pf);
 	return 0;
 }
@@ -317,7 +315,6 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 
 PF_PROG("tp_btf/net_dev_queue", dev_queue, struct sk_buff *skb)
 {
-	FLOOR_RETURN(0);
 	dev_event(skb, MG_DEV_QUEUE, skb->dev->ifindex, skb->len, 0,
 		  false, true, pf);
 	return 0;
@@ -326,7 +323,6 @@ PF_PROG("tp_btf/net_dev_queue", dev_queue, struct sk_buff *skb)
 PF_PROG("tp_btf/net_dev_start_xmit", dev_start_xmit, const struct sk_buff *skb,
 	const struct net_device *dev)
 {
-	FLOOR_RETURN(0);
 	dev_event(skb, MG_DEV_START_XMIT, dev->ifindex, skb->len, 0,
 		  false, true, pf);
 	return 0;
@@ -337,7 +333,6 @@ PF_PROG("tp_btf/net_dev_start_xmit", dev_start_xmit, const struct sk_buff *skb,
 PF_PROG("tp_btf/net_dev_xmit", dev_xmit, struct sk_buff *skb, int rc, struct net_device *dev,
 	unsigned int len)
 {
-	FLOOR_RETURN(0);
 	if (need_parse()) {
 		/* Only for a packet recorded at net_dev_start_xmit (its address may
 		 * since be another skb's: it is not read). */
@@ -505,7 +500,6 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 
 PF_PROG("tp_btf/netif_receive_skb", dev_rx, struct sk_buff *skb)
 {
-	FLOOR_RETURN(0);
 	rx_event(skb, true, tcp_rx_other, pf);
 	return 0;
 }
@@ -514,7 +508,6 @@ PF_PROG("tp_btf/netif_receive_skb", dev_rx, struct sk_buff *skb)
  * received TCP segments, recording only those tcp_probe misses. */
 PF_PROG("tp_btf/netif_receive_skb", tcp_rx_seg, struct sk_buff *skb)
 {
-	FLOOR_RETURN(0);
 	if (skb->protocol != bpf_htons(ETH_P_IP) && skb->protocol != bpf_htons(ETH_P_IPV6))
 		return 0;
 	rx_event(skb, false, true, pf);
@@ -553,7 +546,6 @@ static __always_inline void drop_event(struct sk_buff *skb, void *location, __u3
 PF_PROG("tp_btf/kfree_skb", drop_kfree_skb, struct sk_buff *skb, void *location,
 	enum skb_drop_reason reason)
 {
-	FLOOR_RETURN(0);
 	drop_event(skb, location, reason, pf);
 	return 0;
 }
@@ -561,24 +553,19 @@ PF_PROG("tp_btf/kfree_skb", drop_kfree_skb, struct sk_buff *skb, void *location,
 /* kfree_skb before 5.17: no drop reason (recorded as 0). */
 PF_PROG("tp_btf/kfree_skb", drop_kfree_skb_2arg, struct sk_buff *skb, void *location)
 {
-	FLOOR_RETURN(0);
 	drop_event(skb, location, 0, pf);
 	return 0;
 }
 
 /* Loaded with any packet layer, recording nothing: ends a packet's identity. */
-SEC("tp_btf/kfree_skb")
-int BPF_PROG(pkt_free, struct sk_buff *skb)
+MG_PROG("tp_btf/kfree_skb", pkt_free, struct sk_buff *skb)
 {
-	FLOOR_RETURN(0);
 	forget_pkt(skb);
 	return 0;
 }
 
-SEC("tp_btf/consume_skb")
-int BPF_PROG(pkt_consume, struct sk_buff *skb)
+MG_PROG("tp_btf/consume_skb", pkt_consume, struct sk_buff *skb)
 {
-	FLOOR_RETURN(0);
 	forget_pkt(skb);
 	return 0;
 }

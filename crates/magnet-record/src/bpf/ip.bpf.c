@@ -64,30 +64,22 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	return NF_ACCEPT;
 }
 
-SEC("netfilter")
-int ip_local_out(struct bpf_nf_ctx *ctx)
+MG_CTX_PROG("netfilter", ip_local_out, NF_ACCEPT, struct bpf_nf_ctx *ctx)
 {
-	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_LOCAL_OUT, false);
 }
 
-SEC("netfilter")
-int ip_post_routing(struct bpf_nf_ctx *ctx)
+MG_CTX_PROG("netfilter", ip_post_routing, NF_ACCEPT, struct bpf_nf_ctx *ctx)
 {
-	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_POST_ROUTING, false);
 }
 
-SEC("netfilter")
-int ip_pre_routing(struct bpf_nf_ctx *ctx)
+MG_CTX_PROG("netfilter", ip_pre_routing, NF_ACCEPT, struct bpf_nf_ctx *ctx)
 {
-	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_PRE_ROUTING, true);
 }
 
-SEC("netfilter")
-int ip_local_in(struct bpf_nf_ctx *ctx)
+MG_CTX_PROG("netfilter", ip_local_in, NF_ACCEPT, struct bpf_nf_ctx *ctx)
 {
-	FLOOR_RETURN(NF_ACCEPT);
 	return ip_event(ctx, MG_IP_LOCAL_IN, true);
 }

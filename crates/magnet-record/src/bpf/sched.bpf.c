@@ -47,11 +47,9 @@ static __always_inline void switch_event(struct task_struct *prev, struct task_s
 	submit(r);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+MG_PROG("tp_btf/sched_switch", sched_switch, bool preempt, struct task_struct *prev,
+	struct task_struct *next, unsigned int prev_state)
 {
-	FLOOR_RETURN(0);
 	switch_event(prev, next, prev_state);
 	return 0;
 }
@@ -63,10 +61,9 @@ struct task_struct___state {
 
 /* sched_switch before 5.18: no prev_state argument; the task's own state,
  * which the tracepoint's argument is a copy of. */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(sched_switch_3arg, bool preempt, struct task_struct *prev, struct task_struct *next)
+MG_PROG("tp_btf/sched_switch", sched_switch_3arg, bool preempt, struct task_struct *prev,
+	struct task_struct *next)
 {
-	FLOOR_RETURN(0);
 	unsigned int st = 0;
 	if (bpf_core_field_exists(struct task_struct___state, state))
 		st = BPF_CORE_READ((struct task_struct___state *)prev, state);
@@ -90,20 +87,16 @@ static __always_inline void task_event(struct task_struct *t, __u16 kind, int ar
 	submit(r);
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(sched_wakeup, struct task_struct *p)
+MG_PROG("tp_btf/sched_wakeup", sched_wakeup, struct task_struct *p)
 {
-	FLOOR_RETURN(0);
 	if (!task_struct_traced(p))
 		return 0;
 	task_event(p, MG_SCHED_WAKEUP, BPF_CORE_READ(p, wake_cpu));
 	return 0;
 }
 
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(sched_exit, struct task_struct *p)
+MG_PROG("tp_btf/sched_process_exit", sched_exit, struct task_struct *p)
 {
-	FLOOR_RETURN(0);
 	if (!task_struct_traced(p))
 		return 0;
 	task_event(p, MG_SCHED_EXIT, BPF_CORE_READ(p, exit_code));
@@ -114,10 +107,9 @@ int BPF_PROG(sched_exit, struct task_struct *p)
  * records the fork when the sched layer is on. */
 const volatile bool record_fork = false;
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(sched_fork, struct task_struct *parent, struct task_struct *child)
+MG_PROG("tp_btf/sched_process_fork", sched_fork, struct task_struct *parent,
+	struct task_struct *child)
 {
-	FLOOR_RETURN(0);
 	__u32 ptgid = BPF_CORE_READ(parent, tgid);
 	__u32 ctgid = BPF_CORE_READ(child, tgid);
 	bool traced = task_struct_traced(parent);

@@ -280,10 +280,8 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
  * a tracing program may not assign one from a packet's socket, so without this
  * a socket's first packets (sent or received before its first announced event,
  * e.g. a UDP receiver's first datagram) would carry cookie 0. Always allows. */
-SEC("cgroup/sock_create")
-int sock_cookie_at_create(struct bpf_sock *ctx)
+MG_CTX_PROG("cgroup/sock_create", sock_cookie_at_create, 1, struct bpf_sock *ctx)
 {
-	FLOOR_RETURN(1);
 	bpf_get_socket_cookie(ctx);
 	return 1;
 }

@@ -119,10 +119,8 @@ static __always_inline void tcp_event(const struct sock *sk, const struct sk_buf
 	submit(r);
 }
 
-SEC("tp_btf/tcp_probe")
-int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
+MG_PROG("tp_btf/tcp_probe", tcp_rcv, struct sock *sk, const struct sk_buff *skb)
 {
-	FLOOR_RETURN(0);
 	struct tcp_skb_cb *cb = (struct tcp_skb_cb *)&skb->cb[0];
 	__u32 arg = cb->tcp_flags;
 	if (arg & 0x01) {
@@ -136,29 +134,25 @@ int BPF_PROG(tcp_rcv, struct sock *sk, const struct sk_buff *skb)
 	return 0;
 }
 
-SEC("tp_btf/tcp_sendmsg_locked")
-int BPF_PROG(tcp_sendmsg, const struct sock *sk, const struct msghdr *msg,
-	     const struct sk_buff *skb, int size_goal)
+MG_PROG("tp_btf/tcp_sendmsg_locked", tcp_sendmsg, const struct sock *sk,
+	const struct msghdr *msg, const struct sk_buff *skb, int size_goal)
 {
-	FLOOR_RETURN(0);
 	/* skb may be NULL (a new one is about to be allocated). */
 	__u32 len = skb ? skb->len : 0;
 	tcp_event(sk, skb, MG_TCP_SENDMSG, len, size_goal, true);
 	return 0;
 }
 
-SEC("tp_btf/tcp_retransmit_skb")
-int BPF_PROG(tcp_retrans, const struct sock *sk, const struct sk_buff *skb, int err)
+MG_PROG("tp_btf/tcp_retransmit_skb", tcp_retrans, const struct sock *sk, const struct sk_buff *skb,
+	int err)
 {
-	FLOOR_RETURN(0);
 	tcp_event(sk, skb, MG_TCP_RETRANS, BPF_CORE_READ(skb, len), err, false);
 	return 0;
 }
 
-SEC("tp_btf/tcp_send_reset")
-int BPF_PROG(tcp_rst_sent, const struct sock *sk, const struct sk_buff *skb, int reason)
+MG_PROG("tp_btf/tcp_send_reset", tcp_rst_sent, const struct sock *sk, const struct sk_buff *skb,
+	int reason)
 {
-	FLOOR_RETURN(0);
 	/* Resets for packets that match no socket have sk == NULL. */
 	if (!sk)
 		return 0;
@@ -166,20 +160,17 @@ int BPF_PROG(tcp_rst_sent, const struct sock *sk, const struct sk_buff *skb, int
 	return 0;
 }
 
-SEC("tp_btf/tcp_receive_reset")
-int BPF_PROG(tcp_rst_rcvd, struct sock *sk)
+MG_PROG("tp_btf/tcp_receive_reset", tcp_rst_rcvd, struct sock *sk)
 {
-	FLOOR_RETURN(0);
 	tcp_event(sk, NULL, MG_TCP_RST_RCVD, 0, 0, false);
 	return 0;
 }
 
 #define STATE_BODY_LEN (sizeof(struct mg_tcp_state) - sizeof(struct mg_tcp_snap))
 
-SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(tcp_state_change, const struct sock *sk, const int oldstate, const int newstate)
+MG_PROG("tp_btf/inet_sock_set_state", tcp_state_change, const struct sock *sk, const int oldstate,
+	const int newstate)
 {
-	FLOOR_RETURN(0);
 	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
 	__u64 cookie = sk_cookie(sk);
