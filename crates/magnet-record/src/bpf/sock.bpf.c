@@ -50,15 +50,7 @@ static __always_inline void read_sk_tuple(const struct sock *sk, struct sk_tuple
 	t->family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	t->protocol = BPF_CORE_READ(sk, sk_protocol);
 	t->type = BPF_CORE_READ(sk, sk_type);
-	t->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	t->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-	if (t->family == AF_INET6) {
-		BPF_CORE_READ_INTO(&t->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-		BPF_CORE_READ_INTO(&t->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
-	} else {
-		v4_mapped(t->saddr, BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr));
-		v4_mapped(t->daddr, BPF_CORE_READ(sk, __sk_common.skc_daddr));
-	}
+	mg_sk_ends(sk, t, t->family == AF_INET6);
 }
 
 /* Tracing programs may call bpf_get_socket_cookie (5.12+; the loader asks
