@@ -6,7 +6,7 @@
  * The task and flow filters are a few map lookups and comparisons of
  * settings; each program asks them before it builds anything.
  *
- * record -f EXPR / record 'EXPR' -- CMD: a pcap-filter expression, evaluated in
+ * The pcap filter (record -f EXPR, or record 'EXPR' -- CMD) is evaluated in
  * the kernel on every packet event.
  *
  * User space compiles the expression with libpcap for raw IP packets (DLT_RAW:
