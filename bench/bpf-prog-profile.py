@@ -3,7 +3,7 @@
 
 Runs bench/bpf-prog-stats.py (iperf3 over veth, per-program BPF statistics) with five
 builds of magnet, alternated for ROUNDS rounds, and prints per program the median
-ns/run of each stage, as differences between builds (record.bpf.c, "Cost profile builds"):
+ns/run of each stage, as differences between builds (magnet-record batch.bpf.c, "Cost profile builds"):
 
     floor   MG_PROF=9: the same program returning at entry, on the same hook (trampoline,
             the program call and the statistics' own clock reads); netfilter programs too

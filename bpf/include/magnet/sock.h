@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Socket helpers shared by magnet's BPF programs. Include after vmlinux.h
- * and the libbpf headers.
+ * Socket helpers shared by magnet's BPF programs (the recorder, magnetd's
+ * summaries): a socket's ends and its cookie. Include after vmlinux.h, the
+ * libbpf headers and magnet/consts.h.
  */
 #ifndef MAGNET_SOCK_H
 #define MAGNET_SOCK_H
@@ -15,6 +16,28 @@ static __always_inline void v4_mapped(__u8 *dst, __u32 addr_be)
 	dst[11] = 0xff;
 	__builtin_memcpy(dst + 12, &addr_be, 4);
 }
+
+/* A socket's ends into `dst` (any struct with sport, dport, saddr[16] and
+ * daddr[16]) as every magnet record and key keeps them: ports in host byte
+ * order, addresses as IPv6 (IPv4 v4-mapped). `v6` (the socket's family is
+ * AF_INET6: its IPv6 address fields hold the ends) is evaluated after the
+ * ports are read, as the callers wrote it before: a macro, not a function,
+ * so that the programs compile to the same instructions (the 6.1 verifier is
+ * at its limit on some of them). Read through CO-RE from any socket pointer. */
+#define mg_sk_ends(sk, dst, v6)                                                          \
+	({                                                                               \
+		(dst)->sport = BPF_CORE_READ(sk, __sk_common.skc_num);                    \
+		(dst)->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));       \
+		if (v6) {                                                                \
+			BPF_CORE_READ_INTO(&(dst)->saddr, sk,                             \
+					   __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8); \
+			BPF_CORE_READ_INTO(&(dst)->daddr, sk,                             \
+					   __sk_common.skc_v6_daddr.in6_u.u6_addr8);     \
+		} else {                                                                 \
+			v4_mapped((dst)->saddr, BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr)); \
+			v4_mapped((dst)->daddr, BPF_CORE_READ(sk, __sk_common.skc_daddr));     \
+		}                                                                        \
+	})
 
 /* The socket's cookie as the kernel has it (0 until something assigns it:
  * bpf_get_socket_cookie does), read through CO-RE from any socket pointer. */

@@ -41,7 +41,7 @@ pub fn build_skeleton(src: &str, skel: &str) {
     ];
     // Extra clang arguments for measurement builds only (e.g. the recorder's
     // cost profile `-DMG_PROF=N` and its floor `-DMG_PROF=9`: see "Cost profile
-    // builds" in magnet-record's record.bpf.c and bench/bpf-prog-profile.py).
+    // builds" in magnet-record's batch.bpf.c, its prog.h and bench/bpf-prog-profile.py).
     println!("cargo:rerun-if-env-changed=MAGNET_BPF_CFLAGS");
     if let Ok(extra) = env::var("MAGNET_BPF_CFLAGS") {
         args.extend(extra.split_whitespace().map(String::from));

@@ -32,6 +32,23 @@ mod skel {
     include!(concat!(env!("OUT_DIR"), "/record.skel.rs"));
 }
 
+/// The text of every file record.bpf.c includes that defines programs, for
+/// the tests that check the program lists against the source.
+#[cfg(test)]
+pub(crate) fn bpf_program_sources() -> String {
+    [
+        include_str!("bpf/batch.bpf.c"),
+        include_str!("bpf/sock.bpf.c"),
+        include_str!("bpf/app.bpf.c"),
+        include_str!("bpf/tcp.bpf.c"),
+        include_str!("bpf/ip.bpf.c"),
+        include_str!("bpf/dev.bpf.c"),
+        include_str!("bpf/sched.bpf.c"),
+        include_str!("bpf/hooks_fn.bpf.c"),
+    ]
+    .concat()
+}
+
 #[cfg(test)]
 mod layout {
     //! The C structs (through the skeleton's generated types) and the Rust

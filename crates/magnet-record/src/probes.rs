@@ -471,14 +471,13 @@ mod tests {
         let names: Vec<&str> = all_programs().collect();
         let set: HashSet<&str> = names.iter().copied().collect();
         assert_eq!(names.len(), set.len(), "a program is listed twice");
-        let skel =
-            include_str!("bpf/record.bpf.c").to_string() + include_str!("bpf/hooks_fn.bpf.c");
+        let skel = crate::bpf_program_sources();
         for n in names {
             assert!(
                 skel.contains(&format!("({n},"))
                     || skel.contains(&format!("int {n}("))
                     || skel.contains(&format!("\", {n},")),
-                "program {n} is not in record.bpf.c / hooks_fn.bpf.c"
+                "program {n} is not in the files record.bpf.c includes"
             );
         }
     }

@@ -239,15 +239,7 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 	n->protocol = BPF_CORE_READ(sk, sk_protocol);
 	n->uid = BPF_CORE_READ(sk, sk_uid.val);
 	n->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
-	n->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	n->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-	if (n->family == AF_INET6) {
-		BPF_CORE_READ_INTO(&n->saddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-		BPF_CORE_READ_INTO(&n->daddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
-	} else {
-		v4_mapped(n->saddr, BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr));
-		v4_mapped(n->daddr, BPF_CORE_READ(sk, __sk_common.skc_daddr));
-	}
+	mg_sk_ends(sk, n, n->family == AF_INET6);
 	if (bpf_map_update_elem(&conns, &cookie, n, BPF_NOEXIST) == 0) {
 		if (h)
 			h->conns_new++;
@@ -349,17 +341,7 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	/* TCP connects after the record may exist (a recv before connect is
 	 * rare; a send after connect is the rule): refresh the ends. */
 	if (!c->dport || !c->sport) {
-		c->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
-		c->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-		if (c->family == AF_INET) {
-			v4_mapped(c->saddr, BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr));
-			v4_mapped(c->daddr, BPF_CORE_READ(sk, __sk_common.skc_daddr));
-		} else {
-			BPF_CORE_READ_INTO(&c->saddr, sk,
-					   __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-			BPF_CORE_READ_INTO(&c->daddr, sk,
-					   __sk_common.skc_v6_daddr.in6_u.u6_addr8);
-		}
+		mg_sk_ends(sk, c, c->family != AF_INET);
 	}
 	c->sndbuf = sk->sk_sndbuf;
 	if (!c->kstats)

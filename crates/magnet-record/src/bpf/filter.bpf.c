@@ -1,6 +1,12 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * record -f EXPR / record 'EXPR' -- CMD: a pcap-filter expression, evaluated in
+ * Which events are recorded: the task filters (-p, --comm, --cgroup), the
+ * flow filters (--port, --host) and the pcap-filter expression.
+ *
+ * The task and flow filters are a few map lookups and comparisons of
+ * settings; each program asks them before it builds anything.
+ *
+ * The pcap filter (record -f EXPR, or record 'EXPR' -- CMD) is evaluated in
  * the kernel on every packet event.
  *
  * User space compiles the expression with libpcap for raw IP packets (DLT_RAW:
@@ -8,12 +14,77 @@
  * the classic BPF instructions into pf_prog before attaching. pf_match() runs
  * them here: a classic-BPF interpreter, one instruction per bpf_loop()
  * iteration, on a copy of the packet's first PF_BUF bytes from its IP header.
- * Included by record.bpf.c; its call sites there are one line each.
  *
  * Classic BPF semantics are kept: a load past the bytes held, or a division by
  * zero, ends the program with 0 (no match). Loads past PF_BUF bytes (deep into
  * the payload) see no bytes and so do not match.
+ *
+ * Included by record.bpf.c after batch.bpf.c.
  */
+
+/* ---- filters -------------------------------------------------------------- */
+
+static __always_inline bool comm_equal(const char *comm)
+{
+#pragma unroll
+	for (int i = 0; i < 16; i++) {
+		if (comm[i] != comm_filter[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
+}
+
+static __always_inline bool comm_matches(void)
+{
+	char comm[16];
+	bpf_get_current_comm(comm, sizeof(comm));
+	return comm_equal(comm);
+}
+
+/* Is the current task one the user asked to trace? Given filters all apply. */
+static __always_inline bool task_traced(void)
+{
+	if (!filter_tasks)
+		return true;
+	if (filter_pid) {
+		__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+		if (!bpf_map_lookup_elem(&traced_tgids, &tgid))
+			return false;
+	}
+	if (filter_comm && !comm_matches())
+		return false;
+	if (cgroup_filter && bpf_get_current_cgroup_id() != cgroup_filter)
+		return false;
+	return true;
+}
+
+static __always_inline bool tuple_filtered(void)
+{
+	return port_filter || filter_host;
+}
+
+static __always_inline bool addr_eq(const __u8 *a, const volatile __u8 *b)
+{
+	__u64 a0, a1, b0, b1;
+	__builtin_memcpy(&a0, a, 8);
+	__builtin_memcpy(&a1, a + 8, 8);
+	b0 = *(const volatile __u64 *)b;
+	b1 = *(const volatile __u64 *)(b + 8);
+	return a0 == b0 && a1 == b1;
+}
+
+static __always_inline bool tuple_matches(const __u8 *a, const __u8 *b, __u16 pa, __u16 pb)
+{
+	if (port_filter && pa != port_filter && pb != port_filter)
+		return false;
+	if (filter_host && !addr_eq(a, host_filter) && !addr_eq(b, host_filter))
+		return false;
+	return true;
+}
+
+/* ---- record -f EXPR ------------------------------------------------------ */
 
 #define PF_MAX_INSNS 512 /* libpcap's programs for usual expressions: 10-100 */
 #define PF_BUF 256	 /* IP + transport headers with room to spare */
@@ -263,4 +334,9 @@ static __always_inline bool pf_skb(const struct sk_buff *skb, int at)
 	if (off >= linear_end || end <= off)
 		return false;
 	return pf_match(head + off, (__u32)(linear_end - off), (__u32)(end - off));
+}
+
+static __always_inline bool need_parse(void)
+{
+	return filter_tasks || tuple_filtered() || pf_len;
 }

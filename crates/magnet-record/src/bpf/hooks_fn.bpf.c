@@ -35,50 +35,48 @@ static __always_inline int app_fn_event(struct socket *sock, int ret, int flags,
 	return app_event(sk, ret, flags, kind);
 }
 
-SEC("fexit/inet_sendmsg")
-int BPF_PROG(app_send_fexit4, struct socket *sock, struct msghdr *msg, size_t size, int ret)
+MG_PROG("fexit/inet_sendmsg", app_send_fexit4, struct socket *sock, struct msghdr *msg, size_t size,
+	int ret)
 {
 	return app_fn_event(sock, ret, 0, MG_APP_SEND);
 }
 
-SEC("fexit/inet6_sendmsg")
-int BPF_PROG(app_send_fexit6, struct socket *sock, struct msghdr *msg, size_t size, int ret)
+MG_PROG("fexit/inet6_sendmsg", app_send_fexit6, struct socket *sock, struct msghdr *msg,
+	size_t size, int ret)
 {
 	return app_fn_event(sock, ret, 0, MG_APP_SEND);
 }
 
-SEC("fexit/inet_recvmsg")
-int BPF_PROG(app_recv_fexit4, struct socket *sock, struct msghdr *msg, size_t size, int flags,
-	     int ret)
+MG_PROG("fexit/inet_recvmsg", app_recv_fexit4, struct socket *sock, struct msghdr *msg, size_t size,
+	int flags, int ret)
 {
 	return app_fn_event(sock, ret, flags, MG_APP_RECV);
 }
 
-SEC("fexit/inet6_recvmsg")
-int BPF_PROG(app_recv_fexit6, struct socket *sock, struct msghdr *msg, size_t size, int flags,
-	     int ret)
+MG_PROG("fexit/inet6_recvmsg", app_recv_fexit6, struct socket *sock, struct msghdr *msg,
+	size_t size, int flags, int ret)
 {
 	return app_fn_event(sock, ret, flags, MG_APP_RECV);
 }
 
 /* ---- tcp ------------------------------------------------------------------- */
 
-SEC("fentry/tcp_sendmsg_locked")
-int BPF_PROG(tcp_sendmsg_fentry, struct sock *sk, struct msghdr *msg, size_t size)
+MG_PROG("fentry/tcp_sendmsg_locked", tcp_sendmsg_fentry, struct sock *sk, struct msghdr *msg,
+	size_t size)
 {
 	tcp_event(sk, NULL, MG_TCP_SENDMSG, size, 0, true);
 	return 0;
 }
 
-SEC("tp_btf/tcp_retransmit_skb")
-int BPF_PROG(tcp_retrans_2arg, const struct sock *sk, const struct sk_buff *skb)
+MG_PROG("tp_btf/tcp_retransmit_skb", tcp_retrans_2arg, const struct sock *sk,
+	const struct sk_buff *skb)
 {
 	tcp_event(sk, skb, MG_TCP_RETRANS, BPF_CORE_READ(skb, len), 0, false);
 	return 0;
 }
 
-SEC("tp_btf/tcp_send_reset")
-int BPF_PROG(tcp_rst_sent_2arg, const struct sock *sk, const struct sk_buff *skb)
+MG_PROG("tp_btf/tcp_send_reset", tcp_rst_sent_2arg, const struct sock *sk,
+	const struct sk_buff *skb)
 {
 	if (!sk)
 		return 0;

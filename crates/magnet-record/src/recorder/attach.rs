@@ -1033,12 +1033,11 @@ fn load_with_fallback(
 mod tests {
     use super::*;
 
-    /// PF_TWINS names exactly the programs record.bpf.c and hooks_fn.bpf.c
-    /// define with PF_PROG (each of which has its `_nl` twin).
+    /// PF_TWINS names exactly the programs the recorder's BPF files define
+    /// with PF_PROG (each of which has its `_nl` twin).
     #[test]
     fn the_filter_twins_are_the_pf_programs() {
-        let src =
-            include_str!("../bpf/record.bpf.c").to_string() + include_str!("../bpf/hooks_fn.bpf.c");
+        let src = crate::bpf_program_sources();
         let mut defined: Vec<&str> = src
             .split("\nPF_PROG(\"")
             .skip(1)

@@ -1,0 +1,534 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Layer app: one record per send/recv call (system calls, io_uring,
+ * the sock_send_length / sock_recv_length tracepoints), and the flow
+ * bookkeeping at sys_exit that lets the packet layers attribute packets.
+ */
+
+/* ---- layer: app ----------------------------------------------------------- */
+
+/* The app calls (their numbers in magnet/syscalls.h): one app event per
+ * call, emitted at its sys_exit with the bytes it asked for and its return
+ * value. */
+
+static __always_inline bool app_nr(long id)
+{
+	return id == NR_read || id == NR_write || id == NR_readv || id == NR_writev ||
+	       id == NR_sendfile || id == NR_sendto || id == NR_recvfrom || id == NR_sendmsg ||
+	       id == NR_recvmsg || id == NR_splice || id == NR_recvmmsg || id == NR_sendmmsg;
+}
+
+/* An iovec array's total length; -1 past APP_IOV_MAX entries or unreadable. */
+#define APP_IOV_MAX 16
+/* sendmmsg()/recvmmsg(): messages summed (asked -1 past it, and the bytes of
+ * messages past it not counted in ret). */
+#define APP_MMSG_MAX 16
+
+static __always_inline __s64 iov_sum(const struct iovec *iov, __u64 n)
+{
+	__s64 sum = 0;
+	if (n > APP_IOV_MAX)
+		return -1;
+	for (int i = 0; i < APP_IOV_MAX; i++) {
+		if (i >= n)
+			break;
+		struct iovec v;
+		if (bpf_probe_read_user(&v, sizeof(v), &iov[i]))
+			return -1;
+		sum += v.iov_len;
+	}
+	return sum;
+}
+
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+
+/* The struct sock behind file descriptor `fd` of the current task, or 0.
+ * Runs on every send/recv/read/write syscall of traced tasks, so the walk
+ * uses direct (BTF) loads; only the fd array slot needs a probe read, and the
+ * untyped pointers are given their types with bpf_core_cast. */
+static __always_inline __u64 fd_socket(__u64 fd)
+{
+	struct file *fp = NULL;
+	/* bpf_get_current_task_btf came in 5.11: asked of this kernel's BTF
+	 * (CO-RE), and without it the same walk by probe reads. */
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)) {
+		struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+		struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+		if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+			return 0;
+		struct file **fds = BPF_CORE_READ(fdt, fd);
+		if (bpf_probe_read_kernel(&fp, sizeof(fp), &fds[fd]) || !fp)
+			return 0;
+	} else {
+		struct task_struct *task = bpf_get_current_task_btf();
+		struct fdtable *fdt = task->files->fdt;
+		if (!fdt || fd >= fdt->max_fds)
+			return 0;
+		if (bpf_probe_read_kernel(&fp, sizeof(fp), &fdt->fd[fd]) || !fp)
+			return 0;
+	}
+	/* bpf_rdonly_cast is a 6.2 kfunc: without it, probe reads. */
+	if (!bpf_ksym_exists(bpf_rdonly_cast)) {
+		if ((BPF_CORE_READ(fp, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+			return 0;
+		struct socket *so = BPF_CORE_READ(fp, private_data);
+		return so ? (__u64)BPF_CORE_READ(so, sk) : 0;
+	}
+	struct file *f = bpf_core_cast(fp, struct file);
+	if ((f->f_inode->i_mode & S_IFMT) != S_IFSOCK)
+		return 0;
+	struct socket *so = bpf_core_cast(f->private_data, struct socket);
+	return so ? addr_of(so->sk) : 0;
+}
+
+/* The destination of a sendto()/sendmsg() (a user-space sockaddr), if any. */
+static __always_inline void read_dest(const void *uaddr, struct syscall_in_flight *f)
+{
+	__u8 sa[28] = {};
+	/* sockaddr_in6 is 28 bytes, sockaddr_in 16: the longer read may run off
+	 * the end of a mapping, so fall back to the shorter one. */
+	if (!uaddr || (bpf_probe_read_user(sa, sizeof(sa), uaddr) && bpf_probe_read_user(sa, 16, uaddr)))
+		return;
+	__u16 family = *(__u16 *)sa;
+	if (family == AF_INET) {
+		__u32 a;
+		__builtin_memcpy(&a, sa + 4, 4);
+		v4_mapped(f->daddr, a);
+	} else if (family == AF_INET6) {
+		__builtin_memcpy(f->daddr, sa + 8, 16);
+	} else {
+		return;
+	}
+	f->dport = bpf_ntohs(*(__u16 *)(sa + 2));
+	f->has_dest = 1;
+}
+
+#define NR_connect 42
+#define NR_bind 49
+
+/* Loaded with task filters and packet layers: a socket bound or connected by a
+ * traced task has its flow known from then on, so packets that arrive before
+ * its first send or recv (a UDP receiver not yet in recv) are attributed. */
+MG_PROG("tp_btf/sys_exit", flow_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (ret != 0)
+		return 0;
+	long id = regs->orig_ax;
+	if (id != NR_bind && id != NR_connect)
+		return 0;
+	if (!task_traced())
+		return 0;
+	__u64 sk = fd_socket(regs->di);
+	if (!sk)
+		return 0;
+	struct sk_tuple t = {};
+	read_sk_tuple((const struct sock *)sk, &t);
+	if (!t.sport || (t.protocol != IPPROTO_UDP && t.protocol != IPPROTO_TCP))
+		return 0;
+	__u64 cookie = sk_key((const struct sock *)sk,
+			      BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_cookie.counter));
+	/* A UDP socket used unconnected before it connected (a server that
+	 * connects to its first client, as iperf3 -s does) is announced again
+	 * with its peer, which its SOCK record lacked: the ip layer, which also
+	 * tells it, sees only the recorder's network namespace (netfilter
+	 * hooks), the dev layer every one (issue 21). Known by its flow as a
+	 * bound socket (remote end zero), looked up before the connected flow
+	 * is added. TCP's peer comes with its state changes. */
+	if (id == NR_connect && t.dport && t.protocol == IPPROTO_UDP &&
+	    (!tuple_filtered() || tuple_matches(t.saddr, t.daddr, t.sport, t.dport))) {
+		struct flow_key k = { .lport = t.sport, .protocol = t.protocol };
+		__builtin_memcpy(k.local, t.saddr, 16);
+		k.netns = BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_net.net, ns.inum);
+		struct flow_val *b = bound_flow(&k);
+		if (b && b->cookie == cookie)
+			announce((const struct sock *)sk, cookie, &t);
+	}
+	track_flow(&t, cookie, sk);
+	return 0;
+}
+
+MG_PROG("tp_btf/sys_enter", app_sys_enter, struct pt_regs *regs, long id)
+{
+	if (!app_nr(id))
+		return 0;
+	if (!task_traced())
+		return 0;
+	/* Only sockets: read()/write() on files must leave nothing behind. The
+	 * socket: the first argument, but sendfile()'s is its output and
+	 * splice()'s whichever end is a socket. */
+	__u16 kind = MG_APP_RECV;
+	__u64 sk;
+	if (id == NR_splice) {
+		sk = fd_socket(regs->dx);
+		if (sk)
+			kind = MG_APP_SEND;
+		else
+			sk = fd_socket(regs->di);
+	} else {
+		sk = fd_socket(regs->di);
+		if (id == NR_write || id == NR_writev || id == NR_sendfile || id == NR_sendto ||
+		    id == NR_sendmsg || id == NR_sendmmsg)
+			kind = MG_APP_SEND;
+	}
+	if (!sk)
+		return 0;
+	__s64 asked = -1;
+	__u32 msg_flags = 0;
+	__u64 mmsg = 0;
+	__u32 vlen = 0;
+	const void *msg_name = NULL;
+	if (id == NR_sendmsg || id == NR_recvmsg) {
+		struct user_msghdr mh;
+		if (!bpf_probe_read_user(&mh, sizeof(mh), (void *)regs->si)) {
+			msg_name = mh.msg_name;
+			asked = iov_sum(mh.msg_iov, mh.msg_iovlen);
+		}
+		msg_flags = regs->dx;
+	} else if (id == NR_readv || id == NR_writev) {
+		asked = iov_sum((const struct iovec *)regs->si, regs->dx);
+	} else if (id == NR_sendmmsg || id == NR_recvmmsg) {
+		mmsg = regs->si;
+		vlen = regs->dx;
+		msg_flags = regs->r10;
+		if (vlen <= APP_MMSG_MAX) {
+			asked = 0;
+			for (int i = 0; i < APP_MMSG_MAX; i++) {
+				if (i >= vlen)
+					break;
+				struct mmsghdr m;
+				if (bpf_probe_read_user(&m, sizeof(m), (struct mmsghdr *)mmsg + i)) {
+					asked = -1;
+					break;
+				}
+				__s64 n = iov_sum(m.msg_hdr.msg_iov, m.msg_hdr.msg_iovlen);
+				if (n < 0) {
+					asked = -1;
+					break;
+				}
+				asked += n;
+			}
+		}
+	} else if (id == NR_sendfile) {
+		asked = regs->r10;
+	} else if (id == NR_splice) {
+		asked = regs->r8;
+	} else {
+		asked = regs->dx;
+		if (id == NR_sendto || id == NR_recvfrom)
+			msg_flags = regs->r10;
+	}
+	/* Register the socket's flow now, so that packets arriving before its
+	 * first app event (a receiver blocked in its first recv) are attributed. */
+	if (filter_tasks) {
+		struct sk_tuple t = {};
+		read_sk_tuple((const struct sock *)sk, &t);
+		/* With its cookie: a flow left at cookie 0 named no socket for
+		 * the packets received during the call (the socket's app event
+		 * finds it in the per-CPU cache and does not track it again). */
+		if (t.sport)
+			track_flow(&t, sk_key((const struct sock *)sk, BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_cookie.counter)), sk);
+	}
+	struct syscall_in_flight *f = current_in_flight(true);
+	if (f) {
+		if (!f->valid) {
+			__u32 *n = in_flight_bucket();
+			if (n)
+				__sync_fetch_and_add(n, 1);
+		}
+		f->asked = asked;
+		f->sk = sk;
+		f->valid = 1;
+		f->has_dest = 0;
+		f->nr = id;
+		f->kind = kind;
+		f->msg_flags = msg_flags;
+		f->mmsg = mmsg;
+		f->vlen = vlen;
+		f->stamped = 0;
+		if (tuple_filtered() && (id == NR_sendto || id == NR_sendmsg))
+			read_dest(id == NR_sendto ? (const void *)regs->r8 : msg_name, f);
+	}
+	return 0;
+}
+
+/* The bytes a sendmmsg()/recvmmsg() moved: its messages' msg_len, which the
+ * kernel wrote back for the first `n` (the syscall's return). */
+static __always_inline __s64 mmsg_bytes(__u64 mmsg, long n)
+{
+	__s64 sum = 0;
+	for (int i = 0; i < APP_MMSG_MAX; i++) {
+		if (i >= n)
+			break;
+		__u32 len;
+		if (bpf_probe_read_user(&len, sizeof(len), &((struct mmsghdr *)mmsg)[i].msg_len))
+			return sum;
+		sum += len;
+	}
+	return sum;
+}
+
+static __always_inline void app_emit(__u64 cookie, __s64 asked, __s64 ret, __u32 flags, __u16 kind,
+				     __u16 family, __u16 protocol, __u16 type)
+{
+	struct mg_app *r;
+	if (!RESERVE(r, sizeof(*r), kind))
+		return;
+	fill_hdr(&r->hdr, kind, 0);
+	r->cookie = cookie;
+	r->asked = asked;
+	r->ret = ret;
+	r->msg_flags = flags;
+	r->family = family;
+	r->protocol = protocol;
+	r->type = type;
+	r->_pad0 = 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	submit(r);
+}
+
+/* The app event of a socket syscall: one per call, whatever the kernel did
+ * inside (a sendfile() sends once per pipe's worth, a sendmmsg() once per
+ * message, and a call that fails before the socket is reached is none). */
+MG_PROG("tp_btf/sys_exit", app_sys_exit, struct pt_regs *regs, long ret)
+{
+	long id = regs->orig_ax;
+	if (!app_nr(id))
+		return 0;
+	struct syscall_in_flight *f = in_flight_now();
+	if (!f)
+		return 0;
+	f->valid = 0;
+	__u32 *n = in_flight_bucket();
+	if (n)
+		__sync_fetch_and_add(n, -1);
+	if (f->nr != id || f->stamped != 1)
+		return 0;
+	if (id == NR_sendmmsg || id == NR_recvmmsg) {
+		if (ret > 0)
+			ret = mmsg_bytes(f->mmsg, ret);
+	}
+	app_emit(f->cookie, f->asked, ret, f->msg_flags, f->kind, f->family, f->protocol, f->type);
+	return 0;
+}
+
+/* io_uring: one app event per request, at its completion, with the length
+ * its SQE asked for (read at submission: a partial send retried inside the
+ * kernel moves the request's own length on) and the CQE's result. The
+ * request's socket is known by the kernel's sends for it (app_event below,
+ * whose trusted socket pointer can mark and announce it). */
+/* The app kinds asked for (`--kinds`), for io_uring's requests: the socket
+ * syscalls' kinds follow their stamping programs, loaded or not. */
+const volatile bool app_send_on = true;
+const volatile bool app_recv_on = true;
+
+struct uring_req {
+	__s64 asked;
+	__u16 kind;
+	__u16 opcode;
+	__u32 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct uring_req);
+} uring_reqs SEC(".maps");
+
+struct uring_sock {
+	__u64 cookie;
+	__u16 family;
+	__u16 protocol;
+	__u16 type;
+	__u16 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct uring_sock);
+} uring_socks SEC(".maps");
+
+static __always_inline void app_uring_sock(struct sock *sk, __u16 family)
+{
+	__u64 key = addr_of(sk);
+	__u64 cookie = sk_cookie(sk);
+	struct uring_sock *old = bpf_map_lookup_elem(&uring_socks, &key);
+	if (old && old->cookie == cookie)
+		return;
+	if (!sock_traced(sk, cookie, true))
+		return;
+	struct uring_sock v = {
+		.cookie = cookie,
+		.family = family,
+		.protocol = sk->sk_protocol,
+		.type = sk->sk_type,
+	};
+	bpf_map_update_elem(&uring_socks, &key, &v, BPF_ANY);
+}
+
+static __always_inline int uring_submit(struct io_kiocb *req)
+{
+	__u8 op = BPF_CORE_READ(req, opcode);
+	int dir = mg_uring_dir(op);
+	if (dir < 0)
+		return 0;
+	struct uring_req v = { .asked = -1, .opcode = op, .kind = dir ? MG_APP_SEND : MG_APP_RECV };
+	if (v.kind == MG_APP_SEND ? !app_send_on : !app_recv_on)
+		return 0;
+	if (!task_traced())
+		return 0;
+	void *cmd = (void *)&req->cmd;
+	if (op == IORING_OP_SEND_ || op == IORING_OP_RECV_ || op == IORING_OP_SEND_ZC_) {
+		v.asked = BPF_CORE_READ((struct io_sr_msg *)cmd, len);
+	} else if (op == IORING_OP_SENDMSG_ || op == IORING_OP_RECVMSG_ || op == IORING_OP_SENDMSG_ZC_) {
+		struct user_msghdr mh;
+		void *um = BPF_CORE_READ((struct io_sr_msg *)cmd, umsg);
+		if (!bpf_probe_read_user(&mh, sizeof(mh), um))
+			v.asked = iov_sum(mh.msg_iov, mh.msg_iovlen);
+	} else if (op == IORING_OP_READ_ || op == IORING_OP_WRITE_) {
+		v.asked = BPF_CORE_READ((struct io_rw *)cmd, len);
+	} else {
+		v.asked = iov_sum((const struct iovec *)BPF_CORE_READ((struct io_rw *)cmd, addr),
+				  BPF_CORE_READ((struct io_rw *)cmd, len));
+	}
+	__u64 key = addr_of(req);
+	bpf_map_update_elem(&uring_reqs, &key, &v, BPF_ANY);
+	return 0;
+}
+
+MG_PROG("tp_btf/io_uring_submit_req", app_uring_submit, struct io_kiocb *req)
+{
+	return uring_submit(req);
+}
+
+/* The same, loaded with app_uring_complete7 (a program attaches once). */
+MG_PROG("tp_btf/io_uring_submit_req", app_uring_submit7, struct io_kiocb *req)
+{
+	return uring_submit(req);
+}
+
+static __always_inline void app_uring_done(void *req_, __s32 res, __u32 cflags)
+{
+	__u64 key = (__u64)req_;
+	struct uring_req *v = bpf_map_lookup_elem(&uring_reqs, &key);
+	if (!v)
+		return;
+	struct uring_req r = *v;
+	/* A multishot request posts many results, each one the application
+	 * gets; a zero-copy send's F_MORE announces only its notification. */
+	if (!(cflags & IORING_CQE_F_MORE_) || r.opcode == IORING_OP_SEND_ZC_ ||
+	    r.opcode == IORING_OP_SENDMSG_ZC_)
+		bpf_map_delete_elem(&uring_reqs, &key);
+	struct io_kiocb *req = req_;
+	struct file *file = BPF_CORE_READ(req, file);
+	if (!file || (BPF_CORE_READ(file, f_inode, i_mode) & S_IFMT) != S_IFSOCK)
+		return;
+	struct socket *so = BPF_CORE_READ(file, private_data);
+	__u64 sk = (__u64)BPF_CORE_READ(so, sk);
+	struct uring_sock *us = bpf_map_lookup_elem(&uring_socks, &sk);
+	if (!us)
+		return;
+	app_emit(us->cookie, r.asked, res, 0, r.kind, us->family, us->protocol, us->type);
+}
+
+MG_PROG("tp_btf/io_uring_complete", app_uring_complete, struct io_ring_ctx *ring, void *req_,
+	struct io_uring_cqe *cqe)
+{
+	app_uring_done(req_, BPF_CORE_READ(cqe, res), BPF_CORE_READ(cqe, flags));
+	return 0;
+}
+
+/* io_uring_complete before it took the CQE (its result and flags as
+ * arguments): (ctx, req, user_data, res, cflags, extra1, extra2). */
+MG_PROG("tp_btf/io_uring_complete", app_uring_complete7, void *ring, void *req_, __u64 user_data,
+	int res, unsigned cflags)
+{
+	app_uring_done(req_, res, cflags);
+	return 0;
+}
+
+/* Whether the current task is in a socket syscall on `sk` (not known before
+ * 5.15, which lacks bpf_task_pt_regs: no). Its number alone would not do:
+ * io_uring's task work runs on the way back from any syscall, and an io
+ * thread's registers are zero (read). */
+static __always_inline bool in_syscall_on(__u64 sk)
+{
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) ||
+	    !bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
+		return false;
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (t->flags & 0x00000010) /* PF_IO_WORKER: io-wq and SQPOLL threads */
+		return false;
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	long id = BPF_CORE_READ(regs, orig_ax);
+	if (!app_nr(id))
+		return false;
+	if (fd_socket(BPF_CORE_READ(regs, di)) == sk)
+		return true;
+	return id == NR_splice && fd_socket(BPF_CORE_READ(regs, dx)) == sk;
+}
+
+static __always_inline bool current_is_kthread(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	return BPF_CORE_READ(t, flags) & 0x00200000; /* PF_KTHREAD */
+}
+
+/* A socket's send or recv inside the kernel. Within a traced socket syscall
+ * it stamps the call with the socket (the event comes at sys_exit); from a
+ * kernel thread (an in-kernel socket user such as the NFS client) or in a
+ * socket syscall that began before the recording it is the call itself; in
+ * any other user task it is io_uring's work on a request (in io_uring_enter,
+ * an io-wq worker or the SQPOLL thread), recorded per request (app_uring_*),
+ * not per attempt. */
+static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 kind)
+{
+	__u16 family = sk->__sk_common.skc_family;
+	/* The tracepoints also fire for netlink and unix sockets. */
+	if (family != AF_INET && family != AF_INET6)
+		return 0;
+	struct syscall_in_flight *a = in_flight_now();
+	if (a && a->sk == addr_of(sk)) {
+		if (a->kind != kind)
+			return 0;
+		a->msg_flags |= flags;
+		if (a->stamped)
+			return 0;
+		__u64 cookie = sk_cookie(sk);
+		if (!sock_traced(sk, cookie, true)) {
+			a->stamped = 2;
+			return 0;
+		}
+		a->cookie = cookie;
+		a->family = family;
+		a->protocol = sk->sk_protocol;
+		a->type = sk->sk_type;
+		a->stamped = 1;
+		return 0;
+	}
+	if (!current_is_kthread() && !in_syscall_on(addr_of(sk))) {
+		app_uring_sock(sk, family);
+		return 0;
+	}
+	/* A kernel thread's send, or a socket syscall that began before the
+	 * recording (a recv blocked when it started): the call as the socket
+	 * saw it, its size asked unknown. */
+	__u64 cookie = sk_cookie(sk);
+	if (!sock_traced(sk, cookie, true))
+		return 0;
+	app_emit(cookie, -1, ret, flags, kind, family, sk->sk_protocol, sk->sk_type);
+	return 0;
+}
+
+MG_PROG("tp_btf/sock_send_length", app_send, struct sock *sk, int ret, int flags)
+{
+	return app_event(sk, ret, flags, MG_APP_SEND);
+}
+
+MG_PROG("tp_btf/sock_recv_length", app_recv, struct sock *sk, int ret, int flags)
+{
+	return app_event(sk, ret, flags, MG_APP_RECV);
+}
