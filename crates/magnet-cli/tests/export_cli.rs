@@ -30,6 +30,41 @@ fn synthetic(n: u64) -> Vec<u8> {
     w.finish(&Footer::default()).unwrap()
 }
 
+/// `-q` is what `--help` says: no summary line; damage is still said.
+#[test]
+fn quiet_export_says_only_what_went_wrong() {
+    let full = synthetic(100);
+    let whole = tmp("quiet.mgt");
+    std::fs::write(&whole, &full).unwrap();
+    let out = magnet(&[
+        "export",
+        "-q",
+        whole.to_str().unwrap(),
+        "-T",
+        "csv",
+        "-o",
+        "-",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 101);
+    let cut = tmp("quiet-cut.mgt");
+    std::fs::write(&cut, &full[..full.len() - 200]).unwrap();
+    let out = magnet(&[
+        "export",
+        "-q",
+        cut.to_str().unwrap(),
+        "-T",
+        "csv",
+        "-o",
+        "-",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cut short at byte"), "{stderr}");
+    assert!(!stderr.contains("exported"), "{stderr}");
+}
+
 #[test]
 fn cut_short_trace_warns_and_exports_its_whole_blocks() {
     let full = synthetic(100);

@@ -98,7 +98,9 @@ pub fn run(args: ExportArgs) -> Result<ExitCode> {
             p.connections, p.packet_instants, p.cpu_slices, p.counter_events, p.lost_markers
         ));
     }
-    eprintln!("{line}");
+    if !args.input.quiet {
+        eprintln!("{line}");
+    }
     if !summary.complete && summary.damage.is_empty() {
         eprintln!(
             "magnet: warning: {}: the trace has no END block (the recorder did not finish)",
