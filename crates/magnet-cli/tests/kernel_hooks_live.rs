@@ -45,6 +45,29 @@ fn missing_hooks_leave_a_default_layer_out_and_fail_a_named_one() {
     }
     let fentry = v["kernel"]["fentry"]["support"] == "yes";
 
+    // Nothing denied: netfilter feeds the ip layer and nothing is missing;
+    // where its hooks are (every namespace) is a note, not a missing hook.
+    let path = tmp("hooks-all.mgt");
+    let out = record("", None, &path);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|_| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let ip = summary["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layer"] == "ip")
+        .cloned()
+        .unwrap();
+    assert_eq!(ip["missing"], serde_json::json!([]), "{ip}");
+    assert!(
+        ip["notes"][0]
+            .as_str()
+            .is_some_and(|n| n.starts_with("netfilter hooks in every network namespace")),
+        "{ip}"
+    );
+    let _ = std::fs::remove_file(&path);
+
     // Default layers, netfilter denied: on a kernel without fentry the ip kinds
     // are left out with a line; the recording still succeeds with 20 sends.
     let path = tmp("hooks-default.mgt");

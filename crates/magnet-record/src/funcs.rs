@@ -147,6 +147,7 @@ impl Plan {
             layer: "func".into(),
             hooks: Vec::new(),
             missing: Vec::new(),
+            notes: Vec::new(),
         };
         let mut links = Vec::new();
         if let Some(why) = &self.no {

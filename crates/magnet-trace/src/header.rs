@@ -29,6 +29,10 @@ pub struct LayerSource {
     /// Hooks wanted but not attached, each with the reason.
     #[serde(default)]
     pub missing: Vec<String>,
+    /// What else a reader should know about where the hooks are (e.g. in
+    /// which network namespaces): nothing missing, said in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -127,7 +127,7 @@ fn print_text(o: &mut impl Write, info: &Info) -> std::io::Result<()> {
         if !i.layers.contains_key(&s.layer) {
             writeln!(o, "{:<8} {:>10}  {}", s.layer, 0, s.hooks.join(", "))?;
         }
-        for m in &s.missing {
+        for m in s.missing.iter().chain(&s.notes) {
             writeln!(o, "{:<8} {:>10}  note: {m}", s.layer, "")?;
         }
     }

@@ -466,7 +466,7 @@ fn summary_text(s: &Summary, c: &RecordConfig) -> String {
         let _ = writeln!(out, "magnet: by kind: {}", kinds.join(", "));
     }
     for l in &s.layers {
-        for m in &l.missing {
+        for m in l.missing.iter().chain(&l.notes) {
             let _ = writeln!(out, "magnet: note: layer {}: {m}", l.layer);
         }
     }

@@ -51,6 +51,7 @@ impl Plan {
                     layer: layer.name().into(),
                     hooks: vec![],
                     missing: vec![],
+                    notes: vec![],
                 },
             );
         }
@@ -444,7 +445,7 @@ pub(super) fn attach<'s>(
     };
     if netfilter_used {
         if let Some(s) = sources.get_mut(&Layer::Ip) {
-            s.missing.push(netns.scope());
+            s.notes.push(netns.scope());
         }
     }
 
