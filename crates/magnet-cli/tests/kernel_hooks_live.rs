@@ -24,6 +24,23 @@ fn record(deny: &str, layers: Option<&str>, out: &std::path::Path) -> std::proce
     c.output().expect("runs magnet")
 }
 
+/// The recorder's JSON summary (stdout: loadgen's line, then the summary)
+/// and its ip layer's source.
+fn summary_and_ip_layer(out: &std::process::Output) -> (serde_json::Value, serde_json::Value) {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let ip = summary["layers"]
+        .as_array()
+        .and_then(|layers| layers.iter().find(|l| l["layer"] == "ip"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no ip layer in {summary}"));
+    (summary, ip)
+}
+
 #[test]
 fn missing_hooks_leave_a_default_layer_out_and_fail_a_named_one() {
     if !live_or_skip(
@@ -49,16 +66,7 @@ fn missing_hooks_leave_a_default_layer_out_and_fail_a_named_one() {
     // where its hooks are (every namespace) is a note, not a missing hook.
     let path = tmp("hooks-all.mgt");
     let out = record("", None, &path);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
-        .unwrap_or_else(|_| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
-    let ip = summary["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["layer"] == "ip")
-        .cloned()
-        .unwrap();
+    let (_, ip) = summary_and_ip_layer(&out);
     assert_eq!(ip["missing"], serde_json::json!([]), "{ip}");
     assert!(
         ip["notes"][0]
@@ -72,22 +80,9 @@ fn missing_hooks_leave_a_default_layer_out_and_fail_a_named_one() {
     // are left out with a line; the recording still succeeds with 20 sends.
     let path = tmp("hooks-default.mgt");
     let out = record("netfilter", None, &path);
-    // stdout: loadgen's line, then the recorder's summary.
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary: serde_json::Value = stdout
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let (summary, ip) = summary_and_ip_layer(&out);
     assert!(out.status.success(), "{summary}");
     assert_eq!(summary["by_kind"]["app_send"], 20, "{summary}");
-    let ip = summary["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["layer"] == "ip")
-        .cloned()
-        .unwrap();
     if fentry {
         assert_eq!(ip["hooks"][0], "fexit/__ip_local_out+fexit/__ip6_local_out");
     } else {
