@@ -30,35 +30,27 @@ fn synthetic(n: u64) -> Vec<u8> {
     w.finish(&Footer::default()).unwrap()
 }
 
+/// `magnet export [EXTRA] TRACE -T csv -o -`: the trace as CSV on stdout.
+fn csv_to_stdout(trace: &std::path::Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["export"];
+    args.extend_from_slice(extra);
+    args.extend([trace.to_str().unwrap(), "-T", "csv", "-o", "-"]);
+    magnet(&args)
+}
+
 /// `-q` is what `--help` says: no summary line; damage is still said.
 #[test]
 fn quiet_export_says_only_what_went_wrong() {
     let full = synthetic(100);
     let whole = tmp("quiet.mgt");
     std::fs::write(&whole, &full).unwrap();
-    let out = magnet(&[
-        "export",
-        "-q",
-        whole.to_str().unwrap(),
-        "-T",
-        "csv",
-        "-o",
-        "-",
-    ]);
+    let out = csv_to_stdout(&whole, &["-q"]);
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 101);
     let cut = tmp("quiet-cut.mgt");
     std::fs::write(&cut, &full[..full.len() - 200]).unwrap();
-    let out = magnet(&[
-        "export",
-        "-q",
-        cut.to_str().unwrap(),
-        "-T",
-        "csv",
-        "-o",
-        "-",
-    ]);
+    let out = csv_to_stdout(&cut, &["-q"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("cut short at byte"), "{stderr}");
@@ -71,14 +63,7 @@ fn cut_short_trace_warns_and_exports_its_whole_blocks() {
     // Cut inside the last block of records: 90 records are in whole blocks.
     let cut = tmp("cut.mgt");
     std::fs::write(&cut, &full[..full.len() - 200]).unwrap();
-    let out = magnet(&[
-        "export",
-        cut.to_str().unwrap(),
-        "--format",
-        "csv",
-        "-o",
-        "-",
-    ]);
+    let out = csv_to_stdout(&cut, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Exported as far as it reads; 1: the export is incomplete.
     assert_eq!(out.status.code(), Some(1), "{stderr}");
