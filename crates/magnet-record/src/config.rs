@@ -102,6 +102,11 @@ pub struct Filters {
     pub cgroup: Option<PathBuf>,
     pub port: Option<u16>,
     pub host: Option<IpAddr>,
+    /// Only events in this network namespace (its inode number, as
+    /// /proc/PID/ns/net names it): packets where they are seen, sockets and
+    /// tasks by their own namespace. `None`: every namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub netns: Option<u64>,
 }
 
 impl Filters {
@@ -111,6 +116,7 @@ impl Filters {
             && self.cgroup.is_none()
             && self.port.is_none()
             && self.host.is_none()
+            && self.netns.is_none()
     }
 }
 

@@ -16,6 +16,7 @@ pub use config::{
     parse_kinds, parse_layers, parse_size, Filters, KindSelection, Layer, RecordConfig,
 };
 pub use error::Error;
+pub use netdevs::netns_inode;
 pub use recorder::{
     check, preflight, record, CheckLine, DetachedFn, Progress, ProgressFn, ReadyFn, RunOptions,
     Summary, Target, PRIVILEGE,

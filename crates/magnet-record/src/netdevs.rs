@@ -37,6 +37,61 @@ pub fn namespaces() -> BTreeMap<u64, std::path::PathBuf> {
     paths
 }
 
+/// `record --netns NS`: the inode of the network namespace `NS` names:
+/// `self` (the recorder's), an inode number (`4026531840`, or `net:[…]` as
+/// `readlink /proc/PID/ns/net` prints it), a path to a namespace file
+/// (`/proc/PID/ns/net`, `/run/netns/NAME`) or a name `ip netns add` made.
+/// The error is one line saying what was wrong and what to give instead
+/// (the caller names the option).
+pub fn netns_inode(spec: &str) -> Result<u64, String> {
+    const WHAT: &str = "give `self`, a name from `ip netns list`, /proc/PID/ns/net, /run/netns/NAME or an inode number from `lsns -t net`";
+    let spec = spec.trim();
+    let number = spec
+        .strip_prefix("net:[")
+        .and_then(|r| r.strip_suffix(']'))
+        .unwrap_or(spec);
+    if !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) {
+        let ino: u64 = number
+            .parse()
+            .map_err(|_| "not an inode number".to_string())?;
+        return if namespaces().contains_key(&ino) {
+            Ok(ino)
+        } else {
+            Err(format!(
+                "no process holds network namespace net:[{ino}] and none under /run/netns is it (`lsns -t net` lists them)"
+            ))
+        };
+    }
+    let path = match spec {
+        "self" => std::path::PathBuf::from("/proc/self/ns/net"),
+        s if s.contains('/') => std::path::PathBuf::from(s),
+        "" => return Err(format!("empty ({WHAT})")),
+        name => {
+            let p = std::path::Path::new("/run/netns").join(name);
+            if !p.exists() {
+                return Err(format!(
+                    "no network namespace of that name under /run/netns ({WHAT})"
+                ));
+            }
+            p
+        }
+    };
+    let file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // NS_GET_NSTYPE (linux/nsfs.h): the namespace type of an nsfs file, an
+    // error for any other file.
+    const NS_GET_NSTYPE: libc::c_ulong = 0xb703;
+    use std::os::fd::AsRawFd;
+    // SAFETY: NS_GET_NSTYPE takes no argument; the descriptor is open.
+    let kind = unsafe { libc::ioctl(file.as_raw_fd(), NS_GET_NSTYPE as _) };
+    if kind != libc::CLONE_NEWNET {
+        return Err(format!(
+            "{} is not a network namespace ({WHAT})",
+            path.display()
+        ));
+    }
+    file.metadata().map(|m| m.ino()).map_err(|e| e.to_string())
+}
+
 /// Interfaces of every namespace [`namespaces`] names. A namespace that cannot
 /// be entered is left out; this never fails.
 pub fn all_interfaces() -> Vec<Interface> {

@@ -24,6 +24,7 @@ Examples:
   magnet record -o run.mgt --all --port 5201 --layers all          one port, every layer
   magnet record -o run.mgt 'tcp port 443 and host 10.0.0.2' -- CMD  packets a pcap-filter matches
   magnet record -o run.mgt --all -f 'udp port 53' -d 10s
+  magnet record -o run.mgt --all --netns web1 -d 10s               one namespace (ip netns list)
 
 Layers: app (send/recv calls), tcp (state changes, segments received, data queued,
 retransmits, resets), ip (netfilter hooks in and out), qdisc (enqueue/dequeue), dev
@@ -38,7 +39,9 @@ they matter for forwarded or NATed packets). `--kinds all` records everything.
 Filters run in the kernel: an event that does not match costs a map lookup, not a
 record. Task filters (-- COMMAND, -p, --comm, --cgroup) decide which sockets are
 traced; packets are then attributed to those sockets (transmit: by the skb's socket;
-receive: by the socket's flow). --port and --host narrow any of them further. A
+receive: by the socket's flow). --port and --host narrow any of them further, as does
+--netns: without it every network namespace is recorded, so a packet between two
+namespaces of this host is seen leaving one and entering the other. A
 pcap-filter expression (-f EXPR, or the words before --, as tcpdump takes them) keeps
 only the packet events (ip, qdisc, dev, drop, frames) of packets it matches; it is
 compiled by libpcap for raw IP and run in the kernel (docs/record.md).
@@ -92,6 +95,14 @@ pub struct RecordArgs {
     /// Only flows with this address at either end.
     #[arg(long, value_name = "ADDR")]
     host: Option<IpAddr>,
+
+    /// Only this network namespace: `self` (the recorder's), a name from `ip
+    /// netns list`, /proc/PID/ns/net, /run/netns/NAME or its inode number
+    /// (`lsns -t net`). Packets count where they are seen, sockets and tasks
+    /// in their own; the ip layer's hooks go only there. Default: every
+    /// namespace (a veth peer's packets too, each where it is).
+    #[arg(long, value_name = "NS", value_parser = parse_netns)]
+    netns: Option<u64>,
 
     /// Layers to record, comma-separated, or `all` [default: app,tcp,ip,dev].
     /// A default layer this kernel cannot record is left out with a note, as
@@ -272,6 +283,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         },
         port: args.port,
         host: args.host,
+        netns: args.netns,
     };
 
     // SIGHUP and SIGQUIT end a recording as SIGTERM does: with its END block.
@@ -493,4 +505,9 @@ fn is_cgroup2(dir: &std::path::Path) -> bool {
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: a NUL-terminated path and a statfs the call fills.
     unsafe { libc::statfs(c.as_ptr(), &mut st) == 0 && st.f_type == libc::CGROUP2_SUPER_MAGIC }
+}
+
+/// `--netns NS` to the namespace's inode (clap shows the one-line error).
+fn parse_netns(s: &str) -> Result<u64, String> {
+    magnet_record::netns_inode(s)
 }

@@ -338,5 +338,17 @@ static __always_inline bool pf_skb(const struct sk_buff *skb, int at)
 
 static __always_inline bool need_parse(void)
 {
-	return filter_tasks || tuple_filtered() || pf_len;
+	return filter_tasks || tuple_filtered() || pf_len || netns_only;
+}
+
+/* record --netns: is a socket in the namespace asked for? */
+static __always_inline bool sock_in_netns(const struct sock *sk)
+{
+	return !netns_only || BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum) == netns_only;
+}
+
+/* The same for a task (the one a context switch names, or the current one). */
+static __always_inline bool task_in_netns(struct task_struct *t)
+{
+	return !netns_only || BPF_CORE_READ(t, nsproxy, net_ns, ns.inum) == netns_only;
 }

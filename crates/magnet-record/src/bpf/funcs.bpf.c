@@ -208,6 +208,14 @@ static __always_inline bool func_record(struct pt_regs *ctx, const struct sk_buf
 	}
 	if (!id && !task_traced())
 		return false;
+	/* --netns: a packet not recorded yet by where it is (device, else socket). */
+	if (!id && netns_only) {
+		__u32 ns = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
+		if (!ns)
+			ns = BPF_CORE_READ(skb, sk, __sk_common.skc_net.net, ns.inum);
+		if (ns != netns_only)
+			return false;
+	}
 	if (!id && filter_tasks) {
 		/* A traced task's own sends only: the skb belongs to a socket, is
 		 * a TCP write-queue skb (no owner until its clone goes down), or is
@@ -298,7 +306,7 @@ int func_exit_multi(struct pt_regs *ctx)
 SEC("kprobe.multi")
 int func_any_multi(struct pt_regs *ctx)
 {
-	if (!task_traced())
+	if (!task_traced() || !task_in_netns((struct task_struct *)bpf_get_current_task()))
 		return 0;
 	struct mg_func *r;
 	if (!RESERVE(r, sizeof(*r), MG_FUNC))

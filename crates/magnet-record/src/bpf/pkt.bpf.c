@@ -478,6 +478,9 @@ static __always_inline __u32 skb_netns(const struct sk_buff *skb)
 static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *pi, bool rx,
 				       __u32 netns)
 {
+	/* --netns: where the packet is seen, whatever its socket. */
+	if (netns_only && netns != netns_only)
+		return false;
 	if (!filter_tasks && !tuple_filtered())
 		return true;
 	/* A socket chosen by the filters chooses its packets (later IP

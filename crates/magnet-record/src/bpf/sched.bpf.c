@@ -10,6 +10,8 @@
  * context switch, the task woken, the parent of a fork). */
 static __always_inline bool task_struct_traced(struct task_struct *t)
 {
+	if (!task_in_netns(t))
+		return false;
 	if (!filter_tasks)
 		return true;
 	if (filter_pid) {

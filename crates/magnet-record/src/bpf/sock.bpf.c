@@ -236,6 +236,8 @@ static __always_inline bool sock_traced(const struct sock *sk, __u64 cookie, boo
 	}
 	if (!task_ctx && filter_tasks)
 		return false;
+	if (!sock_in_netns(sk))
+		return false;
 	if (!task_traced())
 		return false;
 

@@ -15,6 +15,10 @@ const volatile __u64 cgroup_filter = 0;    /* cgroup v2 id, 0 = any */
 const volatile __u16 port_filter = 0;      /* either port of the flow, 0 = any */
 const volatile bool filter_host = false;
 const volatile __u8 host_filter[16] = {};  /* either address of the flow */
+/* record --netns: only events in this network namespace (its inode number),
+ * 0 = every one. Packets by the namespace they are seen in, sockets by their
+ * own, tasks (sched, --funcs without a packet) by theirs. */
+const volatile __u32 netns_only = 0;
 const volatile bool tcp_state = false;     /* append struct mg_tcp_snap */
 const volatile __u64 wakeup_bytes = 256 * 1024;
 /* Packet layers on: keep every announced socket's flow, so that received

@@ -244,6 +244,8 @@ pub(super) fn load(
                 }
                 ro.cgroup_filter = tasks.cgroup.unwrap_or(0);
                 ro.port_filter = config.filters.port.unwrap_or(0);
+                // Namespace inodes are 32-bit in the kernel (ns_common.inum).
+                ro.netns_only = config.filters.netns.unwrap_or(0) as u32;
                 if let Some(h) = config.filters.host {
                     ro.filter_host = true;
                     ro.host_filter = addr16(h);
@@ -330,7 +332,7 @@ pub(super) fn attach<'s>(
     let mut links: Vec<Link> = Vec::new();
     let object = skel.object();
     let mut netfilter_used = false;
-    let mut netns = NetfilterNamespaces::open();
+    let mut netns = NetfilterNamespaces::open(config.filters.netns);
     for c in &plan.chosen {
         let probe = c.probe;
         let hook = c.hook().expect("only chosen probes");
@@ -517,6 +519,11 @@ struct NetfilterNamespaces {
     /// What was attached: (program, hook number, priority), to attach the
     /// same in a namespace made later.
     programs: Vec<(String, i32, i32)>,
+    /// `record --netns`: hooks in that namespace only (its inode), none
+    /// elsewhere and none in namespaces made later.
+    only: Option<u64>,
+    /// Any `--netns` given (the own namespace's included).
+    filtered: bool,
 }
 
 /// Attaches `prog` at `hooknum` for IPv4 and IPv6 in this thread's namespace.
@@ -531,7 +538,8 @@ fn attach_both(prog: &libbpf_rs::ProgramMut<'_>, hooknum: i32, priority: i32) ->
 }
 
 impl NetfilterNamespaces {
-    fn open() -> NetfilterNamespaces {
+    /// `only`: `record --netns`, the one namespace to hook (its inode).
+    fn open(only: Option<u64>) -> NetfilterNamespaces {
         use std::os::unix::fs::MetadataExt;
         let own = std::fs::File::open("/proc/thread-self/ns/net").ok();
         let own_ino = own
@@ -544,7 +552,7 @@ impl NetfilterNamespaces {
         let mut skipped = BTreeMap::new();
         if own.is_some() {
             for (ino, path) in crate::netdevs::namespaces() {
-                if !known.insert(ino) {
+                if only.is_some_and(|o| o != ino) || !known.insert(ino) {
                     continue;
                 }
                 match std::fs::File::open(&path) {
@@ -562,6 +570,8 @@ impl NetfilterNamespaces {
             skipped,
             pins: Vec::new(),
             programs: Vec::new(),
+            only: only.filter(|&o| Some(o) != own_ino),
+            filtered: only.is_some(),
         }
     }
 
@@ -592,7 +602,15 @@ impl NetfilterNamespaces {
         hooknum: i32,
         priority: i32,
     ) -> Result<Vec<Link>> {
-        let mut links = attach_both(prog, hooknum, priority)?;
+        // --netns elsewhere: not the recorder's own namespace.
+        let mut links = if let Some(ino) = self.only {
+            if self.at_start.is_empty() {
+                bail!("network namespace net:[{ino}] (--netns) is held by no process and not under /run/netns: it cannot be entered");
+            }
+            Vec::new()
+        } else {
+            attach_both(prog, hooknum, priority)?
+        };
         self.programs.push((
             prog.name().to_string_lossy().into_owned(),
             hooknum,
@@ -604,6 +622,11 @@ impl NetfilterNamespaces {
             }
             match self.inside(ns, || attach_both(prog, hooknum, priority))? {
                 Some(Ok(l)) => links.extend(l),
+                // The one namespace asked for: its hook's error is the layer's.
+                Some(Err(e)) if self.only.is_some() => return Err(e),
+                None if self.only.is_some() => {
+                    bail!("could not enter network namespace net:[{ino}] (--netns)")
+                }
                 Some(Err(e)) => {
                     self.skipped.insert(*ino, format!("{e:#}"));
                 }
@@ -624,6 +647,14 @@ impl NetfilterNamespaces {
                 self.pins.push(f);
                 entered += 1;
             }
+        }
+        if self.filtered {
+            return match self.only {
+                Some(ino) => {
+                    format!("netfilter hooks in network namespace net:[{ino}] only (--netns)")
+                }
+                None => "netfilter hooks in the recorder's network namespace only (--netns)".into(),
+            };
         }
         let mut line = format!(
             "netfilter hooks in every network namespace: the {} at the start, and each one made later from about a second after it appears",
@@ -651,7 +682,7 @@ impl NetfilterNamespaces {
     /// them, is left as it is (its links so far detached).
     fn follow_new(&mut self, object: &libbpf_rs::Object) -> Vec<Link> {
         let mut out = Vec::new();
-        if self.programs.is_empty() || self.own.is_none() {
+        if self.programs.is_empty() || self.own.is_none() || self.filtered {
             return out;
         }
         for (ino, path) in crate::netdevs::namespaces() {

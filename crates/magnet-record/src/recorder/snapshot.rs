@@ -104,6 +104,9 @@ pub(super) fn take(config: &RecordConfig, target: &Target, tasks: &Tasks) -> Res
         .ino();
     let mut out = Vec::new();
     for (ns, (path, inodes)) in by_ns {
+        if config.filters.netns.is_some_and(|want| want != ns) {
+            continue;
+        }
         let socks = if ns == own_ns {
             sockdiag::inet_sockets()
         } else {
