@@ -466,6 +466,15 @@ def judge(path, ref_udp=None):
         f"record -f with a bad expression: {bad}",
     )
 
+    ns = s.get("netns", [])
+    rc = next((l[3:] for l in ns if l.startswith("rc ")), "?")
+    if need(rc.split(" ")[0] == "0", f"record --netns self: exit {rc}"):
+        ni = first_json([l for l in ns if l.startswith("{")]) or {}
+        kinds = ni.get("kinds") or {}
+        for k in ["app_send", "ip_local_out", "ip_local_in", "dev_start_xmit", "dev_rx"]:
+            n = (kinds.get(k) or {}).get("events")
+            need(n == 30, f"record --netns self: {k} {n}, want the 30 datagrams")
+
     sn = s.get("snaplen", [])
     rc = next((l[3:] for l in sn if l.startswith("rc ")), "?")
     if need(rc.split(" ")[0] == "0", f"record --snaplen 2048: exit {rc}"):

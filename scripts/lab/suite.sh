@@ -87,7 +87,16 @@ echo
 echo "bad_rc $?"
 echo "bad_trace $(test -e "$dir/badf.mgt" && echo written || echo none)"
 echo "bad_stderr $(tail -n 1 "$dir/badf.err")"
-# record --snaplen 2048 of a loopback TCP transfer, as pcapng (base64, one line):
+# record --netns self: every program loads with the namespace filter set (the
+# verifier follows its extra branch), and the recorder's own namespace keeps
+# each of the 30 datagrams at every packet hook.
+echo "== netns"
+"$m" record -q -o "$dir/netns.mgt" --netns self -- "$m" loadgen --udp 30x100 --port 5357 \
+    > /dev/null 2> "$dir/netns.err"
+echo "rc $? $(tail -n 1 "$dir/netns.err")"
+[ -s "$dir/netns.mgt" ] && "$m" info -q --json "$dir/netns.mgt" | tr -d '\n'
+echo
+"$old, as pcapng (base64, one line):
 # check.py compares every data frame's payload with loadgen's byte pattern, which
 # lies in the skb's page fragments past its linear part.
 echo "== snaplen"
