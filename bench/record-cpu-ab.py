@@ -18,8 +18,13 @@ Printed per case (medians): Gbit/s, CPU ms per MB, above base, records per MB, C
 record above base ((cpu/MB - base cpu/MB) / records per MB), trace bytes per record.
 Ticks are 10 ms: use SECS >= 4.
 
+A case may add arguments to its recorder (`--args NAME='--netns self'`), or run a second
+recorder of its binary inside ns B with `--all --layers ip` (`--peer-ip NAME`: a build whose
+netfilter hooks see only its own namespace, made to record both namespaces' ip rows as one
+recorder of a later build does); the two recorders' CPU, records and bytes are summed.
+
 Usage (root): bench/record-cpu-ab.py --case before=BIN --case after=BIN [--rounds 5]
-              [--secs 4] [--gso] [--no-base]
+              [--secs 4] [--gso] [--no-base] [--args NAME=ARGS]... [--peer-ip NAME]...
 """
 import argparse, json, os, signal, statistics, subprocess, sys, time
 
@@ -51,7 +56,7 @@ def sh(*a, **kw):
     return subprocess.run(a, check=True, **kw)
 
 
-def one(case, binary, secs, gso):
+def one(case, binary, secs, gso, extra=(), peer_ip=False):
     p = os.getpid()
     na, nb, va, vb = f"mgrc-a-{p}", f"mgrc-b-{p}", f"mgrca{p}", f"mgrcb{p}"
     trace = f"/tmp/mgrc-{p}.mgt"
@@ -74,13 +79,21 @@ def one(case, binary, secs, gso):
         mon = None
         if binary:
             mon = subprocess.Popen(["ip", "netns", "exec", na, binary, "record", "-o", trace, "--all",
-                                    "--layers", "app,tcp,ip,dev", "--json"],
+                                    "--layers", "app,tcp,ip,dev", "--json", *extra],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             procs.append(mon)
+        mon2 = None
+        if binary and peer_ip:
+            mon2 = subprocess.Popen(["ip", "netns", "exec", nb, binary, "record", "-o", trace + "2", "--all",
+                                     "--layers", "ip", "--json"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            procs.append(mon2)
         time.sleep(2.5 if binary else 1.0)
-        if mon and mon.poll() is not None:
-            sys.exit(f"record-cpu-ab: {case}: magnet record exited early: {mon.stderr.read()}")
-        watched = [srv.pid] + ([mon.pid] if mon else []) + ksoftirqd()
+        for m in (mon, mon2):
+            if m and m.poll() is not None:
+                sys.exit(f"record-cpu-ab: {case}: magnet record exited early: {m.stderr.read()}")
+        mons = [m for m in (mon, mon2) if m]
+        watched = [srv.pid] + [m.pid for m in mons] + ksoftirqd()
         t0 = {q: ticks(q) for q in watched}
         cli = subprocess.Popen(["ip", "netns", "exec", na, "iperf3", "-c", "10.233.0.2", "-p", "5211", "-t",
                                 str(secs), "-J"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -94,15 +107,17 @@ def one(case, binary, secs, gso):
         end = json.loads(out)["end"]
         mb = end["sum_received"]["bytes"] / 1e6
         res = {"case": case, "gbps": end["sum_received"]["bits_per_second"] / 1e9, "mb": mb, "cpu_s": cpu_s,
-               "magnet_s": (t1[mon.pid] - t0[mon.pid]) / TICK if mon else 0.0}
-        if mon:
+               "magnet_s": sum(t1[m.pid] - t0[m.pid] for m in mons) / TICK}
+        if mons:
             time.sleep(0.3)
-            mon.send_signal(signal.SIGINT)
-            mout, _ = mon.communicate(timeout=60)
-            summ = json.loads(mout.strip().splitlines()[-1])
-            res["records"] = summ["records"]
-            res["lost"] = summ["lost_kernel"] + summ.get("dropped_user", 0)
-            res["bytes"] = os.path.getsize(trace)
+            res["records"] = res["lost"] = res["bytes"] = 0
+            for m, path in zip(mons, (trace, trace + "2")):
+                m.send_signal(signal.SIGINT)
+                mout, _ = m.communicate(timeout=60)
+                summ = json.loads(mout.strip().splitlines()[-1])
+                res["records"] += summ["records"]
+                res["lost"] += summ["lost_kernel"] + summ.get("dropped_user", 0)
+                res["bytes"] += os.path.getsize(path)
         return res
     finally:
         for pr in procs:
@@ -111,10 +126,11 @@ def one(case, binary, secs, gso):
                 pr.wait()
         for n in (na, nb):
             subprocess.run(["ip", "netns", "del", n], stderr=subprocess.DEVNULL)
-        try:
-            os.unlink(trace)
-        except OSError:
-            pass
+        for t in (trace, trace + "2"):
+            try:
+                os.unlink(t)
+            except OSError:
+                pass
 
 
 def main():
@@ -125,6 +141,8 @@ def main():
     ap.add_argument("--gso", action="store_true")
     ap.add_argument("--no-base", action="store_true")
     ap.add_argument("--raw", help="append every run's JSON line to this file")
+    ap.add_argument("--args", action="append", default=[], help="NAME=ARGS: more arguments for that case's recorder")
+    ap.add_argument("--peer-ip", action="append", default=[], help="NAME: that case also records ns B's ip layer")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("record-cpu-ab: needs root (namespaces, BPF)")
@@ -138,11 +156,20 @@ def main():
         bins[name] = path
     if not a.case:
         sys.exit("record-cpu-ab: needs at least one --case NAME=BIN")
+    extra = {}
+    for x in a.args:
+        name, sep, args = x.partition("=")
+        if not sep or name not in bins:
+            sys.exit(f"record-cpu-ab: --args '{x}': expected NAME=ARGS for a --case NAME")
+        extra[name] = args.split()
+    for name in a.peer_ip:
+        if name not in bins or bins[name] is None:
+            sys.exit(f"record-cpu-ab: --peer-ip {name}: not a --case NAME")
     cases = list(bins)
     runs = {c: [] for c in cases}
     for r in range(a.rounds):
         for c in (cases if r % 2 == 0 else cases[::-1]):
-            res = one(c, bins[c], a.secs, a.gso)
+            res = one(c, bins[c], a.secs, a.gso, extra.get(c, ()), c in a.peer_ip)
             runs[c].append(res)
             if a.raw:
                 with open(a.raw, "a") as fh:

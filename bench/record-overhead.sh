@@ -8,6 +8,11 @@
 #        magnet   magnet record --all --layers app,tcp,ip,dev         (run inside ns A)
 #        mag+st   the same with --tcp-state                           (run inside ns A)
 #        tcpdump  tcpdump -s 96 -w FILE -i <client veth>              (run inside ns A)
+#        mag-ns   (optional) the same with --netns self: ns A's events only
+#        alt+B    (optional) MAGNET_ALT as `alt`, plus a second MAGNET_ALT recorder in ns B
+#                 with --all --layers ip: a build whose netfilter hooks see only its own
+#                 namespace, made to record what one recorder records now (both
+#                 namespaces' ip rows); events and trace bytes are the two summed
 #        floor    (optional) the same record command with MAGNET_FLOOR, a build whose
 #                 programs all return at entry (MAGNET_BPF_CFLAGS=-DMG_PROF=9): what the
 #                 hooks alone cost, with nothing recorded
@@ -16,9 +21,10 @@
 #      (inside ns A, loopback of ns A) at several ring sizes and 1 or 2 parallel floods.
 #   3. magnet parse / magnet info speed on the largest trace of step 2.
 #
-# magnet runs *inside the client's namespace* (ip netns exec A): its netfilter (ip layer)
-# hooks see only the namespace it runs in; its tracepoints (app, tcp, dev) see every
-# namespace, so with --all it records both ends' app/tcp/dev events and ns A's ip events.
+# magnet runs *inside the client's namespace* (ip netns exec A). With --all it records
+# both namespaces: its tracepoints (app, tcp, dev) see every namespace, and since issue
+# 21 it attaches its netfilter (ip layer) hooks in every namespace too (builds before
+# that: only in the one it runs in, hence `alt+B`); `--netns self` (`mag-ns`) keeps A's.
 #
 # Formulas (medians over rounds, per case):
 #   thr ratio       = median thr(case) / median thr(base), thr = iperf3 receiver bytes/s
@@ -113,23 +119,30 @@ wait_port() { # ns port
 printf 'mode\tcase\tround\tbytes\tsecs\tbps\tcpu_busy_ticks\tcpu_total_ticks\tevents\tlost\ttrace_bytes\n' >"$raw"
 
 run_case() { # mode case round
-    local mode=$1 case=$2 round=$3 mon=
+    local mode=$1 case=$2 round=$3 mon= mon2=
     ip netns exec "$NB" iperf3 -s -1 -B $AB -p $PORT >/dev/null 2>&1 &
     local srv=$!
     wait_port "$NB" $PORT
     local buf=()
     [[ -n $BUFFER ]] && buf=(--buffer "$BUFFER")
     case $case in
-    magnet | mag+st | alt | floor)
+    magnet | mag+st | mag-ns | alt | alt+B | floor)
         local st=() bin=$MAGNET
         [[ $case == mag+st ]] && st=(--tcp-state)
-        [[ $case == alt ]] && bin=$MAGNET_ALT
+        [[ $case == mag-ns ]] && st=(--netns self)
+        [[ $case == alt || $case == alt+B ]] && bin=$MAGNET_ALT
+        if [[ $case == alt+B ]]; then
+            ip netns exec "$NB" "$bin" record -o "$work/t2.mgt" --all --layers ip \
+                "${buf[@]}" --json >"$work/mon2.out" 2>"$work/mon2.err" &
+            mon2=$!
+        fi
         [[ $case == floor ]] && bin=$MAGNET_FLOOR
         ip netns exec "$NA" "$bin" record -o "$work/t.mgt" --all --layers app,tcp,ip,dev \
             "${st[@]}" "${buf[@]}" --json >"$work/mon.out" 2>"$work/mon.err" &
         mon=$!
         sleep 2 # load + attach
         kill -0 $mon 2>/dev/null || { cat "$work/mon.err" >&2; die "magnet record exited early"; }
+        [[ -z $mon2 ]] || kill -0 $mon2 2>/dev/null || { cat "$work/mon2.err" >&2; die "the second recorder exited early"; }
         ;;
     tcpdump)
         ip netns exec "$NA" tcpdump -s 96 -i "$VA" -w "$work/t.pcap" >"$work/mon.out" 2>"$work/mon.err" &
@@ -151,11 +164,15 @@ run_case() { # mode case round
             events=$(awk '/packets captured/{print $1}' "$work/mon.err")
             lost=$(awk '/dropped by kernel/{print $1}' "$work/mon.err")
         else
+            if [[ -n $mon2 ]]; then
+                kill -INT $mon2
+                wait $mon2 || { cat "$work/mon2.err" >&2; die "$case second recorder exited with status $?"; }
+            fi
             read -r events lost tbytes < <(python3 -c 'import json,sys
-d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
-print(d["records"], d["lost_kernel"]+d.get("dropped_user",0), d.get("bytes",0))' "$work/mon.out")
+ds=[json.loads(open(f).read().strip().splitlines()[-1]) for f in sys.argv[1:]]
+print(sum(d["records"] for d in ds), sum(d["lost_kernel"]+d.get("dropped_user",0) for d in ds), sum(d.get("bytes",0) for d in ds))' "$work/mon.out" ${mon2:+"$work/mon2.out"})
         fi
-        rm -f "$work/t.mgt" "$work/t.pcap"
+        rm -f "$work/t.mgt" "$work/t2.mgt" "$work/t.pcap"
     fi
     read -r bytes secs bps < <(python3 -c 'import json,sys
 e=json.load(open(sys.argv[1]))["end"]["sum_received"]
@@ -173,7 +190,7 @@ set_offloads() { # on|off
 }
 
 read -r -a cases <<<"${CASES:-base magnet mag+st tcpdump}"
-if [[ " ${cases[*]} " == *" alt "* && ! -x ${MAGNET_ALT:-} ]]; then
+if [[ " ${cases[*]} " =~ " alt"(\+B)?" " && ! -x ${MAGNET_ALT:-} ]]; then
     die "case alt needs MAGNET_ALT=<another magnet binary> (compare two builds side by side)"
 fi
 if [[ " ${cases[*]} " == *" floor "* && ! -x ${MAGNET_FLOOR:-} ]]; then
@@ -239,9 +256,9 @@ raw, drain_raw, parse_raw, secs, rounds = sys.argv[1:6]
 HZ = os.sysconf("SC_CLK_TCK")
 rows = list(csv.DictReader(open(raw), delimiter="\t"))
 med = st.median
-names = {"base": "no monitor", "magnet": "magnet app,tcp,ip,dev", "alt": "magnet (MAGNET_ALT build) app,tcp,ip,dev", "mag+st": "magnet app,tcp,ip,dev --tcp-state", "tcpdump": "tcpdump -s 96 -w",
+names = {"base": "no monitor", "magnet": "magnet app,tcp,ip,dev", "alt": "magnet (MAGNET_ALT build) app,tcp,ip,dev", "mag+st": "magnet app,tcp,ip,dev --tcp-state", "mag-ns": "magnet app,tcp,ip,dev --netns self", "alt+B": "MAGNET_ALT build + its ip layer in ns B", "tcpdump": "tcpdump -s 96 -w",
          "floor": "floor: same hooks, empty programs (MAGNET_FLOOR build)"}
-order = ["base", "floor", "magnet", "alt", "mag+st", "tcpdump"]
+order = ["base", "floor", "magnet", "mag-ns", "alt", "alt+B", "mag+st", "tcpdump"]
 def tbpe(mode, case):
     # Trace bytes per event (file bytes ÷ records, from record's JSON summary).
     v = [int(r.get("trace_bytes") or 0) / int(r["events"]) for r in rows
