@@ -96,7 +96,7 @@ echo "== netns"
 echo "rc $? $(tail -n 1 "$dir/netns.err")"
 [ -s "$dir/netns.mgt" ] && "$m" info -q --json "$dir/netns.mgt" | tr -d '\n'
 echo
-"$old, as pcapng (base64, one line):
+# record --snaplen 2048 of a loopback TCP transfer, as pcapng (base64, one line):
 # check.py compares every data frame's payload with loadgen's byte pattern, which
 # lies in the skb's page fragments past its linear part.
 echo "== snaplen"
