@@ -519,10 +519,11 @@ struct NetfilterNamespaces {
     /// What was attached: (program, hook number, priority), to attach the
     /// same in a namespace made later.
     programs: Vec<(String, i32, i32)>,
-    /// `record --netns`: hooks in that namespace only (its inode), none
-    /// elsewhere and none in namespaces made later.
+    /// `record --netns` naming another namespace than the recorder's: its
+    /// inode, the only one hooked (`None` for the own one, hooked as
+    /// always).
     only: Option<u64>,
-    /// Any `--netns` given (the own namespace's included).
+    /// Any `--netns` given: no other namespace, and none made later.
     filtered: bool,
 }
 
