@@ -30,7 +30,7 @@ use magnet_testkit::{live_or_skip, Capture, Need, Netns, Recorder, Veth};
 use serde_json::Value;
 
 mod common;
-use common::{magnet_ok, tmp, MAGNET};
+use common::{parse_kinds, tmp, MAGNET};
 
 /// Where the recorder runs.
 #[derive(Clone, Copy, Debug)]
@@ -51,22 +51,6 @@ enum Spec {
     Inode,
     /// `self` (only from B)
     OwnNs,
-}
-
-fn events(trace: &Path, kinds: &str) -> Vec<Value> {
-    let out = magnet_ok([
-        "parse".as_ref(),
-        "-q".as_ref(),
-        "--json".as_ref(),
-        "--kind".as_ref(),
-        kinds.as_ref(),
-        trace.as_os_str(),
-    ]);
-    String::from_utf8(out)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn u(v: &Value, k: &str) -> u64 {
@@ -134,7 +118,7 @@ fn netns_case(at: At, spec: Spec, offloads: bool, port: u16) {
     let case = format!("{at:?} {spec:?} offloads {offloads}");
 
     let b_ino = inode(&b);
-    let socks = events(&trace, "sock");
+    let socks = parse_kinds(&trace, "sock");
     let others: Vec<u64> = socks
         .iter()
         .map(|s| u(s, "netns"))
@@ -154,7 +138,7 @@ fn netns_case(at: At, spec: Spec, offloads: bool, port: u16) {
 
     let ifindex = veth.b().ifindex() as u64;
     let count = |kind: &str| {
-        events(&trace, kind)
+        parse_kinds(&trace, kind)
             .iter()
             .filter(|e| u(e, "ifindex") == ifindex)
             .count() as u64
@@ -168,7 +152,7 @@ fn netns_case(at: At, spec: Spec, offloads: bool, port: u16) {
         "{case}: dev_rx / dev_start_xmit on B's end against tcpdump in / out"
     );
 
-    let ips = events(&trace, "ip_local_in,ip_local_out");
+    let ips = parse_kinds(&trace, "ip_local_in,ip_local_out");
     let wrong: Vec<&Value> = ips
         .iter()
         .filter(|e| {
@@ -193,7 +177,7 @@ fn netns_case(at: At, spec: Spec, offloads: bool, port: u16) {
         );
     }
 
-    let foreign: Vec<u64> = events(&trace, "tcp_rcv,tcp_sendmsg,tcp_state,app_send,app_recv")
+    let foreign: Vec<u64> = parse_kinds(&trace, "tcp_rcv,tcp_sendmsg,tcp_state,app_send,app_recv")
         .iter()
         .map(|e| u(e, "cookie"))
         .filter(|c| !cookies.contains(c))

@@ -30,7 +30,7 @@ use magnet_testkit::{live_or_skip, run_in_netns, Capture, Need, Netns, Recorder,
 use serde_json::Value;
 
 mod common;
-use common::{magnet_ok, tmp, MAGNET};
+use common::{magnet_ok, parse_kinds, tmp, MAGNET};
 
 /// `magnet record -o PATH ARGS…` in `ns`, returned once it records.
 fn record(ns: &Netns, path: PathBuf, args: &[String]) -> Recorder {
@@ -46,23 +46,6 @@ fn stop(rec: Recorder) -> PathBuf {
         ended.stderr
     );
     ended.trace.expect("the recording's trace")
-}
-
-/// `magnet parse --json` of these kinds, one object per record.
-fn events(trace: &Path, kinds: &str) -> Vec<Value> {
-    let out = magnet_ok([
-        "parse".as_ref(),
-        "-q".as_ref(),
-        "--json".as_ref(),
-        "--kind".as_ref(),
-        kinds.as_ref(),
-        trace.as_os_str(),
-    ]);
-    String::from_utf8(out)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn u(v: &Value, k: &str) -> u64 {
@@ -186,13 +169,13 @@ fn frag_case(c: FragCase, port: u16) {
     );
 
     // The receiver's socket, when traced.
-    let socks = events(&trace, "sock");
+    let socks = parse_kinds(&trace, "sock");
     let udp_rx: Vec<u64> = socks
         .iter()
         .filter(|s| u(s, "protocol") == 17 && u(s, "sport") == port as u64)
         .map(|s| u(s, "cookie"))
         .collect();
-    let dev_rx = events(&trace, "dev_rx");
+    let dev_rx = parse_kinds(&trace, "dev_rx");
     let ether = if c.v6 { 0x86dd } else { 0x0800 };
     let rx_frames: Vec<&Value> = dev_rx
         .iter()
@@ -219,7 +202,7 @@ fn frag_case(c: FragCase, port: u16) {
             "{c:?}: every fragment carries the receiver socket's cookie"
         );
         if c.in_receiver {
-            let local_in = events(&trace, "ip_local_in");
+            let local_in = parse_kinds(&trace, "ip_local_in");
             let n = local_in
                 .iter()
                 .filter(|e| u(e, "cookie") == udp_rx[0])
@@ -500,7 +483,7 @@ fn one_five_tuple_in_two_namespaces_keeps_its_socket_in_each() {
     // handshake ACK in: docs/analyze.md).
     let mut socks: HashMap<(u64, u64), u64> = HashMap::new();
     let mut listener: HashMap<u64, u64> = HashMap::new();
-    for s in events(&trace, "sock") {
+    for s in parse_kinds(&trace, "sock") {
         let (sp, dp) = (u(&s, "sport"), u(&s, "dport"));
         let ns = u(&s, "netns");
         if (ns == i1 || ns == i2) && dp != 0 && (sp == sport as u64 || sp == lport as u64) {
@@ -515,14 +498,14 @@ fn one_five_tuple_in_two_namespaces_keeps_its_socket_in_each() {
     let owner: HashMap<u64, (u64, u64)> = socks.iter().map(|(k, v)| (*v, *k)).collect();
     // The sender of each packet, from its transmission.
     let mut sent_by: HashMap<String, u64> = HashMap::new();
-    for e in events(&trace, "dev_start_xmit") {
+    for e in parse_kinds(&trace, "dev_start_xmit") {
         if owner.contains_key(&u(&e, "cookie")) {
             sent_by.insert(e["pkt_id"].to_string(), u(&e, "cookie"));
         }
     }
     let mut checked = 0;
     let mut wrong = Vec::new();
-    for e in events(&trace, "dev_rx,ip_local_in") {
+    for e in parse_kinds(&trace, "dev_rx,ip_local_in") {
         let Some(sender) = sent_by.get(&e["pkt_id"].to_string()) else {
             continue;
         };
@@ -600,7 +583,7 @@ fn parse_export_pcap_and_analyze_agree_on_each_received_packets_socket() {
 
     // The kernel's attribution, as parse prints it.
     let mut parse = PerSock::new();
-    for e in events(&trace, "dev_rx") {
+    for e in parse_kinds(&trace, "dev_rx") {
         *parse.entry(u(&e, "cookie")).or_default() += 1;
     }
     assert!(
@@ -661,7 +644,7 @@ fn parse_export_pcap_and_analyze_agree_on_each_received_packets_socket() {
         pcap, parse,
         "pcap --each-device, received frames by their comment's cookie"
     );
-    let socks = events(&trace, "sock");
+    let socks = parse_kinds(&trace, "sock");
     // analyze: each socket's dev in row (listeners too: --all).
     let j: Value =
         serde_json::from_slice(&magnet_ok(["analyze", "-q", "--json", "--all", t])).unwrap();

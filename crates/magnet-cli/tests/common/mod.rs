@@ -37,6 +37,23 @@ where
     out.stdout
 }
 
+/// `magnet parse -q --json --kind KINDS TRACE`: one JSON object per record.
+pub fn parse_kinds(trace: &Path, kinds: &str) -> Vec<serde_json::Value> {
+    let out = magnet_ok([
+        "parse".as_ref(),
+        "-q".as_ref(),
+        "--json".as_ref(),
+        "--kind".as_ref(),
+        kinds.as_ref(),
+        trace.as_os_str(),
+    ]);
+    String::from_utf8(out)
+        .expect("parse --json prints UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect()
+}
+
 /// A path in this test binary's scratch directory (one per process, so tests
 /// running in parallel binaries never share files; removed when the process
 /// exits, kept with MAGNET_KEEP_SCRATCH=1).
