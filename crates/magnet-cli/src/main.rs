@@ -14,6 +14,12 @@ mod cmd;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Show what libbpf says while magnet loads and attaches its programs: -v its
+    /// warnings and the verifier's log of a refused program, -vv its progress too.
+    /// Without it magnet says in one line of its own what was refused and what
+    /// takes its place (LIBBPF_DEBUG=1 shows libbpf's every message).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
 }
 
 #[derive(Subcommand)]
@@ -110,6 +116,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
+    // libbpf's messages go through magnet's own, never raw to the terminal.
+    magnet_host::libbpf_log::install();
+    magnet_host::libbpf_log::show(cli.verbose);
     if cli.command.ends_on_closed_pipe() {
         // SAFETY: restoring the default disposition of one signal before any
         // thread is started; no handler runs Rust code.

@@ -124,3 +124,74 @@ fn missing_hooks_leave_a_default_layer_out_and_fail_a_named_one() {
     );
     assert!(!path.exists(), "a failed recording left {}", path.display());
 }
+
+/// libbpf speaks only when asked. A second recorder of the ip layer beside a
+/// first finds each netfilter hook's first priority taken (EBUSY) and moves
+/// on to the next, as it should; libbpf logs each refusal. By default none of
+/// that reaches the terminal (magnet's own lines only); with `-v` libbpf's
+/// lines are shown.
+#[test]
+fn libbpf_lines_reach_the_terminal_only_with_v() {
+    if !live_or_skip("libbpf_lines_reach_the_terminal_only_with_v", &[]) {
+        return;
+    }
+    use std::io::{BufRead, BufReader};
+    let check = magnet_ok(["record", "--check", "--json", "--layers", "ip"]);
+    let v: serde_json::Value = serde_json::from_slice(&check).unwrap();
+    let netfilter = v["kinds"].as_array().unwrap().iter().any(|k| {
+        k["hook"]
+            .as_str()
+            .is_some_and(|h| h.starts_with("netfilter/"))
+    });
+
+    let first_out = tmp("libbpf-first.mgt");
+    let mut first = Command::new(MAGNET)
+        .args(["record", "--all", "--layers", "ip", "-d", "20s", "-o"])
+        .arg(&first_out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // its hooks are attached once it says it is recording
+    let mut err = BufReader::new(first.stderr.take().unwrap());
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 && !line.contains("magnet: recording ") {
+        line.clear();
+    }
+    assert!(
+        line.contains("magnet: recording "),
+        "the first recorder never started"
+    );
+
+    let second = |verbose: bool| {
+        let path = tmp("libbpf-second.mgt");
+        let mut c = Command::new(MAGNET);
+        if verbose {
+            c.arg("-v");
+        }
+        let out = c
+            .args(["record", "--all", "--layers", "ip", "-d", "300ms", "-o"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let quiet = second(false);
+    let loud = second(true);
+    let _ = first.kill();
+    let _ = first.wait();
+    let _ = std::fs::remove_file(&first_out);
+
+    assert!(
+        quiet.lines().all(|l| l.starts_with("magnet: ")),
+        "a line not magnet's own:\n{quiet}"
+    );
+    if netfilter {
+        assert!(
+            loud.lines()
+                .any(|l| l.starts_with("libbpf: ") && l.contains("EBUSY")),
+            "-v shows no libbpf line:\n{loud}"
+        );
+    }
+}

@@ -513,7 +513,7 @@ pub fn attach(
             return Err(Error::bpf(
                 format!(
                     "loading magnetd's BPF programs ({}) after leaving out those the kernel \
-                     refused alone ({}) (LIBBPF_DEBUG=1 shows the verifier log)",
+                     refused alone ({}) (magnet -v shows the verifier's log)",
                     progs.join(", "),
                     if refused.is_empty() {
                         "none".to_string()

@@ -1,30 +1,102 @@
-//! libbpf's messages while loading, kept to name the program the kernel
-//! refused and the verifier's reason (printed only with LIBBPF_DEBUG set).
+//! libbpf's messages, routed through magnet instead of straight to stderr.
+//!
+//! libbpf prints what it tries and what fails as it goes: a hook a kernel
+//! build refuses, a netfilter priority already taken (EBUSY, tried again at
+//! the next one), the verifier's whole log. magnet decides per refusal what
+//! takes its place and says so in one line of its own, so by default those
+//! messages are only kept — the last few hundred, to name the refused program
+//! and the verifier's reason — and printed with `-v` ([`show`]) or with
+//! `LIBBPF_DEBUG` set (everything, libbpf's debug messages included).
 
-use std::sync::Mutex;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, Once};
 
 use libbpf_rs::PrintLevel;
 
-static LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// Messages kept: enough for one object's load (the verifier's log comes as
+/// one message), bounded for a daemon that loads and attaches for weeks.
+const KEPT: usize = 512;
 
-fn keep(_level: PrintLevel, msg: String) {
-    if std::env::var_os("LIBBPF_DEBUG").is_some() {
-        eprint!("{msg}");
-    }
-    if let Ok(mut l) = LOG.lock() {
-        l.push(msg);
+/// (sequence number, message), oldest first.
+static LOG: Mutex<VecDeque<(u64, String)>> = Mutex::new(VecDeque::new());
+static SEQ: AtomicU64 = AtomicU64::new(0);
+/// What is printed: 0 nothing, 1 warnings (the verifier's log is one), 2
+/// information too, 3 everything.
+static SHOWN: AtomicU8 = AtomicU8::new(0);
+static INSTALL: Once = Once::new();
+
+fn rank(level: PrintLevel) -> u8 {
+    match level {
+        PrintLevel::Warn => 1,
+        PrintLevel::Info => 2,
+        PrintLevel::Debug => 3,
     }
 }
 
-/// Runs `f` with libbpf's messages captured (not printed unless
-/// LIBBPF_DEBUG is set), then restores the previous printer.
+/// libbpf's guess for any EPERM, printed as advice. magnet runs as root
+/// with the memlock limit lifted (or accounted by the memory cgroup), so
+/// the refusal is the kernel's or `MAGNET_HOOKS_DENY`'s, never that limit:
+/// the advice would send users the wrong way.
+fn false_advice(msg: &str) -> bool {
+    msg.contains("try raising 'ulimit -l'")
+}
+
+fn keep(level: PrintLevel, msg: String) {
+    if false_advice(&msg) {
+        return;
+    }
+    if rank(level) <= SHOWN.load(Ordering::Relaxed) {
+        eprint!("{msg}");
+    }
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut l) = LOG.lock() {
+        if l.len() == KEPT {
+            l.pop_front();
+        }
+        l.push_back((seq, msg));
+    }
+}
+
+/// Routes libbpf's messages through [`keep`] for the rest of the process;
+/// called once, by the first BPF user (and the CLI at start). Idempotent.
+pub fn install() {
+    INSTALL.call_once(|| {
+        if std::env::var_os("LIBBPF_DEBUG").is_some() {
+            SHOWN.fetch_max(3, Ordering::Relaxed);
+        }
+        libbpf_rs::set_print(Some((PrintLevel::Debug, keep)));
+    });
+}
+
+/// Print libbpf's warnings (the verifier's log among them) and, with
+/// `verbosity` 2 or more, its information messages as they come: `-v`,
+/// `-vv`, and `--check`.
+pub fn show(verbosity: u8) {
+    install();
+    let level = match verbosity {
+        0 => 0,
+        1 => 1,
+        2 => 2,
+        _ => 3,
+    };
+    SHOWN.fetch_max(level, Ordering::Relaxed);
+}
+
+/// Runs `f`, returning the libbpf messages it caused (printed only as
+/// [`show`] or `LIBBPF_DEBUG` says).
 pub fn capture<T>(f: impl FnOnce() -> T) -> (T, Vec<String>) {
-    let prev = libbpf_rs::set_print(Some((PrintLevel::Debug, keep)));
+    install();
+    let from = SEQ.load(Ordering::Relaxed);
     let out = f();
-    libbpf_rs::set_print(prev);
     let log = LOG
         .lock()
-        .map(|mut l| std::mem::take(&mut *l))
+        .map(|l| {
+            l.iter()
+                .filter(|(seq, _)| *seq >= from)
+                .map(|(_, m)| m.clone())
+                .collect()
+        })
         .unwrap_or_default();
     (out, log)
 }
@@ -53,6 +125,9 @@ pub fn verifier_reason(log: &[String]) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// The log is the process's: tests that fill it run one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
     #[test]
     fn the_log_names_the_refused_program_and_why() {
         let log = vec![
@@ -67,5 +142,40 @@ mod tests {
             Some("unknown func bpf_get_current_task#35")
         );
         assert_eq!(failed_program(&log[..1]), None);
+    }
+
+    #[test]
+    fn capture_keeps_what_its_closure_caused_and_drops_false_advice() {
+        let _one = SERIAL.lock().unwrap();
+        let ((), log) = capture(|| {
+            keep(
+                PrintLevel::Warn,
+                "libbpf: prog 'x': failed to load: -1\n".into(),
+            );
+            keep(
+                PrintLevel::Warn,
+                "libbpf: permission error while running as root; try raising 'ulimit -l'? current value: 8 MiB\n"
+                    .into(),
+            );
+        });
+        assert_eq!(log, ["libbpf: prog 'x': failed to load: -1\n"]);
+        // a later capture sees only its own messages
+        let ((), later) = capture(|| keep(PrintLevel::Info, "libbpf: y\n".into()));
+        assert_eq!(later, ["libbpf: y\n"]);
+    }
+
+    #[test]
+    fn the_log_kept_is_bounded() {
+        let _one = SERIAL.lock().unwrap();
+        let ((), log) = capture(|| {
+            for i in 0..KEPT + 10 {
+                keep(PrintLevel::Debug, format!("m{i}"));
+            }
+        });
+        assert_eq!(log.len(), KEPT);
+        assert_eq!(
+            log.last().map(String::as_str),
+            Some(&*format!("m{}", KEPT + 9))
+        );
     }
 }

@@ -257,7 +257,7 @@ pub fn sample(
         .sample_egress
         .set_attach_type(ProgramAttachType::TcxEgress);
     let mut skel = open.load().map_err(|e| {
-        Error::bpf("loading the sampler's BPF programs (needs Linux 6.4+ with BTF; LIBBPF_DEBUG=1 shows the verifier log)", e)
+        Error::bpf("loading the sampler's BPF programs (needs Linux 6.4+ with BTF; magnet -v shows the verifier's log)", e)
     })?;
 
     // ---- attach -----------------------------------------------------------------

@@ -361,6 +361,8 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
 
 /// `magnet record --check`: the hook per kind on this kernel.
 fn check(args: &RecordArgs) -> Result<ExitCode> {
+    // The verifier's log of any program this kernel refuses, on stderr.
+    magnet_host::libbpf_log::show(1);
     let (features, lines) = magnet_record::check()?;
     let selected = args
         .layers

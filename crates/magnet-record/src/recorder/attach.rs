@@ -1019,7 +1019,7 @@ fn load_with_fallback(
             bail!(
                 "loading the BPF programs failed on Linux {}: {e}{}{}\n\
                  hooks chosen for this kernel: {}; `magnet record --check` lists them; \
-                 run with LIBBPF_DEBUG=1 to see the verifier log",
+                 run with -v to see the verifier's log",
                 kernel.features.release,
                 failed
                     .map(|p| format!(" (program {p})"))
@@ -1034,7 +1034,9 @@ fn load_with_fallback(
             "{}: the verifier refused {}: {}",
             probes::hook_name(c.hook().expect("chosen")),
             failed.as_deref().unwrap_or("?"),
-            reason.as_deref().unwrap_or("see LIBBPF_DEBUG=1")
+            reason
+                .as_deref()
+                .unwrap_or("magnet -v shows the verifier's log")
         );
         match (from..c.probe.hooks.len())
             .find(|&h| kernel.hook_missing(&c.probe.hooks[h]).is_none())
