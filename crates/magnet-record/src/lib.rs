@@ -1,5 +1,5 @@
 //! magnet's recorder: CO-RE BPF programs for every layer of the stack
-//! (`src/bpf/record.bpf.c`, records defined in `src/bpf/events.h`), the table
+//! (`src/bpf/record.bpf.c`, records defined in `bpf/include/magnet/events.h`, which the trace format owns), the table
 //! of hooks they attach to, and the drain that writes them into a trace.
 //!
 //! The library never prints: `record` returns a `Summary` and reports progress

@@ -1,4 +1,4 @@
-//! A strict reader of `magnet-record/src/bpf/events.h`, the one definition of
+//! A strict reader of `bpf/include/magnet/events.h`, the one definition of
 //! magnet's records, and the Rust it generates (kind ids, the catalog, typed
 //! zero-copy views). Used by `build.rs` (the generated code) and by the tests
 //! (`tests/events_h.rs`, which compare it with what clang makes of the header).

@@ -3,7 +3,7 @@
 //! written with in its header, so readers decode any trace by what the trace says
 //! about itself, not by what this build of magnet believes.
 //!
-//! `Catalog::builtin()` is generated from `magnet-record/src/bpf/events.h` (see
+//! `Catalog::builtin()` is generated from `bpf/include/magnet/events.h` (see
 //! [`crate::events`]); `tests/events_h.rs` checks it against what clang makes of it.
 
 use serde::{Deserialize, Serialize};

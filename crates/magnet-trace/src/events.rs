@@ -1,4 +1,4 @@
-//! The records as `magnet-record/src/bpf/events.h` defines them, generated at
+//! The records as `bpf/include/magnet/events.h` defines them, generated at
 //! build time (`build.rs`, `gen/events_h.rs`): kind ids ([`kind`]), the flags
 //! and limits of the header, the catalog entries ([`kinds`]), and a zero-copy
 //! view per struct (`Hdr`, `Lost`, `Tcp`, `TcpSnap`, …) with a getter and a

@@ -21,7 +21,7 @@ mod events_h;
 type Layouts = BTreeMap<&'static str, (usize, &'static [(&'static str, usize, usize)])>;
 
 fn header_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../magnet-record/src/bpf")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../bpf/include/magnet")
 }
 
 const PRELUDE: &str = "typedef unsigned char __u8; typedef unsigned short __u16;\n\

@@ -26,7 +26,8 @@
  *   funcs.bpf.c    record --funcs: function entry and exit
  *
  * The helpers the daemon and the sampler share with it are in
- * bpf/include/magnet/; the records themselves in events.h.
+ * bpf/include/magnet/, the records themselves too (magnet/events.h, owned by
+ * the trace format: magnet-trace generates its views from it).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -37,7 +38,7 @@
 #include "magnet/sock.h"
 #include "magnet/syscalls.h"
 #include "magnet/io_uring.h"
-#include "events.h"
+#include "magnet/events.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
