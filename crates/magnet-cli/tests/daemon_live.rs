@@ -1099,14 +1099,7 @@ fn busybox_bundle(id: &str, script: &str) -> tempfile::TempDir {
 }
 
 fn magnet_daemon_root() -> PathBuf {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    info.lines()
-        .find_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            (right.split_whitespace().next()? == "cgroup2")
-                .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
-        })
-        .expect("a cgroup v2 mount")
+    magnet_kernel::cgroup::root().expect("a cgroup v2 mount")
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use magnet_testkit::{live_or_skip, tshark_fields, Capture, Need, Netns, Recorder, Side, Veth};
@@ -933,16 +933,6 @@ fn port_filter_judges_unconnected_udp_sends_by_their_destination() {
         .any(|e| e.kind_id == kind::APP_RECV && e.i("ret") == 44));
 }
 
-/// Where the cgroup v2 hierarchy is mounted (`/sys/fs/cgroup` or, on hybrid
-/// systems, `/sys/fs/cgroup/unified`).
-fn cgroup2_root() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-    mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() > 2 && f[2] == "cgroup2").then(|| PathBuf::from(f[1]))
-    })
-}
-
 #[test]
 fn cgroup_filter_keeps_exactly_the_cgroups_tasks() {
     if !live_or_skip(
@@ -951,7 +941,7 @@ fn cgroup_filter_keeps_exactly_the_cgroups_tasks() {
     ) {
         return;
     }
-    let Some(root) = cgroup2_root() else {
+    let Some(root) = magnet_kernel::cgroup::root() else {
         assert!(
             std::env::var("MAGNET_REQUIRE_LIVE").as_deref() != Ok("1"),
             "no cgroup2 mount"

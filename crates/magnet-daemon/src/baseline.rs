@@ -35,7 +35,7 @@ impl EmptyHooks {
 
 /// Loads and attaches an empty program on every hook magnetd uses.
 pub fn attach_empty() -> Result<EmptyHooks, Error> {
-    let root = crate::summaries::cgroup2_root()
+    let root = magnet_kernel::cgroup::root()
         .ok_or_else(|| Error::Host("no cgroup v2 hierarchy is mounted".into()))?;
     // Loaded once per process, like magnetd's own object.
     let storage: &'static mut MaybeUninit<libbpf_rs::OpenObject> =

@@ -352,19 +352,6 @@ fn choose(
     (plan, progs)
 }
 
-/// The cgroup v2 mount point (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified`
-/// on hybrid hosts), from /proc/self/mountinfo.
-pub fn cgroup2_root() -> Option<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        if right.split_whitespace().next()? != "cgroup2" {
-            return None;
-        }
-        left.split_whitespace().nth(4).map(PathBuf::from)
-    })
-}
-
 /// The loaded and attached programs. Dropping it detaches everything.
 pub struct Attached {
     // Declared before the skeleton so they are dropped first.
@@ -470,7 +457,7 @@ pub fn attach(
     app_calls: AppCalls,
 ) -> Result<(Attached, Reader), Error> {
     magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
-    let cgroup_root = cgroup2_root().ok_or_else(|| {
+    let cgroup_root = magnet_kernel::cgroup::root().ok_or_else(|| {
         Error::Host(
             "no cgroup v2 hierarchy is mounted (magnetd attaches its wire hooks to its root); \
              mount one: mount -t cgroup2 none /sys/fs/cgroup"

@@ -262,7 +262,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         comm: args.comm.clone(),
         cgroup: match &args.container {
             Some(id) => {
-                let root = magnet_daemon::summaries::cgroup2_root().ok_or_else(|| {
+                let root = magnet_kernel::cgroup::root().ok_or_else(|| {
                     anyhow::anyhow!("--container: no cgroup v2 hierarchy is mounted")
                 })?;
                 Some(

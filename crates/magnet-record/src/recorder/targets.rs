@@ -106,19 +106,7 @@ pub(super) enum Cgroup2Root {
 
 impl Cgroup2Root {
     pub(super) fn find() -> Cgroup2Root {
-        let found = std::fs::read_to_string("/proc/self/mountinfo")
-            .ok()
-            .and_then(|info| {
-                info.lines().find_map(|l| {
-                    let (pre, post) = l.split_once(" - ")?;
-                    if post.split_whitespace().next()? != "cgroup2" {
-                        return None;
-                    }
-                    let p = PathBuf::from(pre.split_whitespace().nth(4)?);
-                    p.is_dir().then_some(p)
-                })
-            });
-        found.map_or(Cgroup2Root::Private, Cgroup2Root::Mounted)
+        magnet_kernel::cgroup::root().map_or(Cgroup2Root::Private, Cgroup2Root::Mounted)
     }
 
     /// The root directory, opened (a cgroup link holds the cgroup itself, so
