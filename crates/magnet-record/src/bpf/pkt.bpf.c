@@ -479,7 +479,7 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 				       __u32 netns)
 {
 	/* --netns: where the packet is seen, whatever its socket. */
-	if (netns_only && netns != netns_only)
+	if (!netns_wanted(netns))
 		return false;
 	if (!filter_tasks && !tuple_filtered())
 		return true;

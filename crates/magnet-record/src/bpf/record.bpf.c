@@ -16,7 +16,7 @@
  *   prog.h         how a program is defined; the floor build (MG_PROF=9)
  *   state.bpf.c    settings fixed before load, and the maps the layers share
  *   batch.bpf.c    record header, loss counts, per-CPU batches, RESERVE/submit
- *   filter.bpf.c   task, port/host and pcap-filter (record -f) filters
+ *   filter.bpf.c   task, port/host, netns and pcap-filter (record -f) filters
  *   sock.bpf.c     socket tuples, cookies and keys, SOCK records, sock_traced
  *   pkt.bpf.c      packet headers, packet ids, flows, pkt_traced
  *   app.bpf.c      layer app          tcp.bpf.c    layer tcp
