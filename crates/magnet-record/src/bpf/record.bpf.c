@@ -8,7 +8,8 @@
  *
  * The ring buffer is submitted without waking the reader unless enough bytes
  * are queued: the kernel's per-record wake-up is the dominant cost of a
- * ring-buffer event (see shared/NOTES-ebpf.md), and the reader polls anyway.
+ * ring-buffer event (measured ~1.2-1.7 us per event woken per record against
+ * ~0.2 us batched; docs/kernel-notes.md), and the reader polls anyway.
  *
  * This file only includes the others, in this order (each uses what the ones
  * before it define; one object, one skeleton):
