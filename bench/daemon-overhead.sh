@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# magnetd always-on overhead benchmark (issue 14).
+# magnetd always-on overhead benchmark.
 #
 # iperf3 TCP between two network namespaces joined by a veth pair
 # (10.233.0.0/24), SECS seconds per transfer, ROUNDS rounds; each round runs

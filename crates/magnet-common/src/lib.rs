@@ -1,4 +1,4 @@
-//! Conventions every magnet command shares (issue 14):
+//! Conventions every magnet command shares, so that each behaves the same way:
 //!
 //! - [`units`]: durations and sizes, parsed one way everywhere;
 //! - [`stop`]: one stop flag set by SIGINT/SIGTERM (and a reload flag for SIGHUP);

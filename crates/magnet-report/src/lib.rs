@@ -564,7 +564,7 @@ mod tests {
         assert!(html[start..start + end].contains("\"host\":\"<h&>\""));
     }
 
-    /// Issue 9, finding 12: a connection whose traffic sits in the last 10 ms
+    /// A connection whose traffic sits in the last 10 ms
     /// of a 92 ms recording is plotted over its own 10 ms, not over 0–92 ms.
     #[test]
     fn plots_span_the_connections_traffic() {

@@ -303,7 +303,7 @@ struct mg_func_exit {
 
 /* Per-CPU counters read by user space at the end of a run. Only loss is
  * counted here: events generated = records of the kind + lost_kind[kind], so
- * the hot path pays no per-event counter (issue 13). */
+ * the hot path pays no per-event counter. */
 struct mg_cpu_stats {
 	__u64 lost;                  /* events not yet reported by a LOST record */
 	__u64 lost_total;            /* all events this CPU could not record */
