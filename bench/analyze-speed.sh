@@ -8,7 +8,7 @@
 # the median is kept; `magnet info` (one read pass, counting) is the baseline for
 # what reading alone costs. Peak memory is /usr/bin/time's maximum resident set.
 #
-# usage: bench/analyze-speed.sh [EVENTS] [OUT.md]   (default 10000000, bench/out/analyze-speed.md; results are kept in BENCHMARKS.md)
+# usage: bench/analyze-speed.sh [EVENTS] [OUT.md]   (default 10000000, bench/out/analyze-speed.md; results are kept in bench/notes/, current figure in BENCHMARKS.md)
 # MAGNET_ALT=/path/to/other/magnet also times that build's `analyze` on the same
 # trace, alternating with this build's (5 rounds each, medians), for a ratio.
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Peak RSS and time of `magnet packets`, `pcap` and `match` on real recordings of
-# growing size (issue 24's acceptance: the streamed readers on a 2 GB trace). Each
+# growing size (the streamed readers' acceptance: bounded memory on a 2 GB trace). Each
 # size is one recording: iperf3 with MTU-sized packets over loopback in a network
 # namespace of its own (MTU 1500, segmentation offloads off), both ends traced by
 # `magnet record --snaplen SNAP`, tcpdump -s 96 on the same loopback as the capture

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two (or more) builds of magnet side by side: per-program kernel cost (issue 13).
+"""Two (or more) builds of magnet side by side: per-program kernel cost.
 
 Runs bench/bpf-prog-stats.py (iperf3 over veth, per-program BPF statistics of the
 recorder only, empty programs on the same hooks) with build A and build B, alternated

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where each nanosecond of the recorder's BPF programs goes (issue 13).
+"""Where each nanosecond of the recorder's BPF programs goes.
 
 Runs bench/bpf-prog-stats.py (iperf3 over veth, per-program BPF statistics) with five
 builds of magnet, alternated for ROUNDS rounds, and prints per program the median

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-program kernel cost of `magnet record` from the kernel's BPF statistics (issue 13).
+"""Per-program kernel cost of `magnet record` from the kernel's BPF statistics.
 
 Builds two network namespaces joined by a veth pair (offloads off: MTU-sized packets, or
 on with --gso), starts `magnet record --all --layers LAYERS` inside ns A, loads *empty*

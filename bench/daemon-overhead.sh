@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# magnetd always-on overhead benchmark (issue 14).
+# magnetd always-on overhead benchmark.
 #
 # iperf3 TCP between two network namespaces joined by a veth pair
 # (10.233.0.0/24), SECS seconds per transfer, ROUNDS rounds; each round runs
@@ -54,7 +54,8 @@
 # On a quiet host (the issue's "<= 1 % at saturation" check), e.g.:
 #   cargo build --release -p magnet-cli
 #   sudo MAGNET=target/release/magnet ROUNDS=9 SECS=10 bench/daemon-overhead.sh
-# and put the final table into BENCHMARKS.md with the date, the commit, the
+# and put the final table into a dated note under bench/notes/ (and its figure
+# into BENCHMARKS.md's current figures) with the date, the commit, the
 # CPU and `uptime`'s load. Quiet = load average well under 1 before the run;
 # per-round lines that swing by more than a few percent for the same case mean
 # it is not. bench/daemon-bpf-cost.sh gives the per-program cost, which noise

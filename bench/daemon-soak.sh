@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# magnetd soak (issue 14): magnetd under continuous traffic for DURATION
+# magnetd soak: magnetd under continuous traffic for DURATION
 # seconds (default 1800 = 30 min) — a rate-limited iperf3 stream between two
 # namespaces plus a churn of short connections (`magnet loadgen`, 20 TCP
 # connections a second, each 10 x 1000 B), so the connection map fills and

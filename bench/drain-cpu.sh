@@ -10,7 +10,7 @@
 #      main thread runs the ring-buffer drain, magnet-writer writes) and records per
 #      CPU-second of the drain thread. Here the generator shares the host's cores, so
 #      records/s of wall time is the generator's limit, not the drain's.
-# Goal (issue 13): drain >= 5 M records/s on one core.
+# Goal: drain >= 5 M records/s on one core.
 #
 # usage: sudo bench/drain-cpu.sh        env: RECORDS (20000000, part 1), N (1000000
 #   sendto calls per flood), FLOODS (2), ROUNDS (3), MAGNET (target/release/magnet)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Speed of `magnet export -f parquet` (and, for scale, `magnet parse` of the same
 # trace to /dev/null) in events per second of wall and of CPU (user+sys) time.
-# Goal (issue 23): Parquet export >= 2 M events/s on a large trace.
+# Goal: Parquet export >= 2 M events/s on a large trace.
 #
 # The trace: TRACE=FILE (a real recording, e.g. `magnet record --all -o FILE` of a
 # loopback transfer), else a synthetic one of EVENTS events written by

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost of `record -f EXPR` (issue 12 part 5), on this host (root, real BPF).
+# Cost of `record -f EXPR` (the in-kernel pcap filter), on this host (root, real BPF).
 #
 #   bench/filter-overhead.sh [ROUNDS] [N] [SIZE]   (default: 7 20000 512)
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost of selective instrumentation against full function tracing (issue 11,
+# Cost of selective instrumentation against full function tracing (as in
 # the thesis's -4.33 % against -94.47 %), measured inside one QEMU guest run
 # (Debian's kernel under TCG: only ratios inside one run mean anything).
 #

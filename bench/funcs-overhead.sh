@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost of `record --funcs auto` (issue 11), measured inside one QEMU guest run
+# Cost of `record --funcs auto`, measured inside one QEMU guest run
 # (Debian's kernel under TCG: only ratios inside one run mean anything).
 #
 #   bench/funcs-overhead.sh [KERNEL] [ROUNDS] [N] [SIZE]    (default: 6.12 5 2000 16384)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where `record --funcs auto`'s cost goes (issue 11): per-program BPF run time
+# Where `record --funcs auto`'s cost goes: per-program BPF run time
 # from the kernel's statistics (kernel.bpf_stats_enabled=1: run_cnt and
 # run_time_ns in /proc/PID/fdinfo of the recorder's program fds), inside one
 # QEMU guest run (Debian's 6.12 under TCG).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Recording cost in CPU per MB moved, counted on the workload's own processes (issue 21).
+"""Recording cost in CPU per MB moved, counted on the workload's own processes.
 
 bench/record-overhead.sh counts the busy time of all CPUs (/proc/stat), which on a shared
 host includes everyone else's builds. This script counts only the processes of the

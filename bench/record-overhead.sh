@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Recorder overhead benchmark (issue 2).
+# Recorder overhead benchmark.
 #
 # Measures, between two network namespaces joined by a veth pair (10.231.0.0/24):
 #   1. iperf3 TCP throughput (client in ns A, server in ns B, saturating, SECS seconds per run),
@@ -306,8 +306,8 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
             continue
         print(f"| {names[case]} | " + " | ".join(f"{float(r['bps'])/1e9:.2f}" for r in rs) + " |")
     print()
-# Issue 13's goals, judged on this run's medians (a quiet host is needed for a verdict).
-print("### Goals (issue 13), from the medians above\n")
+# The recorder's cost goals, judged on this run's medians (a quiet host is needed for a verdict).
+print("### Goals, from the medians above\n")
 def ratio(mode, case):
     b = [float(r["bytes"]) / float(r["secs"]) for r in rows if r["mode"] == mode and r["case"] == "base"]
     c = [float(r["bytes"]) / float(r["secs"]) for r in rows if r["mode"] == mode and r["case"] == case]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Captures that stress TCP reassembly and the flow table (issue 12, part 6).
+"""Captures that stress TCP reassembly and the flow table.
 Usage: rpc-scale.py reversed OUT.pcap [SEGMENTS]   one RPC record (an NFSv3 NULL call
                                                      padded to SEGMENTS bytes) sent as
                                                      SEGMENTS 1-byte segments in reverse

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reassembly and flow-table scaling of `magnet rpc` against tshark (issue 12, part 6):
+# Reassembly and flow-table scaling of `magnet rpc` against tshark:
 # one RPC record as 200,000 reversed 1-byte segments, and 300,000 TCP flows, each a
 # call and its reply. Alternated runs, medians of wall time and peak RSS.
 # Needs tshark and a release build (cargo build --release -p magnet-cli).

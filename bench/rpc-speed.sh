@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `magnet rpc` in JSON mode and in rpcspy text mode against tshark's
-# `-Y rpc -T fields -e rpc.xid` on one capture (issue 12: >= 10x in JSON, >= 20x in
+# `-Y rpc -T fields -e rpc.xid` on one capture (goal: >= 10x faster in JSON, >= 20x in
 # text). Runs alternated, medians of wall time, peak RSS; the ratios use the medians.
 # Make the capture with: KEEP=/var/tmp/big.pcap bench/rpc-decode.sh MAGNET 500000000 0
 # (many small RPCs: SMALL=30 KEEP=... bench/rpc-decode.sh MAGNET 500000000 0)
@@ -32,6 +32,6 @@ done | tee "$work/med"
 awk '{t[$1]=$2; c[$1]=$5} END {
     j = t["tshark"]/t["magnet-json"]; x = t["tshark"]/t["magnet-text"]
     printf "ratio wall: json %.1fx, text %.1fx; ratio CPU: json %.1fx, text %.1fx\n", j, x, c["tshark"]/c["magnet-json"], c["tshark"]/c["magnet-text"]
-    printf "goal (issue 12, wall time): json >= 10x: %s; text >= 20x: %s\n", (j >= 10 ? "met" : "NOT met"), (x >= 20 ? "met" : "NOT met")
+    printf "goal (wall time): json >= 10x: %s; text >= 20x: %s\n", (j >= 10 ? "met" : "NOT met"), (x >= 20 ? "met" : "NOT met")
 }' "$work/med"
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs (wall ratios need a quiet host)"

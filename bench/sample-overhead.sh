@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# magnet sample overhead benchmark (issue 5).
+# magnet sample overhead benchmark.
 #
 # Saturating iperf3 TCP between two network namespaces joined by a veth pair
 # (10.232.0.0/24), client in ns A, server in ns B, SECS seconds per transfer,

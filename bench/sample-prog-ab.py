@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The sampler's tc programs, several builds side by side: per-packet cost (issue 22).
+"""The sampler's tc programs, several builds side by side: per-packet cost.
 
 One veth pair between two namespaces (offloads off on both ends: MTU-sized packets, or the
 defaults with --gso); iperf3 A -> B for SECS seconds per run; in ns A, one continuous 100 us

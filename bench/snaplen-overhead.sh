@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost of `record --snaplen N` (issue 12 part 2), on this host (root, real BPF).
+# Cost of `record --snaplen N` (frame bytes), on this host (root, real BPF).
 #
 #   bench/snaplen-overhead.sh [ROUNDS] [N] [SIZE] [SNAP]   (default: 7 20000 1024 128)
 #

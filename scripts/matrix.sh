@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole matrix of real programs attached the way users attach (issue 21):
+# The whole matrix of real programs attached the way users attach:
 # program x filter (--comm, -p, --all --port) x where the recorder runs (the
 # server's or the client's netns) x offloads (on, off), every cell checked
 # against tcpdump on both veth ends, strace and the programs' own counts.

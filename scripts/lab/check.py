@@ -304,7 +304,7 @@ def judge(path, ref_udp=None):
             fails.append(msg)
         return cond
 
-    # What each kernel offers (NOTES-kernels.md, measured by hand) against
+    # What each kernel offers (docs/kernel-notes.md, measured by hand) against
     # what magnet-kernel detects.
     chk = first_json(s.get("check", [])) or {}
     feats = {k: v.get("support") for k, v in (chk.get("kernel") or {}).items() if isinstance(v, dict)}

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 12's acceptance inside a lab guest (busybox sh; scripts/lab/wire-match
+# Packet association's acceptance test inside a lab guest (busybox sh; scripts/lab/wire-match
 # runs it): iperf3 with MTU-sized packets over loopback (MTU 1500, segmentation
 # offloads off), recorded by magnet with both ends traced while tcpdump captures
 # the same interface, then `magnet match` of the two. Prints sections

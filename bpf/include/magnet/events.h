@@ -7,7 +7,9 @@
  * (magnet-trace/tests/events_h.rs) compares what clang makes of this file
  * with the generated Rust, kind numbers and every field's offset and size.
  * Adding a record kind is one entry in enum mg_kind (with its annotations),
- * its struct if it needs a new one, and its hook in record.bpf.c.
+ * its struct if it needs a new one, and its hook in its layer's file
+ * (app.bpf.c, tcp.bpf.c, ip.bpf.c, dev.bpf.c, sched.bpf.c, ...; record.bpf.c
+ * lists them and only includes them).
  *
  * The generator reads only this file's restricted style (see
  * magnet-trace/gen/events_h.rs) and fails on anything else. Annotations, in
@@ -223,7 +225,7 @@ struct mg_dev {
 /* record --snaplen N: written right after a dev_start_xmit or dev_rx record,
  * with the same time, packet id and ifindex; `caplen` bytes of the frame from
  * its link header follow the struct (the record is 48 + caplen bytes long).
- * The skb's linear part, then its page fragments (record.bpf.c frame_frags()):
+ * The skb's linear part, then its page fragments (dev.bpf.c frame_frags()):
  * caplen = min(N, len) except where fragments cannot be read (RAM above
  * 32 GiB, no /proc/self/pagemap frame numbers, a net_iov fragment) or the
  * rest is in the skb's frag_list (GRO on receive). */
@@ -301,7 +303,7 @@ struct mg_func_exit {
 
 /* Per-CPU counters read by user space at the end of a run. Only loss is
  * counted here: events generated = records of the kind + lost_kind[kind], so
- * the hot path pays no per-event counter (issue 13). */
+ * the hot path pays no per-event counter. */
 struct mg_cpu_stats {
 	__u64 lost;                  /* events not yet reported by a LOST record */
 	__u64 lost_total;            /* all events this CPU could not record */

@@ -44,7 +44,6 @@ mod order;
 mod sched;
 mod series;
 mod tcp;
-pub mod units;
 
 use std::collections::HashMap;
 use std::io::Read;

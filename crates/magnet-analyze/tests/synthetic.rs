@@ -669,7 +669,7 @@ fn fin_carrying_the_last_data() {
     assert_eq!(r.last_s, 0.002);
 }
 
-/// Issue 9, finding 3: TCP merges segments queued on a busy socket before
+/// TCP merges segments queued on a busy socket before
 /// tcp_probe sees them. Three wire segments (dev_rx + IP LOCAL_IN each) reach
 /// tcp_probe as one unit; `tcp in` counts the three, names its unit and hook, and
 /// receive latency is per segment. Without IP events the row says its unit is a
@@ -765,7 +765,7 @@ fn tcp_in_counts_wire_segments_and_receive_latency_is_per_segment() {
     );
 }
 
-/// Issue 9, finding 4: a send that TCP copies in several chunks fires
+/// A send that TCP copies in several chunks fires
 /// tcp_sendmsg_locked once per chunk. Send latency runs from the call's first
 /// chunk (whose write_seq is its first byte) to the packet holding its last
 /// byte (write_seq + bytes returned − 1), not from the last chunk to a packet of
@@ -834,7 +834,7 @@ fn send_latency_from_first_byte_to_the_packet_of_the_last_byte() {
     assert_eq!(c.row("tcp", "out").unwrap().bytes, 6000);
 }
 
-/// Issue 9, findings 7 and 9: rows whose time span a LOST region overlaps say
+/// Rows whose time span a LOST region overlaps say
 /// how many events were lost there; the duration is the recording's span from
 /// the header's start to the END block's stop time.
 #[test]
@@ -1154,7 +1154,7 @@ fn fin_carrying_data_sized_by_the_peers_ack_without_snapshots() {
     assert_eq!((inn.units, inn.bytes), (2, 1500), "receiver's tcp in");
 }
 
-/// Issue 9, the loss oracle: a sender that retransmits data after its FIN went
+/// Found by the loss oracle (a lossy hop): a sender that retransmits data after its FIN went
 /// out (recovery through a lossy hop) sends those bytes again, and then the
 /// FIN again. Each byte counts once (it used to count 1000 twice).
 #[test]
@@ -1195,7 +1195,7 @@ fn retransmissions_after_the_fin_count_once() {
     assert_eq!((r.units, r.bytes), (3, 2500));
 }
 
-/// Issue 9, the curl and relay oracles: a FIN that arrives after the reader
+/// Found by the curl and relay oracles: a FIN that arrives after the reader
 /// closed its end is handled outside ESTABLISHED, so no tcp_rcv shows it; the
 /// latest snapshot's rcv_nxt counts it. It is not a byte of data (it used to
 /// add one).
@@ -1260,7 +1260,7 @@ fn fin_sized_by_its_own_header_length_without_snapshots() {
     assert_eq!((r.units, r.bytes), (2, 1500));
 }
 
-/// Issue 21, finding 7: a tail-loss probe sends the last MSS of the last (GSO)
+/// A tail-loss probe sends the last MSS of the last (GSO)
 /// packet again, a zero-window probe sends one old byte's sequence number
 /// (snd_una − 1) without data. Both start inside the last segment, whose end
 /// its length tells (IP length less the IP+TCP header, learnt from the
@@ -1337,7 +1337,7 @@ fn probes_are_not_units() {
     );
 }
 
-/// Issue 21, finding 8: frames a traced socket handed to its driver, received
+/// Frames a traced socket handed to its driver, received
 /// again at the other end of a veth in the peer's namespace (no socket of that
 /// namespace traced: cookie 0, the same packet id and length), are the peer's
 /// reception of our frames, counted as `peer_rx`, not as attribution failures
@@ -1363,7 +1363,7 @@ fn the_peers_reception_of_our_frames_is_not_unattributed() {
     assert!(a.connections[0].row("dev", "in").is_none());
 }
 
-/// Issue 21, finding 5: a listener answers the handshakes of many connections,
+/// A listener answers the handshakes of many connections,
 /// each in its own sequence space. It carries no stream: no tcp rows (the
 /// handshake ACKs of two connections were sized as one stream: 3,751,304,213
 /// B), and no remote end (it was printed with the first connection's). Known
@@ -1426,7 +1426,7 @@ fn a_listener_has_no_stream_and_no_peer() {
     }
 }
 
-/// Issue 21, finding 5 without the listener in the trace (`--all`, recorded
+/// The same without the listener in the trace (`--all`, recorded
 /// after the server started): the handshake is the listener's, so neither the
 /// SYN and handshake ACK nor the SYN-ACK go to the accepted socket (they did,
 /// the SYN-ACK in its `ip out` but not its `dev out`); they are counted as
@@ -1478,7 +1478,7 @@ fn a_handshake_without_its_listener_is_not_the_accepted_sockets() {
 
 include!("fixtures/lo_bulk_v6.rs");
 
-/// Issue 21, finding 4 (a byte too many) as oracle_lo_bulk_v6 saw it: 50 ×
+/// `tcp in` a byte too many, as oracle_lo_bulk_v6 saw it: 50 ×
 /// 64 KiB over IPv6 loopback with BIG TCP, the IP and TCP-state records of a
 /// failing run as recorded. IPv6 packets longer than 65,575 B are jumbograms
 /// with an 8-byte hop-by-hop option: 80 B of headers against 72 for the

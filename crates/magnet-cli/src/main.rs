@@ -217,7 +217,7 @@ fn one_line(err: &anyhow::Error) -> String {
 
 #[cfg(test)]
 mod grammar {
-    //! One grammar for every subcommand (issue 23, section 4): a short flag means one
+    //! One grammar for every subcommand, so that what works in one works in all: a short flag means one
     //! thing wherever it appears, durations take one syntax, and the documented
     //! spellings parse.
     use super::Cli;

@@ -60,7 +60,8 @@ fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Issue 9, findings 7 and 9 through the binary: `info` and `analyze` show one
+/// The recording's duration and its LOST rows, through the binary: `info` and
+/// `analyze` show one
 /// duration (the recording's span from the END block), `info` shows what the
 /// kernel generated per kind, and the row a LOST region touches says so in
 /// text, JSON and the report.

@@ -561,7 +561,7 @@ fn check_report_in_chromium(trace: &Path, j: &Value) {
     eprintln!("report: {checked} numbers equal to analyze --json; plots {counts:?}");
 }
 
-/// Issue 9, findings 3 and 9 on loopback (the demo's workload), against tcpdump:
+/// On loopback (the demo's workload), against tcpdump:
 /// the receiver's `tcp in` counts the wire segments tcpdump sees (not tcp_probe's
 /// merged units), with exactly their payload bytes, and every one gets a receive
 /// latency; `record --json`, `info` and `analyze` show one duration.

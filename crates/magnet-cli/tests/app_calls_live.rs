@@ -1,4 +1,4 @@
-//! The app layer is what the application asked and got (issue 21, finding 6):
+//! The app layer is what the application asked and got:
 //! one app call per system call or io_uring request, with the bytes it asked
 //! for and its result, whatever the kernel does inside (sendfile() and
 //! splice() send once per pipe's worth, sendmmsg() once per message, an

@@ -2072,7 +2072,7 @@ impl ReadWrite for std::os::unix::net::UnixStream {
     }
 }
 
-/// Issue 24, finding 11: many slow clients of one unprivileged uid, on the
+/// Denial of service by the unprivileged: many slow clients of one unprivileged uid, on the
 /// Unix socket and on HTTP at once, hold magnetd's client slots. While they
 /// do, every scrape of /metrics answers 200 and root's API queries are
 /// served; each slow connection is cut off by request_timeout (5 s).

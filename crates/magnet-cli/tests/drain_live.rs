@@ -1,4 +1,4 @@
-//! Live test of the recorder's drain accounting (issue 13): the summary's
+//! Live test of the recorder's drain accounting: the summary's
 //! `drain_cpu_seconds` is the drain thread's own CPU time, checked against the
 //! kernel's per-thread counters in /proc, and the drain's capacity (records
 //! per drain-CPU-second) is above the 5 M/s goal under a flood whose size the

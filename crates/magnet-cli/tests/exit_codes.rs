@@ -110,7 +110,7 @@ fn bad_input_exits_2_with_one_line() {
 }
 
 /// Files read whole stop at a cap: `/dev/zero` is one line naming the file and
-/// the cap, exit 2, not all memory (issue 24, finding 8).
+/// the cap, exit 2, not all memory.
 #[test]
 fn endless_inputs_stop_at_their_cap() {
     for (args, cap) in [
@@ -294,7 +294,7 @@ fn interrupts_exit_as_the_table_says() {
     assert_eq!(st.signal(), Some(libc::SIGINT), "{st:?}");
 }
 
-/// Issue 24, finding 4: SIGHUP and SIGQUIT end `record` as SIGTERM does (exit
+/// SIGHUP and SIGQUIT end `record` as SIGTERM does (exit
 /// 0, an END block), and a recorder killed as soon as it is ready leaves a
 /// trace that reads as cut short: the header is on disk at once.
 #[test]

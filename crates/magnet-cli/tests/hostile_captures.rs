@@ -1,5 +1,5 @@
-//! Captures the readers cannot use whole say so and exit 1 (docs/exit-codes.md;
-//! issue 24, finding 10 and "also"): frames of a link type magnet does not
+//! Captures the readers cannot use whole say so and exit 1 (docs/exit-codes.md):
+//! frames of a link type magnet does not
 //! decode are counted and named by `rpc`, `nfs` and `match` (which called them
 //! "ethertype 0x0000" and exited 0), and a cut capture exits 1 in all three.
 

@@ -1,11 +1,11 @@
-//! Issue 24: traces that are damaged or carry hostile names, as every reader
+//! Traces that are damaged or carry hostile names, as every reader
 //! sees them (no root needed).
 //!
-//! - Finding 6: a process may name itself `ESC ] 0 ; pwned BEL ESC [ 31 m`
+//! - Names: a process may name itself `ESC ] 0 ; pwned BEL ESC [ 31 m`
 //!   (`prctl(PR_SET_NAME)`), and the recording host's name, its interfaces'
 //!   names and the catalog come from the trace too: no raw ESC or BEL reaches
 //!   the terminal from `info`, `parse`, `analyze`, `packets` or `pcap`.
-//! - Findings 1–3: a trace with a damaged block and a dropped one is read as
+//! - Damage: a trace with a damaged block and a dropped one is read as
 //!   far as it goes by every reader, which then exits 1 (docs/exit-codes.md),
 //!   with the damage and what it cost on standard error.
 
@@ -185,7 +185,7 @@ fn damaged_traces_are_read_as_far_as_they_go_and_exit_1() {
     assert!(info.contains("records   10"), "{info}");
 }
 
-/// Finding 1's message: a flipped bit in the END block itself leaves no END
+/// The damage message: a flipped bit in the END block itself leaves no END
 /// block to read, and `info` says the trace is damaged, not that the recorder
 /// was killed (the wording a missing END block had before).
 #[test]

@@ -1,4 +1,5 @@
-//! Every JSON output names its schema first (issue 23, docs/json.md): each
+//! Every JSON output names its schema first (docs/json.md), so a consumer can
+//! tell outputs and their versions apart: each
 //! top-level object, a document or a line of a stream, starts with
 //! `"schema": "magnet.…/N"`, the name docs/json.md gives that output. Checked on
 //! every `--json` output that needs no root: the 0.1.0 trace's info, analyze,

@@ -1,5 +1,5 @@
-//! The matrix of real programs attached the way users attach (issue 21, "the
-//! durable part"): program × filter × where the recorder runs × offloads, each
+//! The matrix of real programs attached the way users attach, kept as a test so
+//! that what the matrix once found stays fixed: program × filter × where the recorder runs × offloads, each
 //! server started BEFORE the recorder, in a namespace of its own, its clients in
 //! another joined by a veth pair.
 //!
@@ -22,8 +22,8 @@
 //! `matrix_core` runs a slice in CI (every cell must pass); `matrix_whole` (ignored,
 //! `scripts/matrix.sh`) runs every cell, or those whose name contains
 //! `MAGNET_MATRIX`, and prints one table row per check: oracle against magnet.
-//! A check known to fail until an open finding of issue 21 is fixed is marked with
-//! its number; it is still a failure.
+//! A check known to fail until an open bug is fixed is marked with the number of
+//! the matrix's finding (as the comments below cite them); it is still a failure.
 
 use std::collections::HashMap;
 use std::net::TcpStream;

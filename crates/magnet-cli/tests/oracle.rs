@@ -549,7 +549,7 @@ fn veth_bulk(offloads_off: bool, record_in_receiver: bool) {
     let (wa, wb) = (wire(&ca.stop().unwrap()), wire(&cb.stop().unwrap()));
     let j = analyze(&trace);
     let (c, s, l, cp) = check_tcp_dev(&j, &name, &wa, &wb, port);
-    // The recorder hooks netfilter in every namespace (issue 21): the ip
+    // The recorder hooks netfilter in every namespace: the ip
     // layer and tcp out of both ends, wherever it runs.
     assert_eq!(
         add(row(s, "ip", "in"), row(l, "ip", "in")),
@@ -687,7 +687,7 @@ fn oracle_namespace_made_while_recording() {
     );
 }
 
-/// The recorder attaches its ip hooks in every namespace (issue 21) and holds
+/// The recorder attaches its ip hooks in every namespace and holds
 /// each open while its links are there: a namespace deleted by name while
 /// recording keeps its ip events, the recorder ends cleanly, and the
 /// namespace goes once it let go (its veth end takes the peer in A along).

@@ -1,4 +1,4 @@
-//! Progress bars (issue 23): on a terminal every reader that can take long
+//! Progress bars: on a terminal every reader that can take long
 //! draws one bar on stderr, driven by the bytes of the trace read; nothing of it
 //! appears when stderr is not a terminal, nor with -q. The terminal is a pty made
 //! by util-linux `script`.

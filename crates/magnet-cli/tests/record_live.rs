@@ -519,7 +519,8 @@ fn forced_overflow_is_counted_in_place_and_in_total() {
     // And the kernel's count is the workload's truth: one send event per sendto().
     assert_eq!(footer.generated.get("app_send").copied(), Some(CALLS));
     // The END block's per-kind totals add up with what is read: info finds
-    // nothing missing under loss (issue 24: totals checked), exit 0.
+    // nothing missing under loss (the totals are what damage is checked
+    // against), exit 0.
     assert_eq!(footer.recorded.values().sum::<u64>(), footer.records);
     let stderr = magnet(&["info", trace.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&stderr.stdout);

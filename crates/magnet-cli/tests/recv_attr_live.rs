@@ -1,4 +1,5 @@
-//! The receive side, attributed in the kernel (issue 21, findings 2 and 3).
+//! The receive side, attributed in the kernel: fragments and received packets go to
+//! their socket, whichever namespace the recorder runs in.
 //!
 //! - Fragments: UDP datagrams of 4,000 bytes over a 1,500-byte veth (3 IP
 //!   fragments each), IPv4 and IPv6, offloads on and off, recorded with `-p`
@@ -268,8 +269,8 @@ fn fragments_follow_their_datagram_under_a_task_filter_ipv6() {
 /// before the connect and names no peer, and the ip layer, which would, does
 /// not see the server's namespace: the connect announces it again. Its row in
 /// `analyze` names the client's end, and its dev in holds every fragment
-/// tcpdump saw reach the server's end (issue 21, finding 2: the matrix's
-/// iperf3-udp cells recorded from the client's namespace).
+/// tcpdump saw reach the server's end (the case the matrix's iperf3-udp cells,
+/// recorded from the client's namespace, found wrong).
 fn connect_case(pid_filter: bool, port: u16) {
     let a = Netns::new().unwrap();
     let b = Netns::new().unwrap();

@@ -1,6 +1,6 @@
-//! A trace written by the release before issue 13 (magnet 0.1.0, format version
-//! 1: `magnet record --layers all --kinds all --tcp-state --snaplen 96` of a
-//! 100,000-byte loopback transfer, 759 records) still reads and analyzes
+//! A trace written by release 0.1.0 (format version 1, before the delta-coded
+//! blocks of version 2: `magnet record --layers all --kinds all --tcp-state
+//! --snaplen 96` of a 100,000-byte loopback transfer, 759 records) still reads and analyzes
 //! exactly as that release read it. The expected outputs next to it were
 //! written by the 0.1.0 binary itself, before anything changed; a change to
 //! the record model, the reader or the printers that alters one byte of them

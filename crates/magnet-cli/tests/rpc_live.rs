@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use magnet_testkit::{live_or_skip, Need, Netns};
 
-/// Issue 24, finding 9: on an interface where nothing arrives, SIGINT and
+/// On an interface where nothing arrives, SIGINT and
 /// SIGTERM end a live capture within about a second (it used to wait for
 /// the next matching packet, minutes on a quiet link), exit 0 with its
 /// summary.

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use magnet_sample::store::Store;
+use magnet_runs::store::Store;
 use magnet_sample::{Metric, Run, RunMeta};
 use magnet_testkit::{live_or_skip, run_in_netns, Need, Netns, Rack, Side, Veth};
 

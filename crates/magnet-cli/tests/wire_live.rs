@@ -129,7 +129,7 @@ fn match_and_pcap_between_namespaces() {
     for (flag, first, last) in [
         ("[S]", "ip_local_out", "dev_rx"),
         // The peer's SYN-ACK from its own LOCAL_OUT: netfilter hooks in
-        // every namespace (issue 21).
+        // every namespace, not only the recorder's.
         ("[S.]", "ip_local_out", "ip_local_in"),
     ] {
         let r = rows

@@ -508,7 +508,7 @@ mod tests {
         (dir, path)
     }
 
-    /// Issue 24, finding 12: an endless answer line stops at the bound
+    /// A hostile or broken magnetd: an endless answer line stops at the bound
     /// with one short error, not after reading it all into memory.
     #[test]
     fn an_answer_longer_than_the_bound_is_refused() {

@@ -1,4 +1,4 @@
-//! Whole-file reads with a cap (issue 24, finding 8): a file given on the
+//! Whole-file reads with a cap: a file given on the
 //! command line may be `/dev/zero` or a FIFO that never ends, and reading it
 //! whole would take all memory. Past the cap the read stops with one error
 //! naming the cap and what it is for.

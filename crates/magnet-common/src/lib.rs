@@ -1,6 +1,6 @@
-//! Conventions every magnet command shares (issue 14):
+//! Conventions every magnet command shares, so that each behaves the same way:
 //!
-//! - [`units`]: durations and sizes, parsed one way everywhere;
+//! - [`units`]: durations, sizes and instants, read and shown one way everywhere;
 //! - [`stop`]: one stop flag set by SIGINT/SIGTERM (and a reload flag for SIGHUP);
 //! - [`exit`]: one exit-code table, documented in docs/exit-codes.md;
 //! - [`text`]: names from traces and captures escaped for the terminal;

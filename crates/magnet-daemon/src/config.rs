@@ -357,8 +357,8 @@ impl Config {
                     return Err(bad(format!(
                         "packet_window ({}) must be shorter than packet_period ({}); \
                          for programs attached all the time say packet_hooks = \"always\"",
-                        magnet_runs::units::format_duration(window),
-                        magnet_runs::units::format_duration(period)
+                        magnet_common::units::format_duration(window),
+                        magnet_common::units::format_duration(period)
                     )));
                 }
                 PacketHooks::Sampled { window, period }

@@ -140,8 +140,8 @@ fn bind_unix(path: &Path, mode: u32) -> Result<UnixListener, Error> {
 /// Runs scheduled sampler runs until `stop` (its own flag: a reload stops
 /// the sampler alone; shutdown sets it too).
 fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
-    use magnet_sample::schedule::Schedule;
-    use magnet_sample::units::{format_duration, now_ns};
+    use magnet_common::units::{format_duration, now_ns};
+    use magnet_runs::schedule::Schedule;
     use magnet_sample::{sample, Metric, SampleConfig, Start};
     let samples = 2000;
     let Ok(sched) = Schedule::parse(&s.schedule) else {
@@ -392,7 +392,7 @@ pub fn run(
         config.packet_hooks,
         config.app_calls,
     )?;
-    let fmt = magnet_runs::units::format_duration;
+    let fmt = magnet_common::units::format_duration;
     for line in attached.plan.left_out() {
         log(&line);
     }

@@ -101,7 +101,8 @@ pub struct Selected {
     /// pwru's rule: a `struct sk_buff *` among parameters 1–5.
     pub pwru: bool,
     /// A looser rule: a pointer to `struct sk_buff` in any parameter, through
-    /// const and typedefs (the NOTES-kernels cross-check).
+    /// const and typedefs (the cross-check against counts made by another
+    /// tool, docs/kernel-notes.md).
     pub loose: bool,
     pub reasons: Vec<Reason>,
 }

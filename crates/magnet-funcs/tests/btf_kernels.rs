@@ -1,5 +1,5 @@
 //! Counts on real kernels' BTF against numbers measured independently of this
-//! code (NOTES-kernels.md, counted with pwru's rule and a looser one by another
+//! code (docs/kernel-notes.md, counted with pwru's rule and a looser one by another
 //! tool): Debian's 6.1 and 6.12 (BTF extracted by scripts/fetch-btf.sh) and the
 //! running kernel. Also the polymorphic functions the thesis names.
 //!
@@ -161,7 +161,8 @@ fn running_kernel() {
     let btf = Btf::from_file(p).unwrap();
     let sel = select(&btf, Rules::default());
     if release.trim() == "6.18.44-fc-v509" {
-        // NOTES-kernels: 2,056 (pwru) and 2,424 (looser) on this kernel.
+        // Counted by another tool (docs/kernel-notes.md): 2,056 (pwru) and
+        // 2,424 (looser) on this kernel.
         check("6.18", &sel, true, 2056, 2424);
     } else {
         eprintln!(

@@ -1,5 +1,5 @@
 //! The capture reader fuzzed for a bounded time from a stable test, with
-//! properties asserted (issue 24, "the durable part"; the round trip through
+//! properties asserted, so that every `cargo test` fuzzes it a little (the round trip through
 //! the writer is `fuzz_stable.rs`). Corpus: the pcapng fixtures here and the
 //! real captures of magnet-rpc's tests (NFSv3/v4 over TCP from a Ganesha
 //! server, RPCSEC_GSS), pcap and pcapng, both byte orders.

@@ -9,13 +9,13 @@
 //! bin of every layer on one time axis, unit sizes per bin, unit-size and gap
 //! distributions and latencies on log axes with percentiles marked, TCP state;
 //! context switches per CPU; LOST regions shaded. docs/analyze.md describes the
-//! page. Numbers are shown by `magnet_analyze::units`, as `magnet analyze` shows
+//! page. Numbers are shown by `magnet_common::units`, as `magnet analyze` shows
 //! them (the page's script gets the same unit tables).
 
 use std::fmt::Write;
 
-use magnet_analyze::units::{bps, bytes, dur, units_json};
 use magnet_analyze::{Analysis, Connection, LayerRow, Stats};
+use magnet_common::units::{bps, bytes, dur, units_json};
 
 mod plots;
 pub use plots::{plotted, PLOTTED};
@@ -564,7 +564,7 @@ mod tests {
         assert!(html[start..start + end].contains("\"host\":\"<h&>\""));
     }
 
-    /// Issue 9, finding 12: a connection whose traffic sits in the last 10 ms
+    /// A connection whose traffic sits in the last 10 ms
     /// of a 92 ms recording is plotted over its own 10 ms, not over 0–92 ms.
     #[test]
     fn plots_span_the_connections_traffic() {

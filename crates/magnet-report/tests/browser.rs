@@ -1,4 +1,4 @@
-//! The report in a real browser (issue 23, section 1): headless Chromium opens
+//! The report in a real browser, because only a browser runs its script: headless Chromium opens
 //! the page of a demo-sized trace (the recorded release fixture), of a
 //! synthetic paced transfer of over a million events, and of a trace of one
 //! event, and reads back the self-check the page writes from its drawn uPlot

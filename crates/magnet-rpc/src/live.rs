@@ -63,7 +63,7 @@ impl Live {
             // Non-blocking, polled with our own timeout: libpcap's read
             // timeout is not honoured in immediate mode on every version
             // (a quiet interface then blocks until the next packet, and
-            // SIGINT/SIGTERM are not seen; issue 24, finding 9).
+            // SIGINT/SIGTERM are not seen until then).
             .setnonblock()
             .map_err(e)?;
         if let Some(f) = filter {

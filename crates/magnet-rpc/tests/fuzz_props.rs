@@ -1,5 +1,5 @@
-//! The RPC decoders fuzzed for a bounded time from a stable test (issue 24,
-//! "the durable part"), on real captures (NFSv3 and NFSv4 from a Ganesha
+//! The RPC decoders fuzzed for a bounded time from a stable test (so that
+//! every `cargo test` fuzzes them a little, with no fuzzing toolchain), on real captures (NFSv3 and NFSv4 from a Ganesha
 //! server, RPCSEC_GSS over TCP) rewritten packet by packet. Each input is one
 //! kind of damage, with what must hold asserted, not only "no panic":
 //!

@@ -1,4 +1,4 @@
-//! What is not decoded is counted and named (issue 24, finding 10): frames of a
+//! What is not decoded is counted and named, never passed over in silence: frames of a
 //! link type magnet does not read, and fragmented datagrams still missing
 //! pieces when the capture ends.
 

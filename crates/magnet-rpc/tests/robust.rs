@@ -358,7 +358,7 @@ fn gss_verifier_not_a_multiple_of_four() {
     }
 }
 
-/// Issue 21, finding 9: RPCSEC_GSS context creation over TCP (tests/data/make-gss-tcp.py):
+/// RPCSEC_GSS context creation over TCP (tests/data/make-gss-tcp.py):
 /// six NULL calls whose replies carry RPCSEC_GSS verifiers of 37, 1, 2, 3, 4 and 100
 /// bytes, each padded to 4 bytes. A reply's header is only known after its verifier,
 /// so a record is judged on up to 424 bytes, not its first 32 (0 of 6 paired before).

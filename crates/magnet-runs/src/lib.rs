@@ -7,8 +7,9 @@
 //! - [`schedule`] parses `10ms,1ms,100us every 1m` and plans wall-clock-aligned cycles;
 //! - [`merge`] aligns runs of several hosts taken at the same instant;
 //! - [`plot`] draws runs as offline SVG or HTML;
-//! - [`sketch`] estimates active connections from the 128-bit sketch;
-//! - [`units`] parses durations and instants.
+//! - [`sketch`] estimates active connections from the 128-bit sketch.
+//!
+//! Durations and instants are read and spelled by `magnet_common::units`.
 //!
 //! The library never prints or exits; errors name what failed and where.
 
@@ -18,7 +19,6 @@ pub mod run;
 pub mod schedule;
 pub mod sketch;
 pub mod store;
-pub mod units;
 
 pub use run::{Metric, Run, RunMeta};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::merge::Merged;
 use crate::run::{Metric, Run};
-use crate::units::{format_duration, format_instant_ns};
+use magnet_common::units::{format_duration, format_instant_ns};
 
 const WIDTH: f64 = 1000.0;
 const PANEL: f64 = 110.0;

@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use crate::units::{format_duration, parse_duration};
 use crate::Error;
+use magnet_common::units::{format_duration, parse_duration};
 
 /// Time left between two runs of a cycle to load and attach the next one.
 pub const SETUP_GAP: Duration = Duration::from_millis(200);
@@ -40,11 +40,11 @@ impl Schedule {
             .split(',')
             .map(|x| parse_duration(x.trim()))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| bad(&e.to_string()))?;
+            .map_err(|e| bad(&e))?;
         if intervals.is_empty() || intervals.iter().any(|d| d.is_zero()) {
             return Err(bad("intervals must be positive"));
         }
-        let every = parse_duration(every.trim()).map_err(|e| bad(&e.to_string()))?;
+        let every = parse_duration(every.trim()).map_err(|e| bad(&e))?;
         if every.is_zero() {
             return Err(bad("the period must be positive"));
         }

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::run::Run;
-use crate::units::{compact_instant_ns, format_duration, parse_compact_instant};
 use crate::Error;
+use magnet_common::units::{compact_instant_ns, format_duration, parse_compact_instant};
 
 pub const EXTENSION: &str = "msr";
 

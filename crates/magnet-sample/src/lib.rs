@@ -6,21 +6,19 @@
 //! run costs a fixed amount of memory and ends by itself. Per bucket: bytes
 //! and packets in and out, ingress ECN-CE bytes, retransmitted bytes in and
 //! out, bytes by RTT class, the kernel's retransmission count, and a 128-bit
-//! sketch of active connections ([`sketch`]).
+//! sketch of active connections (`magnet_runs::sketch`).
 //!
 //! - [`sampler::sample`] makes one run ([`Run`]).
 //!
 //! Everything about runs once made — formats, the store, schedules, merging,
-//! plots — is the `magnet-runs` crate (no BPF), re-exported here under the
-//! same names: [`run`], [`store`], [`schedule`], [`merge`], [`plot`],
-//! [`sketch`], [`units`].
+//! plots — is the `magnet-runs` crate (no BPF); use it from there. Only the
+//! run types [`sample`] returns are re-exported here.
 //!
 //! The library never prints or exits; errors name what failed and where.
 
 pub mod sampler;
 pub mod stale;
 
-pub use magnet_runs::{merge, plot, run, schedule, sketch, store, units};
 pub use magnet_runs::{Metric, Run, RunMeta};
 pub use sampler::{sample, AttachMode, SampleConfig, Start, Started};
 

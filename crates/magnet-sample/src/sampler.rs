@@ -454,8 +454,6 @@ fn host_name() -> String {
         .unwrap_or_default()
 }
 
-pub use magnet_runs::units::unix_ns;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,4 @@
-//! Live regression tests for two sampler bugs (issue 9 finding 11, issue 10):
+//! Live regression tests for two sampler bugs:
 //!
 //! - on loopback every segment passes egress and then ingress with the same
 //!   addresses; the second sighting was counted as a retransmission

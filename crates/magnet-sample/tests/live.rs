@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use magnet_sample::sketch;
+use magnet_runs::sketch;
 use magnet_sample::{sample, Metric, Run, SampleConfig, Started};
 use magnet_testkit::{live_or_skip, run_in_netns, Chain, Need, Netns, Side, Veth};
 

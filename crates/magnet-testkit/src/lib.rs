@@ -1,8 +1,10 @@
 //! Test harness for magnet's live tests.
 //!
 //! Live tests run as root and build several "hosts" on one machine: network namespaces
-//! joined by veth pairs, made and torn down by the test itself (see DESIGN.md,
-//! "Testing"). This crate gives them:
+//! joined by veth pairs, made and torn down by the test itself, so that a test drives
+//! real traffic between real stacks and asserts exact numbers from a workload whose
+//! truth it knows (N sends of S bytes, interface counters, a tshark decode of the same
+//! traffic). This crate gives them:
 //!
 //! - [`live_or_skip`]: the skip rule (root plus listed [`Need`]s; a skip is a failure
 //!   when `MAGNET_REQUIRE_LIVE=1`);

@@ -1,5 +1,6 @@
 //! Live tests of the kit itself: each builds a topology, sends real TCP across it, and
-//! checks that teardown leaves nothing behind. Skipped unless root (see DESIGN.md).
+//! checks that teardown leaves nothing behind. Skipped unless root (`live_or_skip`; with
+//! `MAGNET_REQUIRE_LIVE=1` a skip is a failure).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -94,7 +94,7 @@ fn main() {
          drain thread:  {:.3} CPU-s  {:.2} M records/CPU-s  ({:.1} ns/record)\n\
          writer thread: {:.3} CPU-s  {:.2} M records/CPU-s\n\
          wall:          {wall:.3} s      {:.2} M records/s\n\
-         goal (issue 13): drain >= 5 M records/s on one core: {}",
+         goal: drain >= 5 M records/s on one core: {}",
         drain_ns as f64 / 1e9,
         rate(drain_ns),
         drain_ns as f64 / n as f64,

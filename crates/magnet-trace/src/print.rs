@@ -187,7 +187,8 @@ impl<'h> LinePrinter<'h> {
                         out.push(b'-');
                     } else {
                         // Any user names its process: escaped for the
-                        // terminal (issue 24), as `Value`'s Display does.
+                        // terminal (a name may hold escape sequences), as
+                        // `Value`'s Display does.
                         let s = String::from_utf8_lossy(&raw[..n]);
                         out.extend_from_slice(escape(&s).as_bytes());
                     }

@@ -167,7 +167,7 @@ mod tests {
     use super::*;
     use crate::emit::{synthetic_trace, Emitter};
 
-    /// Finding 9 of issue 9: `info` said first-to-last record, `analyze` start to
+    /// Once `info` said first-to-last record, `analyze` start to
     /// last record, `record` the recorder's own clock. One span now: start to stop.
     #[test]
     fn span_is_start_to_stop_and_generated_counts_are_shown() {

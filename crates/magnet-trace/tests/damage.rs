@@ -1,5 +1,5 @@
 //! Damage loses at most the damaged block, and whatever cannot be seen block
-//! by block is caught by the END block's totals (issue 24, findings 1–3, 5).
+//! by block is caught by the END block's totals.
 //!
 //! The traces are written by `TraceWriter` with the recorder's kinds (app
 //! sends, TCP receives, LOST records, `--snaplen` frames whose bytes carry

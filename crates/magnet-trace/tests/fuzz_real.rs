@@ -1,5 +1,5 @@
-//! The trace reader fuzzed for a bounded time from a stable test (issue 24,
-//! "the durable part"), on a real recording: the release fixture (a `magnet
+//! The trace reader fuzzed for a bounded time from a stable test (so that every
+//! `cargo test` fuzzes it a little), on a real recording: the release fixture (a `magnet
 //! record` of three loopback connections with --tcp-state and sched), its
 //! records and END block re-blocked into blocks of 5 to 60 records so that
 //! damage has neighbours to spare. Each input is one kind of damage, and

@@ -1,5 +1,7 @@
 //! Footprints: what ties a captured frame to the kernel's record of the same packet
-//! (DESIGN.md, "Identity"; the thesis's packet association, chapter 5.3).
+//! (the thesis's packet association, chapter 5.3; docs/wire.md, "`magnet match`").
+//! Timestamps alone do not match across capture points (each has its own clock):
+//! they only break ties and estimate the clock offset between the two records.
 //!
 //! IPv4: source, destination, identification, protocol; IPv6: source, destination,
 //! next header. Both add the transport key the trace records: TCP ports, sequence and

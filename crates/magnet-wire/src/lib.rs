@@ -6,10 +6,12 @@
 //!   application calls around it.
 //! - [`export`]: that model as pcapng (`magnet pcap`): one interface block per device,
 //!   one enhanced packet block per frame the trace saw at the device layer, with a
-//!   comment Wireshark can filter on; headers synthesised from the recorded fields
-//!   (the trace carries no frame bytes).
-//! - [`footprint`]: the footprint of a captured frame or a kernel packet (DESIGN.md,
-//!   "Identity"), the key that ties the two together.
+//!   comment Wireshark can filter on; the frame's first bytes as recorded when the
+//!   trace has them (`record --snaplen N`), else headers synthesised from the
+//!   recorded fields.
+//! - [`footprint`]: the footprint of a captured frame or a kernel packet (addresses,
+//!   IPv4 identification or IPv6 next header, and the transport key), the key that
+//!   ties the two together.
 //! - [`paths`]: each packet as the path it took (`magnet packets`), and TCP
 //!   handshakes (Table 6-6) found by one rule for `packets` and `match`.
 //! - [`matching`]: packet association (`magnet match`): each frame of any capture to

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use magnet_analyze::units::{bps, bytes, dur};
 use magnet_analyze::{analyze, Analysis, Connection, Options, Stats};
+use magnet_common::units::{bps, bytes, dur};
 
 use super::trace_input;
 

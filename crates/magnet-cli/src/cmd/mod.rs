@@ -20,4 +20,3 @@ pub mod report;
 pub mod rpc;
 pub mod sample;
 mod trace_input;
-mod units;

@@ -17,7 +17,7 @@ use magnet_trace::print::{LinePrinter, TimeColumn};
 use magnet_trace::{Event, KindIndex, RecordRef, ReorderBuffer};
 
 use super::trace_input;
-use super::units::parse_duration;
+use magnet_common::units::parse_duration;
 
 const AFTER_HELP: &str = "\
 Times are seconds since the recording started (the trace's clock mapping turns them

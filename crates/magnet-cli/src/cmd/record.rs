@@ -14,7 +14,7 @@ use magnet_record::{
     Summary, Target,
 };
 
-use super::units::parse_duration;
+use magnet_common::units::parse_duration;
 
 const AFTER_HELP: &str = "\
 Examples:

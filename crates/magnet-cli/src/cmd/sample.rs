@@ -10,13 +10,13 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use magnet_sample::merge::merge;
-use magnet_sample::plot;
-use magnet_sample::schedule::Schedule;
-use magnet_sample::store::Store;
-use magnet_sample::units::{
+use magnet_common::units::{
     format_duration, format_instant_ns, now_ns, parse_duration, parse_instant,
 };
+use magnet_runs::merge::merge;
+use magnet_runs::plot;
+use magnet_runs::schedule::Schedule;
+use magnet_runs::store::Store;
 use magnet_sample::{sample, Metric, Run, SampleConfig, Start};
 
 use super::trace_input;
@@ -72,7 +72,7 @@ struct RunArgs {
     #[arg(short = 'i', long = "interface", value_name = "IFACE")]
     iface: Option<String>,
     /// Bucket width: 100us, 1ms, 10ms, …
-    #[arg(long, value_name = "DURATION", value_parser = dur, default_value = "1ms")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1ms")]
     interval: Duration,
     /// Buckets per run (memory: 136 bytes x samples x CPUs).
     #[arg(long, value_name = "N", default_value_t = 2000)]
@@ -87,7 +87,7 @@ struct RunArgs {
     #[arg(long, value_name = "SPEC", requires = "store")]
     schedule: Option<String>,
     /// Remove stored runs older than this (e.g. 3d) after each run.
-    #[arg(long, value_name = "DURATION", value_parser = dur, requires = "store")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "store")]
     retain: Option<Duration>,
     /// Start at this UTC instant (2026-11-22T10:00:00Z or @UNIXSECONDS).
     #[arg(long, value_name = "TIME", conflicts_with = "schedule")]
@@ -96,7 +96,7 @@ struct RunArgs {
     #[arg(long, value_name = "N", requires = "schedule")]
     cycles: Option<u64>,
     /// TCP flows whose smoothed RTT is below this count as short-RTT.
-    #[arg(long, value_name = "DURATION", value_parser = dur, default_value = "5ms")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5ms")]
     rtt_threshold: Duration,
     /// Do not look up sockets to split bytes by RTT (a little cheaper).
     #[arg(long)]
@@ -159,10 +159,6 @@ struct MergeArgs {
     output: PathBuf,
 }
 
-fn dur(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
-
 pub fn run(args: SampleArgs) -> anyhow::Result<ExitCode> {
     match args.action {
         Some(Action::Ls(a)) => ls(a),
@@ -209,7 +205,7 @@ fn sample_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let mut cfg = config(&a, &iface, a.interval);
     if let Some(at) = &a.at {
-        cfg.start = Start::At(parse_instant(at)?);
+        cfg.start = Start::At(parse_instant(at).map_err(anyhow::Error::msg)?);
     }
     let mut bar = None;
     let run = sample(&cfg, &stop, &mut |s| {

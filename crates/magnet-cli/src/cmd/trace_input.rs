@@ -1,5 +1,5 @@
 //! Opening a trace for the reading subcommands, with the file named in errors,
-//! and the progress bar every long reader shows on a terminal (issue 23): one
+//! and the progress bar every long reader shows on a terminal: one
 //! bar on stderr, driven by the bytes of the trace read so far, shown only when
 //! stderr is a terminal and `-q` was not given, and cleared before the command
 //! prints its result.

@@ -14,8 +14,8 @@
 #define MG_DROP_REASONS 256
 
 /*
- * One record per connection, laid out by who writes it (issue 14's cost
- * work). Four contexts touch a record: the application's calls (process
+ * One record per connection, laid out by who writes it. Four contexts
+ * touch a record: the application's calls (process
  * context), packets out, packets in (softirq, often on another CPU than the
  * caller) and rare events. The fields each hot path writes form one group,
  * and groups are kept at least 64 bytes apart, so two groups never share a

@@ -132,7 +132,7 @@ MG_PROG("tp_btf/sys_exit", flow_sys_exit, struct pt_regs *regs, long ret)
 	 * connects to its first client, as iperf3 -s does) is announced again
 	 * with its peer, which its SOCK record lacked: the ip layer, which also
 	 * tells it, sees only the recorder's network namespace (netfilter
-	 * hooks), the dev layer every one (issue 21). Known by its flow as a
+	 * hooks), the dev layer every one. Known by its flow as a
 	 * bound socket (remote end zero), looked up before the connected flow
 	 * is added. TCP's peer comes with its state changes. */
 	if (id == NR_connect && t.dport && t.protocol == IPPROTO_UDP &&

@@ -303,7 +303,7 @@ static __always_inline void send_direct(void *rec, __u32 size, __u32 kind)
 		count_lost(st, kind);
 }
 
-/* Cost profile builds (issue 13; never shipped): MAGNET_BPF_CFLAGS=-DMG_PROF=N.
+/* Cost profile builds (for measuring the hot path; never shipped): MAGNET_BPF_CFLAGS=-DMG_PROF=N.
  * bench/bpf-prog-profile.py splits each program's cost (kernel BPF statistics)
  * by the differences between these builds:
  *   9 = the floor: every program returns at its entry (prog.h), on

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Which events are recorded: the task filters (-p, --comm, --cgroup), the
- * flow filters (--port, --host) and the pcap-filter expression.
+ * flow filters (--port, --host), the namespace filter (--netns) and the
+ * pcap-filter expression.
  *
  * The task and flow filters are a few map lookups and comparisons of
  * settings; each program asks them before it builds anything.
@@ -341,14 +342,29 @@ static __always_inline bool need_parse(void)
 	return filter_tasks || tuple_filtered() || pf_len || netns_only;
 }
 
+/*
+ * record --netns: is network namespace `ns` (its inode number) one to record?
+ * Every --netns check asks this. A caller whose `ns` costs a read (a probe
+ * read is a helper call) tests `netns_only` first, so that recording without
+ * --netns pays nothing for it.
+ */
+static __always_inline bool netns_wanted(__u32 ns)
+{
+	return !netns_only || ns == netns_only;
+}
+
 /* record --netns: is a socket in the namespace asked for? */
 static __always_inline bool sock_in_netns(const struct sock *sk)
 {
-	return !netns_only || BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum) == netns_only;
+	if (!netns_only)
+		return true;
+	return netns_wanted(BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum));
 }
 
 /* The same for a task (the one a context switch names, or the current one). */
 static __always_inline bool task_in_netns(struct task_struct *t)
 {
-	return !netns_only || BPF_CORE_READ(t, nsproxy, net_ns, ns.inum) == netns_only;
+	if (!netns_only)
+		return true;
+	return netns_wanted(BPF_CORE_READ(t, nsproxy, net_ns, ns.inum));
 }

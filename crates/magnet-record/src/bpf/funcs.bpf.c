@@ -213,7 +213,7 @@ static __always_inline bool func_record(struct pt_regs *ctx, const struct sk_buf
 		__u32 ns = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
 		if (!ns)
 			ns = BPF_CORE_READ(skb, sk, __sk_common.skc_net.net, ns.inum);
-		if (ns != netns_only)
+		if (!netns_wanted(ns))
 			return false;
 	}
 	if (!id && filter_tasks) {

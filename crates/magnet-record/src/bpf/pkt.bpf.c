@@ -108,7 +108,7 @@ static __always_inline void parse_l4_cast(const void *l4, struct pkt_info *pi)
 /* parse_l3 on kernels with bpf_rdonly_cast (6.2+): the header fields by
  * direct loads (each an inlined load that yields 0 on a fault), not one
  * 80-byte bpf_probe_read_kernel into the stack: the helper call and the
- * copy were most of dev_rx's work before its reservation (issue 13). */
+ * copy were most of dev_rx's work before its reservation. */
 static __always_inline void parse_l3_cast(const void *l3, struct pkt_info *pi)
 {
 	const struct iphdr *ip = bpf_core_cast(l3, struct iphdr);
@@ -440,7 +440,7 @@ static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool 
 
 static __always_inline __u32 dev_netns(const struct net_device *dev)
 {
-	/* Direct BTF loads, not probe reads: a helper call each (issue 13). */
+	/* Direct BTF loads, not probe reads: a probe read is a helper call each. */
 	return dev ? dev->nd_net.net->ns.inum : 0;
 }
 
@@ -479,7 +479,7 @@ static __always_inline bool pkt_traced(__u64 cookie, __u64 sk, struct pkt_info *
 				       __u32 netns)
 {
 	/* --netns: where the packet is seen, whatever its socket. */
-	if (netns_only && netns != netns_only)
+	if (!netns_wanted(netns))
 		return false;
 	if (!filter_tasks && !tuple_filtered())
 		return true;

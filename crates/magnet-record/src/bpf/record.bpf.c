@@ -8,7 +8,8 @@
  *
  * The ring buffer is submitted without waking the reader unless enough bytes
  * are queued: the kernel's per-record wake-up is the dominant cost of a
- * ring-buffer event (see shared/NOTES-ebpf.md), and the reader polls anyway.
+ * ring-buffer event (measured ~1.2-1.7 us per event woken per record against
+ * ~0.2 us batched; docs/kernel-notes.md), and the reader polls anyway.
  *
  * This file only includes the others, in this order (each uses what the ones
  * before it define; one object, one skeleton):
@@ -16,7 +17,7 @@
  *   prog.h         how a program is defined; the floor build (MG_PROF=9)
  *   state.bpf.c    settings fixed before load, and the maps the layers share
  *   batch.bpf.c    record header, loss counts, per-CPU batches, RESERVE/submit
- *   filter.bpf.c   task, port/host and pcap-filter (record -f) filters
+ *   filter.bpf.c   task, port/host, netns and pcap-filter (record -f) filters
  *   sock.bpf.c     socket tuples, cookies and keys, SOCK records, sock_traced
  *   pkt.bpf.c      packet headers, packet ids, flows, pkt_traced
  *   app.bpf.c      layer app          tcp.bpf.c    layer tcp

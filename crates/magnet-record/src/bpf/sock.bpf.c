@@ -18,7 +18,7 @@ static __always_inline __u64 addr_of_slow(const void *p)
 	return a;
 }
 
-/* The same without a helper call (issue 13: one probe read per packet event
+/* The same without a helper call (cost: one probe read per packet event
  * was ~20 ns): a privileged program may store a pointer into a map value and
  * load it back as a number. A program that interrupts this one on the same
  * CPU between the store and the load could leave its own pointer there: the
@@ -178,7 +178,7 @@ static __always_inline __u8 *mark_traced(const struct sock *sk, __u64 cookie)
 
 /* Cookies of sockets known traced and announced, per CPU, direct-mapped: the
  * app and tcp events of a socket already known skip the socket-storage
- * lookup (a helper call, issue 13). A cookie names one socket for the
+ * lookup (a helper call, measurable per event). A cookie names one socket for the
  * kernel's lifetime and a socket's flags are only ever set, so an entry never
  * goes stale; a lost race (a nested program's store) costs only a lookup. */
 #define SEEN_SLOTS 64

@@ -132,7 +132,7 @@ static __always_inline __u8 *sock_fl(const struct sock *sk, __u64 cookie, bool c
  * namespace (inode number), so that sockets with one 5-tuple in two
  * namespaces (each namespace's loopback, containers with the same
  * addresses) keep a flow each, and a packet is looked up in the namespace
- * of the device that carries it (issue 21). */
+ * of the device that carries it. */
 struct flow_key {
 	__u8 local[16];
 	__u8 remote[16];
@@ -160,7 +160,7 @@ struct {
 	__type(value, struct flow_val);
 } traced_flows SEC(".maps");
 
-/* A per-CPU cache in front of traced_flows (issue 13: the LRU lookup of a
+/* A per-CPU cache in front of traced_flows (cost: the LRU lookup of a
  * 40-byte key, hashed, was a large part of dev_rx's work; a bulk flow's
  * packets repeat its key). Direct-mapped by the ports. An entry holds a
  * lookup's result, found or not, and is valid while `flow_gen` has not moved:

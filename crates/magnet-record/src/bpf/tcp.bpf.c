@@ -38,7 +38,7 @@ static __always_inline void fill_snap_probe(const struct sock *sk, struct mg_tcp
 /* The same by direct BTF loads from a BTF-typed tcp_sock (bpf_skc_to_tcp_sock
  * of a tracing program's argument, or bpf_core_cast's result). The snapshot
  * has 19 fields: as probe reads they cost a helper call each, which made
- * --tcp-state ~20 % dearer than recording without it (issue 13). */
+ * --tcp-state ~20 % dearer than recording without it. */
 static __always_inline void fill_snap_tp(const struct tcp_sock *tp, struct mg_tcp_snap *s)
 {
 	const struct inet_connection_sock *icsk = &tp->inet_conn;
