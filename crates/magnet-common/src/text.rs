@@ -3,8 +3,10 @@
 //! and captures — made safe to print on an operator's terminal: every
 //! control character (C0 but newline and tab in output, DEL, C1) is written
 //! as an escape (`\x1b`, `\u{9b}`), so no escape sequence (colours, window
-//! titles, OSC 52 clipboard writes) reaches the terminal raw. JSON output
-//! escapes by its own rules; the HTML report by HTML's.
+//! titles, OSC 52 clipboard writes) reaches the terminal raw. The same rule
+//! holds where other tools show names: pcapng comments and interface names
+//! (magnet-pcap's writer), the HTML report (before HTML's own escaping),
+//! Perfetto slice names. JSON output escapes by its own rules.
 //!
 //! [`escape`] for one name, [`Escaping`] around a command's whole text output.
 
