@@ -162,6 +162,19 @@ mod tests {
         assert_eq!(escape("a\u{9b}1m\u{7f}µ\n"), "a\\u{9b}1m\\x7fµ\\x0a");
     }
 
+    /// What pcapng comments and the report get: line ends and tabs escaped
+    /// too (a name has none), and escaping text twice changes nothing (a name
+    /// escaped where it enters a comment, then the comment by the writer).
+    #[test]
+    fn names_lose_line_ends_and_tabs_and_escaping_twice_is_once() {
+        let comm = "\x1b]0;x\x07\x1b[31m\r\n\tev";
+        let once = escape(comm);
+        assert_eq!(once, "\\x1b]0;x\\x07\\x1b[31m\\x0d\\x0a\\x09ev");
+        assert!(!once.chars().any(is_control));
+        assert_eq!(escape(&once), once);
+        assert!(matches!(escape(&once), Cow::Borrowed(_)));
+    }
+
     #[test]
     fn output_keeps_lines_and_tabs_and_escapes_the_rest() {
         let mut w = Escaping::new(Vec::new());
