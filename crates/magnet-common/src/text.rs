@@ -3,8 +3,10 @@
 //! and captures — made safe to print on an operator's terminal: every
 //! control character (C0 but newline and tab in output, DEL, C1) is written
 //! as an escape (`\x1b`, `\u{9b}`), so no escape sequence (colours, window
-//! titles, OSC 52 clipboard writes) reaches the terminal raw. JSON output
-//! escapes by its own rules; the HTML report by HTML's.
+//! titles, OSC 52 clipboard writes) reaches the terminal raw. The same rule
+//! holds where other tools show names: pcapng comments and interface names
+//! (magnet-pcap's writer), the HTML report (before HTML's own escaping),
+//! Perfetto slice names. JSON output escapes by its own rules.
 //!
 //! [`escape`] for one name, [`Escaping`] around a command's whole text output.
 
@@ -158,6 +160,19 @@ mod tests {
         assert_eq!(escape("curl"), "curl");
         assert_eq!(escape(HOSTILE), "\\x1b]0;pwned\\x07\\x1b[31m");
         assert_eq!(escape("a\u{9b}1m\u{7f}µ\n"), "a\\u{9b}1m\\x7fµ\\x0a");
+    }
+
+    /// What pcapng comments and the report get: line ends and tabs escaped
+    /// too (a name has none), and escaping text twice changes nothing (a name
+    /// escaped where it enters a comment, then the comment by the writer).
+    #[test]
+    fn names_lose_line_ends_and_tabs_and_escaping_twice_is_once() {
+        let comm = "\x1b]0;x\x07\x1b[31m\r\n\tev";
+        let once = escape(comm);
+        assert_eq!(once, "\\x1b]0;x\\x07\\x1b[31m\\x0d\\x0a\\x09ev");
+        assert!(!once.chars().any(is_control));
+        assert_eq!(escape(&once), once);
+        assert!(matches!(escape(&once), Cow::Borrowed(_)));
     }
 
     #[test]

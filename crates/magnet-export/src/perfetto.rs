@@ -279,7 +279,10 @@ impl<'c, W: Write> Perfetto<'c, W> {
         let next_tid = ev.u64("next_tid").unwrap_or(0);
         if next_tid != 0 {
             let comm = match ev.get("next_comm") {
-                Some(Value::Str(s)) if !s.is_empty() => format!("{s} {next_tid}"),
+                // A name people read in the UI: escaped as on a terminal.
+                Some(Value::Str(s)) if !s.is_empty() => {
+                    format!("{} {next_tid}", magnet_common::text::escape(&s))
+                }
                 _ => format!("tid {next_tid}"),
             };
             self.running.insert(

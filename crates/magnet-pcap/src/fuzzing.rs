@@ -34,7 +34,8 @@ pub fn capture(data: &[u8]) -> usize {
         });
         let mut op = OutPacket::new(id, *ts, d).orig_len(*orig);
         for s in c {
-            if s.len() <= 65535 {
+            // Written escaped (control characters take 4 bytes or more).
+            if magnet_common::text::escape(s).len() <= 65535 {
                 op = op.comment(s);
             }
         }

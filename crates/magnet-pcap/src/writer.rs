@@ -1,7 +1,15 @@
 //! Writers: pcapng (section, interfaces, enhanced packets with comments, raw blocks
 //! kept from another file) and legacy pcap, over any `Write`, in either byte order.
+//!
+//! Text options (packet comments, interface names and descriptions) are
+//! written with their control characters escaped by the rule every magnet
+//! output shares ([`magnet_common::text::escape`]): tshark and Wireshark show
+//! them as they are, and a process name set to escape sequences must not reach
+//! a terminal or another tool raw through them.
 
 use std::io::{self, Write};
+
+use magnet_common::text::escape;
 
 use crate::block_type as bt;
 
@@ -203,10 +211,10 @@ impl<W: Write> PcapNgWriter<W> {
         self.enc.u16(0);
         self.enc.u32(d.snaplen);
         if let Some(n) = d.name {
-            self.enc.opt(2, n.as_bytes())?;
+            self.enc.opt(2, escape(n).as_bytes())?;
         }
         if let Some(n) = d.description {
-            self.enc.opt(3, n.as_bytes())?;
+            self.enc.opt(3, escape(n).as_bytes())?;
         }
         if d.tsresol != 6 {
             self.enc.opt(9, &[d.tsresol])?;
@@ -252,7 +260,7 @@ impl<W: Write> PcapNgWriter<W> {
         self.enc.b.extend_from_slice(p.data);
         self.enc.pad();
         for c in &p.comments {
-            self.enc.opt(1, c.as_bytes())?;
+            self.enc.opt(1, escape(c).as_bytes())?;
         }
         if let Some(f) = p.flags {
             let fb = if self.enc.be {

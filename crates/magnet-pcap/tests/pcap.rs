@@ -273,6 +273,67 @@ fn agrees_with_tshark() {
     }
 }
 
+/// Comments and interface names are written with control characters escaped
+/// (a process name may be set to escape sequences): nothing raw in the file,
+/// nothing raw in what tshark prints from it.
+#[test]
+fn text_options_are_written_escaped() {
+    let hostile = "pid=1 comm=\x1b]0;pwned\x07\x1b[31m\r\n\u{9b}x";
+    let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+    let a = w
+        .add_interface(
+            &InterfaceDesc::new(1)
+                .name("eth\x1b[2J0")
+                .description("\x07desc"),
+        )
+        .unwrap();
+    w.write_packet(&OutPacket::new(a, 1_700_000_000_000_000_000, &[0u8; 60]).comment(hostile))
+        .unwrap();
+    let bytes = w.into_inner();
+    assert!(
+        !bytes
+            .windows(2)
+            .any(|p| p == [0x1b, b']'] || p == [0xc2, 0x9b]),
+        "raw control characters in the file"
+    );
+    let (got, e) = read_all(&bytes);
+    assert_eq!(e, None);
+    assert_eq!(
+        got[0].comments,
+        ["pid=1 comm=\\x1b]0;pwned\\x07\\x1b[31m\\x0d\\x0a\\u{9b}x"]
+    );
+    if Command::new("tshark").arg("-v").output().is_err() {
+        eprintln!("SKIP (tshark part): tshark not installed");
+        return;
+    }
+    let out = tempfile_dir().join("escaped.pcapng");
+    std::fs::write(&out, &bytes).unwrap();
+    let o = Command::new("tshark")
+        .arg("-r")
+        .arg(&out)
+        .args([
+            "-T",
+            "fields",
+            "-e",
+            "frame.comment",
+            "-e",
+            "frame.interface_name",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let line = String::from_utf8(o.stdout).unwrap();
+    assert!(line.contains("comm=\\x1b]0;pwned"), "{line:?}");
+    assert!(line.contains("eth\\x1b[2J0"), "{line:?}");
+    assert!(
+        !line
+            .trim_end_matches('\n')
+            .chars()
+            .any(|c| c.is_control() && c != '\t'),
+        "{line:?}"
+    );
+}
+
 fn tempfile_dir() -> PathBuf {
     magnet_testkit::scratch_dir("magnet-pcap-test").to_path_buf()
 }

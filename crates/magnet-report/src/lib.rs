@@ -58,8 +58,11 @@ pub fn chosen(a: &Analysis, sock: Option<u64>) -> Option<usize> {
     (0..a.connections.len()).max_by_key(|&i| (volume(&a.connections[i]), std::cmp::Reverse(i)))
 }
 
+/// Text for the page: control characters escaped by the rule every magnet
+/// output shares (`magnet_common::text`), then HTML's own characters.
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
+    magnet_common::text::escape(s)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
@@ -533,6 +536,34 @@ mod tests {
     use super::*;
     use magnet_analyze::{Analysis, Sched, TraceSummary};
     use serde_json::json;
+
+    #[test]
+    fn control_characters_never_reach_the_page_raw() {
+        let hostile = "\x1b]0;pwned\x07\x1b[31m\r\n\u{9b}";
+        let a = Analysis {
+            trace: TraceSummary {
+                host: hostile.into(),
+                kernel: hostile.into(),
+                damage: vec![hostile.into()],
+                ..Default::default()
+            },
+            connections: vec![],
+            sched: Sched::default(),
+        };
+        let html = render(
+            &a,
+            &ReportOptions {
+                title: hostile.into(),
+                sock: None,
+            },
+        );
+        let raw: Vec<u8> = html
+            .bytes()
+            .filter(|&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t'))
+            .collect();
+        assert!(raw.is_empty(), "raw control bytes {raw:?}");
+        assert!(html.contains("<b>\\x1b]0;pwned\\x07\\x1b[31m\\x0d\\x0a\\u{9b}</b>"));
+    }
 
     #[test]
     fn escapes_and_embeds() {

@@ -382,8 +382,10 @@ impl<W: Write> PcapWriter<W> {
             .to_string();
         let mut shb: Vec<(u16, &[u8])> =
             vec![(4, b"magnet pcap (from a magnet trace; frames without recorded bytes have synthesised headers)")];
+        // The writer escapes the options it writes as text; these go as bytes.
+        let hardware = magnet_common::text::escape(&host);
         if !host.is_empty() {
-            shb.push((2, host.as_bytes()));
+            shb.push((2, hardware.as_bytes()));
         }
         let out = PcapNgWriter::with_options(w, false, &shb)?;
         Ok(PcapWriter {

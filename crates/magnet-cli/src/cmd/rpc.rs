@@ -186,7 +186,10 @@ pub fn summary(c: &Counters, cut: &Option<String>) -> String {
         ));
     }
     if let Some(e) = cut {
-        s.push_str(&format!("\nmagnet: warning: {e}"));
+        s.push_str(&format!(
+            "\nmagnet: warning: {}",
+            magnet_common::text::escape(e)
+        ));
     }
     s
 }

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Seek};
 use std::path::Path;
 use std::process::{Child, ExitStatus};
 use std::sync::atomic::Ordering;
@@ -315,17 +315,39 @@ pub(super) enum WriterMsg {
     Finish(Box<Footer>),
 }
 
+/// Creates the trace and writes `early` into it before anything is loaded: a
+/// recorder killed from then on leaves a trace that reads as cut short, not
+/// no file at all. Written straight to the file (no buffer): it is in the
+/// file when this returns.
+pub(super) fn create_trace(path: &Path, early: &Header) -> Result<File> {
+    let mut file =
+        File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    TraceWriter::new(&mut file, early)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(file)
+}
+
+/// Writes the full header over the early one in `file` (from
+/// [`create_trace`], nothing written after it), then starts the writer
+/// thread. The full header is one write at offset 0 and longer than the early
+/// one (it adds hooks, enums, interfaces): the file goes from one whole header
+/// to the other. Were it ever shorter, the early one's tail is cut off after.
 pub(super) fn spawn_writer(
+    mut file: File,
     path: &Path,
     header: &Header,
 ) -> Result<(SyncSender<WriterMsg>, JoinHandle<Result<u64>>)> {
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let mut w = TraceWriter::new(BufWriter::with_capacity(1 << 20, file), header)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    // The header goes to the file at once: a recorder killed before its first
-    // block leaves a trace that reads as cut short, not an empty file.
-    w.flush()
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    let cannot = || format!("cannot write {}", path.display());
+    let early_len = file.stream_position().with_context(cannot)?;
+    file.rewind().with_context(cannot)?;
+    let tail = file.try_clone().with_context(cannot)?;
+    let mut w =
+        TraceWriter::new(BufWriter::with_capacity(1 << 20, file), header).with_context(cannot)?;
+    w.flush().with_context(cannot)?;
+    let len = w.bytes_written();
+    if len < early_len {
+        tail.set_len(len).with_context(cannot)?;
+    }
     // Blocks queue here while the disk is slow; when the queue is full the
     // drain waits, the ring fills, and the kernel counts what it drops.
     let (tx, rx): (SyncSender<WriterMsg>, Receiver<WriterMsg>) = sync_channel(64);

@@ -2,7 +2,7 @@
 //! pair that maps record timestamps to wall-clock time, and the trace header
 //! that describes the host, its kernel and the recording's settings.
 
-use magnet_trace::{ClockMap, Header};
+use magnet_trace::{ClockMap, Header, LayerSource};
 use std::collections::BTreeMap;
 
 use super::Target;
@@ -55,9 +55,16 @@ fn kernel_enums() -> BTreeMap<String, BTreeMap<String, String>> {
     out
 }
 
-/// The trace header: host, kernel, clock pair (time zero of the trace), the
-/// kernel enums trace fields refer to, and the settings as given.
-pub(super) fn header(config: &RecordConfig, target: &Target) -> Header {
+/// What a recorder stopped before its hooks were attached says of each layer
+/// (the header written first, which the full one replaces once they are).
+pub(super) const NOT_ATTACHED: &str =
+    "not attached: the recorder stopped before attaching its hooks (nothing was recorded)";
+
+/// The header written before anything is loaded, so that a recorder killed
+/// at any moment leaves a trace that reads as cut short: host, kernel, clock
+/// pair, the settings, and each layer asked for as not attached. Nothing in it
+/// takes long (no BTF, no network namespaces).
+pub(super) fn early_header(config: &RecordConfig, target: &Target) -> Header {
     let host = magnet_host::host_name();
     let kernel = kernel_release();
     let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1) as u32;
@@ -69,11 +76,30 @@ pub(super) fn header(config: &RecordConfig, target: &Target) -> Header {
         }),
         Target::Pids => serde_json::json!({ "pids": config.filters.pids }),
     };
-    h.enums = kernel_enums();
-    h.interfaces = crate::netdevs::all_interfaces();
     let mut settings = serde_json::to_value(config).expect("config serializes");
     settings["target"] = target;
     h.settings = settings;
+    h.layers = config
+        .layers
+        .iter()
+        .map(|l| LayerSource {
+            layer: l.name().into(),
+            hooks: vec![],
+            missing: vec![NOT_ATTACHED.into()],
+            notes: vec![],
+        })
+        .collect();
+    h
+}
+
+/// The trace header: host, kernel, clock pair (time zero of the trace), the
+/// kernel enums trace fields refer to, the interfaces, and the settings as
+/// given; attaching fills in the layers and hooks.
+pub(super) fn header(config: &RecordConfig, target: &Target) -> Header {
+    let mut h = early_header(config, target);
+    h.layers.clear();
+    h.enums = kernel_enums();
+    h.interfaces = crate::netdevs::all_interfaces();
     h
 }
 
@@ -103,5 +129,18 @@ mod tests {
         assert_eq!(h.settings["output"], "x.mgt");
         assert!(h.cpus >= 1);
         assert_eq!(h.catalog, magnet_trace::Catalog::builtin());
+        assert!(h.layers.is_empty());
+    }
+
+    #[test]
+    fn the_early_header_names_every_layer_as_not_attached() {
+        let config = RecordConfig::new("x.mgt".into());
+        let h = early_header(&config, &Target::All);
+        assert_eq!(h.settings["target"], "all");
+        assert_eq!(h.layers.len(), config.layers.len());
+        assert!(h
+            .layers
+            .iter()
+            .all(|l| l.hooks.is_empty() && l.missing == [NOT_ATTACHED]));
     }
 }

@@ -105,8 +105,26 @@ pub fn record(config: &RecordConfig, opts: RunOptions) -> Result<Summary, crate:
     Ok(run(config, opts)?)
 }
 
+/// Removes the trace unless the recording got as far as starting its target:
+/// a recording that fails before that leaves no file behind (a killed one
+/// leaves the header it had written).
+struct RemoveUnlessStarted<'a>(Option<&'a std::path::Path>);
+
+impl Drop for RemoveUnlessStarted<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     attach::check_kinds(config)?;
+    // The header is in the file before anything slow (BTF, loading the
+    // programs, which takes a second): a recorder killed from here on leaves
+    // a trace that reads as cut short.
+    let early = drain::create_trace(&config.output, &host::early_header(config, &opts.target))?;
+    let mut unstarted = RemoveUnlessStarted(Some(&config.output));
     let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
     let mut plan = attach::Plan::new(config, &kernel)?;
     let tasks = targets::Tasks::resolve(config, &opts.target)?;
@@ -126,7 +144,8 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let skel = attach::load(&kernel, &mut plan, &needs, cpus, ring_bytes)?;
 
     // Time zero of the trace: taken before the first program is attached, so
-    // that no event precedes it.
+    // that no event precedes it (and after loading, so that the recording's
+    // span does not count the load).
     let mut header = host::header(config, &opts.target);
     let rings = drain::make_rings(&skel.maps.rings, cpus, ring_bytes)?;
     // Sockets the traced tasks hold already (a running server's listeners
@@ -134,7 +153,7 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let found = snapshot::take(config, &opts.target, &tasks)?;
     snapshot::install(&found, &skel.maps.socks, &skel.maps.traced_flows)?;
     let links = attach::attach(&mut plan, &needs, &skel, &mut header)?;
-    let (tx, writer) = drain::spawn_writer(&config.output, &header)?;
+    let (tx, writer) = drain::spawn_writer(early, &config.output, &header)?;
     // Ready once every hook is attached and, for -p, the processes are in
     // the task filter (said before, a sender's first datagram could go out
     // between the line and its pid reaching the kernel, and was not
@@ -149,13 +168,14 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let child = match targets::start(&opts.target, config, &skel.maps.traced_tgids) {
         Ok(c) => c,
         Err(e) => {
-            // Nothing was recorded: leave no header-only trace behind.
+            // Nothing was recorded: leave no header-only trace behind (the
+            // writer is done with the file before it goes).
             drop(tx);
             let _ = writer.join();
-            let _ = std::fs::remove_file(&config.output);
             return Err(e);
         }
     };
+    unstarted.0 = None;
     if let Some(ready) = opts.ready.take() {
         ready(&header.layers);
     }
