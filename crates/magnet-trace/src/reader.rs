@@ -325,7 +325,7 @@ impl<R: Read> TraceReader<R> {
         t.by_kind[k as usize] += 1;
         if k == kind::LOST {
             if let Some(n) = t.lost_at.and_then(|at| lost_count(&p[start..], at)) {
-                t.lost = t.lost.saturating_add(n);
+                t.lost = crate::summary::lost_total([t.lost, n]);
             }
         }
         Ok((start, len))

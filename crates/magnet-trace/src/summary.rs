@@ -28,6 +28,14 @@ pub fn recording_span_ns(header: &Header, footer: Option<&Footer>, last_record_n
     end.saturating_sub(start)
 }
 
+/// Events lost in total, from the counts of LOST records (or of runs of
+/// them): summed without wrapping, so that counts near 2^64 show as the
+/// largest number rather than a small one. The reader's totals check,
+/// `info`, `analyze` and `report` all count loss with this.
+pub fn lost_total(counts: impl IntoIterator<Item = u64>) -> u64 {
+    counts.into_iter().fold(0, u64::saturating_add)
+}
+
 /// How [`recording_span_ns`] found the end, in words (shown by `info`).
 pub fn span_source(footer: Option<&Footer>) -> &'static str {
     match footer {
@@ -95,7 +103,7 @@ pub fn summarize<R: Read>(reader: &mut TraceReader<R>) -> TraceInfo {
                         count_at.and_then(|at| crate::reader::lost_count(&rec.bytes, at))
                     {
                         lost_records += 1;
-                        lost = lost.saturating_add(n);
+                        lost = lost_total([lost, n]);
                     }
                 }
             }
