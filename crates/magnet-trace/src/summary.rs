@@ -86,12 +86,11 @@ pub struct TraceInfo {
 /// Reads every record of `reader` and summarises the trace. Damage the reader
 /// steps over is listed, not fatal.
 pub fn summarize<R: Read>(reader: &mut TraceReader<R>) -> TraceInfo {
-    let header = reader.header().clone();
     let mut counts = vec![0u64; 1 << 16];
     let (mut last, mut records, mut lost, mut lost_records) = (0u64, 0u64, 0u64, 0u64);
     let mut damage = Vec::new();
     // The trace's own catalog says where a LOST record keeps its count.
-    let count_at = crate::reader::lost_count_at(&header);
+    let count_at = crate::reader::lost_count_at(reader.header());
     while let Some(item) = reader.next_record() {
         match item {
             Ok(rec) => {
@@ -111,6 +110,9 @@ pub fn summarize<R: Read>(reader: &mut TraceReader<R>) -> TraceInfo {
         }
     }
     let footer = reader.footer().cloned();
+    // Taken at the end: a damaged header is restored by then from the END
+    // block's copy.
+    let header = reader.header().clone();
     let index = KindIndex::new(&header.catalog);
     let mut kinds = BTreeMap::new();
     let mut layers: BTreeMap<String, u64> = BTreeMap::new();
