@@ -206,7 +206,9 @@ impl<R: Read> TraceReader<R> {
             } else {
                 "its JSON is not a header".to_string()
             };
-            let bytes = src.fill(MAX_HEADER_JSON)?.to_vec();
+            // The damaged bytes, for what still parses in them: as many as
+            // the length says, at least 1 MiB (a length damaged smaller).
+            let bytes = src.fill(len.clamp(1 << 20, MAX_HEADER_JSON))?.to_vec();
             let Some(first) = src.find_block()? else {
                 return Err(if magic_bits > 0 {
                     TraceError::NotATrace
@@ -934,21 +936,26 @@ fn header_copy_at_end<R: Read + std::io::Seek>(src: &mut R) -> Option<(Header, u
     let found = (|| {
         let end = src.seek(SeekFrom::End(0)).ok()?;
         // The END block is the last thing in the file: its head, the
-        // footer's few hundred bytes and the copy, as long as the header.
-        let window = end.min((2 * MAX_HEADER_JSON + (1 << 20)) as u64);
-        src.seek(SeekFrom::Start(end - window)).ok()?;
-        let mut tail = Vec::with_capacity(window as usize);
-        src.by_ref().take(window).read_to_end(&mut tail).ok()?;
-        (0..tail.len().saturating_sub(BLOCK_HEAD_LEN - 1))
-            .rev()
-            .filter(|&i| &tail[i..i + 4] == END_MAGIC)
-            .find_map(|i| {
-                let len = u32_at(&tail, i + 4) as usize;
-                let json = tail.get(i + BLOCK_HEAD_LEN..)?;
-                (json.len() == len && crc(json) == u32_at(&tail, i + 12))
-                    .then(|| header_copy(json))
-                    .flatten()
-                    .map(|h| (h, end - window + i as u64))
+        // footer's few hundred bytes and the copy, as long as the header
+        // (tens of KiB; up to the header's limit).
+        [1 << 20, 2 * MAX_HEADER_JSON + (1 << 20)]
+            .into_iter()
+            .map(|w| end.min(w as u64))
+            .find_map(|window| {
+                src.seek(SeekFrom::Start(end - window)).ok()?;
+                let mut tail = Vec::with_capacity(window as usize);
+                src.by_ref().take(window).read_to_end(&mut tail).ok()?;
+                (0..tail.len().saturating_sub(BLOCK_HEAD_LEN - 1))
+                    .rev()
+                    .filter(|&i| &tail[i..i + 4] == END_MAGIC)
+                    .find_map(|i| {
+                        let len = u32_at(&tail, i + 4) as usize;
+                        let json = tail.get(i + BLOCK_HEAD_LEN..)?;
+                        (json.len() == len && crc(json) == u32_at(&tail, i + 12))
+                            .then(|| header_copy(json))
+                            .flatten()
+                            .map(|h| (h, end - window + i as u64))
+                    })
             })
     })();
     src.seek(SeekFrom::Start(back)).ok()?;
