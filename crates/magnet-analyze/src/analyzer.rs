@@ -717,7 +717,7 @@ impl Analyzer {
                 duration_s: span as f64 / 1e9,
                 records: self.records,
                 records_by_layer,
-                lost_events: self.lost.iter().map(|l| l.count).sum(),
+                lost_events: magnet_trace::lost_total(self.lost.iter().map(|l| l.count)),
                 lost: self.lost,
                 damage: Vec::new(),
                 complete: false,

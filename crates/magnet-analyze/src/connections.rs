@@ -315,10 +315,11 @@ impl Conn {
             std::mem::swap(&mut self.layers[TCP][IN], &mut self.tcp_in_wire);
         }
         let lost_between = |from: f64, to: f64| -> u64 {
-            lost.iter()
-                .filter(|l| l.from_s <= to && l.to_s >= from)
-                .map(|l| l.count)
-                .sum()
+            magnet_trace::lost_total(
+                lost.iter()
+                    .filter(|l| l.from_s <= to && l.to_s >= from)
+                    .map(|l| l.count),
+            )
         };
         let mut modulation = Vec::new();
         let mut marks = Vec::new();

@@ -127,6 +127,50 @@ fn one_duration_generated_counts_and_rows_touched_by_loss() {
     assert!(page.contains("<tr class=lostrow><td class=l>app</td>"));
 }
 
+/// Three LOST records of 2^63 events each: `info`, `analyze` (text and JSON)
+/// and `report` all show the total as the largest u64, not wrapped to 2^63.
+#[test]
+fn lost_totals_saturate_in_every_command() {
+    let e = Emitter::builtin();
+    let recs: Vec<Vec<u8>> = (1..=3)
+        .map(|i| {
+            e.record(kind::LOST, T0 + i * MS)
+                .set("count", 1 << 63)
+                .into_bytes()
+        })
+        .collect();
+    let footer = Footer {
+        records: 3,
+        lost_kernel: u64::MAX,
+        end_mono_ns: T0 + 10 * MS,
+        end_reason: "command exited".into(),
+        ..Footer::default()
+    };
+    let path = dir().join("lost-2-63.mgt");
+    std::fs::write(&path, synthetic_trace(T0, &recs, Some(&footer))).unwrap();
+    let p = path.to_str().unwrap();
+    let max = u64::MAX.to_string();
+
+    assert_eq!(
+        json(&["info", p, "--json"])["lost_events"].as_u64(),
+        Some(u64::MAX)
+    );
+    let a = json(&["analyze", p, "--json"]);
+    assert_eq!(a["trace"]["lost_events"].as_u64(), Some(u64::MAX));
+    let text = String::from_utf8(magnet(&["analyze", p]).stdout).unwrap();
+    assert!(text.contains(&format!("{max} events lost")), "{text}");
+    let html = path.with_extension("html");
+    let out = magnet(&["report", p, "-o", html.to_str().unwrap()]);
+    assert!(out.status.success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(&format!(
+            "data-key=\"trace.lost_events\" data-value=\"{max}\""
+        )),
+        "{page}"
+    );
+}
+
 #[test]
 fn json_and_text_tell_what_was_written() {
     let t = write_trace("a.mgt", 0);

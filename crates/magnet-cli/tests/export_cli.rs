@@ -30,6 +30,13 @@ fn synthetic(n: u64) -> Vec<u8> {
     w.finish(&Footer::default()).unwrap()
 }
 
+/// `full` cut 20 bytes before its END block (which carries a copy of the
+/// header): inside the last block of records.
+fn cut_in_last_block(full: &[u8]) -> &[u8] {
+    let end = full.windows(4).rposition(|w| w == b"MGND").unwrap();
+    &full[..end - 20]
+}
+
 /// `magnet export [EXTRA] TRACE -T csv -o -`: the trace as CSV on stdout.
 fn csv_to_stdout(trace: &std::path::Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec!["export"];
@@ -49,7 +56,7 @@ fn quiet_export_says_only_what_went_wrong() {
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 101);
     let cut = tmp("quiet-cut.mgt");
-    std::fs::write(&cut, &full[..full.len() - 200]).unwrap();
+    std::fs::write(&cut, cut_in_last_block(&full)).unwrap();
     let out = csv_to_stdout(&cut, &["-q"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -62,7 +69,7 @@ fn cut_short_trace_warns_and_exports_its_whole_blocks() {
     let full = synthetic(100);
     // Cut inside the last block of records: 90 records are in whole blocks.
     let cut = tmp("cut.mgt");
-    std::fs::write(&cut, &full[..full.len() - 200]).unwrap();
+    std::fs::write(&cut, cut_in_last_block(&full)).unwrap();
     let out = csv_to_stdout(&cut, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Exported as far as it reads; 1: the export is incomplete.

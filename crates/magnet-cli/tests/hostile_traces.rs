@@ -210,3 +210,55 @@ fn a_damaged_end_block_is_damage_not_a_killed_recorder() {
     // Every record before the END block is still read.
     assert!(text.contains("records   30"), "{text}");
 }
+
+/// A flipped bit in the header (the kernel release `6.18` read as `6.19`)
+/// costs no record in any reader: each reads all 30, says in one line
+/// naming the file what was damaged and that the END block's copy restored
+/// it, and exits 1. Byte 8 (the format version) set from 2 to 1 is named the
+/// same way.
+#[test]
+fn a_damaged_header_costs_no_record_in_any_reader() {
+    let (bytes, _) = trace();
+    let kernel = bytes
+        .windows(13)
+        .position(|w| w == b"\"kernel\":\"6.1")
+        .unwrap()
+        + 13;
+    assert_eq!(bytes[kernel], b'8');
+    let mut flipped = bytes.clone();
+    flipped[kernel] ^= 0x01;
+    let mut version = bytes.clone();
+    assert_eq!(version[8], 2);
+    version[8] = 1;
+    for (name, d, line) in [
+        (
+            "header-flip.mgt",
+            &flipped,
+            "header at byte 20: checksum mismatch; restored from its copy in the END block",
+        ),
+        (
+            "header-version.mgt",
+            &version,
+            "header at byte 8: its format version says 1, the header 2; read as 2",
+        ),
+    ] {
+        let t = write(name, d);
+        let t = t.to_str().unwrap();
+        for args in readers(t, &tmp(&format!("{name}-out")).display().to_string()) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = magnet(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+            let all = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
+            assert_eq!(all.matches(line).count(), 1, "{args:?}: {all}");
+            if args[0] != "info" {
+                assert!(err.contains(&format!("{t}: {line}")), "{args:?}: {err}");
+            }
+        }
+        let parse = String::from_utf8(magnet(&["parse", t]).stdout).unwrap();
+        assert_eq!(parse.lines().filter(|l| !l.starts_with('#')).count(), 30);
+        let info = String::from_utf8(magnet(&["info", t]).stdout).unwrap();
+        assert!(info.contains("records   30"), "{info}");
+        assert!(info.contains("6.18"), "{info}");
+    }
+}

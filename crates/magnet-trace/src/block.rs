@@ -23,6 +23,9 @@ pub const END_MAGIC: &[u8; 4] = b"MGND";
 pub const BLOCK_HEAD_LEN: usize = 16;
 /// Largest payload a reader accepts: guards allocation against a corrupt length.
 pub const MAX_BLOCK_PAYLOAD: usize = 64 << 20;
+/// The END block JSON's key for the copy of the header (readers that do not
+/// know it ignore it, as any key a footer does not define).
+pub const HEADER_COPY: &str = "header";
 /// Largest header JSON a reader accepts.
 pub const MAX_HEADER_JSON: usize = 16 << 20;
 /// Blocks are cut at about this size by the writer.

@@ -138,6 +138,17 @@ impl Catalog {
             kinds: crate::events::kinds(),
         }
     }
+
+    /// The catalog format `version` defines: this build's for the current
+    /// version, the saved `catalogs/vN.json` for an older one. A reader falls
+    /// back to it when a trace's own header cannot be trusted.
+    pub fn of_version(version: u16) -> Catalog {
+        let saved = match version {
+            1 => include_str!("../catalogs/v1.json"),
+            _ => return Catalog::builtin(),
+        };
+        serde_json::from_str(saved).expect("catalogs/v1.json is a catalog")
+    }
 }
 
 /// Linux TCP state names, indexed by state number.

@@ -37,6 +37,11 @@ pub struct LayerSource {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Header {
+    /// The format version, as in the preamble: a second, checksummed record
+    /// of it, so that a damaged version field is noticed. Absent in traces
+    /// written before it existed (all of them versions 1 or 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<u16>,
     /// Version of magnet that wrote the trace.
     pub writer: String,
     pub host: String,
@@ -99,6 +104,7 @@ impl Header {
     /// A header for this build's catalog; callers fill in the rest.
     pub fn new(host: String, kernel: String, cpus: u32, clock: ClockMap) -> Header {
         Header {
+            format: Some(crate::block::VERSION),
             writer: format!("magnet {}", env!("CARGO_PKG_VERSION")),
             host,
             kernel,

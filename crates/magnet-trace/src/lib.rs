@@ -38,7 +38,7 @@ pub use event::{Event, KindIndex, Value};
 pub use header::{ClockMap, Footer, Header, Interface, LayerSource};
 pub use order::{ReorderBuffer, TimeOrdered};
 pub use reader::{Record, RecordRef, TraceReader};
-pub use summary::{recording_span_ns, summarize, KindCount, TraceInfo};
+pub use summary::{lost_total, recording_span_ns, summarize, KindCount, TraceInfo};
 pub use writer::TraceWriter;
 
 /// Iterates a reader's records (errors included) as a plain iterator.

@@ -89,6 +89,13 @@ impl RecordRef<'_> {
 pub struct TraceReader<R: Read> {
     src: Source<R>,
     header: Header,
+    /// The header was read from damaged bytes: the END block's copy, when
+    /// the reader gets there, replaces it.
+    header_salvaged: bool,
+    /// The format version the reader goes by (the preamble's, checked).
+    version: u16,
+    /// Whether a block the version does not allow was reported (once).
+    version_said: bool,
     footer: Option<Footer>,
     payload: Vec<u8>,
     block_offset: u64,
@@ -99,6 +106,11 @@ pub struct TraceReader<R: Read> {
     /// to decode part way (after the records before the damage), and at the
     /// end the totals that do not add up.
     pending: VecDeque<TraceError>,
+    /// An error being held while more of its kind follow in a row (they are
+    /// reported as one), with their count and the last one's offset.
+    held: Option<(TraceError, u64, u64)>,
+    /// A record found after a held error, returned at the next call.
+    ready: Option<(usize, usize)>,
     /// Blocks skipped because they were damaged.
     pub damaged_blocks: u64,
     /// Errors reported so far (damage of every kind, a cut included).
@@ -121,7 +133,18 @@ struct Tally {
 }
 
 impl<R: Read> TraceReader<R> {
+    /// Reads the preamble and header. A damaged header costs only what it
+    /// damaged: the records are read anyway (with the catalog the format
+    /// version defines), the first error [`TraceReader::next_record`]
+    /// returns says in one line what was lost, and the END block's copy of
+    /// the header restores it when the reader gets there. Errors here only
+    /// for what is no trace at all: another file, an unsupported version, a
+    /// big-endian writer, a header with no block after it.
     pub fn new(src: R) -> Result<Self, TraceError> {
+        Self::open(src, None)
+    }
+
+    fn open(src: R, copy: Option<CopyFinder<R>>) -> Result<Self, TraceError> {
         let mut src = Source::new(src);
         let pre: [u8; PREAMBLE_LEN] = {
             let got = src.fill(PREAMBLE_LEN)?;
@@ -136,57 +159,146 @@ impl<R: Read> TraceReader<R> {
             }
             got[..PREAMBLE_LEN].try_into().expect("preamble")
         };
-        if &pre[..8] != MAGIC {
+        // A magic a bit or two away from ours is ours, damaged: the blocks
+        // that follow decide (without one, it is no trace).
+        let magic_bits: u32 = pre[..8]
+            .iter()
+            .zip(MAGIC)
+            .map(|(a, b)| (a ^ b).count_ones())
+            .sum();
+        if magic_bits > 2 {
             return Err(TraceError::NotATrace);
         }
-        let version = u16_at(&pre, 8);
-        // Every version up to this build's reads: the header carries the
-        // catalog the trace was written with, so older layouts decode by it.
-        if version == 0 || version > VERSION {
-            return Err(TraceError::Version(version, VERSION));
-        }
-        if u16_at(&pre, 10) != BOM {
+        if u16_at(&pre, 10) == BOM.swap_bytes() {
             return Err(TraceError::ByteOrder);
         }
+        let mut damage = Vec::new();
+        if magic_bits > 0 {
+            damage.push((0, "its magic is damaged".to_string()));
+        }
+        if u16_at(&pre, 10) != BOM {
+            damage.push((10, "its byte-order mark is damaged".to_string()));
+        }
+        let claimed = u16_at(&pre, 8);
         let len = u32_at(&pre, 12) as usize;
-        if len > MAX_HEADER_JSON {
-            return Err(TraceError::BadHeader {
-                offset: 12,
-                reason: format!("header length {len} exceeds the limit of {MAX_HEADER_JSON} bytes"),
-            });
-        }
         src.consume(PREAMBLE_LEN);
-        let json = src.fill(len)?;
-        if json.len() < len {
-            let got = json.len();
-            return Err(TraceError::Truncated {
-                offset: (PREAMBLE_LEN + got) as u64,
-                reason: format!("inside the header ({got} of {len} bytes)"),
+        let json = src.fill(len.min(MAX_HEADER_JSON))?;
+        let (got, sum_ok) = (
+            json.len(),
+            json.len() >= len && crc(&json[..len]) == u32_at(&pre, 16),
+        );
+        let parsed = (len <= MAX_HEADER_JSON && sum_ok)
+            .then(|| serde_json::from_slice::<Header>(&json[..len]).ok())
+            .flatten();
+        let (header, lost) = if let Some(header) = parsed {
+            src.consume(len);
+            (header, None)
+        } else {
+            // Where the header ends is unknown (its length may be the
+            // damage): the blocks start at the first whole block after the
+            // preamble.
+            let why = if len > MAX_HEADER_JSON {
+                format!("its length {len} exceeds the limit of {MAX_HEADER_JSON} bytes")
+            } else if got < len {
+                format!("its length {len} runs past the end of the file")
+            } else if !sum_ok {
+                "checksum mismatch".to_string()
+            } else {
+                "its JSON is not a header".to_string()
+            };
+            // The damaged bytes, for what still parses in them: as many as
+            // the length says, at least 1 MiB (a length damaged smaller).
+            let bytes = src.fill(len.clamp(1 << 20, MAX_HEADER_JSON))?.to_vec();
+            let Some(first) = src.find_block()? else {
+                return Err(if magic_bits > 0 {
+                    TraceError::NotATrace
+                } else if len <= MAX_HEADER_JSON && got < len {
+                    TraceError::Truncated {
+                        offset: (PREAMBLE_LEN + got) as u64,
+                        reason: format!("inside the header ({got} of {len} bytes)"),
+                    }
+                } else {
+                    TraceError::BadHeader {
+                        offset: PREAMBLE_LEN as u64,
+                        reason: format!("{why}, and no block follows it"),
+                    }
+                });
+            };
+            let region = &bytes[..(first as usize - PREAMBLE_LEN).min(bytes.len())];
+            damage.push((PREAMBLE_LEN as u64, why));
+            let copy = copy.and_then(|find| find(&mut src.inner));
+            match copy {
+                Some((h, at)) => {
+                    damage.push((
+                        at,
+                        format!("restored from its copy in the END block (byte {at})"),
+                    ));
+                    (h, None)
+                }
+                None => {
+                    let version = if (1..=VERSION).contains(&claimed) {
+                        claimed
+                    } else {
+                        VERSION
+                    };
+                    let (h, lost) = salvage(region, version);
+                    (h, Some(lost))
+                }
+            }
+        };
+        // The version: the preamble's, checked against the header's own
+        // record of it (traces written before that record are versions 1
+        // or 2, whatever a damaged preamble says).
+        let version = match header.format {
+            Some(f) if f == 0 || f > VERSION => return Err(TraceError::Version(f, VERSION)),
+            Some(f) if f != claimed => {
+                damage.push((
+                    8,
+                    format!("its format version says {claimed}, the header {f}; read as {f}"),
+                ));
+                f
+            }
+            Some(f) => f,
+            None if (1..=VERSION).contains(&claimed) => claimed,
+            None if lost.is_none() => {
+                damage.push((
+                    8,
+                    format!(
+                        "its format version {claimed} is damaged (the header is of a \
+                         version-1 or -2 writer); read as {VERSION}"
+                    ),
+                ));
+                VERSION
+            }
+            None => return Err(TraceError::Version(claimed, VERSION)),
+        };
+        let mut pending = VecDeque::new();
+        if let Some((offset, _)) = damage.first() {
+            let mut reason: Vec<String> = damage.iter().map(|(_, why)| why.clone()).collect();
+            if let Some(lost) = &lost {
+                reason.push(lost.describe(version));
+            }
+            pending.push_back(TraceError::DamagedHeader {
+                offset: *offset,
+                reason: reason.join("; "),
             });
         }
-        let json = &json[..len];
-        if crc(json) != u32_at(&pre, 16) {
-            return Err(TraceError::BadHeader {
-                offset: PREAMBLE_LEN as u64,
-                reason: "checksum mismatch".into(),
-            });
-        }
-        let header: Header = serde_json::from_slice(json).map_err(|e| TraceError::BadHeader {
-            offset: PREAMBLE_LEN as u64,
-            reason: format!("invalid header JSON: {e}"),
-        })?;
-        src.consume(len);
         let lost_at = lost_count_at(&header);
         Ok(TraceReader {
             src,
             header,
+            header_salvaged: lost.is_some(),
+            version,
+            version_said: false,
             footer: None,
             payload: Vec::new(),
             block_offset: 0,
             pos: 0,
             index: 0,
             done: false,
-            pending: VecDeque::new(),
+            pending,
+            held: None,
+            ready: None,
             damaged_blocks: 0,
             damage: 0,
             seen: HashMap::new(),
@@ -248,9 +360,43 @@ impl<R: Read> TraceReader<R> {
         }))
     }
 
-    /// The next record's place in the current block's payload.
+    /// The next record's place in the current block's payload. Errors of one
+    /// kind in a row (the same words, whatever the numbers: 100,000 empty
+    /// blocks, each a repeat of the first) come out as one
+    /// [`TraceError::Repeated`] that keeps the first one's offset.
     fn next_raw(&mut self) -> Option<Result<(usize, usize), TraceError>> {
-        let r = self.next_raw_inner();
+        let r = loop {
+            if let Some(at) = self.ready.take() {
+                break Some(Ok(at));
+            }
+            match self.next_raw_inner() {
+                Some(Err(e)) if e.is_recoverable() => {
+                    let offset = e.offset().unwrap_or(0);
+                    match &mut self.held {
+                        Some((first, more, last)) if same_kind(first, &e) => {
+                            *more += 1;
+                            *last = offset;
+                        }
+                        held => {
+                            if let Some(out) = held.replace((e, 0, offset)) {
+                                break Some(Err(repeated(out)));
+                            }
+                        }
+                    }
+                }
+                other => {
+                    if let Some(out) = self.held.take() {
+                        match other {
+                            Some(Ok(at)) => self.ready = Some(at),
+                            Some(Err(e)) => self.pending.push_front(e),
+                            None => {}
+                        }
+                        break Some(Err(repeated(out)));
+                    }
+                    break other;
+                }
+            }
+        };
         if let Some(Err(_)) = r {
             self.damage += 1;
         }
@@ -325,7 +471,7 @@ impl<R: Read> TraceReader<R> {
         t.by_kind[k as usize] += 1;
         if k == kind::LOST {
             if let Some(n) = t.lost_at.and_then(|at| lost_count(&p[start..], at)) {
-                t.lost = t.lost.saturating_add(n);
+                t.lost = crate::summary::lost_total([t.lost, n]);
             }
         }
         Ok((start, len))
@@ -387,7 +533,14 @@ impl<R: Read> TraceReader<R> {
             return Err(self.resync(at, why, Some(len), None));
         }
         if magic == END_MAGIC {
-            let footer = serde_json::from_slice(&self.src.avail()[BLOCK_HEAD_LEN..whole]);
+            let json = &self.src.avail()[BLOCK_HEAD_LEN..whole];
+            let footer = serde_json::from_slice(json);
+            if self.header_salvaged {
+                if let Some(copy) = header_copy(json) {
+                    self.header = copy;
+                    self.header_salvaged = false;
+                }
+            }
             self.src.consume(whole);
             self.footer = Some(footer.map_err(|e| TraceError::BadBlock {
                 offset: at,
@@ -421,6 +574,19 @@ impl<R: Read> TraceReader<R> {
             });
         }
         self.seen.insert((sum, len as u32), at);
+        if magic == DELTA_BLOCK_MAGIC && self.version < 2 && !self.version_said {
+            // The block's own magic says how it is coded (and its checksum
+            // holds): read it so, and say once that the version is wrong.
+            self.version_said = true;
+            self.pending.push_back(TraceError::BadBlock {
+                offset: at,
+                reason: format!(
+                    "a delta-coded block (MGBD), which format version {} does not have: \
+                     the version at byte 8 is wrong; blocks are read by their own magic",
+                    self.version
+                ),
+            });
+        }
         self.block_offset = at;
         self.pos = 0;
         self.index = 0;
@@ -472,15 +638,15 @@ impl<R: Read> TraceReader<R> {
         cut: Option<TraceError>,
     ) -> TraceError {
         let found = match len.filter(|&l| l <= MAX_BLOCK_PAYLOAD) {
-            Some(l) => match self.candidate_holds(BLOCK_HEAD_LEN + l) {
+            Some(l) => match self.src.candidate_holds(BLOCK_HEAD_LEN + l) {
                 Ok(true) => {
                     self.src.consume(BLOCK_HEAD_LEN + l);
                     Ok(Some(self.src.offset))
                 }
-                Ok(false) => self.scan(),
+                Ok(false) => self.src.scan(),
                 Err(e) => Err(e),
             },
-            None => self.scan(),
+            None => self.src.scan(),
         };
         match found {
             Ok(Some(next)) => TraceError::BadBlock {
@@ -499,51 +665,6 @@ impl<R: Read> TraceReader<R> {
             }
             Err(e) => e,
         }
-    }
-
-    /// Consumes bytes up to the next block (its offset) or to the end of the
-    /// file (None), starting one byte past where the reader stands.
-    fn scan(&mut self) -> Result<Option<u64>, TraceError> {
-        self.src.consume(1);
-        loop {
-            let window = self.src.fill(SCAN_CHUNK)?;
-            if window.len() < 4 {
-                let n = window.len();
-                self.src.consume(n);
-                return Ok(None);
-            }
-            let Some(i) = window.windows(4).position(is_magic) else {
-                let n = window.len() - 3;
-                self.src.consume(n);
-                continue;
-            };
-            self.src.consume(i);
-            if self.candidate_holds(0)? {
-                return Ok(Some(self.src.offset));
-            }
-            self.src.consume(1);
-        }
-    }
-
-    /// Whether a whole block with a good checksum starts `skip` bytes past
-    /// where the reader stands.
-    fn candidate_holds(&mut self, skip: usize) -> Result<bool, TraceError> {
-        let head = self.src.fill(skip + BLOCK_HEAD_LEN)?;
-        let Some(head) = head.get(skip..skip + BLOCK_HEAD_LEN) else {
-            return Ok(false);
-        };
-        let len = u32_at(head, 4) as usize;
-        // The writer's END block has a zero record count.
-        if !is_magic(&head[..4])
-            || len > MAX_BLOCK_PAYLOAD
-            || (&head[..4] == END_MAGIC && u32_at(head, 8) != 0)
-        {
-            return Ok(false);
-        }
-        let sum = u32_at(head, 12);
-        let at = skip + BLOCK_HEAD_LEN;
-        let block = self.src.fill(at + len)?;
-        Ok(block.get(at..at + len).is_some_and(|p| crc(p) == sum))
     }
 }
 
@@ -722,6 +843,60 @@ impl<R: Read> Source<R> {
         self.pos += n;
         self.offset += n as u64;
     }
+
+    /// The offset of the first whole block at or after where the reader
+    /// stands (consuming the bytes before it), or None (all consumed).
+    fn find_block(&mut self) -> Result<Option<u64>, TraceError> {
+        if self.candidate_holds(0)? {
+            return Ok(Some(self.offset));
+        }
+        self.scan()
+    }
+
+    /// Consumes bytes up to the next block (its offset) or to the end of the
+    /// file (None), starting one byte past where the reader stands.
+    fn scan(&mut self) -> Result<Option<u64>, TraceError> {
+        self.consume(1);
+        loop {
+            let window = self.fill(SCAN_CHUNK)?;
+            if window.len() < 4 {
+                let n = window.len();
+                self.consume(n);
+                return Ok(None);
+            }
+            let Some(i) = window.windows(4).position(is_magic) else {
+                let n = window.len() - 3;
+                self.consume(n);
+                continue;
+            };
+            self.consume(i);
+            if self.candidate_holds(0)? {
+                return Ok(Some(self.offset));
+            }
+            self.consume(1);
+        }
+    }
+
+    /// Whether a whole block with a good checksum starts `skip` bytes past
+    /// where the reader stands.
+    fn candidate_holds(&mut self, skip: usize) -> Result<bool, TraceError> {
+        let head = self.fill(skip + BLOCK_HEAD_LEN)?;
+        let Some(head) = head.get(skip..skip + BLOCK_HEAD_LEN) else {
+            return Ok(false);
+        };
+        let len = u32_at(head, 4) as usize;
+        // The writer's END block has a zero record count.
+        if !is_magic(&head[..4])
+            || len > MAX_BLOCK_PAYLOAD
+            || (&head[..4] == END_MAGIC && u32_at(head, 8) != 0)
+        {
+            return Ok(false);
+        }
+        let sum = u32_at(head, 12);
+        let at = skip + BLOCK_HEAD_LEN;
+        let block = self.fill(at + len)?;
+        Ok(block.get(at..at + len).is_some_and(|p| crc(p) == sum))
+    }
 }
 
 /// Where a LOST record keeps its count, as the trace's own catalog says
@@ -740,4 +915,141 @@ pub(crate) fn lost_count_at(header: &Header) -> Option<usize> {
 pub(crate) fn lost_count(record: &[u8], at: usize) -> Option<u64> {
     let b = record.get(at..at.checked_add(8)?)?;
     Some(u64::from_le_bytes(b.try_into().ok()?))
+}
+
+/// Finds the copy of the header in the END block of a source that can seek
+/// (and its offset), leaving the source where it was.
+type CopyFinder<R> = fn(&mut R) -> Option<(Header, u64)>;
+
+impl<R: Read + std::io::Seek> TraceReader<R> {
+    /// [`TraceReader::new`] for a source that can seek (a file): a damaged
+    /// header is restored from its copy in the END block before the first
+    /// record, so that nothing of it is lost when the copy holds.
+    pub fn new_seekable(src: R) -> Result<Self, TraceError> {
+        Self::open(src, Some(header_copy_at_end::<R>))
+    }
+}
+
+fn header_copy_at_end<R: Read + std::io::Seek>(src: &mut R) -> Option<(Header, u64)> {
+    use std::io::SeekFrom;
+    let back = src.stream_position().ok()?;
+    let found = (|| {
+        let end = src.seek(SeekFrom::End(0)).ok()?;
+        // The END block is the last thing in the file: its head, the
+        // footer's few hundred bytes and the copy, as long as the header
+        // (tens of KiB; up to the header's limit).
+        [1 << 20, 2 * MAX_HEADER_JSON + (1 << 20)]
+            .into_iter()
+            .map(|w| end.min(w as u64))
+            .find_map(|window| {
+                src.seek(SeekFrom::Start(end - window)).ok()?;
+                let mut tail = Vec::with_capacity(window as usize);
+                src.by_ref().take(window).read_to_end(&mut tail).ok()?;
+                (0..tail.len().saturating_sub(BLOCK_HEAD_LEN - 1))
+                    .rev()
+                    .filter(|&i| &tail[i..i + 4] == END_MAGIC)
+                    .find_map(|i| {
+                        let len = u32_at(&tail, i + 4) as usize;
+                        let json = tail.get(i + BLOCK_HEAD_LEN..)?;
+                        (json.len() == len && crc(json) == u32_at(&tail, i + 12))
+                            .then(|| header_copy(json))
+                            .flatten()
+                            .map(|h| (h, end - window + i as u64))
+                    })
+            })
+    })();
+    src.seek(SeekFrom::Start(back)).ok()?;
+    found
+}
+
+/// The copy of the header an END block's JSON carries, if any.
+fn header_copy(end_json: &[u8]) -> Option<Header> {
+    let mut v: serde_json::Value = serde_json::from_slice(end_json).ok()?;
+    serde_json::from_value(v.get_mut(HEADER_COPY)?.take()).ok()
+}
+
+/// What a header read from damaged bytes lacks.
+struct Salvaged {
+    /// Fields whose bytes do not parse: left empty.
+    lost: Vec<&'static str>,
+    /// Fields that parse, from bytes that failed their checksum.
+    unchecked: Vec<&'static str>,
+}
+
+impl Salvaged {
+    fn describe(&self, version: u16) -> String {
+        let mut out = format!("records read with format version {version}'s own catalog");
+        if !self.lost.is_empty() {
+            out += &format!("; lost: {}", self.lost.join(", "));
+        }
+        if !self.unchecked.is_empty() {
+            out += &format!("; kept as read, unchecked: {}", self.unchecked.join(", "));
+        }
+        out + " (the END block's copy of the header, in traces that have one, restores them \
+                when the reader gets there)"
+    }
+}
+
+/// A header from the bytes where a damaged one was: its catalog the one
+/// `version` defines (the records' layout must not rest on damaged bytes),
+/// every other field taken from the bytes where they still parse.
+fn salvage(json: &[u8], version: u16) -> (Header, Salvaged) {
+    // Its format record is not taken: the preamble's version stands.
+    let mut h = Header::new(String::new(), String::new(), 0, Default::default());
+    h.writer.clear();
+    h.format = None;
+    h.catalog = Catalog::of_version(version);
+    let fields = serde_json::from_slice::<serde_json::Value>(json).unwrap_or_default();
+    let mut s = Salvaged {
+        lost: Vec::new(),
+        unchecked: Vec::new(),
+    };
+    fn take<T: serde::de::DeserializeOwned>(
+        fields: &serde_json::Value,
+        name: &'static str,
+        required: bool,
+        into: &mut T,
+        s: &mut Salvaged,
+    ) {
+        match fields.get(name).map(|v| T::deserialize(v)) {
+            Some(Ok(v)) => {
+                *into = v;
+                s.unchecked.push(name);
+            }
+            None if !required => {}
+            _ => s.lost.push(name),
+        }
+    }
+    take(&fields, "writer", true, &mut h.writer, &mut s);
+    take(&fields, "host", true, &mut h.host, &mut s);
+    take(&fields, "kernel", true, &mut h.kernel, &mut s);
+    take(&fields, "cpus", true, &mut h.cpus, &mut s);
+    take(&fields, "clock", true, &mut h.clock, &mut s);
+    take(&fields, "layers", true, &mut h.layers, &mut s);
+    take(&fields, "settings", true, &mut h.settings, &mut s);
+    take(&fields, "enums", false, &mut h.enums, &mut s);
+    take(&fields, "interfaces", false, &mut h.interfaces, &mut s);
+    (h, s)
+}
+
+/// Whether two errors are of one kind: the same words, whatever the numbers.
+fn same_kind(a: &TraceError, b: &TraceError) -> bool {
+    let words = |e: &TraceError| {
+        let mut t = e.to_string();
+        t.retain(|c| !c.is_ascii_digit());
+        t
+    };
+    std::mem::discriminant(a) == std::mem::discriminant(b) && words(a) == words(b)
+}
+
+/// A held error, with the count of those like it that followed.
+fn repeated((first, more, last): (TraceError, u64, u64)) -> TraceError {
+    if more == 0 {
+        return first;
+    }
+    TraceError::Repeated {
+        first: Box::new(first),
+        more,
+        last,
+    }
 }

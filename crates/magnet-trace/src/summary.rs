@@ -28,6 +28,14 @@ pub fn recording_span_ns(header: &Header, footer: Option<&Footer>, last_record_n
     end.saturating_sub(start)
 }
 
+/// Events lost in total, from the counts of LOST records (or of runs of
+/// them): summed without wrapping, so that counts near 2^64 show as the
+/// largest number rather than a small one. The reader's totals check,
+/// `info`, `analyze` and `report` all count loss with this.
+pub fn lost_total(counts: impl IntoIterator<Item = u64>) -> u64 {
+    counts.into_iter().fold(0, u64::saturating_add)
+}
+
 /// How [`recording_span_ns`] found the end, in words (shown by `info`).
 pub fn span_source(footer: Option<&Footer>) -> &'static str {
     match footer {
@@ -78,12 +86,11 @@ pub struct TraceInfo {
 /// Reads every record of `reader` and summarises the trace. Damage the reader
 /// steps over is listed, not fatal.
 pub fn summarize<R: Read>(reader: &mut TraceReader<R>) -> TraceInfo {
-    let header = reader.header().clone();
     let mut counts = vec![0u64; 1 << 16];
     let (mut last, mut records, mut lost, mut lost_records) = (0u64, 0u64, 0u64, 0u64);
     let mut damage = Vec::new();
     // The trace's own catalog says where a LOST record keeps its count.
-    let count_at = crate::reader::lost_count_at(&header);
+    let count_at = crate::reader::lost_count_at(reader.header());
     while let Some(item) = reader.next_record() {
         match item {
             Ok(rec) => {
@@ -95,7 +102,7 @@ pub fn summarize<R: Read>(reader: &mut TraceReader<R>) -> TraceInfo {
                         count_at.and_then(|at| crate::reader::lost_count(&rec.bytes, at))
                     {
                         lost_records += 1;
-                        lost = lost.saturating_add(n);
+                        lost = lost_total([lost, n]);
                     }
                 }
             }
@@ -103,6 +110,9 @@ pub fn summarize<R: Read>(reader: &mut TraceReader<R>) -> TraceInfo {
         }
     }
     let footer = reader.footer().cloned();
+    // Taken at the end: a damaged header is restored by then from the END
+    // block's copy.
+    let header = reader.header().clone();
     let index = KindIndex::new(&header.catalog);
     let mut kinds = BTreeMap::new();
     let mut layers: BTreeMap<String, u64> = BTreeMap::new();

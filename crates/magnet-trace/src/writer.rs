@@ -1,10 +1,12 @@
 //! Writes a trace: preamble and header first, then blocks, then the END block
 //! with the run's totals. Blocks are whole or absent, so a recorder killed
-//! mid-run leaves a file that reads up to its last complete block.
+//! mid-run leaves a file that reads up to its last complete block. The END
+//! block also carries a copy of the header, from which a reader restores a
+//! header damaged at the start of the file.
 
 use std::io::Write;
 
-use crate::block::{encode_end, encode_preamble, BlockBuilder, DEFAULT_BLOCK_TARGET};
+use crate::block::{encode_end, encode_preamble, BlockBuilder, DEFAULT_BLOCK_TARGET, HEADER_COPY};
 use crate::error::TraceError;
 use crate::header::{Footer, Header};
 
@@ -13,11 +15,14 @@ pub struct TraceWriter<W: Write> {
     offset: u64,
     block: BlockBuilder,
     records: u64,
+    /// The header as written at the start, copied into the END block.
+    header: serde_json::Value,
 }
 
 impl<W: Write> TraceWriter<W> {
     pub fn new(mut out: W, header: &Header) -> Result<Self, TraceError> {
-        let json = serde_json::to_vec(header).expect("header serializes");
+        let header = serde_json::to_value(header).expect("header serializes");
+        let json = serde_json::to_vec(&header).expect("header serializes");
         let pre = encode_preamble(&json);
         out.write_all(&pre)
             .map_err(|source| TraceError::Io { offset: 0, source })?;
@@ -26,6 +31,7 @@ impl<W: Write> TraceWriter<W> {
             offset: pre.len() as u64,
             block: BlockBuilder::with_capacity(DEFAULT_BLOCK_TARGET + 4096),
             records: 0,
+            header,
         })
     }
 
@@ -88,8 +94,11 @@ impl<W: Write> TraceWriter<W> {
     /// Writes the last block and the END block, flushes, and returns the output.
     pub fn finish(mut self, footer: &Footer) -> Result<W, TraceError> {
         self.flush_block()?;
-        let json = serde_json::to_vec(footer).expect("footer serializes");
-        let end = encode_end(&json);
+        let mut json = serde_json::to_value(footer).expect("footer serializes");
+        if let Some(fields) = json.as_object_mut() {
+            fields.insert(HEADER_COPY.into(), std::mem::take(&mut self.header));
+        }
+        let end = encode_end(&serde_json::to_vec(&json).expect("footer serializes"));
         self.write_bytes(&end)?;
         let offset = self.offset;
         self.out

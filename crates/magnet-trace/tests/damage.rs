@@ -12,9 +12,11 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use magnet_trace::block::{BlockBuilder, BLOCK_HEAD_LEN};
+use magnet_trace::block::{encode_end, encode_preamble, BlockBuilder, BLOCK_HEAD_LEN, HEADER_COPY};
 use magnet_trace::emit::{synthetic_header, Emitter};
-use magnet_trace::{kind, summarize, Catalog, Footer, TraceError, TraceReader, TraceWriter};
+use magnet_trace::{
+    kind, summarize, Catalog, Footer, Header, TraceError, TraceReader, TraceWriter,
+};
 use proptest::prelude::*;
 
 /// A trace and where everything in it is.
@@ -59,7 +61,7 @@ fn planted(e: &Emitter, n: usize) -> Vec<u8> {
 /// carries a planted block head when `plant`, every 13th a LOST record.
 fn build(sizes: &[usize], plant: bool) -> Built {
     let e = Emitter::builtin();
-    let mut w = TraceWriter::new(Vec::new(), &synthetic_header(1_000)).unwrap();
+    let mut w = TraceWriter::new(Vec::new(), &header()).unwrap();
     let mut records = Vec::new();
     let mut ts = 2_000u64;
     let mut recorded: BTreeMap<String, u64> = BTreeMap::new();
@@ -142,15 +144,60 @@ fn build(sizes: &[usize], plant: bool) -> Built {
     }
 }
 
+/// The header of the traces here: the synthetic one, with drop-reason
+/// names as a recorder reads them from the kernel's BTF.
+fn header() -> Header {
+    let mut h = synthetic_header(1_000);
+    let names = [(2, "NOT_SPECIFIED"), (3, "NO_SOCKET"), (5, "TCP_CSUM")];
+    h.enums.insert(
+        "skb_drop_reason".into(),
+        names
+            .iter()
+            .map(|(v, n)| (v.to_string(), n.to_string()))
+            .collect(),
+    );
+    h
+}
+
+/// The trace as a magnet before the header's copies wrote it: no `format`
+/// in the header, no copy of it in the END block.
+fn old_style(b: &Built) -> Built {
+    let mut h: serde_json::Value = serde_json::to_value(header()).unwrap();
+    h.as_object_mut().unwrap().remove("format");
+    let mut out = encode_preamble(&serde_json::to_vec(&h).unwrap());
+    let header_end = out.len();
+    let shift = out.len() as isize - b.header_end as isize;
+    out.extend_from_slice(&b.bytes[b.header_end..b.end.start]);
+    let mut f: serde_json::Value =
+        serde_json::from_slice(&b.bytes[b.end.start + BLOCK_HEAD_LEN..]).unwrap();
+    f.as_object_mut().unwrap().remove(HEADER_COPY);
+    let end_at = out.len();
+    out.extend_from_slice(&encode_end(&serde_json::to_vec(&f).unwrap()));
+    let moved =
+        |r: &Range<usize>| (r.start as isize + shift) as usize..(r.end as isize + shift) as usize;
+    Built {
+        header_end,
+        blocks: b.blocks.iter().map(moved).collect(),
+        records: b.records.clone(),
+        end: end_at..out.len(),
+        bytes: out,
+    }
+}
+
 struct Read {
     records: Vec<Vec<u8>>,
     errors: Vec<TraceError>,
     footer: Option<Footer>,
     damage: u64,
+    /// The reader's header after the last record.
+    header: Header,
 }
 
 fn read(bytes: &[u8]) -> Read {
-    let mut r = TraceReader::new(bytes).expect("the header is intact");
+    read_with(TraceReader::new(bytes).expect("the header is intact"))
+}
+
+fn read_with<R: std::io::Read>(mut r: TraceReader<R>) -> Read {
     let (mut records, mut errors) = (Vec::new(), Vec::new());
     while let Some(item) = r.next_record() {
         match item {
@@ -164,6 +211,7 @@ fn read(bytes: &[u8]) -> Read {
         errors,
         footer: r.footer().cloned(),
         damage: r.damage(),
+        header: r.header().clone(),
     }
 }
 
@@ -380,6 +428,147 @@ fn an_end_block_in_the_middle_is_noticed() {
     );
 }
 
+fn find(bytes: &[u8], what: &[u8]) -> usize {
+    bytes.windows(what.len()).position(|w| w == what).unwrap()
+}
+
+/// One bit flipped inside a drop reason's name in the header's JSON: the
+/// header's checksum fails, and every record is still read. The reader says
+/// so in one line; the END block's copy restores the header (before the
+/// first record when the file can seek, at the END block when not).
+#[test]
+fn a_flipped_bit_in_the_header_costs_no_record() {
+    let b = build(&[30, 17, 40], true);
+    let mut bytes = b.bytes.clone();
+    let at = find(&bytes, b"NO_SOCKET") + 3;
+    bytes[at] ^= 0x01;
+
+    let got = read(&bytes);
+    assert_eq!(got.records, b.all());
+    assert_eq!(got.errors.len(), 1, "{:?}", got.errors);
+    assert!(
+        matches!(got.errors[0], TraceError::DamagedHeader { offset: 20, .. }),
+        "{:?}",
+        got.errors
+    );
+    assert!(got.errors[0].to_string().starts_with(
+        "header at byte 20: checksum mismatch; records read with format version 2's own catalog"
+    ));
+    assert_eq!(got.header, header(), "restored from the END block's copy");
+    assert_eq!(got.damage, 1);
+
+    let r = TraceReader::new_seekable(std::io::Cursor::new(&bytes[..])).unwrap();
+    assert_eq!(r.header(), &header(), "restored before the first record");
+    let got = read_with(r);
+    assert_eq!(got.records, b.all());
+    assert_eq!(
+        got.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        [format!(
+            "header at byte 20: checksum mismatch; restored from its copy in the END block \
+             (byte {})",
+            b.end.start
+        )]
+    );
+}
+
+/// A trace written before the header's copy existed: the same flip costs
+/// only the fields it touched (kept as read, and said to be unchecked), and
+/// the catalog is the one its format version defines.
+#[test]
+fn a_flipped_bit_in_an_old_header_costs_no_record() {
+    let b = old_style(&build(&[30, 17, 40], true));
+    assert!(TraceReader::new(&b.bytes[..])
+        .unwrap()
+        .header()
+        .format
+        .is_none());
+    let mut bytes = b.bytes.clone();
+    let at = find(&bytes, b"NO_SOCKET") + 3;
+    bytes[at] ^= 0x01;
+    let got = read_with(TraceReader::new_seekable(std::io::Cursor::new(&bytes[..])).unwrap());
+    assert_eq!(got.records, b.all());
+    assert_eq!(got.errors.len(), 1, "{:?}", got.errors);
+    let line = got.errors[0].to_string();
+    assert!(
+        line.contains(
+            "checksum mismatch; records read with format version 2's own catalog; \
+             kept as read, unchecked: writer, host, kernel, cpus, clock, layers, settings, enums"
+        ),
+        "{line}"
+    );
+    assert_eq!(got.header.host, "h");
+    assert_eq!(got.header.catalog, Catalog::builtin());
+    assert_eq!(got.header.enums["skb_drop_reason"]["3"], "NO_ROCKET");
+
+    // A flip that breaks the JSON loses its fields, not the records.
+    let mut bytes = b.bytes.clone();
+    assert_eq!(bytes[b.header_end - 1], b'}');
+    bytes[b.header_end - 1] ^= 0x01;
+    let got = read(&bytes);
+    assert_eq!(got.records, b.all());
+    assert!(has(
+        &got.errors,
+        "lost: writer, host, kernel, cpus, clock, layers, settings"
+    ));
+}
+
+/// Byte 8 (the format version) set from 2 to 1: version 1 has no
+/// delta-coded blocks. The header's own record of the version names the
+/// mismatch; in a trace without it, the first delta-coded block does.
+/// Either way the blocks are read by their own magic, and the damage counts.
+#[test]
+fn a_changed_format_version_is_named() {
+    let b = build(&[20, 20, 20], false);
+    let mut bytes = b.bytes.clone();
+    assert_eq!(bytes[8], 2);
+    bytes[8] = 1;
+    let got = read(&bytes);
+    assert_eq!(got.records, b.all());
+    assert_eq!(
+        got.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        ["header at byte 8: its format version says 1, the header 2; read as 2"]
+    );
+
+    let o = old_style(&b);
+    let mut bytes = o.bytes.clone();
+    bytes[8] = 1;
+    let got = read(&bytes);
+    assert_eq!(got.records, b.all());
+    assert_eq!(
+        got.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        [format!(
+            "block at byte {}: a delta-coded block (MGBD), which format version 1 does not \
+             have: the version at byte 8 is wrong; blocks are read by their own magic",
+            o.blocks[0].start
+        )]
+    );
+    assert_eq!(got.damage, 1);
+}
+
+/// 100,000 empty blocks (each a repeat of the first) are one line, not
+/// 99,999: the first one's offset, how many more, where the last is.
+#[test]
+fn a_hundred_thousand_empty_blocks_are_one_line() {
+    let b = build(&[20, 20], false);
+    let empty = BlockBuilder::plain(0).take_encoded();
+    assert_eq!(empty.len(), BLOCK_HEAD_LEN);
+    let at = b.blocks[1].start;
+    let mut bytes = b.bytes.clone();
+    bytes.splice(at..at, empty.repeat(100_000));
+    let got = read(&bytes);
+    assert_eq!(got.records, b.all());
+    assert_eq!(
+        got.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        [format!(
+            "block at byte {}: repeats the block at byte {at} (same length and checksum); its 0 \
+             records were skipped (and 99998 more like it, the last at byte {})",
+            at + 16,
+            at + 16 * 99_999
+        )]
+    );
+    assert_eq!(got.damage, 1);
+}
+
 /// Finding 5: LOST counts do not wrap.
 #[test]
 fn lost_counts_saturate() {
@@ -438,6 +627,39 @@ proptest! {
                 got.errors.iter().any(|e| matches!(e, TraceError::Totals(_))),
                 "records missing, totals silent: {:?}", got.errors
             );
+        }
+    }
+
+    /// One flipped bit anywhere in the preamble or the header JSON, in a
+    /// trace with the header's copy and in one written before it, read from
+    /// a file or a stream: every record is read (as many as the END block
+    /// counts), the damage is one line, and with the copy the header is
+    /// whole again.
+    #[test]
+    fn a_flip_in_the_header_loses_no_record(
+        sizes in proptest::collection::vec(1usize..30, 1..5),
+        pos in any::<prop::sample::Index>(),
+        bit in 0u8..8,
+        old in any::<bool>(),
+        seekable in any::<bool>(),
+    ) {
+        let b = build(&sizes, true);
+        let b = if old { old_style(&b) } else { b };
+        let mut bytes = b.bytes.clone();
+        let p = pos.index(b.header_end);
+        bytes[p] ^= 1 << bit;
+        let got = if seekable {
+            read_with(TraceReader::new_seekable(std::io::Cursor::new(&bytes[..])).unwrap())
+        } else {
+            read(&bytes)
+        };
+        prop_assert_eq!(got.records.len() as u64, got.footer.as_ref().unwrap().records);
+        prop_assert_eq!(&got.records, &b.all());
+        prop_assert_eq!(got.errors.len(), 1, "flip at {}: {:?}", p, got.errors);
+        let first_is_header = matches!(got.errors[0], TraceError::DamagedHeader { .. });
+        prop_assert!(first_is_header, "{:?}", got.errors);
+        if !old {
+            prop_assert_eq!(&got.header, &header());
         }
     }
 

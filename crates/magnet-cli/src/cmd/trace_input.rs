@@ -136,7 +136,14 @@ impl Read for Tracked {
     }
 }
 
-/// Opens a trace. With `progress` (see [`progress_wanted`]) a bar on stderr
+impl std::io::Seek for Tracked {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.file.seek(pos)
+    }
+}
+
+/// Opens a trace (a damaged header is restored from the END block's copy
+/// before the first record). With `progress` (see [`progress_wanted`]) a bar on stderr
 /// follows the bytes read; it goes when the reader is dropped or at [`clear_progress`].
 pub fn open(path: &Path, progress: bool) -> Result<TraceReader<Tracked>> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
@@ -146,7 +153,7 @@ pub fn open(path: &Path, progress: bool) -> Result<TraceReader<Tracked>> {
         |n| n.to_string_lossy().into_owned(),
     );
     let bar = bar(progress, len, Unit::Bytes, &format!("reading {name}"));
-    TraceReader::new(Tracked { file, bar }).with_context(|| format!("{}", path.display()))
+    TraceReader::new_seekable(Tracked { file, bar }).with_context(|| format!("{}", path.display()))
 }
 
 /// Takes the bar on screen, if any, off it: the command is about to print its result.
