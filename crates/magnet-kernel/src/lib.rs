@@ -60,6 +60,7 @@
 
 pub mod attach;
 mod btf;
+pub mod cost;
 pub mod deny;
 mod features;
 mod sys;
