@@ -73,8 +73,10 @@ pub struct TraceInfo {
     pub end_reason: Option<String>,
     pub damage: Vec<String>,
     pub settings: serde_json::Value,
-    /// What the recording cost, from the END block; `null` when the trace has
-    /// none (written before the recorder kept it, or without an END block).
+    /// What the recording cost, from the END block; absent when the trace
+    /// has none (written before the recorder kept it, or without an END
+    /// block), so that older traces' output is unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<crate::cost::Cost>,
 }
 
