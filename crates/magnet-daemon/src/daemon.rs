@@ -399,6 +399,9 @@ pub fn run(
     for line in &attached.plan.fallbacks {
         log(line);
     }
+    if let Err(why) = reader.bpf_time() {
+        log(&format!("BPF time: not measured ({why})"));
+    }
     log(&format!(
         "attached {} hooks ({}; {}); connection map holds {}",
         attached.link_count(),
