@@ -147,3 +147,45 @@ fn an_older_trace_says_cost_was_not_recorded() {
     assert!(info.get("cost").is_none(), "{info}");
     assert_eq!(info["records"], 759);
 }
+
+/// A sampler run keeps its cost in its meta: its programs' runs and time
+/// (ingress and egress ran at least once per packet counted), the total
+/// their sum, per packet the total over the packets counted.
+#[test]
+fn a_sampler_run_says_what_it_cost() {
+    if !live_or_skip("a_sampler_run_says_what_it_cost", &[Need::Btf]) {
+        return;
+    }
+    let load = std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        common::magnet_ok(["loadgen", "--tcp", "2000x1000"]);
+    });
+    let out = common::magnet_ok([
+        "sample",
+        "-i",
+        "lo",
+        "--interval",
+        "1ms",
+        "--samples",
+        "1500",
+        "--json",
+    ]);
+    load.join().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let cost = &v["magnet"]["cost"];
+    let packets = cost["packets"].as_u64().unwrap();
+    assert!(packets > 0, "{cost}");
+    let programs = cost["programs"].as_array().unwrap();
+    let sum: u64 = programs.iter().map(|p| p["ns"].as_u64().unwrap()).sum();
+    assert_eq!(cost["bpf_ns"].as_u64(), Some(sum), "{cost}");
+    let runs: u64 = programs
+        .iter()
+        .filter(|p| p["name"].as_str().unwrap().starts_with("sample_"))
+        .filter(|p| p["name"] != "sample_tcp_retransmit")
+        .map(|p| p["runs"].as_u64().unwrap())
+        .sum();
+    assert!(runs >= packets, "{cost}");
+    let per = cost["bpf_ns_per_packet"].as_f64().unwrap();
+    assert!((per - sum as f64 / packets as f64).abs() < 1e-6, "{cost}");
+    assert!(cost["process_cpu_ns"].as_u64().unwrap() > 0, "{cost}");
+}

@@ -256,6 +256,8 @@ pub fn sample(
     open.progs
         .sample_egress
         .set_attach_type(ProgramAttachType::TcxEgress);
+    // Run-time statistics on before the programs are loaded and attached.
+    let stats = magnet_kernel::cost::enable_run_time_stats();
     let mut skel = open.load().map_err(|e| {
         Error::bpf("loading the sampler's BPF programs (needs Linux 6.4+ with BTF; LIBBPF_DEBUG=1 shows the verifier log)", e)
     })?;
@@ -264,6 +266,7 @@ pub fn sample(
     // What killed clsact-mode runs left in this namespace goes first.
     let netns = netns_inode();
     let cleaned = crate::stale::clean(netns);
+    let meter = Meter::start(stats, libbpf_rs::skel::Skel::object(&skel));
     let rxmit_link = skel
         .progs
         .sample_tcp_retransmit
@@ -403,6 +406,7 @@ pub fn sample(
     }
     drop(attached);
     drop(rxmit_link);
+    let measured = meter.stop();
 
     // ---- read -------------------------------------------------------------------
     let mut run = Run::zeroed(
@@ -422,6 +426,7 @@ pub fn sample(
             rtt_threshold_us: config.rtt_threshold.as_micros().min(u32::MAX as u128) as u32,
             sketch_seed: config.sketch_seed,
             complete: completed == config.samples,
+            cost: None,
         },
         completed as usize,
     );
@@ -445,7 +450,85 @@ pub fn sample(
         run.sketch.as_mut().expect("zeroed run has a sketch")[i as usize] = sk;
         run.connections[i as usize] = sketch::estimate(sk);
     }
+    let packets = run.total(Metric::InPackets) + run.total(Metric::OutPackets);
+    run.meta.cost = Some(measured.cost(packets));
     Ok(run)
+}
+
+/// The sampler's programs' run time and the process's CPU, attach to detach.
+struct Meter {
+    bpf: Result<
+        (
+            magnet_kernel::cost::RunTimeStats,
+            Vec<(String, std::os::fd::OwnedFd, magnet_kernel::cost::ProgRun)>,
+        ),
+        String,
+    >,
+    process0: u64,
+    machine0: Option<u64>,
+}
+
+struct Measured {
+    bpf: Result<Vec<magnet_runs::ProgramRun>, String>,
+    process_cpu_ns: u64,
+    machine_cpu_ns: u64,
+}
+
+impl Meter {
+    fn start(
+        stats: Result<magnet_kernel::cost::RunTimeStats, String>,
+        object: &libbpf_rs::Object,
+    ) -> Meter {
+        use magnet_kernel::cost;
+        let bpf = stats.and_then(|on| {
+            let mut progs = Vec::new();
+            for (name, fd) in cost::loaded_programs(object) {
+                let r = cost::prog_run(fd.as_fd()).map_err(|e| format!("{name}: {e}"))?;
+                progs.push((name, fd, r));
+            }
+            Ok((on, progs))
+        });
+        Meter {
+            bpf,
+            process0: cost::process_cpu_ns(),
+            machine0: cost::machine_cpu_ns().ok(),
+        }
+    }
+
+    fn stop(self) -> Measured {
+        use magnet_kernel::cost;
+        let machine1 = cost::machine_cpu_ns().ok();
+        let process_cpu_ns = cost::process_cpu_ns().saturating_sub(self.process0);
+        let bpf = self.bpf.and_then(|(_on, progs)| {
+            progs
+                .iter()
+                .map(|(name, fd, at_start)| {
+                    let d = cost::prog_run(fd.as_fd())
+                        .map_err(|e| format!("{name}: {e}"))?
+                        .since(at_start);
+                    Ok(magnet_runs::ProgramRun {
+                        name: name.clone(),
+                        runs: d.run_cnt,
+                        ns: d.run_time_ns,
+                    })
+                })
+                .collect()
+        });
+        Measured {
+            bpf,
+            process_cpu_ns,
+            machine_cpu_ns: match (self.machine0, machine1) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => 0,
+            },
+        }
+    }
+}
+
+impl Measured {
+    fn cost(self, packets: u64) -> magnet_runs::RunCost {
+        magnet_runs::RunCost::new(packets, self.bpf, self.process_cpu_ns, self.machine_cpu_ns)
+    }
 }
 
 fn host_name() -> String {
