@@ -3,7 +3,7 @@
 //! only while run-time statistics are on), this process's CPU time, and the
 //! machine's CPU time (the denominator of "share of the run's CPU").
 
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use libbpf_rs::AsRawLibbpf;
 
@@ -115,6 +115,78 @@ pub fn loaded_programs(object: &libbpf_rs::Object) -> Vec<(String, OwnedFd)> {
         }
     }
     out
+}
+
+/// A loaded program, a duplicate of its fd, and its counters at the start.
+type Watched = (String, OwnedFd, ProgRun);
+
+/// What a run of a loader costs, from [`Meter::start`] (before the first
+/// hook is attached) to [`Meter::stop`] (after the last is detached): its own
+/// programs' runs and run time, its process's CPU, and the machine's CPU.
+pub struct Meter {
+    /// Run-time statistics on, with every loaded program and its counters at
+    /// the start (subtracted at the end: whatever ran before, e.g. while the
+    /// sysctl had statistics on, is not this run's); or why not.
+    bpf: Result<(RunTimeStats, Vec<Watched>), String>,
+    process0: u64,
+    machine0: Option<u64>,
+}
+
+/// What [`Meter::stop`] read.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// Each loaded program's (name, runs and ns over the run), or why BPF
+    /// time was not measured.
+    pub bpf: Result<Vec<(String, ProgRun)>, String>,
+    /// The process's CPU time over the run, ns.
+    pub process_cpu_ns: u64,
+    /// The machine's CPU time (all CPUs, busy and idle) over the run, ns; 0
+    /// when /proc/stat was unreadable.
+    pub machine_cpu_ns: u64,
+}
+
+impl Meter {
+    /// Reads the counters of `object`'s loaded programs; `stats` is what
+    /// [`enable_run_time_stats`] returned (called before loading, so that
+    /// the kernel counts from the first run).
+    pub fn start(stats: Result<RunTimeStats, String>, object: &libbpf_rs::Object) -> Meter {
+        let bpf = stats.and_then(|on| {
+            let mut progs = Vec::new();
+            for (name, fd) in loaded_programs(object) {
+                let run = prog_run(fd.as_fd()).map_err(|e| format!("{name}: {e}"))?;
+                progs.push((name, fd, run));
+            }
+            Ok((on, progs))
+        });
+        Meter {
+            bpf,
+            process0: process_cpu_ns(),
+            machine0: machine_cpu_ns().ok(),
+        }
+    }
+
+    /// Reads every counter again and lets the statistics go off.
+    pub fn stop(self) -> Measured {
+        let machine1 = machine_cpu_ns().ok();
+        let process_cpu_ns = process_cpu_ns().saturating_sub(self.process0);
+        let bpf = self.bpf.and_then(|(_on, progs)| {
+            progs
+                .iter()
+                .map(|(name, fd, at_start)| {
+                    let now = prog_run(fd.as_fd()).map_err(|e| format!("{name}: {e}"))?;
+                    Ok((name.clone(), now.since(at_start)))
+                })
+                .collect()
+        });
+        Measured {
+            bpf,
+            process_cpu_ns,
+            machine_cpu_ns: match (self.machine0, machine1) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => 0,
+            },
+        }
+    }
 }
 
 /// CPU time (user + system) of this whole process so far, ns

@@ -266,7 +266,7 @@ pub fn sample(
     // What killed clsact-mode runs left in this namespace goes first.
     let netns = netns_inode();
     let cleaned = crate::stale::clean(netns);
-    let meter = Meter::start(stats, libbpf_rs::skel::Skel::object(&skel));
+    let meter = magnet_kernel::cost::Meter::start(stats, libbpf_rs::skel::Skel::object(&skel));
     let rxmit_link = skel
         .progs
         .sample_tcp_retransmit
@@ -451,84 +451,23 @@ pub fn sample(
         run.connections[i as usize] = sketch::estimate(sk);
     }
     let packets = run.total(Metric::InPackets) + run.total(Metric::OutPackets);
-    run.meta.cost = Some(measured.cost(packets));
+    run.meta.cost = Some(run_cost(measured, packets));
     Ok(run)
 }
 
-/// The sampler's programs' run time and the process's CPU, attach to detach.
-struct Meter {
-    bpf: Result<
-        (
-            magnet_kernel::cost::RunTimeStats,
-            Vec<(String, std::os::fd::OwnedFd, magnet_kernel::cost::ProgRun)>,
-        ),
-        String,
-    >,
-    process0: u64,
-    machine0: Option<u64>,
-}
-
-struct Measured {
-    bpf: Result<Vec<magnet_runs::ProgramRun>, String>,
-    process_cpu_ns: u64,
-    machine_cpu_ns: u64,
-}
-
-impl Meter {
-    fn start(
-        stats: Result<magnet_kernel::cost::RunTimeStats, String>,
-        object: &libbpf_rs::Object,
-    ) -> Meter {
-        use magnet_kernel::cost;
-        let bpf = stats.and_then(|on| {
-            let mut progs = Vec::new();
-            for (name, fd) in cost::loaded_programs(object) {
-                let r = cost::prog_run(fd.as_fd()).map_err(|e| format!("{name}: {e}"))?;
-                progs.push((name, fd, r));
-            }
-            Ok((on, progs))
-        });
-        Meter {
-            bpf,
-            process0: cost::process_cpu_ns(),
-            machine0: cost::machine_cpu_ns().ok(),
-        }
-    }
-
-    fn stop(self) -> Measured {
-        use magnet_kernel::cost;
-        let machine1 = cost::machine_cpu_ns().ok();
-        let process_cpu_ns = cost::process_cpu_ns().saturating_sub(self.process0);
-        let bpf = self.bpf.and_then(|(_on, progs)| {
-            progs
-                .iter()
-                .map(|(name, fd, at_start)| {
-                    let d = cost::prog_run(fd.as_fd())
-                        .map_err(|e| format!("{name}: {e}"))?
-                        .since(at_start);
-                    Ok(magnet_runs::ProgramRun {
-                        name: name.clone(),
-                        runs: d.run_cnt,
-                        ns: d.run_time_ns,
-                    })
-                })
-                .collect()
-        });
-        Measured {
-            bpf,
-            process_cpu_ns,
-            machine_cpu_ns: match (self.machine0, machine1) {
-                (Some(a), Some(b)) => b.saturating_sub(a),
-                _ => 0,
-            },
-        }
-    }
-}
-
-impl Measured {
-    fn cost(self, packets: u64) -> magnet_runs::RunCost {
-        magnet_runs::RunCost::new(packets, self.bpf, self.process_cpu_ns, self.machine_cpu_ns)
-    }
+/// The run's cost from what the meter read and the packets counted.
+fn run_cost(m: magnet_kernel::cost::Measured, packets: u64) -> magnet_runs::RunCost {
+    let bpf = m.bpf.map(|progs| {
+        progs
+            .into_iter()
+            .map(|(name, r)| magnet_runs::ProgramRun {
+                name,
+                runs: r.run_cnt,
+                ns: r.run_time_ns,
+            })
+            .collect()
+    });
+    magnet_runs::RunCost::new(packets, bpf, m.process_cpu_ns, m.machine_cpu_ns)
 }
 
 fn host_name() -> String {

@@ -90,6 +90,12 @@ fn thread_cpu() -> Duration {
     Duration::from_nanos(magnet_kernel::cost::thread_cpu_ns())
 }
 
+/// The attached hooks and the meter of their cost, read once they are gone.
+pub(super) struct Hooks<'a> {
+    pub links: super::attach::Links<'a>,
+    pub meter: super::cost::Meter,
+}
+
 /// The per-CPU maps read besides the rings: loss counters and batches.
 pub(super) struct KernelMaps<'a> {
     pub cpu_stats: &'a dyn MapCore,
@@ -108,9 +114,9 @@ pub(super) fn run(
     kernel: KernelMaps<'_>,
     drain: Drain,
     mut child: Option<Child>,
-    mut links: super::attach::Links<'_>,
-    meter: super::cost::Meter,
+    hooks: Hooks<'_>,
 ) -> Result<Drained> {
+    let Hooks { mut links, meter } = hooks;
     let drain = RefCell::new(drain);
     let mut rb = RingBufferBuilder::new();
     for ring in rings {

@@ -178,8 +178,7 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         },
         opening,
         child,
-        links,
-        meter,
+        drain::Hooks { links, meter },
     )?;
     drain::finish(drained, header, tx, writer)
 }
