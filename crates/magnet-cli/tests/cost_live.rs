@@ -124,7 +124,57 @@ fn record_and_info_report_the_same_cost() {
         "{info_bpf} vs {cost}"
     );
     assert!(text.contains("top programs: "), "{text}");
-    let _ = std::fs::remove_dir_all(trace.parent().unwrap());
+    let _ = std::fs::remove_file(&trace);
+}
+
+/// A kernel that refuses run-time statistics (emulated with
+/// MAGNET_HOOKS_DENY): the recording goes on, the summary and `info` say
+/// "BPF time: not measured (why)" and hold no BPF figure, the CPU figures
+/// are there.
+#[test]
+fn refused_statistics_are_said_not_guessed() {
+    if !live_or_skip("refused_statistics_are_said_not_guessed", &[Need::Btf]) {
+        return;
+    }
+    let trace = tmp("cost-refused.mgt");
+    let out = std::process::Command::new(common::MAGNET)
+        .env("MAGNET_HOOKS_DENY", "bpf_stats")
+        .args(["record", "-o", trace.to_str().unwrap(), "--"])
+        .args([common::MAGNET, "loadgen", "--tcp", "100x1000"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.lines().any(|l| l.starts_with(
+            "magnet: cost: BPF time: not measured (bpf_stats denied by MAGNET_HOOKS_DENY"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("magnet: cost: drain CPU: "), "{err}");
+    let info: serde_json::Value = serde_json::from_slice(&common::magnet_ok([
+        "info",
+        "--json",
+        trace.to_str().unwrap(),
+    ]))
+    .unwrap();
+    let cost = &info["cost"];
+    assert!(
+        cost.get("bpf_ns").is_none() && cost.get("bpf_share").is_none(),
+        "{cost}"
+    );
+    assert_eq!(cost["programs"], serde_json::json!([]), "{cost}");
+    assert!(cost["bpf_not_measured"]
+        .as_str()
+        .unwrap()
+        .contains("bpf_stats"));
+    let text = String::from_utf8(common::magnet_ok(["info", trace.to_str().unwrap()])).unwrap();
+    assert!(
+        text.contains("cost      BPF time: not measured ("),
+        "{text}"
+    );
+    let _ = std::fs::remove_file(&trace);
 }
 
 /// A trace written before the recorder kept its cost reads as before, and

@@ -25,6 +25,11 @@ const SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
 /// (`kernel.bpf_stats_enabled=1`). The error says why they are off (an older
 /// kernel, no privilege), in a few words.
 pub fn enable_run_time_stats() -> Result<RunTimeStats, String> {
+    // As a kernel without them (MAGNET_HOOKS_DENY=bpf_stats): the refusal
+    // path, testable on any kernel.
+    if let Some(why) = crate::deny::denied("bpf_stats") {
+        return Err(why);
+    }
     // SAFETY: a plain syscall wrapper; a non-negative return is a new fd.
     let ret = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
     if ret >= 0 {
