@@ -634,7 +634,7 @@ fn cost(
     }
     if let Some(m) = machine_ns.filter(|&m| m > 0) {
         o.family(
-            "magnet_cpu_share",
+            "magnet_cpu_share_ratio",
             "gauge",
             Some("ratio"),
             "Share of the machine's CPU time since magnetd started (all CPUs, busy and idle, /proc/stat): part=bpf its BPF programs' run time, part=daemon its process's CPU.",
@@ -683,8 +683,15 @@ mod tests {
             "magnet_cpu_share_ratio{part=\"bpf\"} 0.00000075\n",
             "magnet_cpu_share_ratio{part=\"daemon\"} 0.5\n",
             "# UNIT magnet_bpf_run_seconds seconds\n",
+            "# UNIT magnet_cpu_share_ratio ratio\n",
         ] {
             assert!(t.contains(want), "{want} in\n{t}");
+        }
+        // OpenMetrics: a family with a unit has a name that ends with it
+        // (Prometheus refuses the whole scrape otherwise).
+        for l in t.lines().filter_map(|l| l.strip_prefix("# UNIT ")) {
+            let (name, unit) = l.split_once(' ').unwrap();
+            assert!(name.ends_with(&format!("_{unit}")), "{l}");
         }
         // Not measured: no per-program series, never zeros that look measured.
         let mut o = Out(String::new());
