@@ -2205,3 +2205,54 @@ fn socket_empty_turns_the_unix_socket_off() {
     assert!(!dir.path().join("s.sock").exists());
     assert!(st.success());
 }
+
+/// The value of the series `name{labels}` (exact label text) in `body`.
+fn series(body: &str, name_labels: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|l| l.strip_prefix(name_labels)?.strip_prefix(' '))
+        .map(|v| v.parse().unwrap())
+}
+
+#[test]
+fn metrics_say_what_magnetd_costs() {
+    if !live("metrics_say_what_magnetd_costs") {
+        return;
+    }
+    let d = Daemon::start("");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (_c, _s, _) = transfer(listener, 200, 1000);
+    let (_, body) = http_get(d.http, "/metrics");
+    assert_eq!(
+        series(&body, "magnet_bpf_stats_enabled"),
+        Some(1.0),
+        "{body}"
+    );
+    // Every loaded program has both counters; those the transfer fired ran
+    // at least once per call (the whole host's calls are counted).
+    let runs = |p: &str| series(&body, &format!("magnet_bpf_runs_total{{program=\"{p}\"}}"));
+    let secs = |p: &str| {
+        series(
+            &body,
+            &format!("magnet_bpf_run_seconds_total{{program=\"{p}\"}}"),
+        )
+    };
+    assert!(runs("app_send").unwrap_or(0.0) >= 200.0, "{body}");
+    assert!(secs("app_send").unwrap_or(0.0) > 0.0, "{body}");
+    assert!(runs("tcp_state").unwrap_or(0.0) >= 1.0, "{body}");
+    assert!(body.contains("# TYPE magnet_bpf_run_seconds counter\n"));
+    assert!(body.contains("# UNIT magnet_bpf_run_seconds seconds\n"));
+    let total: f64 = body
+        .lines()
+        .filter(|l| l.starts_with("magnet_bpf_run_seconds_total{"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert!(total > 0.0);
+    assert!(
+        series(&body, "magnet_bpf_ns_per_event").unwrap() > 0.0,
+        "{body}"
+    );
+    assert!(series(&body, "magnet_daemon_cpu_seconds_total").unwrap() > 0.0);
+    let share = series(&body, "magnet_cpu_share_ratio{part=\"bpf\"}").unwrap();
+    assert!(share > 0.0 && share < 1.0, "{body}");
+    assert!(d.stop().success());
+}

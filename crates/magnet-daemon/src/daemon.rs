@@ -54,6 +54,9 @@ pub struct LastRun {
     pub in_peak: u64,
     pub out_peak: u64,
     pub in_busy: u64,
+    /// The run's BPF time per packet counted, ns (None: not measured, or
+    /// no packet counted).
+    pub bpf_ns_per_packet: Option<f64>,
 }
 
 impl Shared {
@@ -193,6 +196,12 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
                             in_peak: g(Metric::InBytes).iter().copied().max().unwrap_or(0),
                             out_peak: g(Metric::OutBytes).iter().copied().max().unwrap_or(0),
                             in_busy: g(Metric::InBytes).iter().filter(|&&b| b > 0).count() as u64,
+                            bpf_ns_per_packet: run
+                                .meta
+                                .cost
+                                .as_ref()
+                                .filter(|c| c.packets > 0)
+                                .and_then(|c| c.bpf_ns_per_packet),
                         });
                     }
                 }
@@ -398,6 +407,9 @@ pub fn run(
     }
     for line in &attached.plan.fallbacks {
         log(line);
+    }
+    if let Err(why) = reader.bpf_time() {
+        log(&format!("BPF time: not measured ({why})"));
     }
     log(&format!(
         "attached {} hooks ({}; {}); connection map holds {}",

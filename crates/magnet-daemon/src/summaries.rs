@@ -464,6 +464,9 @@ pub fn attach(
                 .into(),
         )
     })?;
+    // Run-time statistics on before any program is loaded: magnetd's BPF
+    // time counters (/metrics) start at its start.
+    let stats = magnet_kernel::cost::enable_run_time_stats();
     let mut refused: BTreeMap<&'static str, String> = BTreeMap::new();
     let mut tried = false;
     let (mut plan, skel, mut packet_hooks) = loop {
@@ -638,6 +641,11 @@ pub fn attach(
         capacity: max_connections.max(1),
         drop_names: drop_reason_names(),
         plan: plan.clone(),
+        cost: BpfCost {
+            programs: magnet_kernel::cost::loaded_programs(libbpf_rs::skel::Skel::object(&skel)),
+            stats,
+            machine0: magnet_kernel::cost::machine_cpu_ns().ok(),
+        },
     };
     let mut attached = Attached {
         links,
@@ -738,6 +746,25 @@ pub struct Reader {
     capacity: u32,
     drop_names: BTreeMap<u32, String>,
     plan: Plan,
+    cost: BpfCost,
+}
+
+/// magnetd's own programs (duplicated fds) and the run-time statistics held
+/// on for its life, or why the kernel would not count.
+struct BpfCost {
+    programs: Vec<(String, OwnedFd)>,
+    stats: Result<magnet_kernel::cost::RunTimeStats, String>,
+    /// The machine's CPU time (all CPUs, busy and idle) when the programs
+    /// were loaded: the start of the shares' denominator.
+    machine0: Option<u64>,
+}
+
+/// One program's counters since magnetd loaded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProgramTime {
+    pub name: String,
+    pub runs: u64,
+    pub ns: u64,
 }
 
 /// A connection record as read, with the fields user space needs to decide
@@ -1022,6 +1049,33 @@ impl Reader {
     }
 
     /// What feeds each part, and the parts left out.
+    /// Run count and run time of each of magnetd's programs (the kernel's
+    /// run-time statistics, on since magnetd started), or why they are not
+    /// counted.
+    pub fn bpf_time(&self) -> Result<Vec<ProgramTime>, String> {
+        self.cost.stats.as_ref().map_err(Clone::clone)?;
+        self.cost
+            .programs
+            .iter()
+            .map(|(name, fd)| {
+                let r = magnet_kernel::cost::prog_run(fd.as_fd())
+                    .map_err(|e| format!("{name}: {e}"))?;
+                Ok(ProgramTime {
+                    name: name.clone(),
+                    runs: r.run_cnt,
+                    ns: r.run_time_ns,
+                })
+            })
+            .collect()
+    }
+
+    /// The machine's CPU time (all CPUs, busy and idle, /proc/stat) since
+    /// magnetd loaded its programs, ns; None when /proc/stat is unreadable.
+    pub fn machine_cpu_ns(&self) -> Option<u64> {
+        let now = magnet_kernel::cost::machine_cpu_ns().ok()?;
+        Some(now.saturating_sub(self.cost.machine0?))
+    }
+
     pub fn plan(&self) -> &Plan {
         &self.plan
     }

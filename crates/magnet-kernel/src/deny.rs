@@ -17,6 +17,7 @@
 //! | cgroup programs | `cgroup_skb/egress`, `cgroup_skb/ingress`, `cgroup/sock_create` | `cgroup_skb` |
 //! | perf events | `perf_event/cpu_clock` | `perf_event` |
 //! | map types | `ringbuf`, `sk_storage`, `task_storage` | `sk_storage` |
+//! | run-time statistics | `bpf_stats` (`BPF_ENABLE_STATS`, and the sysctl read as off) | `bpf_stats` |
 //!
 //! A prefix matches at the start of a name: `kprobe` also denies
 //! `kprobe_multi/…` (a kernel without kprobes has no kprobe-multi either);

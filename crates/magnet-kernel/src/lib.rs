@@ -61,6 +61,7 @@
 pub mod attach;
 mod btf;
 pub mod cgroup;
+pub mod cost;
 pub mod deny;
 mod features;
 mod sys;

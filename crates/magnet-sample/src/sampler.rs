@@ -256,6 +256,8 @@ pub fn sample(
     open.progs
         .sample_egress
         .set_attach_type(ProgramAttachType::TcxEgress);
+    // Run-time statistics on before the programs are loaded and attached.
+    let stats = magnet_kernel::cost::enable_run_time_stats();
     let mut skel = open.load().map_err(|e| {
         Error::bpf("loading the sampler's BPF programs (needs Linux 6.4+ with BTF; magnet -v shows the verifier's log)", e)
     })?;
@@ -264,6 +266,7 @@ pub fn sample(
     // What killed clsact-mode runs left in this namespace goes first.
     let netns = netns_inode();
     let cleaned = crate::stale::clean(netns);
+    let meter = magnet_kernel::cost::Meter::start(stats, libbpf_rs::skel::Skel::object(&skel));
     let rxmit_link = skel
         .progs
         .sample_tcp_retransmit
@@ -403,6 +406,7 @@ pub fn sample(
     }
     drop(attached);
     drop(rxmit_link);
+    let measured = meter.stop();
 
     // ---- read -------------------------------------------------------------------
     let mut run = Run::zeroed(
@@ -422,6 +426,7 @@ pub fn sample(
             rtt_threshold_us: config.rtt_threshold.as_micros().min(u32::MAX as u128) as u32,
             sketch_seed: config.sketch_seed,
             complete: completed == config.samples,
+            cost: None,
         },
         completed as usize,
     );
@@ -445,7 +450,24 @@ pub fn sample(
         run.sketch.as_mut().expect("zeroed run has a sketch")[i as usize] = sk;
         run.connections[i as usize] = sketch::estimate(sk);
     }
+    let packets = run.total(Metric::InPackets) + run.total(Metric::OutPackets);
+    run.meta.cost = Some(run_cost(measured, packets));
     Ok(run)
+}
+
+/// The run's cost from what the meter read and the packets counted.
+fn run_cost(m: magnet_kernel::cost::Measured, packets: u64) -> magnet_runs::RunCost {
+    let bpf = m.bpf.map(|progs| {
+        progs
+            .into_iter()
+            .map(|(name, r)| magnet_runs::ProgramRun {
+                name,
+                runs: r.run_cnt,
+                ns: r.run_time_ns,
+            })
+            .collect()
+    });
+    magnet_runs::RunCost::new(packets, bpf, m.process_cpu_ns, m.machine_cpu_ns)
 }
 
 fn host_name() -> String {

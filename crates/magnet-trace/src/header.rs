@@ -146,4 +146,8 @@ pub struct Footer {
     pub end_mono_ns: u64,
     /// Why the recording ended (`command exited`, `duration`, `SIGINT` …).
     pub end_reason: String,
+    /// What the recording cost (BPF run time, the recorder's CPU); absent in
+    /// traces written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::cost::Cost>,
 }

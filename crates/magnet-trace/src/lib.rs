@@ -20,6 +20,7 @@
 
 pub mod block;
 pub mod catalog;
+pub mod cost;
 pub mod delta;
 pub mod emit;
 pub mod error;
@@ -33,6 +34,7 @@ pub mod summary;
 pub mod writer;
 
 pub use catalog::{kind, Catalog, FieldDesc, FieldType, KindDesc};
+pub use cost::{Cost, ProgramCost};
 pub use error::TraceError;
 pub use event::{Event, KindIndex, Value};
 pub use header::{ClockMap, Footer, Header, Interface, LayerSource};

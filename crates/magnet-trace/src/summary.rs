@@ -81,6 +81,11 @@ pub struct TraceInfo {
     pub end_reason: Option<String>,
     pub damage: Vec<String>,
     pub settings: serde_json::Value,
+    /// What the recording cost, from the END block; absent when the trace
+    /// has none (written before the recorder kept it, or without an END
+    /// block), so that older traces' output is unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::cost::Cost>,
 }
 
 /// Reads every record of `reader` and summarises the trace. Damage the reader
@@ -166,6 +171,7 @@ pub fn summarize<R: Read>(reader: &mut TraceReader<R>) -> TraceInfo {
         lost_events: lost,
         lost_records,
         complete: footer.is_some(),
+        cost: footer.as_ref().and_then(|f| f.cost.clone()),
         end_reason: footer.map(|f| f.end_reason),
         damage,
         settings: header.settings.clone(),

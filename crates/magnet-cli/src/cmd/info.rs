@@ -112,6 +112,18 @@ fn print_text(o: &mut impl Write, info: &Info) -> std::io::Result<()> {
     for d in &i.damage {
         writeln!(o, "damage    {d}")?;
     }
+    match &i.cost {
+        Some(c) => {
+            for l in c.lines(5) {
+                writeln!(o, "cost      {l}")?;
+            }
+        }
+        None if i.complete => writeln!(
+            o,
+            "cost      not recorded (the END block has none: written before magnet kept its cost)"
+        )?,
+        None => writeln!(o, "cost      not recorded (no END block)")?,
+    }
     writeln!(o)?;
     writeln!(o, "{:<8} {:>10}  hooks", "layer", "events")?;
     for (layer, n) in &i.layers {

@@ -446,6 +446,7 @@ fn summary_json(s: &Summary, c: &RecordConfig) -> serde_json::Value {
         "exit_code": s.child_status.and_then(|st| st.code()),
         "layers": s.layers,
         "drain_cpu_seconds": s.drain_cpu.as_secs_f64(),
+        "cost": s.cost,
     })
 }
 
@@ -478,6 +479,9 @@ fn summary_text(s: &Summary, c: &RecordConfig) -> String {
         let _ = writeln!(out, "magnet: no event matched the filters");
     } else {
         let _ = writeln!(out, "magnet: by kind: {}", kinds.join(", "));
+    }
+    for l in s.cost.lines(5) {
+        let _ = writeln!(out, "magnet: cost: {l}");
     }
     for l in &s.layers {
         for m in l.missing.iter().chain(&l.notes) {

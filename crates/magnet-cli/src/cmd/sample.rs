@@ -408,6 +408,13 @@ fn print_run(run: &Run, json: bool) -> anyhow::Result<()> {
     }
     let peak = run.connections.iter().max().copied().unwrap_or(0);
     writeln!(out, "{:<22} {:>16} {:>14}", "connections (est.)", "", peak)?;
+    match &m.cost {
+        Some(c) => writeln!(out, "cost: {}", c.line())?,
+        None => writeln!(
+            out,
+            "cost: not recorded (a run made before the sampler kept it)"
+        )?,
+    }
     for (label, s) in [
         ("in bytes", run.get(Metric::InBytes)),
         ("out bytes", run.get(Metric::OutBytes)),

@@ -80,21 +80,20 @@ pub(super) struct Drained {
     pub child_status: Option<ExitStatus>,
     /// CPU time of the drain thread from its first poll to the last record.
     pub drain_cpu: Duration,
+    /// BPF run time and the recorder's CPU, read once the hooks were gone.
+    pub measured: super::cost::Measured,
 }
 
 /// CPU time this thread has used (CLOCK_THREAD_CPUTIME_ID): what the drain
 /// costs, apart from the writer thread and whatever else the host runs.
 fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec, which `ts` is.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    Duration::from_nanos(magnet_kernel::cost::thread_cpu_ns())
+}
+
+/// The attached hooks and the meter of their cost, read once they are gone.
+pub(super) struct Hooks<'a> {
+    pub links: super::attach::Links<'a>,
+    pub meter: super::cost::Meter,
 }
 
 /// The per-CPU maps read besides the rings: loss counters and batches.
@@ -115,8 +114,9 @@ pub(super) fn run(
     kernel: KernelMaps<'_>,
     drain: Drain,
     mut child: Option<Child>,
-    mut links: super::attach::Links<'_>,
+    hooks: Hooks<'_>,
 ) -> Result<Drained> {
+    let Hooks { mut links, meter } = hooks;
     let drain = RefCell::new(drain);
     let mut rb = RingBufferBuilder::new();
     for ring in rings {
@@ -211,6 +211,7 @@ pub(super) fn run(
     }
     d.flush();
     let drain_cpu = thread_cpu().saturating_sub(cpu_at_start);
+    let measured = meter.stop();
     if let Some(mut c) = child.take() {
         if child_status.is_none() {
             // Interrupted or out of time: the command keeps running on its own.
@@ -224,6 +225,7 @@ pub(super) fn run(
         end_reason,
         child_status,
         drain_cpu,
+        measured,
     })
 }
 
@@ -241,7 +243,9 @@ pub(super) fn finish(
         end_reason,
         child_status,
         drain_cpu,
+        measured,
     } = drained;
+    let cost = measured.cost(d.records, drain_cpu.as_nanos() as u64);
     let index = KindIndex::new(&header.catalog);
     let name = |k: usize| {
         index
@@ -281,6 +285,7 @@ pub(super) fn finish(
         first_ts_ns: d.first_ts,
         last_ts_ns: d.last_ts,
         end_reason: end_reason.clone(),
+        cost: Some(cost.clone()),
     };
     let writer_failed = d.writer_gone;
     let _ = tx.send(WriterMsg::Finish(Box::new(footer)));
@@ -307,6 +312,7 @@ pub(super) fn finish(
         child_status,
         layers: header.layers,
         drain_cpu,
+        cost,
     })
 }
 

@@ -23,6 +23,7 @@ use crate::config::RecordConfig;
 use crate::probes;
 
 mod attach;
+mod cost;
 mod drain;
 mod frames;
 mod host;
@@ -97,6 +98,8 @@ pub struct Summary {
     /// CPU time of the drain thread (ring buffers to blocks): records per
     /// drain-CPU-second is the drain's capacity, whatever fed it.
     pub drain_cpu: Duration,
+    /// What the recording cost (also in the END block).
+    pub cost: magnet_trace::Cost,
 }
 
 /// Records until the target ends, the duration passes, or `stop` is set.
@@ -152,6 +155,8 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     // and connections): known to the kernel before the first program runs.
     let found = snapshot::take(config, &opts.target, &tasks)?;
     snapshot::install(&found, &skel.maps.socks, &skel.maps.traced_flows)?;
+    // Run-time statistics on before the first hook runs a program.
+    let meter = cost::Meter::start(libbpf_rs::skel::Skel::object(&skel));
     let links = attach::attach(&mut plan, &needs, &skel, &mut header)?;
     let (tx, writer) = drain::spawn_writer(early, &config.output, &header)?;
     // Ready once every hook is attached and, for -p, the processes are in
@@ -193,7 +198,7 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         },
         opening,
         child,
-        links,
+        drain::Hooks { links, meter },
     )?;
     drain::finish(drained, header, tx, writer)
 }

@@ -1,0 +1,241 @@
+//! Live test of what a recording says it cost: BPF run time per program (the
+//! kernel's run-time statistics, read for the recorder's own programs only)
+//! and the recorder's CPU, in the summary, in `info` and in the END block,
+//! all the same figures; and an older trace, without cost, says so.
+
+use std::path::PathBuf;
+
+use magnet_testkit::{live_or_skip, Need};
+
+mod common;
+use common::{magnet, tmp};
+
+const CALLS: u64 = 2000;
+
+#[test]
+fn record_and_info_report_the_same_cost() {
+    if !live_or_skip("record_and_info_report_the_same_cost", &[Need::Btf]) {
+        return;
+    }
+    let trace = tmp("cost.mgt");
+    let calls = format!("{CALLS}x1000");
+    let out = magnet(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--json",
+        "--",
+        common::MAGNET,
+        "loadgen",
+        "--tcp",
+        &calls,
+    ]);
+    assert!(
+        out.status.success(),
+        "magnet record failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value = serde_json::from_str(
+        stdout
+            .lines()
+            .rfind(|l| l.contains("magnet.record/"))
+            .unwrap(),
+    )
+    .unwrap();
+    let cost = &summary["cost"];
+    let records = summary["records"].as_u64().unwrap();
+    assert_eq!(cost["events"], records, "{cost}");
+    let total = cost["bpf_ns"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("BPF time not measured: {cost}"));
+    let programs = cost["programs"].as_array().unwrap();
+    // Per program: the figures add up to the total.
+    let sum: u64 = programs.iter().map(|p| p["ns"].as_u64().unwrap()).sum();
+    assert_eq!(sum, total, "{cost}");
+    for p in programs {
+        let (runs, ns) = (p["runs"].as_u64().unwrap(), p["ns"].as_u64().unwrap());
+        let per_run = p["ns_per_run"].as_f64().unwrap();
+        if runs > 0 {
+            assert!((per_run - ns as f64 / runs as f64).abs() < 1e-6, "{p}");
+        } else {
+            assert_eq!((ns, per_run), (0, 0.0), "{p}");
+        }
+    }
+    // The programs that fired for the workload ran at least once per event
+    // they made (a program may run and make nothing: a filter said no).
+    let runs_of = |name: &str| {
+        programs
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no program {name} in {cost}"))["runs"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(
+        runs_of("tcp_sendmsg") >= summary["generated"]["tcp_sendmsg"].as_u64().unwrap(),
+        "{cost}"
+    );
+    assert!(runs_of("app_sys_enter") >= CALLS, "{cost}");
+    assert!(runs_of("app_sys_exit") >= CALLS, "{cost}");
+    assert!(total > 0);
+    let per_event = cost["bpf_ns_per_event"].as_f64().unwrap();
+    assert!(
+        (per_event - total as f64 / records as f64).abs() < 1e-6,
+        "{cost}"
+    );
+    let drain = cost["drain_cpu_ns"].as_u64().unwrap();
+    assert!(drain > 0, "{cost}");
+    assert!(
+        (cost["drain_ns_per_event"].as_f64().unwrap() - drain as f64 / records as f64).abs() < 1e-6
+    );
+    // The drain thread is one thread of the recorder process.
+    assert!(cost["process_cpu_ns"].as_u64().unwrap() >= drain, "{cost}");
+    let machine = cost["machine_cpu_ns"].as_u64().unwrap();
+    assert!(machine > 0, "{cost}");
+    let share = cost["bpf_share"].as_f64().unwrap();
+    assert!(
+        (share - total as f64 / machine as f64).abs() < 1e-9,
+        "{cost}"
+    );
+    assert!(share > 0.0 && share < 1.0, "{cost}");
+
+    // info: the END block holds the same figures, and its text shows them.
+    let info: serde_json::Value = serde_json::from_slice(&common::magnet_ok([
+        "info",
+        "--json",
+        trace.to_str().unwrap(),
+    ]))
+    .unwrap();
+    assert_eq!(&info["cost"], cost, "END block vs summary");
+    let text = String::from_utf8(common::magnet_ok(["info", trace.to_str().unwrap()])).unwrap();
+    let info_bpf = text
+        .lines()
+        .find(|l| l.starts_with("cost      BPF time: "))
+        .unwrap_or_else(|| panic!("no cost in info: {text}"));
+    // The text `record` prints without --json is these same lines
+    // (`Cost::lines`), prefixed "magnet: cost: ".
+    assert!(
+        info_bpf.contains(&format!("= {per_event:.0} ns per event")),
+        "{info_bpf} vs {cost}"
+    );
+    assert!(
+        info_bpf.contains(&format!("{:.2} ms in ", total as f64 / 1e6)),
+        "{info_bpf} vs {cost}"
+    );
+    assert!(text.contains("top programs: "), "{text}");
+    let _ = std::fs::remove_file(&trace);
+}
+
+/// A kernel that refuses run-time statistics (emulated with
+/// MAGNET_HOOKS_DENY): the recording goes on, the summary and `info` say
+/// "BPF time: not measured (why)" and hold no BPF figure, the CPU figures
+/// are there.
+#[test]
+fn refused_statistics_are_said_not_guessed() {
+    if !live_or_skip("refused_statistics_are_said_not_guessed", &[Need::Btf]) {
+        return;
+    }
+    let trace = tmp("cost-refused.mgt");
+    let out = std::process::Command::new(common::MAGNET)
+        .env("MAGNET_HOOKS_DENY", "bpf_stats")
+        .args(["record", "-o", trace.to_str().unwrap(), "--"])
+        .args([common::MAGNET, "loadgen", "--tcp", "100x1000"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.lines().any(|l| l.starts_with(
+            "magnet: cost: BPF time: not measured (bpf_stats denied by MAGNET_HOOKS_DENY"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("magnet: cost: drain CPU: "), "{err}");
+    let info: serde_json::Value = serde_json::from_slice(&common::magnet_ok([
+        "info",
+        "--json",
+        trace.to_str().unwrap(),
+    ]))
+    .unwrap();
+    let cost = &info["cost"];
+    assert!(
+        cost.get("bpf_ns").is_none() && cost.get("bpf_share").is_none(),
+        "{cost}"
+    );
+    assert_eq!(cost["programs"], serde_json::json!([]), "{cost}");
+    assert!(cost["bpf_not_measured"]
+        .as_str()
+        .unwrap()
+        .contains("bpf_stats"));
+    let text = String::from_utf8(common::magnet_ok(["info", trace.to_str().unwrap()])).unwrap();
+    assert!(
+        text.contains("cost      BPF time: not measured ("),
+        "{text}"
+    );
+    let _ = std::fs::remove_file(&trace);
+}
+
+/// A trace written before the recorder kept its cost reads as before, and
+/// `info` says the cost was not recorded.
+#[test]
+fn an_older_trace_says_cost_was_not_recorded() {
+    let old = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/release-0.1.0.mgt");
+    let text = String::from_utf8(common::magnet_ok(["info", old.to_str().unwrap()])).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("cost      not recorded (the END block has none")),
+        "{text}"
+    );
+    let info: serde_json::Value = serde_json::from_slice(&common::magnet_ok([
+        "info",
+        "--json",
+        old.to_str().unwrap(),
+    ]))
+    .unwrap();
+    assert!(info.get("cost").is_none(), "{info}");
+    assert_eq!(info["records"], 759);
+}
+
+/// A sampler run keeps its cost in its meta: its programs' runs and time
+/// (ingress and egress ran at least once per packet counted), the total
+/// their sum, per packet the total over the packets counted.
+#[test]
+fn a_sampler_run_says_what_it_cost() {
+    if !live_or_skip("a_sampler_run_says_what_it_cost", &[Need::Btf]) {
+        return;
+    }
+    let load = std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        common::magnet_ok(["loadgen", "--tcp", "2000x1000"]);
+    });
+    let out = common::magnet_ok([
+        "sample",
+        "-i",
+        "lo",
+        "--interval",
+        "1ms",
+        "--samples",
+        "1500",
+        "--json",
+    ]);
+    load.join().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let cost = &v["magnet"]["cost"];
+    let packets = cost["packets"].as_u64().unwrap();
+    assert!(packets > 0, "{cost}");
+    let programs = cost["programs"].as_array().unwrap();
+    let sum: u64 = programs.iter().map(|p| p["ns"].as_u64().unwrap()).sum();
+    assert_eq!(cost["bpf_ns"].as_u64(), Some(sum), "{cost}");
+    let runs: u64 = programs
+        .iter()
+        .filter(|p| p["name"].as_str().unwrap().starts_with("sample_"))
+        .filter(|p| p["name"] != "sample_tcp_retransmit")
+        .map(|p| p["runs"].as_u64().unwrap())
+        .sum();
+    assert!(runs >= packets, "{cost}");
+    let per = cost["bpf_ns_per_packet"].as_f64().unwrap();
+    assert!((per - sum as f64 / packets as f64).abs() < 1e-6, "{cost}");
+    assert!(cost["process_cpu_ns"].as_u64().unwrap() > 0, "{cost}");
+}

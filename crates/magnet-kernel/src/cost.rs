@@ -1,0 +1,297 @@
+//! What BPF programs and the process that loaded them cost: the kernel's
+//! per-program run time (`bpf_prog_info.run_time_ns` / `run_cnt`, counted
+//! only while run-time statistics are on), this process's CPU time, and the
+//! machine's CPU time (the denominator of "share of the run's CPU").
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use libbpf_rs::AsRawLibbpf;
+
+/// Run-time statistics held on: while this lives the kernel counts every
+/// program's run time and runs. Dropping it lets the kernel stop counting
+/// (unless the sysctl or another holder keeps them on).
+pub struct RunTimeStats {
+    /// The fd `BPF_ENABLE_STATS` returned; `None` when the sysctl had them on
+    /// already and the call was refused.
+    _fd: Option<OwnedFd>,
+    /// How the statistics are on, in words.
+    pub how: &'static str,
+}
+
+const SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
+
+/// Turns BPF run-time statistics on (`bpf(BPF_ENABLE_STATS,
+/// BPF_STATS_RUN_TIME)`, Linux 5.8+), or finds them on already
+/// (`kernel.bpf_stats_enabled=1`). The error says why they are off (an older
+/// kernel, no privilege), in a few words.
+pub fn enable_run_time_stats() -> Result<RunTimeStats, String> {
+    // As a kernel without them (MAGNET_HOOKS_DENY=bpf_stats): the refusal
+    // path, testable on any kernel.
+    if let Some(why) = crate::deny::denied("bpf_stats") {
+        return Err(why);
+    }
+    // SAFETY: a plain syscall wrapper; a non-negative return is a new fd.
+    let ret = unsafe { libbpf_sys::bpf_enable_stats(libbpf_sys::BPF_STATS_RUN_TIME) };
+    if ret >= 0 {
+        // SAFETY: `ret` is a new file descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(ret) };
+        return Ok(RunTimeStats {
+            _fd: Some(fd),
+            how: "BPF_ENABLE_STATS",
+        });
+    }
+    let errno = if ret == -1 {
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+    } else {
+        -ret
+    };
+    if sysctl_on() {
+        return Ok(RunTimeStats {
+            _fd: None,
+            how: "kernel.bpf_stats_enabled=1",
+        });
+    }
+    Err(format!(
+        "the kernel refused BPF_ENABLE_STATS: {} (errno {errno}; Linux 5.8+ and CAP_SYS_ADMIN needed), and kernel.bpf_stats_enabled is 0",
+        std::io::Error::from_raw_os_error(errno)
+    ))
+}
+
+fn sysctl_on() -> bool {
+    std::fs::read_to_string(SYSCTL).is_ok_and(|s| s.trim() == "1")
+}
+
+/// One program's counters as the kernel has them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProgRun {
+    /// The kernel's id of the program (global: what bpftool shows).
+    pub id: u32,
+    /// Times the program ran while statistics were on.
+    pub run_cnt: u64,
+    /// Time it ran, ns, while statistics were on.
+    pub run_time_ns: u64,
+}
+
+impl ProgRun {
+    /// What ran between `earlier` and `self` (same program).
+    pub fn since(&self, earlier: &ProgRun) -> ProgRun {
+        ProgRun {
+            id: self.id,
+            run_cnt: self.run_cnt.saturating_sub(earlier.run_cnt),
+            run_time_ns: self.run_time_ns.saturating_sub(earlier.run_time_ns),
+        }
+    }
+}
+
+/// Reads a loaded program's counters (`bpf_prog_get_info_by_fd`).
+pub fn prog_run(fd: BorrowedFd<'_>) -> Result<ProgRun, String> {
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: `info` is a zeroed bpf_prog_info of `len` bytes; no pointer
+    // fields are set, so the kernel writes only into it.
+    let ret = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len) };
+    if ret != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(format!("reading the program's info: {e}"));
+    }
+    Ok(ProgRun {
+        id: info.id,
+        run_cnt: info.run_cnt,
+        run_time_ns: info.run_time_ns,
+    })
+}
+
+/// The loaded programs of a libbpf object, by name, each with a duplicate of
+/// its fd (so the list outlives borrows of the object; the programs stay
+/// loaded as long as a duplicate is open). Programs not loaded (autoload
+/// off, left out) are skipped.
+pub fn loaded_programs(object: &libbpf_rs::Object) -> Vec<(String, OwnedFd)> {
+    let mut out = Vec::new();
+    for prog in object.progs() {
+        // SAFETY: the program pointer is valid for the object's life.
+        let fd = unsafe { libbpf_sys::bpf_program__fd(prog.as_libbpf_object().as_ptr()) };
+        if fd < 0 {
+            continue;
+        }
+        // SAFETY: `fd` is open for the object's life; it is duplicated at once.
+        let dup = unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned();
+        if let Ok(dup) = dup {
+            out.push((prog.name().to_string_lossy().into_owned(), dup));
+        }
+    }
+    out
+}
+
+/// A loaded program, a duplicate of its fd, and its counters at the start.
+type Watched = (String, OwnedFd, ProgRun);
+
+/// What a run of a loader costs, from [`Meter::start`] (before the first
+/// hook is attached) to [`Meter::stop`] (after the last is detached): its own
+/// programs' runs and run time, its process's CPU, and the machine's CPU.
+pub struct Meter {
+    /// Run-time statistics on, with every loaded program and its counters at
+    /// the start (subtracted at the end: whatever ran before, e.g. while the
+    /// sysctl had statistics on, is not this run's); or why not.
+    bpf: Result<(RunTimeStats, Vec<Watched>), String>,
+    process0: u64,
+    machine0: Option<u64>,
+}
+
+/// What [`Meter::stop`] read.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// Each loaded program's (name, runs and ns over the run), or why BPF
+    /// time was not measured.
+    pub bpf: Result<Vec<(String, ProgRun)>, String>,
+    /// The process's CPU time over the run, ns.
+    pub process_cpu_ns: u64,
+    /// The machine's CPU time (all CPUs, busy and idle) over the run, ns; 0
+    /// when /proc/stat was unreadable.
+    pub machine_cpu_ns: u64,
+}
+
+impl Meter {
+    /// Reads the counters of `object`'s loaded programs; `stats` is what
+    /// [`enable_run_time_stats`] returned (called before loading, so that
+    /// the kernel counts from the first run).
+    pub fn start(stats: Result<RunTimeStats, String>, object: &libbpf_rs::Object) -> Meter {
+        let bpf = stats.and_then(|on| {
+            let mut progs = Vec::new();
+            for (name, fd) in loaded_programs(object) {
+                let run = prog_run(fd.as_fd()).map_err(|e| format!("{name}: {e}"))?;
+                progs.push((name, fd, run));
+            }
+            Ok((on, progs))
+        });
+        Meter {
+            bpf,
+            process0: process_cpu_ns(),
+            machine0: machine_cpu_ns().ok(),
+        }
+    }
+
+    /// Reads every counter again and lets the statistics go off.
+    pub fn stop(self) -> Measured {
+        let machine1 = machine_cpu_ns().ok();
+        let process_cpu_ns = process_cpu_ns().saturating_sub(self.process0);
+        let bpf = self.bpf.and_then(|(_on, progs)| {
+            progs
+                .iter()
+                .map(|(name, fd, at_start)| {
+                    let now = prog_run(fd.as_fd()).map_err(|e| format!("{name}: {e}"))?;
+                    Ok((name.clone(), now.since(at_start)))
+                })
+                .collect()
+        });
+        Measured {
+            bpf,
+            process_cpu_ns,
+            machine_cpu_ns: match (self.machine0, machine1) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => 0,
+            },
+        }
+    }
+}
+
+/// CPU time (user + system) of this whole process so far, ns
+/// (`getrusage(RUSAGE_SELF)`): every thread, the drain and the writer included.
+pub fn process_cpu_ns() -> u64 {
+    // SAFETY: getrusage writes one rusage, which `ru` is.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// CPU time of the calling thread so far, ns (`CLOCK_THREAD_CPUTIME_ID`).
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which `ts` is.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The machine's CPU time so far, all CPUs, busy and idle, ns: the first
+/// line of /proc/stat (user, nice, system, idle, iowait, irq, softirq,
+/// steal; guest time is already in user and nice) in clock ticks, times the
+/// tick. Over a run, the difference is wall time × online CPUs.
+pub fn machine_cpu_ns() -> Result<u64, String> {
+    let text = std::fs::read_to_string("/proc/stat").map_err(|e| format!("/proc/stat: {e}"))?;
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as u64 } else { 100 };
+    let ticks = parse_proc_stat_ticks(&text).ok_or("/proc/stat: no cpu line")?;
+    Ok(ticks.saturating_mul(1_000_000_000 / hz))
+}
+
+/// The sum of the first eight fields of /proc/stat's `cpu` line.
+pub fn parse_proc_stat_ticks(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    (fields.len() >= 4).then(|| fields.iter().sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_sums_busy_and_idle_without_guest() {
+        let t = "cpu  10 1 5 100 2 3 4 5 7 9\ncpu0 5 0 2 50 1 1 2 2 3 4\nintr 1\n";
+        assert_eq!(
+            parse_proc_stat_ticks(t),
+            Some(10 + 1 + 5 + 100 + 2 + 3 + 4 + 5)
+        );
+        // An old kernel's four fields.
+        assert_eq!(parse_proc_stat_ticks("cpu 1 2 3 4\n"), Some(10));
+        assert_eq!(parse_proc_stat_ticks("intr 1\n"), None);
+        assert_eq!(parse_proc_stat_ticks("cpu 1 x 3 4\n"), None);
+    }
+
+    #[test]
+    fn since_subtracts_what_ran_before() {
+        let a = ProgRun {
+            id: 7,
+            run_cnt: 10,
+            run_time_ns: 1000,
+        };
+        let b = ProgRun {
+            id: 7,
+            run_cnt: 15,
+            run_time_ns: 1600,
+        };
+        assert_eq!(
+            b.since(&a),
+            ProgRun {
+                id: 7,
+                run_cnt: 5,
+                run_time_ns: 600
+            }
+        );
+    }
+
+    #[test]
+    fn own_cpu_clocks_move() {
+        let (p, t) = (process_cpu_ns(), thread_cpu_ns());
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_add(i * i);
+        }
+        std::hint::black_box(x);
+        assert!(process_cpu_ns() > p && thread_cpu_ns() > t);
+        assert!(machine_cpu_ns().unwrap() > 0);
+    }
+}

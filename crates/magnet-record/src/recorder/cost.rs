@@ -1,0 +1,44 @@
+//! What the recording costs: the kernel's run-time statistics for the
+//! recorder's own programs (held on from before the first hook is attached
+//! to after the last is detached), the recorder process's CPU and the
+//! machine's CPU over the same span (`magnet_kernel::cost::Meter`).
+
+use magnet_kernel::cost;
+use magnet_trace::Cost;
+
+/// Started before the first hook is attached.
+pub(super) struct Meter(cost::Meter);
+
+/// Read once the hooks are detached.
+pub(super) struct Measured(cost::Measured);
+
+impl Meter {
+    /// `object`'s programs are loaded; statistics are turned on here, before
+    /// any is attached (a program that is not attached does not run).
+    pub(super) fn start(object: &libbpf_rs::Object) -> Meter {
+        Meter(cost::Meter::start(cost::enable_run_time_stats(), object))
+    }
+
+    pub(super) fn stop(self) -> Measured {
+        Measured(self.0.stop())
+    }
+}
+
+impl Measured {
+    pub(super) fn cost(self, events: u64, drain_cpu_ns: u64) -> Cost {
+        let m = self.0;
+        let bpf = m.bpf.map(|progs| {
+            progs
+                .into_iter()
+                .map(|(name, r)| (name, r.run_cnt, r.run_time_ns))
+                .collect()
+        });
+        Cost::new(
+            events,
+            bpf,
+            drain_cpu_ns,
+            m.process_cpu_ns,
+            m.machine_cpu_ns,
+        )
+    }
+}

@@ -1,0 +1,256 @@
+//! What a recording cost, as the END block keeps it (`cost`) and `record` and
+//! `info` show it: the BPF programs' run time (the kernel's run-time
+//! statistics) and the recorder's own CPU, per event and as a share of the
+//! machine's CPU time over the recording. Traces written before it existed
+//! have none: readers say "cost not recorded".
+
+use serde::{Deserialize, Serialize};
+
+/// One BPF program's run time over the recording.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProgramCost {
+    pub name: String,
+    /// Times it ran.
+    pub runs: u64,
+    /// Time it ran, ns.
+    pub ns: u64,
+    /// `ns / runs` (0 when it never ran).
+    pub ns_per_run: f64,
+}
+
+impl ProgramCost {
+    pub fn new(name: String, runs: u64, ns: u64) -> ProgramCost {
+        ProgramCost {
+            name,
+            runs,
+            ns,
+            ns_per_run: if runs == 0 {
+                0.0
+            } else {
+                ns as f64 / runs as f64
+            },
+        }
+    }
+}
+
+/// The recording's cost. Shares are of `machine_cpu_ns`: the CPU time of
+/// every CPU of the machine, busy and idle (/proc/stat's `cpu` line), from
+/// the first hook attached to the last one detached, i.e. that span times
+/// the number of online CPUs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    /// Records the trace holds (LOST and SOCK records included): the
+    /// "per event" denominator.
+    pub events: u64,
+    /// Total run time of the recorder's BPF programs, ns (the sum of
+    /// `programs`); absent when it was not measured (`bpf_not_measured`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_ns: Option<u64>,
+    /// Why BPF run time was not measured (the kernel refused run-time
+    /// statistics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_not_measured: Option<String>,
+    /// Every loaded program, the most costly first (those that never ran too).
+    #[serde(default)]
+    pub programs: Vec<ProgramCost>,
+    /// `bpf_ns / events`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_ns_per_event: Option<f64>,
+    /// CPU time (user + system) of the drain thread (rings to blocks), ns.
+    pub drain_cpu_ns: u64,
+    pub drain_ns_per_event: f64,
+    /// CPU time of the whole recorder process over the same span (drain,
+    /// writer and main thread: all of its user-space cost), ns.
+    pub process_cpu_ns: u64,
+    pub process_ns_per_event: f64,
+    /// The denominator of the shares, ns (0: /proc/stat unreadable, no shares).
+    pub machine_cpu_ns: u64,
+    /// `bpf_ns / machine_cpu_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_share: Option<f64>,
+    /// `process_cpu_ns / machine_cpu_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_share: Option<f64>,
+}
+
+// The ratios are quotients of integers with a non-zero divisor, never NaN:
+// equality is total (the END block's `Footer` compares as `Eq`).
+impl Eq for ProgramCost {}
+impl Eq for Cost {}
+
+fn per(n: u64, d: u64) -> f64 {
+    if d == 0 {
+        0.0
+    } else {
+        n as f64 / d as f64
+    }
+}
+
+impl Cost {
+    /// Builds the figures from what was measured: `bpf` is every program's
+    /// (name, runs, ns), or why it was not measured.
+    pub fn new(
+        events: u64,
+        bpf: Result<Vec<(String, u64, u64)>, String>,
+        drain_cpu_ns: u64,
+        process_cpu_ns: u64,
+        machine_cpu_ns: u64,
+    ) -> Cost {
+        let share = |n: u64| (machine_cpu_ns > 0).then(|| per(n, machine_cpu_ns));
+        let (programs, bpf_ns, bpf_not_measured) = match bpf {
+            Ok(progs) => {
+                let mut programs: Vec<ProgramCost> = progs
+                    .into_iter()
+                    .map(|(name, runs, ns)| ProgramCost::new(name, runs, ns))
+                    .collect();
+                programs.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
+                let total = programs.iter().map(|p| p.ns).sum::<u64>();
+                (programs, Some(total), None)
+            }
+            Err(why) => (Vec::new(), None, Some(why)),
+        };
+        Cost {
+            events,
+            bpf_ns,
+            bpf_not_measured,
+            programs,
+            bpf_ns_per_event: bpf_ns.map(|n| per(n, events)),
+            drain_cpu_ns,
+            drain_ns_per_event: per(drain_cpu_ns, events),
+            process_cpu_ns,
+            process_ns_per_event: per(process_cpu_ns, events),
+            machine_cpu_ns,
+            bpf_share: bpf_ns.and_then(share),
+            process_share: share(process_cpu_ns),
+        }
+    }
+
+    /// The cost in a few lines (no prefix), with the `top` most costly
+    /// programs; what `record` prints at the end and `info` shows.
+    pub fn lines(&self, top: usize) -> Vec<String> {
+        let ms = |ns: u64| format!("{:.2} ms", ns as f64 / 1e6);
+        let pct = |s: Option<f64>| match s {
+            Some(s) => format!("{:.3}%", s * 100.0),
+            None => "share unknown".into(),
+        };
+        let mut out = Vec::new();
+        match (self.bpf_ns, &self.bpf_not_measured) {
+            (Some(ns), _) => {
+                let ran = self.programs.iter().filter(|p| p.runs > 0).count();
+                let runs: u64 = self.programs.iter().map(|p| p.runs).sum();
+                out.push(format!(
+                    "BPF time: {} in {runs} runs of {ran} programs ({} loaded) = {:.0} ns per event, {} of the machine's CPU",
+                    ms(ns),
+                    self.programs.len(),
+                    self.bpf_ns_per_event.unwrap_or(0.0),
+                    pct(self.bpf_share)
+                ));
+            }
+            (None, why) => out.push(format!(
+                "BPF time: not measured ({})",
+                why.as_deref().unwrap_or("no reason given")
+            )),
+        }
+        out.push(format!(
+            "drain CPU: {} = {:.0} ns per event; recorder process CPU (drain, writer, main): {} = {:.0} ns per event, {} of the machine's CPU",
+            ms(self.drain_cpu_ns),
+            self.drain_ns_per_event,
+            ms(self.process_cpu_ns),
+            self.process_ns_per_event,
+            pct(self.process_share)
+        ));
+        if self.machine_cpu_ns > 0 {
+            out.push(format!(
+                "(per event: of the {} records in the trace; shares: of all CPUs' time, busy and idle, /proc/stat, from attach to detach: {:.2} CPU-seconds)",
+                self.events,
+                self.machine_cpu_ns as f64 / 1e9
+            ));
+        } else {
+            out.push(format!(
+                "(per event: of the {} records in the trace; no shares: /proc/stat was not readable)",
+                self.events
+            ));
+        }
+        let top: Vec<String> = self
+            .programs
+            .iter()
+            .filter(|p| p.runs > 0)
+            .take(top)
+            .map(|p| {
+                format!(
+                    "{} {} ({} runs, {:.0} ns/run)",
+                    p.name,
+                    ms(p.ns),
+                    p.runs,
+                    p.ns_per_run
+                )
+            })
+            .collect();
+        if !top.is_empty() {
+            out.push(format!("top programs: {}", top.join(", ")));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_add_up() {
+        let c = Cost::new(
+            1000,
+            Ok(vec![
+                ("a".into(), 10, 5_000),
+                ("b".into(), 0, 0),
+                ("c".into(), 40, 20_000),
+            ]),
+            300_000,
+            500_000,
+            10_000_000,
+        );
+        assert_eq!(c.bpf_ns, Some(25_000));
+        assert_eq!(c.bpf_ns_per_event, Some(25.0));
+        assert_eq!(c.drain_ns_per_event, 300.0);
+        assert_eq!(c.process_ns_per_event, 500.0);
+        assert_eq!(c.bpf_share, Some(0.0025));
+        assert_eq!(c.process_share, Some(0.05));
+        let names: Vec<&str> = c.programs.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["c", "a", "b"]);
+        assert_eq!(c.programs[0].ns_per_run, 500.0);
+        let text = c.lines(5).join("\n");
+        assert!(text.contains("BPF time: 0.03 ms in 50 runs of 2 programs (3 loaded) = 25 ns per event, 0.250% of the machine's CPU"), "{text}");
+        assert!(
+            text.contains("drain CPU: 0.30 ms = 300 ns per event"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "top programs: c 0.02 ms (40 runs, 500 ns/run), a 0.01 ms (10 runs, 500 ns/run)"
+            ),
+            "{text}"
+        );
+        // What the END block keeps reads back the same.
+        let back: Cost = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn not_measured_says_why_and_guesses_nothing() {
+        let c = Cost::new(10, Err("the kernel refused".into()), 100, 200, 0);
+        assert_eq!(
+            (c.bpf_ns, c.bpf_ns_per_event, c.bpf_share),
+            (None, None, None)
+        );
+        let text = c.lines(5).join("\n");
+        assert!(
+            text.starts_with("BPF time: not measured (the kernel refused)"),
+            "{text}"
+        );
+        assert!(text.contains("no shares"), "{text}");
+        let json = serde_json::to_value(&c).unwrap();
+        assert!(json.get("bpf_ns").is_none());
+        assert_eq!(json["bpf_not_measured"], "the kernel refused");
+    }
+}
