@@ -794,13 +794,15 @@ fn sigterm_ends_a_recording_cleanly_and_a_cut_trace_reads_its_prefix() {
     assert_eq!(lines, footer.records);
     let err = String::from_utf8_lossy(&parse.stderr);
     assert!(err.contains("cut short at byte"), "{err}");
-    // Cut inside the data (half way between the header's end and the file's,
-    // not inside the ~22 KB header, which a short recording may not double):
-    // a readable prefix (possibly empty), a warning, exit 1.
+    // Cut inside the data (half way between the header's end and the END
+    // block's start: not inside the ~22 KB header, which a short recording may
+    // not double, nor inside the END block, which carries a copy of it): a
+    // readable prefix (possibly empty), a warning, exit 1.
     let data_start = TraceReader::new(std::fs::File::open(&path).unwrap())
         .unwrap()
         .offset() as usize;
-    std::fs::write(&cut, &bytes[..(data_start + bytes.len()) / 2]).unwrap();
+    let end_block = bytes.windows(4).rposition(|w| w == b"MGND").unwrap();
+    std::fs::write(&cut, &bytes[..(data_start + end_block) / 2]).unwrap();
     let parse = magnet(&["parse", cut.to_str().unwrap()]);
     assert_eq!(parse.status.code(), Some(1));
     let lines = String::from_utf8_lossy(&parse.stdout)
