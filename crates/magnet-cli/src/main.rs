@@ -235,6 +235,7 @@ mod grammar {
         ('q', "quiet"),
         ('r', "read"),
         ('T', "format"),
+        ('v', "verbose"),
     ];
 
     fn walk(cmd: &clap::Command, path: &str, f: &mut dyn FnMut(&str, &clap::Arg)) {
