@@ -396,8 +396,8 @@ pub fn run(
     for line in attached.plan.left_out() {
         log(&line);
     }
-    for line in &attached.plan.fallbacks {
-        log(line);
+    for line in attached.plan.fallbacks() {
+        log(&line);
     }
     log(&format!(
         "attached {} hooks ({}; {}); connection map holds {}",
