@@ -34,6 +34,10 @@ pub enum Attach {
     Iter(&'static str),
     /// A cgroup_skb program on a cgroup (magnetd: the cgroup v2 root).
     CgroupSkb(Direction),
+    /// A TCX link on an interface (Linux 6.6+).
+    Tcx(Direction),
+    /// A classic tc filter on an interface's clsact qdisc.
+    Clsact(Direction),
 }
 
 /// The direction of a per-packet hook.
@@ -62,6 +66,8 @@ pub fn attach_name(a: Attach) -> String {
         Attach::Fexit(f) => format!("fexit/{f}"),
         Attach::Iter(t) => format!("iter/{t}"),
         Attach::CgroupSkb(d) => format!("cgroup_skb/{}", d.name()),
+        Attach::Tcx(d) => format!("tcx/{}", d.name()),
+        Attach::Clsact(d) => format!("clsact/{}", d.name()),
         Attach::Netfilter(h) => format!(
             "netfilter/{}",
             match h {
@@ -463,6 +469,11 @@ mod tests {
         assert_eq!(
             attach_name(Attach::CgroupSkb(Direction::Ingress)),
             "cgroup_skb/ingress"
+        );
+        assert_eq!(attach_name(Attach::Tcx(Direction::Egress)), "tcx/egress");
+        assert_eq!(
+            attach_name(Attach::Clsact(Direction::Ingress)),
+            "clsact/ingress"
         );
         assert_eq!(PARTS[1].candidates[1].name(), "sock_diag");
         assert_eq!(

@@ -314,7 +314,7 @@ impl Kernel {
                 }
             }
             // The recorder's table has none of these.
-            Iter(_) | CgroupSkb(_) => None,
+            Iter(_) | CgroupSkb(_) | Tcx(_) | Clsact(_) => None,
         }
     }
 }

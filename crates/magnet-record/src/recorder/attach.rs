@@ -346,8 +346,8 @@ pub(super) fn attach<'s>(
                 Attach::TpBtf { .. } | Attach::Fentry(_) | Attach::Fexit(_) => {
                     prog.attach().map(|l| vec![l]).map_err(Into::into)
                 }
-                Attach::Iter(_) | Attach::CgroupSkb(_) => {
-                    bail!("{name}: the recorder attaches no iterator or cgroup_skb programs")
+                Attach::Iter(_) | Attach::CgroupSkb(_) | Attach::Tcx(_) | Attach::Clsact(_) => {
+                    bail!("{name}: the recorder attaches no iterator, cgroup or tc programs")
                 }
                 Attach::Netfilter(hooknum) => {
                     // Observe last on the way out (final headers), first on the way in.
