@@ -2212,22 +2212,13 @@ fn daemon_check(conf: &str, deny: &str) -> (String, Vec<serde_json::Value>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("magnetd.toml");
     std::fs::write(&path, conf).unwrap();
+    let file = path.to_str().unwrap();
     let run = |json: bool| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_magnet"));
-        cmd.args(["daemon", "--check", "--config"]).arg(&path);
+        let mut args = vec!["daemon", "--check", "--config", file];
         if json {
-            cmd.arg("--json");
+            args.push("--json");
         }
-        if !deny.is_empty() {
-            cmd.env("MAGNET_HOOKS_DENY", deny);
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        common::magnet_ok_denying(&args, deny)
     };
     let v: serde_json::Value = serde_json::from_str(&run(true)).unwrap();
     assert_eq!(v["schema"], "magnet.daemon.check/1");

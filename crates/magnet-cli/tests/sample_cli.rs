@@ -11,6 +11,8 @@ use magnet_runs::store::Store;
 use magnet_sample::{Metric, Run, RunMeta};
 use magnet_testkit::{live_or_skip, run_in_netns, Need, Netns, Rack, Side, Veth};
 
+mod common;
+
 fn magnet() -> Command {
     Command::new(env!("CARGO_BIN_EXE_magnet"))
 }
@@ -447,18 +449,9 @@ fn check_names_tcx_or_clsact() {
         return;
     }
     let json = |args: &[&str], deny: &str| {
-        let mut cmd = magnet();
-        cmd.args(["sample", "--check", "--json"]).args(args);
-        if !deny.is_empty() {
-            cmd.env("MAGNET_HOOKS_DENY", deny);
-        }
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let args = [&["sample", "--check", "--json"], args].concat();
+        let out = common::magnet_ok_denying(&args, deny);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["schema"], "magnet.sample.check/1");
         let parts = v["parts"].as_array().unwrap().clone();
         assert_eq!(parts.len(), magnet_sample::sampler::PARTS.len(), "{v}");

@@ -505,13 +505,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn refusals_fall_back_or_leave_the_part_out() {
+    /// The plan with no denial and the first candidates of tcp_counters and
+    /// drops refused, with these reasons.
+    fn refusing(tcp: &str, drops: &str) -> (Plan, Refusals) {
         deny("");
         let mut refused = Refusals::new();
-        refused.insert(("tcp_counters", 0), "the kernel refused it".into());
-        refused.insert(("drops", 0), "no such process".into());
-        let plan = choose(all(), &|_| None, &refused);
+        refused.insert(("tcp_counters", 0), tcp.into());
+        refused.insert(("drops", 0), drops.into());
+        (choose(all(), &|_| None, &refused), refused)
+    }
+
+    #[test]
+    fn refusals_fall_back_or_leave_the_part_out() {
+        let (plan, refused) = refusing("the kernel refused it", "no such process");
         assert_eq!(plan.used("tcp_counters").unwrap().name(), "sock_diag");
         assert_eq!(
             plan.fallbacks(),
@@ -567,11 +573,7 @@ mod tests {
 
     #[test]
     fn the_check_table_names_the_hook_or_why_not() {
-        deny("");
-        let mut refused = Refusals::new();
-        refused.insert(("tcp_counters", 0), "refused".into());
-        refused.insert(("drops", 0), "refused".into());
-        let plan = choose(all(), &|_| None, &refused);
+        let (plan, _) = refusing("refused", "refused");
         let rows = plan.check_rows();
         assert_eq!(rows[1].passed_over, ["iter/bpf_sk_storage_map: refused"]);
         let words = CheckWords {

@@ -102,18 +102,5 @@ fn check(config: &Config, json: bool) -> anyhow::Result<ExitCode> {
     // The verifier's log of any program this kernel refuses, on stderr.
     magnet_host::libbpf_log::show(1);
     let plan = magnet_daemon::summaries::check(config.packet_hooks, config.app_calls)?;
-    let rows = plan.check_rows();
-    if json {
-        use std::io::Write;
-        let v = super::json_out::tagged(super::json_out::DAEMON_CHECK, "parts", rows)?;
-        writeln!(std::io::stdout(), "{v}")?;
-    } else {
-        let words = magnet_kernel::plan::CheckWords {
-            group: "group",
-            part: "part",
-            cannot: "cannot be used",
-        };
-        print!("{}", magnet_kernel::plan::check_table(words, &rows));
-    }
-    Ok(ExitCode::from(magnet_common::exit::OK))
+    super::print_check(super::json_out::DAEMON_CHECK, plan.check_rows(), json)
 }

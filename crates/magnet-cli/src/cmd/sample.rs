@@ -497,17 +497,5 @@ fn check(a: &RunArgs) -> anyhow::Result<ExitCode> {
         magnet_sample::AttachMode::Auto
     };
     let rows = magnet_sample::sampler::check(attach)?.check_rows();
-    if a.json {
-        use std::io::Write;
-        let v = super::json_out::tagged(super::json_out::SAMPLE_CHECK, "parts", rows)?;
-        writeln!(std::io::stdout(), "{v}")?;
-    } else {
-        let words = magnet_kernel::plan::CheckWords {
-            group: "group",
-            part: "part",
-            cannot: "cannot be used",
-        };
-        print!("{}", magnet_kernel::plan::check_table(words, &rows));
-    }
-    Ok(ExitCode::from(magnet_common::exit::OK))
+    super::print_check(super::json_out::SAMPLE_CHECK, rows, a.json)
 }
