@@ -2256,3 +2256,80 @@ fn metrics_say_what_magnetd_costs() {
     assert!(share > 0.0 && share < 1.0, "{body}");
     assert!(d.stop().success());
 }
+
+/// `magnet daemon --check` with `conf` and `MAGNET_HOOKS_DENY=deny`: its
+/// text and its JSON rows.
+fn daemon_check(conf: &str, deny: &str) -> (String, Vec<serde_json::Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("magnetd.toml");
+    std::fs::write(&path, conf).unwrap();
+    let file = path.to_str().unwrap();
+    let run = |json: bool| {
+        let mut args = vec!["daemon", "--check", "--config", file];
+        if json {
+            args.push("--json");
+        }
+        common::magnet_ok_denying(&args, deny)
+    };
+    let v: serde_json::Value = serde_json::from_str(&run(true)).unwrap();
+    assert_eq!(v["schema"], "magnet.daemon.check/1");
+    (run(false), v["parts"].as_array().unwrap().clone())
+}
+
+/// `magnet daemon --check` names every part of magnetd with the hook the
+/// daemon's /health reports for it (or why it is left out), in text and
+/// JSON, and follows `MAGNET_HOOKS_DENY` as magnetd does: with `iter`
+/// denied the TCP counters come from sock_diag. ~3 s.
+#[test]
+fn daemon_check_names_the_hook_health_reports() {
+    if !live("daemon_check_names_the_hook_health_reports") {
+        return;
+    }
+    let base = deny_matrix_base();
+    let conf = "packet_hooks = \"always\"\n";
+    let d = Daemon::start_denying(conf, &base);
+    let health = d.client().host().unwrap().health;
+    assert!(d.stop().success());
+    let (text, rows) = daemon_check(conf, &base);
+    assert_eq!(rows.len(), magnet_daemon::summaries::PARTS.len(), "{text}");
+    for part in magnet_daemon::summaries::PARTS {
+        let row = rows
+            .iter()
+            .find(|r| r["part"] == part.name)
+            .unwrap_or_else(|| panic!("{}: no row: {text}", part.name));
+        assert_eq!(row["group"], "daemon");
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(part.name))
+            .unwrap_or_else(|| panic!("{}: no line: {text}", part.name));
+        match health.parts.get(part.name) {
+            Some(hook) => {
+                assert_eq!(row["hook"], hook.as_str(), "{row}");
+                assert_eq!(
+                    line.split_whitespace().nth(2),
+                    Some(hook.as_str()),
+                    "{line}"
+                );
+            }
+            None => {
+                assert!(row["hook"].is_null() && row["missing"].is_string(), "{row}");
+                assert!(line.contains(" cannot be used: "), "{line}");
+            }
+        }
+    }
+    let (text, rows) = daemon_check(conf, &deny_list(&base, "iter"));
+    let tcp = rows.iter().find(|r| r["part"] == "tcp_counters").unwrap();
+    assert_eq!(tcp["hook"], "sock_diag", "{text}");
+    assert!(
+        tcp["passed_over"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("iter/bpf_sk_storage_map: iter/bpf_sk_storage_map denied by"),
+        "{tcp}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("daemon tcp_counters") && l.contains(" sock_diag (iter/")),
+        "{text}"
+    );
+}

@@ -11,6 +11,8 @@ use magnet_runs::store::Store;
 use magnet_sample::{Metric, Run, RunMeta};
 use magnet_testkit::{live_or_skip, run_in_netns, Need, Netns, Rack, Side, Veth};
 
+mod common;
+
 fn magnet() -> Command {
     Command::new(env!("CARGO_BIN_EXE_magnet"))
 }
@@ -436,4 +438,49 @@ fn without_root_sampling_says_what_it_needs() {
         "{err}"
     );
     assert!(!err.contains("recording"), "{err}");
+}
+
+/// `magnet sample --check` names the hook of each part of a run: TCX links
+/// where the kernel has them, clsact filters with `--clsact` or with TCX
+/// denied (saying why), in text and JSON.
+#[test]
+fn check_names_tcx_or_clsact() {
+    if !live_or_skip("check_names_tcx_or_clsact", &[Need::Btf]) {
+        return;
+    }
+    let json = |args: &[&str], deny: &str| {
+        let args = [&["sample", "--check", "--json"], args].concat();
+        let out = common::magnet_ok_denying(&args, deny);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["schema"], "magnet.sample.check/1");
+        let parts = v["parts"].as_array().unwrap().clone();
+        assert_eq!(parts.len(), magnet_sample::sampler::PARTS.len(), "{v}");
+        parts.into_iter().find(|p| p["part"] == "packets").unwrap()
+    };
+    // (a MAGNET_HOOKS_DENY of the test's own environment passes on)
+    let base = std::env::var("MAGNET_HOOKS_DENY").unwrap_or_default();
+    let clsact = "clsact/ingress+clsact/egress";
+    let p = json(&[], &base);
+    let hook = p["hook"].as_str().unwrap();
+    assert!(
+        hook == "tcx/ingress+tcx/egress" || (hook == clsact && p["passed_over"][0].is_string()),
+        "{p}"
+    );
+    let p = json(&["--clsact"], &base);
+    assert_eq!(p["hook"], clsact, "{p}");
+    assert_eq!(
+        p["passed_over"][0], "tcx/ingress+tcx/egress: --clsact",
+        "{p}"
+    );
+    let p = json(&[], &format!("{base},tcx"));
+    assert_eq!(p["hook"], clsact, "{p}");
+    let why = p["passed_over"][0].as_str().unwrap();
+    assert!(
+        why.starts_with("tcx/ingress+tcx/egress: tcx/ingress denied by MAGNET_HOOKS_DENY="),
+        "{p}"
+    );
+    let out = magnet().args(["sample", "--check"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("group  part"), "{text}");
+    assert!(text.contains("\nsample packets "), "{text}");
 }

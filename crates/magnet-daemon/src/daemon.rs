@@ -405,8 +405,8 @@ pub fn run(
     for line in attached.plan.left_out() {
         log(&line);
     }
-    for line in &attached.plan.fallbacks {
-        log(line);
+    for line in attached.plan.fallbacks() {
+        log(&line);
     }
     if let Err(why) = reader.bpf_time() {
         log(&format!("BPF time: not measured ({why})"));

@@ -20,173 +20,101 @@ use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 use magnet_client::{AppCounters, Connection, Host, Latency, TcpState, WireCounters};
 use magnet_host::sockdiag;
 
+use magnet_kernel::plan::{self, Attach, Candidate, Direction, Part, Plan, Refusals};
+
 use crate::config::{AppCalls, PacketHooks};
 use crate::skel::{types, SummarySkel, SummarySkelBuilder};
 use crate::window::WindowLog;
 use crate::Error;
 
-/// One way to feed a part of magnetd: BPF programs, each with its hook as
-/// `MAGNET_HOOKS_DENY` names it, and the map types they need; or user space
-/// alone (no programs: `sock_diag`).
-#[derive(Debug)]
-pub struct Candidate {
-    pub name: &'static str,
-    pub progs: &'static [(&'static str, &'static str)],
-    pub maps: &'static [&'static str],
-}
-
-/// A part of magnetd, its candidates best first. A part whose candidates are
-/// all refused (by the kernel, or by `MAGNET_HOOKS_DENY`) is left out and the
-/// rest runs.
-#[derive(Debug)]
-pub struct Part {
-    pub name: &'static str,
-    pub feeds: &'static str,
-    pub candidates: &'static [Candidate],
-}
-
 /// The app part's candidate that counts one call per system call or
-/// io_uring result.
+/// io_uring result (its name).
 pub const APP_CALLS_AT_EXIT: &str =
     "tp_btf/sock_send_length+tp_btf/sock_recv_length+tp_btf/sys_exit+tp_btf/io_uring_complete";
 
-/// magnetd's parts, in the order they are planned.
+const fn tp(tp: &'static str) -> Attach {
+    Attach::TpBtf { tp, args: None }
+}
+
+/// magnetd's parts, in the order they are planned, each with its candidates
+/// best first. A part whose candidates are all refused (by the kernel, or by
+/// `MAGNET_HOOKS_DENY`) is left out and the rest runs.
 pub const PARTS: &[Part] = &[
     Part {
         name: "app",
+        group: GROUP,
         feeds: "app tx/rx bytes and calls (per connection and host), records of every socket",
         candidates: &[
             // One call per system call (counted at sys_exit) and per
             // io_uring result, as the recorder counts them.
-            Candidate {
-                name: APP_CALLS_AT_EXIT,
-                progs: &[
-                    ("app_send", "tp_btf/sock_send_length"),
-                    ("app_recv", "tp_btf/sock_recv_length"),
-                    ("app_sys_exit", "tp_btf/sys_exit"),
-                    ("app_uring", "tp_btf/io_uring_complete"),
-                ],
-                maps: &["task_storage"],
-            },
+            Candidate::progs(&[
+                ("app_send", tp("sock_send_length")),
+                ("app_recv", tp("sock_recv_length")),
+                ("app_sys_exit", tp("sys_exit")),
+                ("app_uring", tp("io_uring_complete")),
+            ])
+            .with_maps(&["task_storage"]),
             // Every send and recv the kernel makes is a call (a sendfile()
             // of 1 MiB: 16; an io_uring send retried after EAGAIN: 2).
-            Candidate {
-                name: "tp_btf/sock_send_length+tp_btf/sock_recv_length",
-                progs: &[
-                    ("app_send", "tp_btf/sock_send_length"),
-                    ("app_recv", "tp_btf/sock_recv_length"),
-                ],
-                maps: &[],
-            },
+            Candidate::progs(&[
+                ("app_send", tp("sock_send_length")),
+                ("app_recv", tp("sock_recv_length")),
+            ]),
         ],
+        optional: false,
+        default_on: true,
     },
     Part {
         name: "tcp_state",
+        group: GROUP,
         feeds: "TCP records from the handshake, close time, final TCP counters",
-        candidates: &[Candidate {
-            name: "tp_btf/inet_sock_set_state",
-            progs: &[("tcp_state", "tp_btf/inet_sock_set_state")],
-            maps: &[],
-        }],
+        candidates: &[Candidate::progs(&[("tcp_state", tp("inet_sock_set_state"))])],
+        optional: false,
+        default_on: true,
     },
     Part {
         name: "retransmits",
+        group: GROUP,
         feeds: "host retransmits",
-        candidates: &[Candidate {
-            name: "tp_btf/tcp_retransmit_skb",
-            progs: &[("tcp_retrans", "tp_btf/tcp_retransmit_skb")],
-            maps: &[],
-        }],
+        candidates: &[Candidate::progs(&[("tcp_retrans", tp("tcp_retransmit_skb"))])],
+        optional: false,
+        default_on: true,
     },
     Part {
         name: "drops",
+        group: GROUP,
         feeds: "drops by reason (host and per connection)",
-        candidates: &[Candidate {
-            name: "tp_btf/kfree_skb",
-            progs: &[("drop", "tp_btf/kfree_skb")],
-            maps: &[],
-        }],
+        candidates: &[Candidate::progs(&[("drop", tp("kfree_skb"))])],
+        optional: false,
+        default_on: true,
     },
     Part {
         name: "tcp_counters",
+        group: GROUP,
         feeds: "TCP wire counters, retransmits, srtt, cwnd and send-buffer occupancy of open connections",
         candidates: &[
-            Candidate {
-                name: "iter/bpf_sk_storage_map",
-                progs: &[("tcp_kstats", "iter/bpf_sk_storage_map")],
-                maps: &["sk_storage"],
-            },
-            Candidate {
-                name: "sock_diag",
-                progs: &[],
-                maps: &[],
-            },
+            Candidate::progs(&[("tcp_kstats", Attach::Iter("bpf_sk_storage_map"))])
+                .with_maps(&["sk_storage"]),
+            Candidate::user("sock_diag"),
         ],
+        optional: false,
+        default_on: true,
     },
     Part {
         name: "packets",
+        group: GROUP,
         feeds: "latency histograms; with packet_hooks = \"always\" host wire counts and wire counts of non-TCP sockets",
-        candidates: &[Candidate {
-            name: "cgroup_skb/egress+cgroup_skb/ingress",
-            progs: &[
-                ("wire_egress", "cgroup_skb/egress"),
-                ("wire_ingress", "cgroup_skb/ingress"),
-            ],
-            maps: &[],
-        }],
+        candidates: &[Candidate::progs(&[
+            ("wire_egress", Attach::CgroupSkb(Direction::Egress)),
+            ("wire_ingress", Attach::CgroupSkb(Direction::Ingress)),
+        ])],
+        optional: false,
+        default_on: true,
     },
 ];
 
-/// What [`plan`] chose for each part: the candidate, or why none is left.
-#[derive(Clone, Debug, Default)]
-pub struct Plan {
-    /// part name → the candidate used, or the line saying why it is left out
-    pub parts: Vec<(&'static str, Result<&'static str, String>)>,
-    /// One line per part fed by a later candidate: which, and why not the
-    /// ones before it.
-    pub fallbacks: Vec<String>,
-}
-
-impl Plan {
-    /// The candidate feeding `part`, if any.
-    pub fn used(&self, part: &str) -> Option<&'static str> {
-        self.parts
-            .iter()
-            .find(|(p, _)| *p == part)
-            .and_then(|(_, c)| c.as_ref().ok().copied())
-    }
-
-    /// One line per part left out: which part, what it feeds, each
-    /// candidate and what the kernel (or MAGNET_HOOKS_DENY) said.
-    pub fn left_out(&self) -> Vec<String> {
-        self.parts
-            .iter()
-            .filter_map(|(p, c)| c.as_ref().err().map(|why| format!("{p} left out: {why}")))
-            .collect()
-    }
-
-    /// `part=candidate` for every part used, for the start line.
-    pub fn summary(&self) -> String {
-        self.parts
-            .iter()
-            .filter_map(|(p, c)| c.as_ref().ok().map(|c| format!("{p}={c}")))
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-}
-
-/// Why a candidate cannot be used without trying it: a program or map type
-/// denied by `MAGNET_HOOKS_DENY`.
-fn denied(c: &Candidate) -> Option<String> {
-    if c.progs.is_empty() {
-        return magnet_kernel::deny::denied(c.name);
-    }
-    c.progs
-        .iter()
-        .map(|(_, hook)| *hook)
-        .chain(c.maps.iter().copied())
-        .find_map(magnet_kernel::deny::denied)
-}
+/// The group magnetd's parts are in (the first column of `daemon --check`).
+pub const GROUP: &str = "daemon";
 
 fn prog_of<'a, 'obj>(
     p: &'a mut crate::skel::OpenSummaryProgs<'obj>,
@@ -296,60 +224,124 @@ fn trial(c: &Candidate, packet_hooks: PacketHooks) -> Option<String> {
     };
     let why = match open.load() {
         Ok(_) => None,
-        Err(e) => Some(format!("the kernel refused {}: {e}", c.name)),
+        Err(e) => Some(format!("the kernel refused {}: {e}", c.name())),
     };
     why
 }
 
-/// For every part, the first candidate that is not denied; `refused` holds
-/// what the kernel said to candidates already tried.
+/// For every part, the first candidate that is not left out by the
+/// configuration, denied or refused (`refused`: what the kernel said to
+/// candidates already tried); and the programs of the chosen ones.
 fn choose(
     packet_hooks: PacketHooks,
     app_calls: AppCalls,
-    refused: &BTreeMap<&'static str, String>,
+    refused: &Refusals,
 ) -> (Plan, Vec<&'static str>) {
-    let mut plan = Plan::default();
-    let mut progs = Vec::new();
-    for part in PARTS {
-        if part.name == "packets" && !packet_hooks.ever() {
-            continue;
-        }
-        let mut why = Vec::new();
-        let mut chosen = None;
-        for c in part.candidates {
-            let by_config = (c.name == APP_CALLS_AT_EXIT && app_calls == AppCalls::Sends)
-                .then(|| "app_calls = \"sends\" in the configuration".to_string());
-            let no = by_config
-                .or_else(|| denied(c))
-                .or_else(|| refused.get(c.name).cloned());
-            match no {
-                Some(w) => why.push(format!("{}: {w}", c.name)),
-                None => {
-                    chosen = Some(c);
-                    break;
-                }
-            }
-        }
-        match chosen {
-            Some(c) => {
-                progs.extend(c.progs.iter().map(|(p, _)| *p));
-                plan.parts.push((part.name, Ok(c.name)));
-                if !why.is_empty() {
-                    plan.fallbacks.push(format!(
-                        "{} through {}: {}",
-                        part.name,
-                        c.name,
-                        why.join("; ")
-                    ));
-                }
-            }
-            None => plan.parts.push((
-                part.name,
-                Err(format!("no {} ({})", part.feeds, why.join("; "))),
-            )),
+    let mut refused = refused.clone();
+    if app_calls == AppCalls::Sends {
+        if let Some(i) = PARTS[0]
+            .candidates
+            .iter()
+            .position(|c| c.name() == APP_CALLS_AT_EXIT)
+        {
+            refused.insert(
+                ("app", i),
+                "app_calls = \"sends\" in the configuration".to_string(),
+            );
         }
     }
+    let parts = PARTS
+        .iter()
+        .filter(|p| p.name != "packets" || packet_hooks.ever());
+    // magnetd asks the kernel by loading (see `load`), not before.
+    let plan = plan::choose(parts, &|_| None, &refused);
+    let progs = plan
+        .choices
+        .iter()
+        .filter_map(|c| c.candidate())
+        .flat_map(|c| c.progs.iter().map(|(p, _)| *p))
+        .collect();
     (plan, progs)
+}
+
+/// What the kernel takes of magnetd: the plan and the loaded object (not
+/// attached). Each part takes its first candidate that is not denied; when
+/// the kernel refuses the whole object, each candidate is loaded alone and
+/// the parts move on past the ones it refuses.
+fn load(
+    max_connections: u32,
+    packet_hooks: PacketHooks,
+    app_calls: AppCalls,
+) -> Result<(Plan, SummarySkel<'static>, PacketHooks), Error> {
+    let mut refused = Refusals::new();
+    let mut tried = false;
+    loop {
+        let (plan, progs) = choose(packet_hooks, app_calls, &refused);
+        if plan.used("app").is_none() && plan.used("tcp_state").is_none() {
+            return Err(Error::Host(format!(
+                "magnetd has nothing to make connection records from: {}",
+                plan.left_out().join("; ")
+            )));
+        }
+        let hooks = if plan.used("packets").is_some() {
+            packet_hooks
+        } else {
+            PacketHooks::Off
+        };
+        let tcp = plan.used("tcp_counters").map(Candidate::name);
+        let spec = LoadSpec {
+            progs: &progs,
+            max_connections,
+            packet_hooks: hooks,
+            kstats: tcp.is_some(),
+            storage: tcp.as_deref() == Some("iter/bpf_sk_storage_map"),
+        };
+        // The skeleton borrows its object storage for its whole life; magnetd
+        // loads it once per process (twice when the kernel refuses a
+        // program), so the storage lives as long as the process.
+        let storage: &'static mut MaybeUninit<libbpf_rs::OpenObject> =
+            Box::leak(Box::new(MaybeUninit::uninit()));
+        let err = match open_for(storage, &spec)?.load() {
+            Ok(skel) => return Ok((plan, skel, hooks)),
+            Err(e) => e,
+        };
+        if tried {
+            return Err(Error::bpf(
+                format!(
+                    "loading magnetd's BPF programs ({}) after leaving out those the kernel \
+                     refused alone ({}) (magnet -v shows the verifier's log)",
+                    progs.join(", "),
+                    if refused.is_empty() {
+                        "none".to_string()
+                    } else {
+                        refused.values().cloned().collect::<Vec<_>>().join("; ")
+                    }
+                ),
+                err,
+            ));
+        }
+        // Find the programs the kernel refuses: each candidate alone.
+        tried = true;
+        for part in PARTS {
+            for (i, c) in part.candidates.iter().enumerate() {
+                if !c.progs.is_empty() && c.denied().is_none() {
+                    if let Some(why) = trial(c, hooks) {
+                        refused.insert((part.name, i), why);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What magnetd would feed each part from on this kernel, with `packet_hooks`
+/// and `app_calls` (`magnet daemon --check`): its programs are loaded as
+/// when it starts, and nothing is attached. Needs root.
+pub fn check(packet_hooks: PacketHooks, app_calls: AppCalls) -> Result<Plan, Error> {
+    magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
+    let (plan, skel, _) = load(1, packet_hooks, app_calls)?;
+    drop(skel);
+    Ok(plan)
 }
 
 /// The loaded and attached programs. Dropping it detaches everything.
@@ -467,81 +459,22 @@ pub fn attach(
     // Run-time statistics on before any program is loaded: magnetd's BPF
     // time counters (/metrics) start at its start.
     let stats = magnet_kernel::cost::enable_run_time_stats();
-    let mut refused: BTreeMap<&'static str, String> = BTreeMap::new();
-    let mut tried = false;
-    let (mut plan, skel, mut packet_hooks) = loop {
-        let (plan, progs) = choose(packet_hooks, app_calls, &refused);
-        if plan.used("app").is_none() && plan.used("tcp_state").is_none() {
-            return Err(Error::Host(format!(
-                "magnetd has nothing to make connection records from: {}",
-                plan.left_out().join("; ")
-            )));
-        }
-        let hooks = if plan.used("packets").is_some() {
-            packet_hooks
-        } else {
-            PacketHooks::Off
-        };
-        let tcp = plan.used("tcp_counters");
-        let spec = LoadSpec {
-            progs: &progs,
-            max_connections,
-            packet_hooks: hooks,
-            kstats: tcp.is_some(),
-            storage: tcp == Some("iter/bpf_sk_storage_map"),
-        };
-        // The skeleton borrows its object storage for its whole life; magnetd
-        // loads it once per process (twice when the kernel refuses a
-        // program), so the storage lives as long as the process.
-        let storage: &'static mut MaybeUninit<libbpf_rs::OpenObject> =
-            Box::leak(Box::new(MaybeUninit::uninit()));
-        let err = match open_for(storage, &spec)?.load() {
-            Ok(skel) => break (plan, skel, hooks),
-            Err(e) => e,
-        };
-        if tried {
-            return Err(Error::bpf(
-                format!(
-                    "loading magnetd's BPF programs ({}) after leaving out those the kernel \
-                     refused alone ({}) (magnet -v shows the verifier's log)",
-                    progs.join(", "),
-                    if refused.is_empty() {
-                        "none".to_string()
-                    } else {
-                        refused.values().cloned().collect::<Vec<_>>().join("; ")
-                    }
-                ),
-                err,
-            ));
-        }
-        // Find the programs the kernel refuses: each candidate alone.
-        tried = true;
-        for part in PARTS {
-            for c in part.candidates {
-                if !c.progs.is_empty() && denied(c).is_none() {
-                    if let Some(why) = trial(c, hooks) {
-                        refused.insert(c.name, why);
-                    }
-                }
-            }
-        }
-    };
+    let (mut plan, skel, mut packet_hooks) = load(max_connections, packet_hooks, app_calls)?;
     let cgroup = std::fs::File::open(&cgroup_root).map_err(|source| Error::Io {
         path: cgroup_root.display().to_string(),
         source,
     })?;
     // tp_btf parts: a part whose link the kernel refuses is left out.
     let mut links = Vec::new();
-    for (part, used) in plan.parts.iter_mut() {
-        let Ok(name) = used else { continue };
-        let Some(c) = PARTS
-            .iter()
-            .find(|p| p.name == *part)
-            .and_then(|p| p.candidates.iter().find(|c| c.name == *name))
-        else {
+    for choice in plan.choices.iter_mut() {
+        let Some(c) = choice.candidate() else {
             continue;
         };
-        if !c.progs.iter().all(|(_, h)| h.starts_with("tp_btf/")) {
+        if !c
+            .progs
+            .iter()
+            .all(|(_, a)| matches!(a, Attach::TpBtf { .. }))
+        {
             continue;
         }
         let mut got = Vec::new();
@@ -553,20 +486,23 @@ pub fn attach(
             match p.attach() {
                 Ok(l) => got.push(l),
                 Err(e) => {
-                    failed = Some(format!("{hook}: the kernel refused its link: {e}"));
+                    failed = Some(format!(
+                        "{}: the kernel refused its link: {e}",
+                        plan::attach_name(*hook)
+                    ));
                     break;
                 }
             }
         }
         match failed {
             None => links.extend(got),
-            Some(why) => *used = Err(why),
+            Some(why) => choice.chosen = Err(why),
         }
     }
     // The TCP counters: the iterator's link on the socket-storage map, run
     // (by creating an iterator from it and reading it) at every read; where
     // the kernel refuses the link, sock_diag.
-    let tcp = match plan.used("tcp_counters") {
+    let tcp = match plan.used("tcp_counters").map(Candidate::name).as_deref() {
         Some("iter/bpf_sk_storage_map") => {
             match skel
                 .progs
@@ -586,19 +522,15 @@ pub fn attach(
                     TcpSource::Iter(fd)
                 }
                 Err(e) => {
-                    plan.fallbacks.push(format!(
-                        "tcp_counters through sock_diag: iter/bpf_sk_storage_map: \
-                         the kernel refused its link: {e}"
-                    ));
-                    if let Some((_, u)) = plan.parts.iter_mut().find(|(p, _)| *p == "tcp_counters")
-                    {
-                        *u = match magnet_kernel::deny::denied("sock_diag") {
-                            None => Ok("sock_diag"),
-                            Some(d) => Err(format!(
-                                "iter/bpf_sk_storage_map: the kernel refused its link: {e}; \
-                                 sock_diag: {d}"
-                            )),
-                        };
+                    if let Some(c) = plan.get_mut("tcp_counters") {
+                        let mut refused = Refusals::new();
+                        refused.insert(
+                            (c.part.name, 0),
+                            format!("the kernel refused its link: {e}"),
+                        );
+                        let (next, passed) = c.part.choose_from(0, &|_| None, &refused);
+                        c.chosen = next.ok_or_else(|| passed.join("; "));
+                        c.passed = passed;
                     }
                     if plan.used("tcp_counters").is_some() {
                         TcpSource::SockDiag
@@ -620,8 +552,8 @@ pub fn attach(
         match attach_cgroup_skb([&p.wire_egress, &p.wire_ingress], &cgroup, &cgroup_root) {
             Ok(l) => packet_links = l,
             Err(e) => {
-                if let Some((_, u)) = plan.parts.iter_mut().find(|(p, _)| *p == "packets") {
-                    *u = Err(format!("cgroup_skb/egress+cgroup_skb/ingress: {e}"));
+                if let Some(c) = plan.get_mut("packets") {
+                    c.chosen = Err(format!("cgroup_skb/egress+cgroup_skb/ingress: {e}"));
                 }
                 packet_hooks = PacketHooks::Off;
             }
@@ -1213,13 +1145,13 @@ impl Reader {
             h.health.packet_windows = w.windows;
             h.health.packet_coverage = w.coverage(w.started_ns, monotonic_ns());
         }
-        for (part, used) in &self.plan.parts {
-            if let Ok(c) = used {
-                h.health.parts.insert(part.to_string(), c.to_string());
+        for c in &self.plan.choices {
+            if let Some(name) = c.name() {
+                h.health.parts.insert(c.part.name.to_string(), name);
             }
         }
         h.health.left_out = self.plan.left_out();
-        h.health.fallbacks = self.plan.fallbacks.clone();
+        h.health.fallbacks = self.plan.fallbacks();
         h.health.tcp_counters_error = self.last_refresh_error.lock().ok().and_then(|e| e.clone());
         h.interfaces = interfaces(&std::fs::read_to_string("/proc/net/dev").unwrap_or_default());
         h
@@ -1273,6 +1205,17 @@ pub fn describe_root(path: &Path) -> String {
 mod tests {
     use super::*;
 
+    fn used(plan: &Plan, part: &str) -> Option<String> {
+        plan.used(part).map(Candidate::name)
+    }
+
+    /// The app part's first candidate is the one the constant names.
+    #[test]
+    fn app_calls_at_exit_names_the_first_app_candidate() {
+        assert_eq!(PARTS[0].name, "app");
+        assert_eq!(PARTS[0].candidates[0].name(), APP_CALLS_AT_EXIT);
+    }
+
     /// A candidate the kernel refused is skipped for the next; a part with
     /// none left is left out with one line naming the part, what it feeds,
     /// the hook and what the kernel said; the other parts keep theirs.
@@ -1282,26 +1225,29 @@ mod tests {
             eprintln!("skipped: MAGNET_HOOKS_DENY is set");
             return;
         }
-        let mut refused = BTreeMap::new();
+        let mut refused = Refusals::new();
         let (plan, progs) = choose(PacketHooks::Off, AppCalls::Syscalls, &refused);
-        assert_eq!(plan.used("tcp_counters"), Some("iter/bpf_sk_storage_map"));
+        assert_eq!(
+            used(&plan, "tcp_counters"),
+            Some("iter/bpf_sk_storage_map".into())
+        );
         assert!(progs.contains(&"tcp_kstats") && !progs.contains(&"wire_egress"));
-        assert!(plan.left_out().is_empty() && plan.fallbacks.is_empty());
+        assert!(plan.left_out().is_empty() && plan.fallbacks().is_empty());
         refused.insert(
-            "iter/bpf_sk_storage_map",
+            ("tcp_counters", 0),
             "the kernel refused iter/bpf_sk_storage_map: Operation not permitted (os error 1)"
                 .to_string(),
         );
         refused.insert(
-            "tp_btf/kfree_skb",
+            ("drops", 0),
             "the kernel refused tp_btf/kfree_skb: No such process (os error 3)".to_string(),
         );
         let (plan, progs) = choose(PacketHooks::Always, AppCalls::Syscalls, &refused);
-        assert_eq!(plan.used("tcp_counters"), Some("sock_diag"));
+        assert_eq!(used(&plan, "tcp_counters"), Some("sock_diag".into()));
         assert!(!progs.contains(&"tcp_kstats") && !progs.contains(&"drop"));
         assert!(progs.contains(&"wire_egress") && progs.contains(&"app_send"));
         assert_eq!(
-            plan.fallbacks,
+            plan.fallbacks(),
             [
                 "tcp_counters through sock_diag: iter/bpf_sk_storage_map: the kernel refused \
               iter/bpf_sk_storage_map: Operation not permitted (os error 1)"
@@ -1325,18 +1271,18 @@ mod tests {
             eprintln!("skipped: MAGNET_HOOKS_DENY is set");
             return;
         }
-        let refused = BTreeMap::new();
+        let refused = Refusals::new();
         let (plan, progs) = choose(PacketHooks::Off, AppCalls::Syscalls, &refused);
-        assert_eq!(plan.used("app"), Some(APP_CALLS_AT_EXIT));
+        assert_eq!(used(&plan, "app").as_deref(), Some(APP_CALLS_AT_EXIT));
         assert!(progs.contains(&"app_sys_exit") && progs.contains(&"app_uring"));
         let (plan, progs) = choose(PacketHooks::Off, AppCalls::Sends, &refused);
         assert_eq!(
-            plan.used("app"),
+            used(&plan, "app").as_deref(),
             Some("tp_btf/sock_send_length+tp_btf/sock_recv_length")
         );
         assert!(!progs.contains(&"app_sys_exit") && !progs.contains(&"app_uring"));
         assert_eq!(
-            plan.fallbacks,
+            plan.fallbacks(),
             [format!(
                 "app through tp_btf/sock_send_length+tp_btf/sock_recv_length: \
                  {APP_CALLS_AT_EXIT}: app_calls = \"sends\" in the configuration"
@@ -1357,10 +1303,10 @@ mod tests {
                 match trial(c, PacketHooks::Always) {
                     None => {}
                     // CI's kernel build refuses the iterator: said, not hidden
-                    Some(why) if c.name == "iter/bpf_sk_storage_map" => {
+                    Some(why) if c.name() == "iter/bpf_sk_storage_map" => {
                         assert!(why.starts_with("the kernel refused iter/"), "{why}")
                     }
-                    Some(why) => panic!("{}: {why}", c.name),
+                    Some(why) => panic!("{}: {why}", c.name()),
                 }
             }
         }

@@ -14,6 +14,7 @@
 //! | iterators | `iter/TARGET` | `iter`, `iter/bpf_sk_storage_map` |
 //! | netfilter links | `netfilter/HOOK` | `netfilter`, `netfilter/LOCAL_OUT` |
 //! | TCX links | `tcx/ingress`, `tcx/egress` | `tcx` |
+//! | clsact filters | `clsact/ingress`, `clsact/egress` | `clsact` |
 //! | cgroup programs | `cgroup_skb/egress`, `cgroup_skb/ingress`, `cgroup/sock_create` | `cgroup_skb` |
 //! | perf events | `perf_event/cpu_clock` | `perf_event` |
 //! | map types | `ringbuf`, `sk_storage`, `task_storage` | `sk_storage` |

@@ -34,6 +34,9 @@
 //!   [`attach::set_fentry_target`] points an fentry/fexit program at its function
 //!   before load; [`attach::traceable_functions`] reads
 //!   `available_filter_functions` (the functions a kprobe or fentry can reach).
+//! - [`plan`]: the one hook planner of every BPF user: parts, their candidate
+//!   hooks best first, the choice per kernel (denied, missing, refused), the
+//!   left-out and fallback lines and the `--check` table.
 //!
 //! # Example
 //!
@@ -64,6 +67,7 @@ pub mod cgroup;
 pub mod cost;
 pub mod deny;
 mod features;
+pub mod plan;
 mod sys;
 
 pub use btf::{FuncInfo, KernelBtf, Param};

@@ -142,7 +142,7 @@ pub fn parse_kinds(s: &str) -> Result<KindSelection, String> {
     let mut sel = KindSelection::default();
     let known: Vec<&str> = crate::probes::PROBES
         .iter()
-        .filter_map(|p| p.kind)
+        .filter_map(crate::probes::kind)
         .collect();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         if part == "all" {

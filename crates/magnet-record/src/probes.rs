@@ -7,55 +7,19 @@
 
 use std::collections::HashSet;
 
+use magnet_kernel::plan::{self, Attach, Candidate, Choice, Part, Refusals};
 use magnet_kernel::{Features, KernelBtf};
 
 use crate::config::Layer;
 
-/// Where one program attaches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Attach {
-    /// tp_btf: libbpf attaches by the section name; needs BTF, not tracefs.
-    /// `args`: the program reads this many tracepoint arguments, so the
-    /// kernel's tracepoint must have exactly that many.
-    TpBtf {
-        tp: &'static str,
-        args: Option<usize>,
-    },
-    /// A netfilter BPF link at this hook, for IPv4 and IPv6, in the recorder's
-    /// network namespace (Linux 6.4+).
-    Netfilter(i32),
-    /// fentry on the named function (target fixed in the program's section).
-    Fentry(&'static str),
-    /// fexit on the named function.
-    Fexit(&'static str),
-}
+/// One probe: a part of the recorder whose group is its layer and which
+/// feeds its record kind (`feeds`; "" for a probe that only helps its
+/// layer's others, named by its first program).
+pub type Probe = Part<Layer>;
 
-/// One way to feed a kind: one or more programs (e.g. the IPv4 and IPv6
-/// functions) that all attach, or the hook is not used.
-#[derive(Clone, Copy, Debug)]
-pub struct Hook {
-    pub progs: &'static [(&'static str, Attach)],
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct Probe {
-    /// The layer it records.
-    pub layer: Layer,
-    /// Candidate hooks, best first.
-    pub hooks: &'static [Hook],
-    /// When no hook works, the layer still works without it (with less detail).
-    pub optional: bool,
-    /// The record kind it writes (None: it only helps its layer's other probes).
-    pub kind: Option<&'static str>,
-    /// Recorded when its layer is selected, unless `--kinds` says otherwise.
-    pub default_on: bool,
-}
-
-impl Probe {
-    /// The kind's name, or the first program's for helpers.
-    pub fn name(&self) -> &'static str {
-        self.kind.unwrap_or(self.hooks[0].progs[0].0)
-    }
+/// The record kind a probe writes (None: it only helps its layer's others).
+pub fn kind(p: &Probe) -> Option<&'static str> {
+    (!p.feeds.is_empty()).then_some(p.feeds)
 }
 
 use libbpf_rs::{NF_INET_LOCAL_IN, NF_INET_LOCAL_OUT, NF_INET_POST_ROUTING, NF_INET_PRE_ROUTING};
@@ -64,13 +28,13 @@ use Layer::*;
 
 macro_rules! hook {
     ($( $prog:literal => $attach:expr ),+ $(,)?) => {
-        Hook { progs: &[ $( ($prog, $attach) ),+ ] }
+        Candidate::progs(&[ $( ($prog, $attach) ),+ ])
     };
 }
 
 macro_rules! probe {
     ($layer:expr, $kind:expr, [$($h:expr),+ $(,)?]) => {
-        Probe { layer: $layer, hooks: &[$($h),+], optional: false, kind: Some($kind), default_on: true }
+        Part { name: $kind, group: $layer, feeds: $kind, candidates: &[$($h),+], optional: false, default_on: true }
     };
 }
 
@@ -82,7 +46,7 @@ macro_rules! probe {
 /// they are opt-in: `--kinds +dev_xmit,+ip_pre_routing` or `--kinds all`.
 macro_rules! detail {
     ($layer:expr, $kind:expr, [$($h:expr),+ $(,)?]) => {
-        Probe { layer: $layer, hooks: &[$($h),+], optional: false, kind: Some($kind), default_on: false }
+        Part { name: $kind, group: $layer, feeds: $kind, candidates: &[$($h),+], optional: false, default_on: false }
     };
 }
 
@@ -105,18 +69,21 @@ pub const PROBES: &[Probe] = &[
     // The app calls: one per socket syscall, emitted at its exit with the
     // bytes it asked for and its result; app_send/app_recv below stamp the
     // call with its socket (a sendfile() reaches the socket many times).
-    Probe {
-        layer: App,
-        hooks: &[hook!("app_sys_enter" => t("sys_enter"), "app_sys_exit" => t("sys_exit"))],
+    Part {
+        name: "app_sys_enter",
+        group: App,
+        feeds: "",
+        candidates: &[hook!("app_sys_enter" => t("sys_enter"), "app_sys_exit" => t("sys_exit"))],
         optional: false,
-        kind: None,
         default_on: true,
     },
     // io_uring requests: one app call per request, at its completion
     // (without these tracepoints io_uring's calls are not recorded).
-    Probe {
-        layer: App,
-        hooks: &[
+    Part {
+        name: "app_uring_submit",
+        group: App,
+        feeds: "",
+        candidates: &[
             hook!("app_uring_submit" => tpa("io_uring_submit_req", 1),
                   "app_uring_complete" => tpa("io_uring_complete", 3)),
             // io_uring_complete before it took the CQE: its fields as arguments.
@@ -124,7 +91,6 @@ pub const PROBES: &[Probe] = &[
                   "app_uring_complete7" => tpa("io_uring_complete", 7)),
         ],
         optional: true,
-        kind: None,
         default_on: true,
     },
     probe!(
@@ -281,7 +247,7 @@ pub const BATCH_TICK: &str = "batch_tick";
 pub fn all_programs() -> impl Iterator<Item = &'static str> {
     PROBES
         .iter()
-        .flat_map(|p| p.hooks.iter())
+        .flat_map(|p| p.candidates.iter())
         .flat_map(|h| h.progs.iter().map(|(p, _)| *p))
         .chain([
             FOLLOW_FORKS,
@@ -292,35 +258,6 @@ pub fn all_programs() -> impl Iterator<Item = &'static str> {
             COOKIE_AT_CREATE,
             BATCH_TICK,
         ])
-}
-
-/// One attach point as magnet names it (`tp_btf/tcp_probe`, `fexit/sock_sendmsg`,
-/// `netfilter/LOCAL_OUT`).
-pub fn attach_name(a: Attach) -> String {
-    match a {
-        TpBtf { tp, .. } => format!("tp_btf/{tp}"),
-        Fentry(f) => format!("fentry/{f}"),
-        Fexit(f) => format!("fexit/{f}"),
-        Netfilter(h) => format!(
-            "netfilter/{}",
-            match h {
-                NF_INET_LOCAL_OUT => "LOCAL_OUT",
-                NF_INET_POST_ROUTING => "POST_ROUTING",
-                NF_INET_PRE_ROUTING => "PRE_ROUTING",
-                NF_INET_LOCAL_IN => "LOCAL_IN",
-                _ => "?",
-            }
-        ),
-    }
-}
-
-/// A hook's name: its attach points joined with `+`.
-pub fn hook_name(h: &Hook) -> String {
-    h.progs
-        .iter()
-        .map(|(_, a)| attach_name(*a))
-        .collect::<Vec<_>>()
-        .join("+")
 }
 
 /// What the running kernel offers, as far as the table needs to know.
@@ -344,16 +281,10 @@ impl Kernel {
         })
     }
 
-    /// Why this attach point cannot be used here (None: it can).
-    ///
-    /// `MAGNET_HOOKS_DENY` (comma-separated prefixes of hook names such as
-    /// `netfilter`, `fentry`, `fexit/inet_sendmsg`, `tp_btf/sock_send_length`;
-    /// see `magnet_kernel::deny`) makes magnet act as if the kernel lacked
-    /// those hooks: for tests and for trying another hook by hand.
-    pub fn missing(&self, a: Attach) -> Option<String> {
-        if let Some(why) = magnet_kernel::deny::denied(&attach_name(a)) {
-            return Some(why);
-        }
+    /// What this kernel lacks for this attach point (None: it has it): the
+    /// recorder's check for [`plan::choose`], which applies
+    /// `MAGNET_HOOKS_DENY` (`magnet_kernel::deny`) before it.
+    pub fn lacks(&self, a: Attach) -> Option<String> {
         match a {
             TpBtf { tp, args } => {
                 let Some(info) = self.btf.tracepoint(tp) else {
@@ -382,53 +313,17 @@ impl Kernel {
                     None
                 }
             }
+            // The recorder's table has none of these.
+            Iter(_) | CgroupSkb(_) | Tcx(_) | Clsact(_) => None,
         }
     }
-
-    /// Why this hook cannot be used here (None: every program of it can attach).
-    pub fn hook_missing(&self, h: &Hook) -> Option<String> {
-        h.progs.iter().find_map(|(_, a)| self.missing(*a))
-    }
 }
 
-/// The hook chosen for one probe on this kernel, or why none works.
-#[derive(Clone, Debug)]
-pub struct Choice {
-    pub probe: &'static Probe,
-    /// Index into `probe.hooks`.
-    pub hook: Result<usize, String>,
-}
-
-impl Choice {
-    pub fn hook(&self) -> Option<&'static Hook> {
-        self.hook.as_ref().ok().map(|&i| &self.probe.hooks[i])
-    }
-}
-
-/// For every probe in the table: the first hook this kernel can feed it from,
-/// or one line naming each candidate hook and what it lacks.
-pub fn plan(k: &Kernel) -> Vec<Choice> {
-    PROBES
-        .iter()
-        .map(|p| {
-            let mut why = Vec::new();
-            for (i, h) in p.hooks.iter().enumerate() {
-                match k.hook_missing(h) {
-                    None => {
-                        return Choice {
-                            probe: p,
-                            hook: Ok(i),
-                        }
-                    }
-                    Some(m) => why.push(format!("{}: {m}", hook_name(h))),
-                }
-            }
-            Choice {
-                probe: p,
-                hook: Err(why.join("; ")),
-            }
-        })
-        .collect()
+/// For every probe in the table: the first hook this kernel can feed it from
+/// (not denied by `MAGNET_HOOKS_DENY`), or each candidate hook and what it
+/// lacks ([`Choice::reasons`]).
+pub fn plan(k: &Kernel) -> Vec<Choice<Layer>> {
+    plan::choose(PROBES, &|a| k.lacks(a), &Refusals::new()).choices
 }
 
 #[cfg(test)]
@@ -443,11 +338,11 @@ mod tests {
     fn probes_layers_and_the_catalog_agree() {
         let cat = magnet_trace::Catalog::builtin();
         for p in PROBES {
-            let Some(k) = p.kind else { continue };
+            let Some(k) = kind(p) else { continue };
             let d = cat
                 .by_name(k)
                 .unwrap_or_else(|| panic!("probe {k}: no such kind in events.h"));
-            assert_eq!(d.layer, p.layer.name(), "{k}");
+            assert_eq!(d.layer, p.group.name(), "{k}");
         }
         let layers: Vec<&str> = Layer::ALL.iter().map(|l| l.name()).collect();
         let named: Vec<&str> = magnet_trace::catalog::LAYERS.iter().map(|l| l.0).collect();
@@ -457,7 +352,7 @@ mod tests {
         for k in &cat.kinds {
             if layers.contains(&k.layer.as_str()) && !support.contains(&k.name.as_str()) {
                 assert!(
-                    PROBES.iter().any(|p| p.kind == Some(k.name.as_str())),
+                    PROBES.iter().any(|p| kind(p) == Some(k.name.as_str())),
                     "kind {} (layer {}) has no probe",
                     k.name,
                     k.layer
@@ -514,10 +409,12 @@ mod tests {
             return;
         };
         let p = plan(&k);
-        let get = |kind: &str| p.iter().find(|c| c.probe.kind == Some(kind)).unwrap();
+        let get = |k: &str| p.iter().find(|c| kind(c.part) == Some(k)).unwrap();
         // No netfilter links and no fentry: ip cannot be fed, and the line says
         // which hooks were tried and what each lacks.
-        let why = get("ip_local_out").hook.clone().unwrap_err();
+        let ip = get("ip_local_out");
+        assert!(ip.chosen.is_err());
+        let why = ip.reasons();
         assert!(
             why.starts_with("netfilter/LOCAL_OUT: no netfilter BPF links (test)"),
             "{why}"
@@ -527,25 +424,25 @@ mod tests {
             "{why}"
         );
         // The tracepoint exists (6.18): first candidate.
-        assert_eq!(get("app_send").hook.as_ref().ok(), Some(&0));
+        assert_eq!(get("app_send").chosen.as_ref().ok(), Some(&0));
         // With fentry, ip moves to its second candidate.
         let k = kernel_without(true, false).unwrap();
         let p = plan(&k);
         let c = p
             .iter()
-            .find(|c| c.probe.kind == Some("ip_local_in"))
+            .find(|c| kind(c.part) == Some("ip_local_in"))
             .unwrap();
         assert_eq!(
-            c.hook().map(hook_name).as_deref(),
+            c.name().as_deref(),
             Some("fentry/ip_local_deliver+fentry/ip6_input")
         );
         // Argument counts decide between tracepoint variants.
         let n = k.btf.tracepoint("tcp_retransmit_skb").unwrap().params.len();
         let c = p
             .iter()
-            .find(|c| c.probe.kind == Some("tcp_retrans"))
+            .find(|c| kind(c.part) == Some("tcp_retrans"))
             .unwrap();
-        let chosen = c.hook().unwrap().progs[0].1;
+        let chosen = c.candidate().unwrap().progs[0].1;
         assert_eq!(
             chosen,
             TpBtf {
@@ -571,13 +468,14 @@ mod tests {
             traceable: magnet_kernel::attach::traceable_functions().ok(),
         };
         for c in plan(&k) {
-            if let Err(why) = &c.hook {
+            if c.chosen.is_err() {
+                let why = c.reasons();
                 // Only the table's tracepoints decide on 6.18; a kernel with
                 // fewer has function probes instead (checked in the QEMU lab).
                 assert!(
                     k.features.has_func_probes(),
                     "{}: no hook: {why}",
-                    c.probe.name()
+                    c.part.name
                 );
             }
         }

@@ -14,6 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, ProgramAttachType, TcHook, TC_EGRESS, TC_INGRESS};
 
+use magnet_kernel::plan::{self, Attach, Candidate, Direction, Part, Plan, Refusals};
+
 use crate::skel::{types, SampleSkelBuilder};
 use crate::Error;
 use magnet_runs::run::{Metric, Run, RunMeta, FORMAT_VERSION};
@@ -208,6 +210,75 @@ impl Drop for Attached {
 use magnet_host::attach::attach_tcx;
 pub use magnet_host::attach::ClsactQdisc;
 
+/// The group of the sampler's parts (the first column of `sample --check`).
+pub const GROUP: &str = "sample";
+
+/// The sampler's parts, each with its candidate hooks best first
+/// (magnet_kernel::plan).
+pub const PARTS: &[Part] = &[
+    Part {
+        name: "retransmits",
+        group: GROUP,
+        feeds: "retransmits per bucket",
+        candidates: &[Candidate::progs(&[(
+            "sample_tcp_retransmit",
+            Attach::TpBtf {
+                tp: "tcp_retransmit_skb",
+                args: None,
+            },
+        )])],
+        optional: false,
+        default_on: true,
+    },
+    Part {
+        name: "packets",
+        group: GROUP,
+        feeds: "bytes and packets per bucket",
+        candidates: &[
+            // TCX links (Linux 6.6+).
+            Candidate::progs(&[
+                ("sample_ingress", Attach::Tcx(Direction::Ingress)),
+                ("sample_egress", Attach::Tcx(Direction::Egress)),
+            ]),
+            // Classic clsact filters, observing at the lowest priority
+            // number we can get so others still run after us.
+            Candidate::progs(&[
+                ("sample_ingress", Attach::Clsact(Direction::Ingress)),
+                ("sample_egress", Attach::Clsact(Direction::Egress)),
+            ]),
+        ],
+        optional: false,
+        default_on: true,
+    },
+];
+
+/// The sampler's hooks with `attach` (`--clsact` passes TCX over), not
+/// denied by `MAGNET_HOOKS_DENY` and not lacking by `lacks` (None: the kernel
+/// has it, or it is found out by trying).
+pub fn plan(attach: AttachMode, lacks: &dyn Fn(Attach) -> Option<String>) -> Plan {
+    let mut refused = Refusals::new();
+    if attach == AttachMode::Clsact {
+        refused.insert(("packets", 0), "--clsact".to_string());
+    }
+    plan::choose(PARTS, lacks, &refused)
+}
+
+/// What `magnet sample` would attach on this kernel (`sample --check`): the
+/// plan, with TCX asked of the kernel's BTF and the tracepoint of its BTF.
+pub fn check(attach: AttachMode) -> Result<Plan, Error> {
+    let btf = magnet_kernel::KernelBtf::load().map_err(|e| Error::Host(e.to_string()))?;
+    let features = magnet_kernel::Features::detect(&btf);
+    let lacks = |a: Attach| match a {
+        Attach::TpBtf { tp, .. } => btf
+            .tracepoint(tp)
+            .is_none()
+            .then(|| format!("this kernel has no tracepoint {tp}")),
+        Attach::Tcx(_) => (!features.tcx.is_yes()).then(|| features.tcx.reason().to_string()),
+        _ => None,
+    };
+    Ok(plan(attach, &lacks))
+}
+
 /// What sampling needs root for, said when it is missing.
 pub const PRIVILEGE: magnet_host::Privilege = magnet_host::Privilege {
     what: "sampling",
@@ -267,20 +338,23 @@ pub fn sample(
     let netns = netns_inode();
     let cleaned = crate::stale::clean(netns);
     let meter = magnet_kernel::cost::Meter::start(stats, libbpf_rs::skel::Skel::object(&skel));
+    // What is tried: MAGNET_HOOKS_DENY and --clsact decide before the kernel.
+    let hooks = plan(config.attach, &|_| None);
+    if let Some(why) = hooks.left_out().into_iter().next() {
+        return Err(Error::Host(format!("sampling cannot run: {why}")));
+    }
     let rxmit_link = skel
         .progs
         .sample_tcp_retransmit
         .attach()
         .map_err(|e| Error::bpf("attaching tp_btf/tcp_retransmit_skb", e))?;
-    // MAGNET_HOOKS_DENY=tcx: as a kernel without TCX links (clsact instead).
-    let tcx_denied = magnet_kernel::deny::denied("tcx/ingress").is_some();
-    let tcx = match config.attach {
-        AttachMode::Auto if tcx_denied => None,
-        AttachMode::Auto => Some((
+    // TCX where chosen, clsact where the kernel refuses it (no TCX before 6.6).
+    let tcx = match hooks.get("packets").and_then(|c| c.chosen.as_ref().ok()) {
+        Some(0) => Some((
             attach_tcx(&skel.progs.sample_ingress, ifindex),
             attach_tcx(&skel.progs.sample_egress, ifindex),
         )),
-        AttachMode::Clsact => None,
+        _ => None,
     };
     let attached = match tcx {
         Some((Ok(i), Ok(e))) => Attached::Tcx(vec![i, e]),
@@ -480,6 +554,33 @@ fn host_name() -> String {
 mod tests {
     use super::*;
     use std::mem::{offset_of, size_of};
+
+    /// TCX first; `--clsact` (or a kernel without TCX) moves the packets
+    /// part to clsact filters, with one line saying why.
+    #[test]
+    fn tcx_first_then_clsact() {
+        if std::env::var_os(magnet_kernel::deny::VAR).is_some() {
+            eprintln!("skipped: MAGNET_HOOKS_DENY is set");
+            return;
+        }
+        let p = plan(AttachMode::Auto, &|_| None);
+        assert_eq!(
+            p.summary(),
+            "retransmits=tp_btf/tcp_retransmit_skb packets=tcx/ingress+tcx/egress"
+        );
+        let p = plan(AttachMode::Clsact, &|_| None);
+        assert_eq!(
+            p.fallbacks(),
+            ["packets through clsact/ingress+clsact/egress: tcx/ingress+tcx/egress: --clsact"]
+        );
+        let no_tcx = |a: Attach| matches!(a, Attach::Tcx(_)).then(|| "no TCX".to_string());
+        let p = plan(AttachMode::Auto, &no_tcx);
+        assert_eq!(
+            p.used("packets").map(Candidate::name).as_deref(),
+            Some("clsact/ingress+clsact/egress")
+        );
+        assert!(p.left_out().is_empty());
+    }
 
     #[test]
     fn bucket_layout_matches_metric_order() {

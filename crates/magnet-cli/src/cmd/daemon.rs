@@ -15,6 +15,7 @@ Examples:
   magnet daemon --http 127.0.0.1:9100 --socket /tmp/magnetd.sock
   curl -s 127.0.0.1:9595/metrics
   kill -HUP $(pidof magnet)                        re-read the config file
+  magnet daemon --check                           the hook of every part on this kernel
 
 Needs root. Keeps one summary per connection in the kernel (no event stream);
 SIGINT/SIGTERM detach every hook and exit 0. See docs/daemon.md.
@@ -42,6 +43,14 @@ pub struct DaemonArgs {
     // (a String: clap refuses an empty PathBuf, and "" is how to say off)
     #[arg(long, value_name = "PATH")]
     socket: Option<String>,
+    /// Print the hook that feeds each part of magnetd on this kernel (with
+    /// the config's packet_hooks and app_calls), or why a part is left out,
+    /// and exit: the programs are loaded, nothing is attached.
+    #[arg(long)]
+    check: bool,
+    /// With --check: JSON (schema magnet.daemon.check/1).
+    #[arg(long, requires = "check")]
+    json: bool,
 }
 
 const DEFAULT_CONFIG: &str = "/etc/magnet/magnetd.toml";
@@ -68,6 +77,9 @@ pub fn run(a: DaemonArgs) -> anyhow::Result<ExitCode> {
     if let Some(s) = &a.socket {
         config.socket = (!s.is_empty()).then(|| PathBuf::from(s));
     }
+    if a.check {
+        return check(&config, a.json);
+    }
     let stop = magnet_common::stop::Stop::install()?;
     let control = Control {
         stop: stop.flag(),
@@ -83,4 +95,12 @@ pub fn run(a: DaemonArgs) -> anyhow::Result<ExitCode> {
     // A daemon asked to stop has done its work: 0 (docs/exit-codes.md).
     eprintln!("magnetd: stopped");
     Ok(ExitCode::from(magnet_common::exit::OK))
+}
+
+/// `magnet daemon --check`: what feeds each part of magnetd on this kernel.
+fn check(config: &Config, json: bool) -> anyhow::Result<ExitCode> {
+    // The verifier's log of any program this kernel refuses, on stderr.
+    magnet_host::libbpf_log::show(1);
+    let plan = magnet_daemon::summaries::check(config.packet_hooks, config.app_calls)?;
+    super::print_check(super::json_out::DAEMON_CHECK, plan.check_rows(), json)
 }

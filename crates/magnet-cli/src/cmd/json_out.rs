@@ -17,7 +17,9 @@ pub const RECORD: &str = "magnet.record/1";
 pub const RECORD_CHECK: &str = "magnet.record.check/1";
 pub const FUNCS: &str = "magnet.funcs/1";
 pub const FUNCS_SOURCE: &str = "magnet.funcs.source/1";
+pub const DAEMON_CHECK: &str = "magnet.daemon.check/1";
 pub const SAMPLE: &str = "magnet.sample/1";
+pub const SAMPLE_CHECK: &str = "magnet.sample.check/1";
 pub const LOADGEN: &str = "magnet.loadgen/1";
 
 /// `v` as an object with `schema` first. An object keeps its keys in order

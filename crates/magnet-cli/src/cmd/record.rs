@@ -395,22 +395,26 @@ fn check(args: &RecordArgs) -> Result<ExitCode> {
         yn(&features.netfilter_link),
         yn(&features.tcx)
     );
-    println!("{:<6} {:<20} hook", "layer", "kind");
-    for l in &lines {
-        let kind = if l.default_on {
-            l.kind.clone()
-        } else {
-            format!("{} (+)", l.kind)
-        };
-        match (&l.hook, &l.missing) {
-            (Some(h), _) => match &l.refused {
-                Some(r) => println!("{:<6} {:<20} {h} ({r})", l.layer, kind),
-                None => println!("{:<6} {:<20} {h}", l.layer, kind),
+    let rows: Vec<magnet_kernel::plan::CheckRow> = lines
+        .iter()
+        .map(|l| magnet_kernel::plan::CheckRow {
+            group: l.layer.clone(),
+            part: if l.default_on {
+                l.kind.clone()
+            } else {
+                format!("{} (+)", l.kind)
             },
-            (None, Some(m)) => println!("{:<6} {:<20} cannot be recorded: {m}", l.layer, kind),
-            (None, None) => {}
-        }
-    }
+            hook: l.hook.clone(),
+            missing: l.missing.clone(),
+            passed_over: l.refused.iter().cloned().collect(),
+        })
+        .collect();
+    let words = magnet_kernel::plan::CheckWords {
+        group: "layer",
+        part: "kind",
+        cannot: "cannot be recorded",
+    };
+    print!("{}", magnet_kernel::plan::check_table(words, &rows));
     println!("(+): off by default (--kinds +KIND)");
     Ok(ExitCode::SUCCESS)
 }

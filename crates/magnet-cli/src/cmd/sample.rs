@@ -36,6 +36,8 @@ Examples:
       start exactly then: run it on every host of a rack for synchronised runs
   magnet sample merge h1.json h2.json h3.json -o rack.html           (or .json, .svg)
       one view of synchronised hosts, aligned bucket by bucket
+  magnet sample --check
+      the hooks a run would attach on this kernel (TCX links or clsact filters)
 
 Per bucket: ingress/egress bytes and packets, ingress ECN-CE bytes, ingress and
 egress retransmitted bytes (TCP data starting below the highest sequence seen
@@ -117,6 +119,11 @@ struct RunArgs {
     /// before 6.6 get); a clsact qdisc the run creates is removed after it.
     #[arg(long)]
     clsact: bool,
+    /// Print the hooks a run would attach on this kernel (TCX or clsact, and
+    /// the retransmit tracepoint), or why it cannot, and exit (with --json:
+    /// schema magnet.sample.check/1).
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(Args, Debug)]
@@ -186,6 +193,9 @@ fn stop_flag() -> anyhow::Result<magnet_common::stop::Stop> {
 }
 
 fn sample_cmd(a: RunArgs) -> anyhow::Result<ExitCode> {
+    if a.check {
+        return check(&a);
+    }
     let Some(iface) = a.iface.clone() else {
         bail!("give an interface to sample with -i IFACE (or a subcommand: ls, show, plot, merge; see --help)");
     };
@@ -484,4 +494,15 @@ fn merge_cmd(a: MergeArgs) -> anyhow::Result<ExitCode> {
     }
     eprintln!("magnet: wrote {}", a.output.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `magnet sample --check`: the hook of each part of a run on this kernel.
+fn check(a: &RunArgs) -> anyhow::Result<ExitCode> {
+    let attach = if a.clsact {
+        magnet_sample::AttachMode::Clsact
+    } else {
+        magnet_sample::AttachMode::Auto
+    };
+    let rows = magnet_sample::sampler::check(attach)?.check_rows();
+    super::print_check(super::json_out::SAMPLE_CHECK, rows, a.json)
 }

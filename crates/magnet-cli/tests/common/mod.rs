@@ -37,6 +37,22 @@ where
     out.stdout
 }
 
+/// [`magnet_ok`] with `MAGNET_HOOKS_DENY=deny` (none when empty), as text.
+pub fn magnet_ok_denying(args: &[&str], deny: &str) -> String {
+    let mut cmd = Command::new(MAGNET);
+    cmd.args(args).stdin(Stdio::null());
+    if !deny.is_empty() {
+        cmd.env("MAGNET_HOOKS_DENY", deny);
+    }
+    let out = cmd.output().expect("run magnet");
+    assert!(
+        out.status.success(),
+        "magnet {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 /// `magnet parse -q --json --kind KINDS TRACE`: one JSON object per record.
 pub fn parse_kinds(trace: &Path, kinds: &str) -> Vec<serde_json::Value> {
     let out = magnet_ok([

@@ -15,18 +15,19 @@ use magnet_trace::{Header, LayerSource};
 use super::host::{kernel_release, preflight};
 use super::targets::{Cgroup2Root, Tasks};
 use crate::config::{Layer, RecordConfig};
-use crate::probes::{self, Attach, Choice, PROBES};
+use crate::probes::{self, Probe, PROBES};
 use crate::skel::{OpenRecordSkel, RecordSkel, RecordSkelBuilder};
 use magnet_host::sockdiag::addr16;
+use magnet_kernel::plan::{Attach, Choice, Refusals};
 
 /// `--kinds` may only adjust kinds of selected layers.
 pub(super) fn check_kinds(config: &RecordConfig) -> Result<()> {
     for k in config.kinds.add.iter().chain(&config.kinds.remove) {
         let p = PROBES
             .iter()
-            .find(|p| p.kind == Some(k.as_str()))
+            .find(|p| probes::kind(p) == Some(k.as_str()))
             .expect("parse_kinds checked the name");
-        let layer = p.layer;
+        let layer = p.group;
         if !config.layers.contains(&layer) {
             bail!("--kinds {k}: that kind is in layer {layer}, which is not selected (add it to --layers)");
         }
@@ -38,7 +39,7 @@ pub(super) fn check_kinds(config: &RecordConfig) -> Result<()> {
 /// lacks, with the reason).
 pub(super) struct Plan {
     pub sources: BTreeMap<Layer, LayerSource>,
-    pub chosen: Vec<Choice>,
+    pub chosen: Vec<Choice<Layer>>,
 }
 
 impl Plan {
@@ -55,14 +56,14 @@ impl Plan {
                 },
             );
         }
-        let mut chosen: Vec<Choice> = Vec::new();
+        let mut chosen: Vec<Choice<Layer>> = Vec::new();
         for c in probes::plan(kernel) {
-            if !probe_on(config, c.probe) {
+            if !probe_on(config, c.part) {
                 continue;
             }
-            match &c.hook {
+            match &c.chosen {
                 Ok(_) => chosen.push(c),
-                Err(why) => left_out(config, &mut sources, c.probe, why)?,
+                Err(_) => left_out(config, &mut sources, c.part, &c.reasons())?,
             }
         }
         Ok(Plan { sources, chosen })
@@ -167,16 +168,13 @@ impl<'a> Needs<'a> {
         }
     }
 
-    pub(super) fn wants(&self, chosen: &[Choice], name: &str) -> bool {
+    pub(super) fn wants(&self, chosen: &[Choice<Layer>], name: &str) -> bool {
         let in_hooks = PROBES
             .iter()
-            .flat_map(|p| p.hooks.iter())
-            .any(|h| h.progs.iter().any(|(p, _)| *p == name));
+            .flat_map(|p| p.candidates.iter())
+            .any(|h| h.has_prog(name));
         if in_hooks {
-            return chosen.iter().any(|c| {
-                c.hook()
-                    .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == name))
-            });
+            return chosen_has(chosen, name);
         }
         let config = self.config;
         match name {
@@ -334,8 +332,8 @@ pub(super) fn attach<'s>(
     let mut netfilter_used = false;
     let mut netns = NetfilterNamespaces::open(config.filters.netns);
     for c in &plan.chosen {
-        let probe = c.probe;
-        let hook = c.hook().expect("only chosen probes");
+        let probe = c.part;
+        let hook = c.candidate().expect("only chosen probes");
         let mut hook_links = Vec::new();
         let mut failed = None;
         for (name, attach) in hook.progs {
@@ -347,6 +345,9 @@ pub(super) fn attach<'s>(
             let attached: Result<Vec<Link>> = match attach {
                 Attach::TpBtf { .. } | Attach::Fentry(_) | Attach::Fexit(_) => {
                     prog.attach().map(|l| vec![l]).map_err(Into::into)
+                }
+                Attach::Iter(_) | Attach::CgroupSkb(_) | Attach::Tcx(_) | Attach::Clsact(_) => {
+                    bail!("{name}: the recorder attaches no iterator, cgroup or tc programs")
                 }
                 Attach::Netfilter(hooknum) => {
                     // Observe last on the way out (final headers), first on the way in.
@@ -360,21 +361,24 @@ pub(super) fn attach<'s>(
             match attached {
                 Ok(ls) => hook_links.extend(ls),
                 Err(e) => {
-                    failed = Some(format!("{}: {e:#}", probes::attach_name(*attach)));
+                    failed = Some(format!(
+                        "{}: {e:#}",
+                        magnet_kernel::plan::attach_name(*attach)
+                    ));
                     break;
                 }
             }
         }
         let src = sources
-            .get_mut(&probe.layer)
+            .get_mut(&probe.group)
             .expect("source per selected layer");
         match failed {
             None => {
                 links.extend(hook_links);
-                let name = probes::hook_name(hook);
-                if let Some(k) = probe.kind {
+                let name = hook.name();
+                if let Some(k) = probes::kind(probe) {
                     hooks_by_kind.insert(k, name.clone());
-                } else if probe.layer == Layer::App {
+                } else if probe.group == Layer::App {
                     app_helpers.push(name.clone());
                 }
                 if !src.hooks.contains(&name) {
@@ -780,12 +784,17 @@ fn attach_batch_tick(skel: &RecordSkel<'static>) -> Result<Vec<Link>> {
 }
 
 /// Whether a probe is wanted: its layer is selected and its kind enabled.
-fn probe_on(config: &RecordConfig, probe: &probes::Probe) -> bool {
-    let layer = probe.layer;
+fn probe_on(config: &RecordConfig, probe: &Probe) -> bool {
+    let layer = probe.group;
     config.layers.contains(&layer)
-        && probe
-            .kind
-            .is_none_or(|k| config.kinds.enabled(k, probe.default_on))
+        && probes::kind(probe).is_none_or(|k| config.kinds.enabled(k, probe.default_on))
+}
+
+/// Whether a chosen hook has the program `name`.
+fn chosen_has(chosen: &[Choice<Layer>], name: &str) -> bool {
+    chosen
+        .iter()
+        .any(|c| c.candidate().is_some_and(|h| h.has_prog(name)))
 }
 
 use magnet_host::libbpf_log as load_log;
@@ -796,20 +805,20 @@ use magnet_host::libbpf_log as load_log;
 fn left_out(
     config: &RecordConfig,
     sources: &mut BTreeMap<Layer, LayerSource>,
-    probe: &probes::Probe,
+    probe: &Probe,
     why: &str,
 ) -> Result<()> {
-    let layer = probe.layer;
-    let what = match probe.kind {
+    let layer = probe.group;
+    let what = match probes::kind(probe) {
         Some(k) => format!("{k} not recorded"),
-        None => format!("{} left out", probe.name()),
+        None => format!("{} left out", probe.name),
     };
     if !probe.optional && config.layers_named {
         bail!(
             "layer {layer} cannot be recorded on this kernel ({}): {}: {why} \
              (leave the layer out of --layers, or see `magnet record --check`)",
             kernel_release(),
-            probe.name()
+            probe.name
         );
     }
     if let Some(src) = sources.get_mut(&layer) {
@@ -849,20 +858,16 @@ fn check_inner() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
     let plan = probes::plan(&kernel);
     // Load every chosen program once (nothing is attached): what the verifier
     // refuses moves on to its next hook, as it would when recording.
-    let mut chosen: Vec<Choice> = plan.iter().filter(|c| c.hook.is_ok()).cloned().collect();
+    let mut chosen: Vec<Choice<Layer>> =
+        plan.iter().filter(|c| c.chosen.is_ok()).cloned().collect();
     let mut refused: BTreeMap<&str, String> = BTreeMap::new();
-    let wanted = |chosen: &[Choice], name: &str| {
-        chosen.iter().any(|c| {
-            c.hook()
-                .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == name))
-        })
-    };
+    let wanted = |chosen: &[Choice<Layer>], name: &str| chosen_has(chosen, name);
     let skel = load_with_fallback(
         &kernel,
         Helpers::of(&kernel),
         &mut chosen,
         |probe, why| {
-            refused.insert(probe.name(), why.to_string());
+            refused.insert(probe.name, why.to_string());
             Ok(())
         },
         |open| {
@@ -884,15 +889,15 @@ fn check_inner() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
     let moved: BTreeMap<&str, String> = plan
         .iter()
         .filter_map(|c| {
-            let first = c.hook.as_ref().ok()?;
-            let now = chosen.iter().find(|d| std::ptr::eq(d.probe, c.probe))?;
-            let later = now.hook.as_ref().ok()?;
+            let first = c.chosen.as_ref().ok()?;
+            let now = chosen.iter().find(|d| std::ptr::eq(d.part, c.part))?;
+            let later = now.chosen.as_ref().ok()?;
             (later != first).then(|| {
                 (
-                    c.probe.name(),
+                    c.part.name,
                     format!(
                         "{} refused by this kernel's verifier",
-                        probes::hook_name(&c.probe.hooks[*first])
+                        c.part.candidates[*first].name()
                     ),
                 )
             })
@@ -901,17 +906,20 @@ fn check_inner() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
     let lines = plan
         .into_iter()
         .map(|c| {
-            let now = chosen.iter().find(|d| std::ptr::eq(d.probe, c.probe));
+            let now = chosen.iter().find(|d| std::ptr::eq(d.part, c.part));
             CheckLine {
-                layer: c.probe.layer.name().to_string(),
-                kind: c.probe.name().to_string(),
-                default_on: c.probe.default_on,
-                optional: c.probe.optional,
-                hook: now.and_then(|d| d.hook()).map(probes::hook_name),
-                refused: moved.get(c.probe.name()).cloned(),
+                layer: c.part.group.name().to_string(),
+                kind: c.part.name.to_string(),
+                default_on: c.part.default_on,
+                optional: c.part.optional,
+                hook: now.and_then(|d| d.name()),
+                refused: moved.get(c.part.name).cloned(),
                 missing: match now {
                     Some(_) => None,
-                    None => refused.get(c.probe.name()).cloned().or(c.hook.err()),
+                    None => refused
+                        .get(c.part.name)
+                        .cloned()
+                        .or_else(|| c.chosen.is_err().then(|| c.reasons())),
                 },
             }
         })
@@ -928,7 +936,7 @@ fn tcp_rcv_on(config: &RecordConfig) -> bool {
 fn kind_on(config: &RecordConfig, kind: &str) -> bool {
     PROBES
         .iter()
-        .find(|p| p.kind == Some(kind))
+        .find(|p| probes::kind(p) == Some(kind))
         .is_some_and(|p| probe_on(config, p))
 }
 
@@ -953,11 +961,13 @@ fn has_task_storage() -> bool {
 fn load_with_fallback(
     kernel: &probes::Kernel,
     helpers: Helpers,
-    chosen: &mut Vec<Choice>,
-    mut refused: impl FnMut(&'static probes::Probe, &str) -> Result<()>,
+    chosen: &mut Vec<Choice<Layer>>,
+    mut refused: impl FnMut(&'static Probe, &str) -> Result<()>,
     mut configure: impl FnMut(&mut OpenRecordSkel<'static>) -> Result<()>,
-    wanted: &dyn Fn(&[Choice], &str) -> bool,
+    wanted: &dyn Fn(&[Choice<Layer>], &str) -> bool,
 ) -> Result<RecordSkel<'static>> {
+    // What the verifier refused so far: (probe, hook) → why.
+    let mut refusals = Refusals::new();
     loop {
         // One small allocation per attempt, kept for the recording's life.
         let storage = magnet_host::object_storage();
@@ -1005,17 +1015,12 @@ fn load_with_fallback(
         });
         let reason = load_log::verifier_reason(&log);
         let next = failed.as_deref().and_then(|prog| {
-            chosen.iter().position(|c| {
-                c.hook()
-                    .is_some_and(|h| h.progs.iter().any(|(p, _)| *p == prog))
-            })
+            chosen
+                .iter()
+                .position(|c| chosen_has(std::slice::from_ref(c), prog))
         });
         let Some(i) = next else {
-            let progs: Vec<String> = chosen
-                .iter()
-                .filter_map(|c| c.hook())
-                .map(probes::hook_name)
-                .collect();
+            let progs: Vec<String> = chosen.iter().filter_map(|c| c.name()).collect();
             bail!(
                 "loading the BPF programs failed on Linux {}: {e}{}{}\n\
                  hooks chosen for this kernel: {}; `magnet record --check` lists them; \
@@ -1028,37 +1033,33 @@ fn load_with_fallback(
                 progs.join(", ")
             );
         };
-        let c = chosen.remove(i);
-        let from = c.hook.as_ref().map(|&h| h + 1).unwrap_or(0);
+        let mut c = chosen.remove(i);
+        let at = *c.chosen.as_ref().expect("chosen");
         let why = format!(
             "{}: the verifier refused {}: {}",
-            probes::hook_name(c.hook().expect("chosen")),
+            c.part.candidates[at].name(),
             failed.as_deref().unwrap_or("?"),
             reason
                 .as_deref()
                 .unwrap_or("magnet -v shows the verifier's log")
         );
-        match (from..c.probe.hooks.len())
-            .find(|&h| kernel.hook_missing(&c.probe.hooks[h]).is_none())
-        {
-            Some(h) => chosen.push(Choice {
-                probe: c.probe,
-                hook: Ok(h),
-            }),
+        refusals.insert((c.part.name, at), why.clone());
+        // Its next hook this kernel has; with none, every later candidate
+        // is named too, with what it lacks.
+        let (next, rest) = c.part.choose_from(at + 1, &|a| kernel.lacks(a), &refusals);
+        match next {
+            Some(h) => {
+                c.chosen = Ok(h);
+                c.passed.push(why);
+                c.passed.extend(rest);
+                chosen.push(c);
+            }
             None => {
-                // Name every later candidate too, with what it lacks.
-                let rest: Vec<String> = c.probe.hooks[from..]
-                    .iter()
-                    .filter_map(|h| {
-                        let m = kernel.hook_missing(h)?;
-                        Some(format!("{}: {m}", probes::hook_name(h)))
-                    })
-                    .collect();
                 let why = std::iter::once(why)
                     .chain(rest)
                     .collect::<Vec<_>>()
                     .join("; ");
-                refused(c.probe, &why)?
+                refused(c.part, &why)?
             }
         }
     }
@@ -1115,7 +1116,7 @@ mod tests {
     #[test]
     fn probes_follow_layers_and_kinds() {
         let mut c = RecordConfig::new("x.mgt".into());
-        let p = |k: &str| PROBES.iter().find(|p| p.kind == Some(k)).unwrap();
+        let p = |k: &str| PROBES.iter().find(|p| probes::kind(p) == Some(k)).unwrap();
         assert!(probe_on(&c, p("app_send")));
         assert!(!probe_on(&c, p("dev_xmit")), "off by default");
         assert!(!probe_on(&c, p("qdisc_enq")), "layer not selected");
