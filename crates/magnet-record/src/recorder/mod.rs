@@ -146,6 +146,12 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let ring_bytes = drain::ring_bytes(config, cpus)?;
     let skel = attach::load(&kernel, &mut plan, &needs, cpus, ring_bytes)?;
 
+    // Run-time statistics on before the first hook runs a program, and
+    // before time zero: turning them on and reading every program's
+    // counters takes milliseconds that must not open a gap between time
+    // zero and the hooks (an oracle counting from time zero would see
+    // packets the recorder was not yet attached for).
+    let meter = cost::Meter::start(libbpf_rs::skel::Skel::object(&skel));
     // Time zero of the trace: taken before the first program is attached, so
     // that no event precedes it (and after loading, so that the recording's
     // span does not count the load).
@@ -155,8 +161,6 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     // and connections): known to the kernel before the first program runs.
     let found = snapshot::take(config, &opts.target, &tasks)?;
     snapshot::install(&found, &skel.maps.socks, &skel.maps.traced_flows)?;
-    // Run-time statistics on before the first hook runs a program.
-    let meter = cost::Meter::start(libbpf_rs::skel::Skel::object(&skel));
     let links = attach::attach(&mut plan, &needs, &skel, &mut header)?;
     let (tx, writer) = drain::spawn_writer(early, &config.output, &header)?;
     // Ready once every hook is attached and, for -p, the processes are in
