@@ -472,8 +472,11 @@ fn retransmissions_through_a_lossy_hop() {
         .unwrap();
     let segs0 = netns_retrans_segs(sender);
     let drops0 = qdisc_drops(router, r_out.name());
-    let (_, h_a) = start(sender, cfg(a_if.name(), Duration::from_millis(10), 300));
-    let (_, h_b) = start(receiver, cfg(b_if.name(), Duration::from_millis(10), 300));
+    // 10 s of buckets: the whole transfer, retransmission timeouts included,
+    // falls inside both runs (3 s cut the tail off on a slow host: the
+    // tracepoint saw 201 retransmits, RetransSegs 254).
+    let (_, h_a) = start(sender, cfg(a_if.name(), Duration::from_millis(10), 1000));
+    let (_, h_b) = start(receiver, cfg(b_if.name(), Duration::from_millis(10), 1000));
     let server = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
         let mut v = Vec::new();
