@@ -361,8 +361,12 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
 
 /// `magnet record --check`: the hook per kind on this kernel.
 fn check(args: &RecordArgs) -> Result<ExitCode> {
-    // The verifier's log of any program this kernel refuses, on stderr.
-    magnet_host::libbpf_log::show(1);
+    // The verifier's log of any program this kernel refuses, on stderr, for
+    // a person reading the table (with --json, only -v shows it: scripts
+    // that take both streams want the JSON alone).
+    if !args.json {
+        magnet_host::libbpf_log::show(1);
+    }
     let (features, lines) = magnet_record::check()?;
     let selected = args
         .layers
