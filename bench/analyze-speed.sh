@@ -12,6 +12,8 @@
 # MAGNET_ALT=/path/to/other/magnet also times that build's `analyze` on the same
 # trace, alternating with this build's (5 rounds each, medians), for a ratio.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need analyze-speed /usr/bin/time python3
 cd "$(dirname "$0")/.."
 EVENTS=${1:-10000000}
 OUT=${2:-bench/out/analyze-speed.md}

@@ -13,6 +13,8 @@
 # usage: [SNAP=128] [CAL=BYTES] [WORK=/tmp/dir] bench/big-trace-memory.sh [MB...] [> OUT.md]
 #   (default MB: 250 500 1000 2000)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need big-trace-memory /usr/bin/time ethtool ip iperf3 tcpdump
 cd "$(dirname "$0")/.."
 [[ $EUID -eq 0 ]] || { echo "needs root (network namespace, BPF)" >&2; exit 2; }
 SIZES=("$@")

@@ -29,6 +29,11 @@ Differences of medians from a loaded host are noisy (+-20 ns); a negative stage 
 """
 import argparse, json, os, statistics, subprocess, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+benchlib.need('bpf-prog-profile', 'iperf3')
+
 HOT = ["dev_start_xmit", "dev_rx", "tcp_rcv", "tcp_sendmsg", "ip_local_out", "ip_post_routing",
        "ip_pre_routing", "ip_local_in", "app_send", "app_recv", "app_sys_enter", "pkt_consume",
        "pkt_free", "batch_tick"]

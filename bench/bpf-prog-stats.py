@@ -20,6 +20,11 @@ Usage (root): bench/bpf-prog-stats.py [--magnet BIN] [--secs 5] [--gso] [--tcp-s
 """
 import argparse, ctypes, json, os, re, signal, struct, subprocess, sys, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+benchlib.need('bpf-prog-stats', 'ethtool', 'ip', 'iperf3')
+
 libc = ctypes.CDLL(None, use_errno=True)
 SYS_BPF = 321  # x86_64
 BPF_PROG_LOAD, BPF_OBJ_GET_INFO_BY_FD, BPF_PROG_GET_FD_BY_ID = 5, 15, 13

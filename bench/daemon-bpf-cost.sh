@@ -36,6 +36,8 @@
 #   cargo build --release -p magnet-cli && cargo build --release -p magnet-daemon --example empty_hooks
 # first (or debug: the kernel side is the same; user space is idle meanwhile).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need daemon-bpf-cost ethtool ip iperf3 python3 tc
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)

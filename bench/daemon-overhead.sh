@@ -61,6 +61,8 @@
 # it is not. bench/daemon-bpf-cost.sh gives the per-program cost, which noise
 # hurts less.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need daemon-overhead ethtool ip iperf3 python3 ss tc
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)

@@ -10,6 +10,8 @@
 # Environment: DURATION (1800), STEP (10), RATE (iperf3 -b, 500M), MAGNET, OUT.
 # Needs root, iperf3, curl, python3. Not a CI test.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need daemon-soak curl ip iperf3 python3
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 DURATION=${DURATION:-1800}

@@ -11,6 +11,8 @@
 # Environment: SECS (5), COUNTS ("0 1000"), MAGNET (binary). Needs root.
 #   sudo MAGNET=target/release/magnet bench/daemon-window-cost.sh
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need daemon-window-cost python3
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 SECS=${SECS:-5}

@@ -16,6 +16,8 @@
 #   sendto calls per flood), FLOODS (2), ROUNDS (3), MAGNET (target/release/magnet)
 # Needs root (part 2), ip, python3. Installs nothing.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need drain-cpu ip python3
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
 RECORDS=${RECORDS:-20000000} N=${N:-1000000} FLOODS=${FLOODS:-2} ROUNDS=${ROUNDS:-3}

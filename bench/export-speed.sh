@@ -15,6 +15,8 @@
 # usage: bench/export-speed.sh [EVENTS] [OUT.md]   (defaults 2000000, bench/out/export-speed.md)
 #   env: TRACE, MAGNET_ALT, ROUNDS (3), FORMATS ("parquet"; e.g. "parquet csv jsonl")
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need export-speed /usr/bin/time python3
 cd "$(dirname "$0")/.."
 EVENTS=${1:-2000000}
 OUT=${2:-bench/out/export-speed.md}

@@ -16,6 +16,8 @@
 # Prints per case the median throughput, its ratio to base, the median trace size.
 # Needs root and a built magnet (target/debug/magnet, or MAGNET=).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need filter-overhead python3
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 rounds=${1:-7}

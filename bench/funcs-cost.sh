@@ -27,6 +27,8 @@
 # prints a progress line every 30 s ("P secs-since-start trace-bytes stderr-line"):
 # how far the recorder got (attach, then the transfer) if the guest never ends.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need funcs-cost python3 qemu-system-x86_64
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 kernel=${1:-6.12}

@@ -15,6 +15,8 @@
 # functions attached and attach time. Needs the QEMU lab (scripts/lab/run) and a
 # built magnet (target/debug/magnet, or MAGNET=path).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need funcs-overhead python3 qemu-system-x86_64
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 kernel=${1:-6.12}

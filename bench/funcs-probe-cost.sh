@@ -15,6 +15,8 @@
 # and a built magnet. (No native comparison: this host's kernel has no
 # kprobes, and its tracing programs also see the other sessions' traffic.)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need funcs-probe-cost python3 qemu-system-x86_64
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 kernel=${1:-6.12}

@@ -12,6 +12,8 @@
 # usage: MAGNET_ALT=/path/to/other/magnet bench/packet-model-memory.sh [EVENTS...] [> OUT.md]
 #   (default EVENTS: 2000000 5000000 10000000)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need packet-model-memory /usr/bin/time
 cd "$(dirname "$0")/.."
 [[ -x ${MAGNET_ALT:-} ]] || { echo "set MAGNET_ALT=<another magnet build> to compare with" >&2; exit 2; }
 EVENTS=("$@")

@@ -7,6 +7,8 @@
 # usage: MAGNET_ALT=/path/to/other/magnet bench/packets-export-speed.sh [EVENTS] [OUT.md]
 #   (defaults 2000000, bench/out/packets-export-speed.md); ROUNDS (3)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need packets-export-speed /usr/bin/time python3
 cd "$(dirname "$0")/.."
 EVENTS=${1:-2000000}
 OUT=${2:-bench/out/packets-export-speed.md}

@@ -11,6 +11,8 @@
 # MAGNET_ALT=/path/to/other/magnet adds that build's parse/info as "alt" rows,
 # alternated with this build's in the same rounds (before/after in one run).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need parse-speed /usr/bin/time python3
 cd "$(dirname "$0")/.."
 EVENTS=${1:-10000000}
 OUT=${2:-bench/out/parse-speed.md}

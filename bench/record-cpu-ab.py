@@ -28,6 +28,11 @@ Usage (root): bench/record-cpu-ab.py --case before=BIN --case after=BIN [--round
 """
 import argparse, json, os, signal, statistics, subprocess, sys, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+benchlib.need('record-cpu-ab', 'ethtool', 'ip', 'iperf3')
+
 TICK = os.sysconf("SC_CLK_TCK")
 
 

@@ -48,6 +48,8 @@
 #   OUT (bench/out).
 # Needs root, iperf3, tcpdump, ethtool, ip, python3. Installs nothing.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need record-overhead ethtool ip iperf3 python3 ss tcpdump
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -68,9 +70,6 @@ die() { echo "record-overhead: $*" >&2; exit 1; }
 log() { echo "[$(date +%T)] $*" >&2; }
 
 [[ $(id -u) == 0 ]] || die "needs root (network namespaces, eBPF, ethtool)"
-missing=()
-for t in iperf3 tcpdump ethtool ip python3; do command -v "$t" >/dev/null || missing+=("$t"); done
-((${#missing[@]} == 0)) || die "missing tools: ${missing[*]} (e.g. apt-get install ${missing[*]/ip/iproute2})"
 [[ -n ${MAGNET:-} && -x $MAGNET ]] || die "magnet binary not found: build it (cargo build --release -p magnet-cli) or set MAGNET=/path/to/magnet"
 
 NA=mgbench-a-$$ NB=mgbench-b-$$ VA=mgbva$$ VB=mgbvb$$

@@ -16,6 +16,8 @@
 #   cargo build --release -p magnet-cli
 # Usage: [KEEP=big.pcap] [SMALL=N] bench/rpc-decode.sh [MAGNET_BIN] [TARGET_BYTES] [RUNS]
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need rpc-decode /usr/bin/time ganesha.nfsd gcc ip python3 rpcbind tcpdump tshark
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 magnet=${1:-${CARGO_TARGET_DIR:-$root/target}/release/magnet}

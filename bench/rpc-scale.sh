@@ -5,6 +5,8 @@
 # Needs tshark and a release build (cargo build --release -p magnet-cli).
 # Usage: bench/rpc-scale.sh [MAGNET_BIN] [RUNS]
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need rpc-scale /usr/bin/time python3 tshark
 here=$(cd "$(dirname "$0")" && pwd)
 magnet=${1:-$here/../target/release/magnet}
 runs=${2:-3}

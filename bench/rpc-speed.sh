@@ -6,6 +6,8 @@
 # (many small RPCs: SMALL=30 KEEP=... bench/rpc-decode.sh MAGNET 500000000 0)
 # Usage: bench/rpc-speed.sh CAPTURE [MAGNET_BIN] [RUNS]
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need rpc-speed /usr/bin/time tshark
 here=$(cd "$(dirname "$0")" && pwd)
 cap=$1
 magnet=${2:-$here/../target/release/magnet}

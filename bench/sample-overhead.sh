@@ -23,6 +23,8 @@
 # Environment: ROUNDS (5), SECS (5), MODES ("gso mtu"), MAGNET (binary), OUT (bench/out).
 # Needs root, iperf3, ethtool, ip, python3. The machine is shared: medians, alternation.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+bench_need sample-overhead bpftool ethtool ip iperf3 python3 tc
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)

@@ -41,6 +41,11 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
+benchlib.need('sample-prog-ab', 'ethtool', 'ip', 'iperf3', 'tc')
+
 here = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location("bpf_prog_stats", f"{here}/bpf-prog-stats.py")
 bps = importlib.util.module_from_spec(_spec)
