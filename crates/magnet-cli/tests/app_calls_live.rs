@@ -122,17 +122,23 @@ fn sum_of(s: &str, key: &str) -> i64 {
 fn strace_call(line: &str) -> Option<(&'static str, Option<i64>, i64)> {
     let open = line.find('(')?;
     let name = &line[..open];
+    let close = line.rfind(") = ")?;
+    let args = split_args(&line[open + 1..close]);
+    let socket = |a: &str| {
+        ["<TCP:", "<TCPv6:", "<UDP:", "<UDPv6:"]
+            .iter()
+            .any(|p| a.contains(p))
+    };
     let dir = match name {
         "write" | "writev" | "sendfile" | "sendto" | "sendmsg" | "sendmmsg" => "send",
         "read" | "readv" | "recvfrom" | "recvmsg" | "recvmmsg" => "recv",
+        // splice(fd_in, off_in, fd_out, off_out, len, flags): a send when its
+        // output is a socket, a receive when its input is.
+        "splice" if socket(args.get(2)?) => "send",
+        "splice" => "recv",
         _ => return None,
     };
-    let close = line.rfind(") = ")?;
-    let args = split_args(&line[open + 1..close]);
-    if !["<TCP:", "<TCPv6:", "<UDP:", "<UDPv6:"]
-        .iter()
-        .any(|p| args[0].contains(p))
-    {
+    if !(socket(args[0]) || name == "splice" && dir == "send") {
         return None;
     }
     let res = line[close + 4..].split(' ').next()?;
@@ -146,6 +152,7 @@ fn strace_call(line: &str) -> Option<(&'static str, Option<i64>, i64)> {
     };
     let (asked, bytes) = match name {
         "read" | "write" | "sendfile" => (num(args.last()?), ret),
+        "splice" => (num(args.get(4)?), ret),
         "sendto" | "recvfrom" => (num(args.get(2)?), ret),
         "readv" | "writev" | "sendmsg" | "recvmsg" => (Some(sum_of(args[1], "iov_len=")), ret),
         _ => (
@@ -369,6 +376,9 @@ fixture_tests! {
     app_calls_writev_is_one_call_asking_the_iovecs_sum: "writev", 200, true;
     /// sendfile() of 1 MiB: the kernel sends once per pipe's worth inside.
     app_calls_sendfile_is_one_call_per_syscall: "sendfile", 16, true;
+    /// splice() from a TCP socket into a pipe (a proxy's zero-copy read): each is
+    /// an app call, though it never passes sock_recvmsg.
+    app_calls_splice_from_a_socket_is_one_call_per_syscall: "splice", 200, true;
     /// sendmmsg()/recvmmsg() of 8 messages: one call each, bytes summed.
     app_calls_mmsg_is_one_call_per_syscall: "mmsg", 200, true;
     /// io_uring SEND on a full non-blocking socket: one call per request, none

@@ -18,14 +18,22 @@ fn scripts() -> Vec<(PathBuf, Vec<String>)> {
     for e in std::fs::read_dir(bench_dir()).unwrap() {
         let p = e.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().to_string();
-        if name == "lib.sh" || name == "benchlib.py" || !(name.ends_with(".sh") || name.ends_with(".py")) {
+        if name == "lib.sh"
+            || name == "benchlib.py"
+            || !(name.ends_with(".sh") || name.ends_with(".py"))
+        {
             continue;
         }
         let text = std::fs::read_to_string(&p).unwrap();
         let need = text.lines().find_map(|l| {
             let l = l.trim();
             if let Some(rest) = l.strip_prefix("bench_need ") {
-                Some(rest.split_whitespace().skip(1).map(str::to_string).collect::<Vec<_>>())
+                Some(
+                    rest.split_whitespace()
+                        .skip(1)
+                        .map(str::to_string)
+                        .collect::<Vec<_>>(),
+                )
             } else {
                 l.strip_prefix("benchlib.need(").map(|rest| {
                     rest.trim_end_matches(')')
@@ -37,16 +45,32 @@ fn scripts() -> Vec<(PathBuf, Vec<String>)> {
             }
         });
         // Pure computations (no tools from the host) have no check.
-        let uses_host_tools = ["iperf3", "tcpdump", "tshark", "ethtool", "bpftool", "/usr/bin/time", "ip netns"]
-            .iter()
-            .any(|t| text.contains(t));
+        let uses_host_tools = [
+            "iperf3",
+            "tcpdump",
+            "tshark",
+            "ethtool",
+            "bpftool",
+            "/usr/bin/time",
+            "ip netns",
+        ]
+        .iter()
+        .any(|t| text.contains(t));
         match need {
             Some(tools) => out.push((p, tools)),
-            None => assert!(!uses_host_tools, "{} uses host tools but has no bench_need/benchlib.need check", p.display()),
+            None => assert!(
+                !uses_host_tools,
+                "{} uses host tools but has no bench_need/benchlib.need check",
+                p.display()
+            ),
         }
     }
     out.sort();
-    assert!(out.len() >= 20, "expected the bench scripts, found {}", out.len());
+    assert!(
+        out.len() >= 20,
+        "expected the bench scripts, found {}",
+        out.len()
+    );
     out
 }
 
@@ -60,7 +84,10 @@ fn run(script: &Path, envs: &[(&str, &str)]) -> std::process::Output {
         c.arg(script);
         c
     };
-    c.env("BENCH_CHECK", "1").envs(envs.iter().copied()).output().unwrap()
+    c.env("BENCH_CHECK", "1")
+        .envs(envs.iter().copied())
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -79,7 +106,10 @@ fn each_bench_script_has_what_it_needs_after_set_up() {
         }
     }
     if !missing.is_empty() {
-        let msg = format!("bench tools missing (run scripts/setup.sh --all):\n{}", missing.join("\n"));
+        let msg = format!(
+            "bench tools missing (run scripts/setup.sh --all):\n{}",
+            missing.join("\n")
+        );
         if live {
             panic!("{msg}");
         }
@@ -97,9 +127,21 @@ fn a_missing_tool_is_named_in_one_line_with_its_set_up_part() {
         let lines: Vec<_> = err.lines().collect();
         assert_eq!(lines.len(), 1, "{}: not one line: {err}", script.display());
         for t in &tools {
-            assert!(lines[0].contains(t.as_str()), "{}: {t} not named: {err}", script.display());
+            assert!(
+                lines[0].contains(t.as_str()),
+                "{}: {t} not named: {err}",
+                script.display()
+            );
         }
-        assert!(lines[0].contains("scripts/setup.sh "), "{}: {err}", script.display());
-        assert!(out.stdout.is_empty(), "{}: went on after the check", script.display());
+        assert!(
+            lines[0].contains("scripts/setup.sh "),
+            "{}: {err}",
+            script.display()
+        );
+        assert!(
+            out.stdout.is_empty(),
+            "{}: went on after the check",
+            script.display()
+        );
     }
 }

@@ -111,6 +111,17 @@ pub const PROBES: &[Probe] = &[
               "app_recv_fexit6" => Fexit("inet6_recvmsg")),
         ]
     ),
+    // splice() from a TCP socket (a proxy's zero-copy read): it never passes
+    // sock_recv_length, so the call is stamped at tcp_rcv_space_adjust, which
+    // its tcp_read_sock ends in. Without it such reads are not recorded.
+    Part {
+        name: "app_splice_recv",
+        group: App,
+        feeds: "app_recv",
+        candidates: &[hook!("app_splice_recv" => t("tcp_rcv_space_adjust"))],
+        optional: true,
+        default_on: true,
+    },
     probe!(
         Tcp,
         "tcp_state",

@@ -532,3 +532,16 @@ MG_PROG("tp_btf/sock_recv_length", app_recv, struct sock *sk, int ret, int flags
 {
 	return app_event(sk, ret, flags, MG_APP_RECV);
 }
+
+/* splice() from a TCP socket reads through tcp_splice_read, not through
+ * sock_recvmsg, so sock_recv_length never stamps the call. tcp_read_sock,
+ * which it uses, ends in tcp_rcv_space_adjust, whose tracepoint names the
+ * socket: stamp the splice in flight on it there. Every other call on the
+ * socket (a recvmsg also passes this tracepoint) is left to app_recv. */
+MG_PROG("tp_btf/tcp_rcv_space_adjust", app_splice_recv, struct sock *sk)
+{
+	struct syscall_in_flight *a = in_flight_now();
+	if (!a || a->nr != NR_splice || a->kind != MG_APP_RECV || a->sk != addr_of(sk))
+		return 0;
+	return app_event(sk, 0, 0, MG_APP_RECV);
+}
