@@ -108,6 +108,33 @@ static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie, __u64 s
 	__sync_fetch_and_add(&flow_gen, 1);
 }
 
+/* A TCP socket closed: its flow no longer names it. Without this, the next
+ * connection on the same 4-tuple (a client port reused while the server's end
+ * sits in TIME_WAIT, tcp_tw_reuse, a load generator's narrow port range) had
+ * its SYN, SYN-ACK and handshake ACK, which come before its own socket is
+ * known, attributed to the closed one; they now go where a first connection's
+ * do, to the listener. By then the kernel has released the local port
+ * (skc_num is 0), so the key takes it from inet_sport. Only the entry that
+ * still names this socket is removed. */
+static __always_inline void forget_flow(const struct sock *sk, __u64 cookie, struct sk_tuple *t)
+{
+	if (!t->dport)
+		return;
+	struct flow_key k = {};
+	__builtin_memcpy(k.local, t->saddr, 16);
+	__builtin_memcpy(k.remote, t->daddr, 16);
+	k.lport = t->sport ? t->sport : bpf_ntohs(BPF_CORE_READ((const struct inet_sock *)sk, inet_sport));
+	k.rport = t->dport;
+	k.protocol = t->protocol;
+	k.netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	struct flow_val *old = bpf_map_lookup_elem(&traced_flows, &k);
+	if (!old || old->cookie != cookie)
+		return;
+	bpf_map_delete_elem(&traced_flows, &k);
+	/* After the delete: a cache filled before this sees a newer generation. */
+	__sync_fetch_and_add(&flow_gen, 1);
+}
+
 /* Write the socket's SOCK record. It goes to the identity ring, which holds
  * nothing else and so has room when the event rings are full; only if that
  * fails too (or there is none) does it take this CPU's ring. False: not

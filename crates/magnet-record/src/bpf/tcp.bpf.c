@@ -197,9 +197,14 @@ MG_PROG("tp_btf/inet_sock_set_state", tcp_state_change, const struct sock *sk, c
 	}
 	if (!traced)
 		return 0;
-	/* The tuple is complete from ESTABLISHED on: keep its flow. */
-	if ((filter_tasks || track_all_flows) && t.dport)
-		track_flow(&t, cookie, addr_of(sk));
+	/* The tuple is complete from ESTABLISHED on: keep its flow, until the
+	 * socket closes. */
+	if ((filter_tasks || track_all_flows) && t.dport) {
+		if (newstate == TCP_CLOSE)
+			forget_flow(sk, cookie, &t);
+		else
+			track_flow(&t, cookie, addr_of(sk));
+	}
 
 	struct mg_tcp_state *r;
 	if (tcp_state) {

@@ -1,0 +1,309 @@
+//! Connections that reuse a 4-tuple: a client that binds the same source port for
+//! every connection to a server that closes first (its end sits in TIME_WAIT, and
+//! the next SYN on the tuple starts a new connection there), as a load generator
+//! with a narrow port range and tcp_tw_reuse does. The server is started before the
+//! recorder and recorded with `-p` and with `--comm`, IPv4 and IPv6.
+//!
+//! Oracle: tcpdump on the server's veth end, split into connections by tshark
+//! (`tcp.stream`). Each connection of the trace names its peer; there is one per
+//! connection of the capture; each holds exactly its capture's frames after the
+//! handshake, in and out; the handshakes (SYN, SYN-ACK, the handshake ACK, which
+//! come before the connection's own socket exists) are the listener's, as a first
+//! connection's are. Before the fix, each handshake went to the closed connection
+//! that last held the tuple, which analyze then took for a listener (no peer).
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use magnet_testkit::{live_or_skip, tshark_frames, Capture, Need, Netns, Recorder, Veth};
+use serde_json::Value;
+
+mod common;
+use common::{magnet_ok, tmp, MAGNET};
+
+const CONNECTIONS: usize = 20;
+const SERVER_PORT: u16 = 7611;
+const CLIENT_PORT: u16 = 45611;
+
+const SERVER: &str = "import socket,sys
+fam = socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(64)
+print('ready', flush=True)
+while True:
+    c, _ = s.accept()
+    c.recv(100)
+    c.sendall(b'y' * 1000)
+    c.close()
+";
+
+const CLIENT: &str = "import socket,sys,time
+fam = socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET
+for i in range(int(sys.argv[4])):
+    c = socket.socket(fam); c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    c.bind((sys.argv[3], int(sys.argv[5])))
+    c.connect((sys.argv[1], int(sys.argv[2])))
+    c.sendall(b'x' * 100)
+    while c.recv(65536): pass
+    c.close()
+    time.sleep(0.02)
+";
+
+fn enable_v6(ns: &Netns, iface: &str, addr: &str) {
+    ns.sysctl("net/ipv6/conf/all/disable_ipv6", "0").unwrap();
+    ns.sysctl(&format!("net/ipv6/conf/{iface}/disable_ipv6"), "0")
+        .unwrap();
+    let st = ns
+        .command("ip")
+        .args(["addr", "add", addr, "dev", iface, "nodad"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// Frames per tshark stream after the handshake: (from the client, from the server).
+fn capture_connections(pcap: &std::path::Path, server_port: u16) -> Vec<(u64, u64)> {
+    let rows = tshark_frames(
+        pcap,
+        &[
+            "tcp.stream",
+            "tcp.srcport",
+            "tcp.flags.syn",
+            "tcp.len",
+            "tcp.flags.ack",
+        ],
+    )
+    .unwrap();
+    let mut streams: std::collections::BTreeMap<u64, Vec<(bool, bool, u64)>> = Default::default();
+    for r in rows {
+        let Ok(stream) = r[0].parse::<u64>() else {
+            continue;
+        };
+        let from_server = r[1] == server_port.to_string();
+        let syn = r[2] == "1" || r[2] == "True";
+        streams
+            .entry(stream)
+            .or_default()
+            .push((from_server, syn, r[3].parse().unwrap_or(0)));
+    }
+    streams
+        .values()
+        .map(|frames| {
+            // The handshake: SYN, SYN-ACK, then the client's first frame, a pure ACK.
+            let syns = frames.iter().filter(|f| f.1).count();
+            assert_eq!(syns, 2, "a stream without its handshake: {frames:?}");
+            let first_ack = frames
+                .iter()
+                .position(|f| !f.0 && !f.1)
+                .expect("handshake ACK");
+            assert_eq!(
+                frames[first_ack].2, 0,
+                "the handshake ACK carries no data: {frames:?}"
+            );
+            let rest = frames
+                .iter()
+                .enumerate()
+                .filter(|(i, f)| !f.1 && *i != first_ack);
+            let (mut cin, mut sout) = (0, 0);
+            for (_, f) in rest {
+                if f.0 {
+                    sout += 1
+                } else {
+                    cin += 1
+                }
+            }
+            (cin, sout)
+        })
+        .collect()
+}
+
+fn units(conn: &Value, layer: &str, dir: &str) -> u64 {
+    conn["modulation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["layer"] == layer && r["dir"] == dir)
+        .map_or(0, |r| r["units"].as_u64().unwrap())
+}
+
+fn case(v6: bool, by_comm: bool) {
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let veth = Veth::pair((&a).into(), (&b).into()).unwrap();
+    let (server, client) = if v6 {
+        enable_v6(&a, veth.a().name(), "fd21:9::1/64");
+        enable_v6(&b, veth.b().name(), "fd21:9::2/64");
+        ("fd21:9::2".to_string(), "fd21:9::1".to_string())
+    } else {
+        (veth.b().addr().to_string(), veth.a().addr().to_string())
+    };
+    // The server runs as python3 under a name of its own, for --comm (a symlink:
+    // the task's comm is the name it was started by; python finds its library
+    // through the link).
+    // One name per case: the cases may run at once, each in its own namespaces.
+    let comm = format!(
+        "tuplesrv{}{}",
+        if v6 { 6 } else { 4 },
+        if by_comm { "c" } else { "p" }
+    );
+    let bin = tmp(&format!("{comm}/{comm}"));
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    let _ = std::fs::remove_file(&bin);
+    std::os::unix::fs::symlink(python3(), &bin).unwrap();
+    let mut srv = b
+        .command(bin.to_str().unwrap())
+        .args(["-c", SERVER, &server, &SERVER_PORT.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(srv.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    let cap = Capture::start(Some(&b), veth.b().name(), &[]).unwrap();
+    let trace = tmp(&format!("reused-{v6}-{by_comm}.mgt"));
+    let filter = if by_comm {
+        vec!["--comm".to_string(), comm.clone()]
+    } else {
+        vec!["-p".to_string(), srv.id().to_string()]
+    };
+    let mut args = vec!["--layers".to_string(), "app,tcp,ip,dev".to_string()];
+    args.extend(filter);
+    let rec = Recorder::record(MAGNET, Some(&b), &trace, &args);
+    let st = a
+        .command("python3")
+        .args([
+            "-c",
+            CLIENT,
+            &server,
+            &SERVER_PORT.to_string(),
+            &client,
+            &CONNECTIONS.to_string(),
+            &CLIENT_PORT.to_string(),
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success(), "the client failed");
+    let ended = rec.stop();
+    let _ = srv.kill();
+    let _ = srv.wait();
+    let pcap = cap.stop().unwrap();
+    let want = capture_connections(pcap.path(), SERVER_PORT);
+    assert_eq!(want.len(), CONNECTIONS, "tshark's connections");
+
+    let trace = ended.trace.expect("trace");
+    let json: Value =
+        serde_json::from_slice(&magnet_ok(["analyze", "--json", trace.to_str().unwrap()])).unwrap();
+    let conns: Vec<&Value> = json["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            c["protocol"] == "tcp"
+                && c["local"]
+                    .as_str()
+                    .is_some_and(|l| l.ends_with(&format!(":{SERVER_PORT}")))
+        })
+        .collect();
+    let peer = if v6 {
+        format!("[{client}]:{CLIENT_PORT}")
+    } else {
+        format!("{client}:{CLIENT_PORT}")
+    };
+    let accepted: Vec<&&Value> = conns.iter().filter(|c| c["remote"].is_string()).collect();
+    let listeners: Vec<&&Value> = conns.iter().filter(|c| c["remote"].is_null()).collect();
+    assert_eq!(
+        listeners.len(),
+        1,
+        "one listener (no peer), the rest name theirs: {conns:#?}"
+    );
+    assert_eq!(
+        accepted.len(),
+        CONNECTIONS,
+        "connections on the reused tuple"
+    );
+    let mut got: Vec<(f64, u64, u64)> = accepted
+        .iter()
+        .map(|c| {
+            assert_eq!(c["remote"], peer.as_str(), "{c:#}");
+            (
+                c["first_s"].as_f64().unwrap(),
+                units(c, "ip", "in"),
+                units(c, "ip", "out"),
+            )
+        })
+        .collect();
+    got.sort_by(|x, y| x.0.total_cmp(&y.0));
+    for (i, ((_, ip_in, ip_out), (cin, sout))) in got.iter().zip(&want).enumerate() {
+        assert_eq!(
+            (*ip_in, *ip_out),
+            (*cin, *sout),
+            "connection {i}: ip in/out vs the capture after the handshake"
+        );
+    }
+    let l = listeners[0];
+    assert_eq!(
+        units(l, "ip", "in"),
+        2 * CONNECTIONS as u64,
+        "the listener's SYNs and handshake ACKs"
+    );
+    assert_eq!(
+        units(l, "ip", "out"),
+        CONNECTIONS as u64,
+        "the listener's SYN-ACKs"
+    );
+    let _ = std::fs::remove_file(&trace);
+}
+
+/// The python3 interpreter itself (not a launcher shim, which dispatches on its name).
+fn python3() -> std::path::PathBuf {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os,sys; print(os.path.realpath(sys.executable))",
+        ])
+        .output()
+        .unwrap();
+    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+fn live(name: &str) -> bool {
+    live_or_skip(
+        name,
+        &[
+            Need::Btf,
+            Need::Tool("tcpdump"),
+            Need::Tool("tshark"),
+            Need::Tool("python3"),
+        ],
+    )
+}
+
+#[test]
+fn reused_tuple_ipv4_by_pid() {
+    if live("reused_tuple_ipv4_by_pid") {
+        case(false, false);
+    }
+}
+
+#[test]
+fn reused_tuple_ipv4_by_comm() {
+    if live("reused_tuple_ipv4_by_comm") {
+        case(false, true);
+    }
+}
+
+#[test]
+fn reused_tuple_ipv6_by_pid() {
+    if live("reused_tuple_ipv6_by_pid") {
+        case(true, false);
+    }
+}
+
+#[test]
+fn reused_tuple_ipv6_by_comm() {
+    if live("reused_tuple_ipv6_by_comm") {
+        case(true, true);
+    }
+}
