@@ -90,7 +90,6 @@ pub(in crate::recorder) fn load(
     ring_bytes: u32,
 ) -> Result<RecordSkel<'static>> {
     let config = needs.config;
-    let tasks = needs.tasks;
     let sources = &mut plan.sources;
     if !config.pcap_filter_insns.is_empty() && !needs.helpers.bpf_loop {
         bail!(
@@ -109,82 +108,94 @@ pub(in crate::recorder) fn load(
         needs.helpers,
         &mut plan.chosen,
         |probe, why| left_out(config, sources, probe, why),
-        |open| {
-            {
-                let ro = open
-                    .maps
-                    .rodata_data
-                    .as_deref_mut()
-                    .expect("the object has read-only settings");
-                ro.filter_tasks = tasks.filter_tasks;
-                ro.func_exits = config.func_exits && !config.funcs.is_empty();
-                ro.filter_pid = tasks.filter_pids;
-                if let Some(comm) = &config.filters.comm {
-                    if comm.len() > 15 {
-                        bail!("--comm '{comm}': task names are at most 15 bytes (the kernel truncates longer ones)");
-                    }
-                    ro.filter_comm = true;
-                    for (i, b) in comm.bytes().enumerate() {
-                        ro.comm_filter[i] = b as i8;
-                    }
-                }
-                ro.cgroup_filter = tasks.cgroup.unwrap_or(0);
-                ro.port_filter = config.filters.port.unwrap_or(0);
-                // Namespace inodes are 32-bit in the kernel (ns_common.inum).
-                ro.netns_only = config.filters.netns.unwrap_or(0) as u32;
-                if let Some(h) = config.filters.host {
-                    ro.filter_host = true;
-                    ro.host_filter = addr16(h);
-                }
-                ro.tcp_state = config.tcp_state;
-                ro.snaplen = config.snaplen.min(crate::config::SNAPLEN_MAX);
-                if let Some(Ok(page)) = &needs.frame_pages {
-                    ro.frag_pfn = page.pfn;
-                    ro.frag_mark = page.mark;
-                }
-                if config.pcap_filter_insns.len() > crate::config::PCAP_FILTER_MAX_INSNS {
-                    bail!(
-                        "the filter expression compiles to {} instructions; at most {} fit",
-                        config.pcap_filter_insns.len(),
-                        crate::config::PCAP_FILTER_MAX_INSNS
-                    );
-                }
-                ro.pf_len = config.pcap_filter_insns.len() as u32;
-                // Received packets are attributed by flow: keep every announced
-                // socket's flow when a layer sees packets.
-                ro.track_all_flows = needs.packets;
-                ro.tcp_rx_other = tcp_rcv_on(config);
-                ro.app_send_on = kind_on(config, "app_send");
-                ro.app_recv_on = kind_on(config, "app_recv");
-                ro.wakeup_bytes = config.wakeup_bytes;
-                ro.record_fork = config.layers.contains(&Layer::Sched);
-                ro.id_ring_index = cpus;
-                ro.has_id_ring = true;
-            }
-            // One more ring after the CPUs' for identity (SOCK) records only.
-            open.maps
-                .rings
-                .set_max_entries(cpus + 1)
-                .context("sizing the ring array")?;
-            // Wake the reader well before one CPU's ring fills.
-            open.maps
-                .rodata_data
-                .as_deref_mut()
-                .expect("the object has read-only settings")
-                .wakeup_bytes = config.wakeup_bytes.min(ring_bytes as u64 / 8);
-            // A batch is at most a quarter of its CPU's ring.
-            open.maps
-                .rodata_data
-                .as_deref_mut()
-                .expect("the object has read-only settings")
-                .batch_limit = (ring_bytes / 4).clamp(512, 4096);
-            Ok(())
-        },
+        |open| configure(open, needs, cpus, ring_bytes),
         &|chosen, name| needs.wants(chosen, name),
     )
 }
 
 use magnet_host::libbpf_log as load_log;
+
+/// The object's read-only settings from the recording's options, the
+/// options checked first (a task name the kernel would truncate, a filter
+/// too long for its map), and the ring array sized for `cpus`.
+fn configure(
+    open: &mut OpenRecordSkel<'static>,
+    needs: &Needs<'_>,
+    cpus: u32,
+    ring_bytes: u32,
+) -> Result<()> {
+    let config = needs.config;
+    let tasks = needs.tasks;
+    {
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("the object has read-only settings");
+        ro.filter_tasks = tasks.filter_tasks;
+        ro.func_exits = config.func_exits && !config.funcs.is_empty();
+        ro.filter_pid = tasks.filter_pids;
+        if let Some(comm) = &config.filters.comm {
+            if comm.len() > 15 {
+                bail!("--comm '{comm}': task names are at most 15 bytes (the kernel truncates longer ones)");
+            }
+            ro.filter_comm = true;
+            for (i, b) in comm.bytes().enumerate() {
+                ro.comm_filter[i] = b as i8;
+            }
+        }
+        ro.cgroup_filter = tasks.cgroup.unwrap_or(0);
+        ro.port_filter = config.filters.port.unwrap_or(0);
+        // Namespace inodes are 32-bit in the kernel (ns_common.inum).
+        ro.netns_only = config.filters.netns.unwrap_or(0) as u32;
+        if let Some(h) = config.filters.host {
+            ro.filter_host = true;
+            ro.host_filter = addr16(h);
+        }
+        ro.tcp_state = config.tcp_state;
+        ro.snaplen = config.snaplen.min(crate::config::SNAPLEN_MAX);
+        if let Some(Ok(page)) = &needs.frame_pages {
+            ro.frag_pfn = page.pfn;
+            ro.frag_mark = page.mark;
+        }
+        if config.pcap_filter_insns.len() > crate::config::PCAP_FILTER_MAX_INSNS {
+            bail!(
+                "the filter expression compiles to {} instructions; at most {} fit",
+                config.pcap_filter_insns.len(),
+                crate::config::PCAP_FILTER_MAX_INSNS
+            );
+        }
+        ro.pf_len = config.pcap_filter_insns.len() as u32;
+        // Received packets are attributed by flow: keep every announced
+        // socket's flow when a layer sees packets.
+        ro.track_all_flows = needs.packets;
+        ro.tcp_rx_other = tcp_rcv_on(config);
+        ro.app_send_on = kind_on(config, "app_send");
+        ro.app_recv_on = kind_on(config, "app_recv");
+        ro.wakeup_bytes = config.wakeup_bytes;
+        ro.record_fork = config.layers.contains(&Layer::Sched);
+        ro.id_ring_index = cpus;
+        ro.has_id_ring = true;
+    }
+    // One more ring after the CPUs' for identity (SOCK) records only.
+    open.maps
+        .rings
+        .set_max_entries(cpus + 1)
+        .context("sizing the ring array")?;
+    // Wake the reader well before one CPU's ring fills.
+    open.maps
+        .rodata_data
+        .as_deref_mut()
+        .expect("the object has read-only settings")
+        .wakeup_bytes = config.wakeup_bytes.min(ring_bytes as u64 / 8);
+    // A batch is at most a quarter of its CPU's ring.
+    open.maps
+        .rodata_data
+        .as_deref_mut()
+        .expect("the object has read-only settings")
+        .batch_limit = (ring_bytes / 4).clamp(512, 4096);
+    Ok(())
+}
 
 /// Whether this kernel creates task-storage maps (Linux 5.11+); asked of the
 /// kernel itself, not guessed from its version.
@@ -221,35 +232,7 @@ pub(super) fn load_with_fallback(
             .open(storage)
             .context("opening the BPF object failed")?;
         configure(&mut open)?;
-        // Task storage (5.11+) holds each thread's socket call in flight;
-        // without it the same state lives in a hash by thread id.
-        {
-            let ro = open
-                .maps
-                .rodata_data
-                .as_deref_mut()
-                .expect("the object has read-only settings");
-            ro.in_flight_by_tid = !helpers.task_storage;
-            ro.cookie_helper = helpers.cookie;
-            ro.sk_storage_in_tracing = helpers.sk_storage;
-        }
-        if helpers.task_storage {
-            open.maps.in_flight_tid.set_max_entries(1)?;
-        } else {
-            open.maps.in_flight.set_autocreate(false)?;
-        }
-        if helpers.sk_storage {
-            open.maps.sock_flags_by_key.set_max_entries(1)?;
-        }
-        for mut prog in open.open_object_mut().progs_mut() {
-            let name = prog.name().to_string_lossy().into_owned();
-            // A twin without the filter stands in for its program, or not.
-            let load = match name.strip_suffix("_nl") {
-                Some(base) if PF_TWINS.contains(&base) => !helpers.bpf_loop && wanted(chosen, base),
-                _ => helpers.prog(&name) == name && wanted(chosen, &name),
-            };
-            prog.set_autoload(load);
-        }
+        set_kernel_settings(&mut open, helpers, chosen, wanted)?;
         let (loaded, log) = load_log::capture(|| open.load());
         let e = match loaded {
             Ok(skel) => return Ok(skel),
@@ -309,6 +292,48 @@ pub(super) fn load_with_fallback(
             }
         }
     }
+}
+
+/// The settings that follow from what this kernel offers, and which
+/// programs load: those of the `chosen` hooks and the support programs
+/// `wanted` names, each as its twin without the filter where the kernel
+/// has no bpf_loop.
+fn set_kernel_settings(
+    open: &mut OpenRecordSkel<'static>,
+    helpers: Helpers,
+    chosen: &[Choice<Layer>],
+    wanted: &dyn Fn(&[Choice<Layer>], &str) -> bool,
+) -> Result<()> {
+    // Task storage (5.11+) holds each thread's socket call in flight;
+    // without it the same state lives in a hash by thread id.
+    {
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("the object has read-only settings");
+        ro.in_flight_by_tid = !helpers.task_storage;
+        ro.cookie_helper = helpers.cookie;
+        ro.sk_storage_in_tracing = helpers.sk_storage;
+    }
+    if helpers.task_storage {
+        open.maps.in_flight_tid.set_max_entries(1)?;
+    } else {
+        open.maps.in_flight.set_autocreate(false)?;
+    }
+    if helpers.sk_storage {
+        open.maps.sock_flags_by_key.set_max_entries(1)?;
+    }
+    for mut prog in open.open_object_mut().progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        // A twin without the filter stands in for its program, or not.
+        let load = match name.strip_suffix("_nl") {
+            Some(base) if PF_TWINS.contains(&base) => !helpers.bpf_loop && wanted(chosen, base),
+            _ => helpers.prog(&name) == name && wanted(chosen, &name),
+        };
+        prog.set_autoload(load);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

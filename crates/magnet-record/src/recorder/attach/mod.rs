@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::skel::Skel;
 use libbpf_rs::Link;
 use libbpf_rs::MapCore;
-use magnet_trace::Header;
+use magnet_trace::{Header, LayerSource};
 
 use super::targets::Cgroup2Root;
 use crate::config::Layer;
@@ -43,8 +43,45 @@ pub(super) fn attach<'s>(
     header: &mut Header,
 ) -> Result<Links<'s>> {
     let config = needs.config;
-    // record -f: the filter's instructions, before any program runs.
-    for (i, &(code, jt, jf, k)) in config.pcap_filter_insns.iter().enumerate() {
+    load_filter(skel, &config.pcap_filter_insns)?;
+    let object = skel.object();
+    let mut netns = NetfilterNamespaces::open(config.filters.netns);
+    let mut fed = attach_chosen(plan, needs, object, &mut netns)?;
+    let sources = &mut plan.sources;
+    let wanted = |name: &str| needs.wants(&plan.chosen, name);
+    fed.links
+        .extend(attach_support(needs, object, sources, &wanted)?);
+    fed.links.extend(attach_batch_tick(skel)?);
+    if config.layers.contains(&Layer::Sched) {
+        if let Some(s) = sources.get_mut(&Layer::Sched) {
+            s.hooks.push("tp_btf/sched_process_fork".into());
+        }
+    }
+    let func_source = if config.funcs.is_empty() {
+        None
+    } else {
+        let (src, flinks) = needs.funcs.attach(object, header);
+        fed.links.extend(flinks);
+        Some(src)
+    };
+    if fed.netfilter_used {
+        if let Some(s) = sources.get_mut(&Layer::Ip) {
+            s.notes.push(netns.scope());
+        }
+    }
+    fed.name_hooks(header);
+    header.layers = sources.values().cloned().collect();
+    header.layers.extend(func_source);
+    Ok(Links {
+        links: fed.links,
+        netns,
+        object,
+    })
+}
+
+/// record -f: the filter's instructions, before any program runs.
+fn load_filter(skel: &RecordSkel<'static>, insns: &[(u16, u8, u8, u32)]) -> Result<()> {
+    for (i, &(code, jt, jf, k)) in insns.iter().enumerate() {
         let mut insn = [0u8; 8];
         insn[0..2].copy_from_slice(&code.to_ne_bytes());
         insn[2] = jt;
@@ -55,17 +92,57 @@ pub(super) fn attach<'s>(
             .update(&(i as u32).to_ne_bytes(), &insn, libbpf_rs::MapFlags::ANY)
             .with_context(|| format!("loading instruction {i} of the filter expression"))?;
     }
+    Ok(())
+}
+
+/// The links of the chosen hooks, and which hook fed each kind.
+struct Fed {
+    links: Vec<Link>,
+    hooks_by_kind: BTreeMap<&'static str, String>,
+    /// The app kinds' events come from the syscall and io_uring hooks (their
+    /// own hooks only name the socket of the call).
+    app_helpers: Vec<String>,
+    netfilter_used: bool,
+}
+
+impl Fed {
+    /// The catalog names the hook that fed each kind on this kernel.
+    fn name_hooks(&mut self, header: &mut Header) {
+        for k in ["app_send", "app_recv"] {
+            if let Some(h) = self.hooks_by_kind.get_mut(k) {
+                *h = self
+                    .app_helpers
+                    .iter()
+                    .chain([&*h])
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("+");
+            }
+        }
+        for k in header.catalog.kinds.iter_mut() {
+            if let Some(h) = self.hooks_by_kind.get(k.name.as_str()) {
+                k.hook = h.clone();
+            }
+        }
+    }
+}
+
+/// Attaches every program of each chosen hook; a hook that fails to attach
+/// leaves its probe out (see [`left_out`]).
+fn attach_chosen(
+    plan: &mut Plan,
+    needs: &Needs<'_>,
+    object: &libbpf_rs::Object,
+    netns: &mut NetfilterNamespaces,
+) -> Result<Fed> {
+    let config = needs.config;
     let sources = &mut plan.sources;
-    let wanted = |name: &str| needs.wants(&plan.chosen, name);
-    let cgroup2_root = needs.packets.then(Cgroup2Root::find);
-    let mut hooks_by_kind: BTreeMap<&str, String> = BTreeMap::new();
-    // The app kinds' events come from the syscall and io_uring hooks (their
-    // own hooks only name the socket of the call).
-    let mut app_helpers: Vec<String> = Vec::new();
-    let mut links: Vec<Link> = Vec::new();
-    let object = skel.object();
-    let mut netfilter_used = false;
-    let mut netns = NetfilterNamespaces::open(config.filters.netns);
+    let mut fed = Fed {
+        links: Vec::new(),
+        hooks_by_kind: BTreeMap::new(),
+        app_helpers: Vec::new(),
+        netfilter_used: false,
+    };
     for c in &plan.chosen {
         let probe = c.part;
         let hook = c.candidate().expect("only chosen probes");
@@ -89,7 +166,7 @@ pub(super) fn attach<'s>(
                     let out = *hooknum == libbpf_rs::NF_INET_LOCAL_OUT
                         || *hooknum == libbpf_rs::NF_INET_POST_ROUTING;
                     let priority = if out { i32::MAX - 1 } else { i32::MIN + 1 };
-                    netfilter_used = true;
+                    fed.netfilter_used = true;
                     netns.attach(&prog, *hooknum, priority)
                 }
             };
@@ -109,12 +186,12 @@ pub(super) fn attach<'s>(
             .expect("source per selected layer");
         match failed {
             None => {
-                links.extend(hook_links);
+                fed.links.extend(hook_links);
                 let name = hook.name();
                 if let Some(k) = probes::kind(probe) {
-                    hooks_by_kind.insert(k, name.clone());
+                    fed.hooks_by_kind.insert(k, name.clone());
                 } else if probe.group == Layer::App {
-                    app_helpers.push(name.clone());
+                    fed.app_helpers.push(name.clone());
                 }
                 if !src.hooks.contains(&name) {
                     src.hooks.push(name);
@@ -123,6 +200,18 @@ pub(super) fn attach<'s>(
             Some(why) => left_out(config, sources, probe, &why)?,
         }
     }
+    Ok(fed)
+}
+
+/// The support programs the recording's layers and filters call for, and the
+/// cgroup link that gives sockets their cookie when created.
+fn attach_support(
+    needs: &Needs<'_>,
+    object: &libbpf_rs::Object,
+    sources: &mut BTreeMap<Layer, LayerSource>,
+    wanted: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Link>> {
+    let mut links = Vec::new();
     for name in [
         probes::FOLLOW_FORKS,
         probes::PKT_FREE,
@@ -143,6 +232,7 @@ pub(super) fn attach<'s>(
                 .with_context(|| format!("attaching support program {name}"))?,
         );
     }
+    let cgroup2_root = needs.packets.then(Cgroup2Root::find);
     // Sockets get their cookie when created (see sock_cookie_at_create): a
     // cgroup link on the v2 root, which every task is under.
     if let (true, Some(root)) = (wanted(probes::COOKIE_AT_CREATE), &cgroup2_root) {
@@ -171,48 +261,7 @@ pub(super) fn attach<'s>(
             }
         }
     }
-    links.extend(attach_batch_tick(skel)?);
-    if config.layers.contains(&Layer::Sched) {
-        if let Some(s) = sources.get_mut(&Layer::Sched) {
-            s.hooks.push("tp_btf/sched_process_fork".into());
-        }
-    }
-    let func_source = if config.funcs.is_empty() {
-        None
-    } else {
-        let (src, flinks) = needs.funcs.attach(object, header);
-        links.extend(flinks);
-        Some(src)
-    };
-    if netfilter_used {
-        if let Some(s) = sources.get_mut(&Layer::Ip) {
-            s.notes.push(netns.scope());
-        }
-    }
-
-    for k in ["app_send", "app_recv"] {
-        if let Some(h) = hooks_by_kind.get_mut(k) {
-            *h = app_helpers
-                .iter()
-                .chain([&*h])
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("+");
-        }
-    }
-    // The catalog names the hook that fed each kind on this kernel.
-    for k in header.catalog.kinds.iter_mut() {
-        if let Some(h) = hooks_by_kind.get(k.name.as_str()) {
-            k.hook = h.clone();
-        }
-    }
-    header.layers = sources.values().cloned().collect();
-    header.layers.extend(func_source);
-    Ok(Links {
-        links,
-        netns,
-        object,
-    })
+    Ok(links)
 }
 
 /// The recorder's links, and the network namespaces its netfilter links are
