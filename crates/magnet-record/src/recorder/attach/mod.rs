@@ -161,6 +161,12 @@ fn attach_chosen(
                 Attach::Iter(_) | Attach::CgroupSkb(_) | Attach::Tcx(_) | Attach::Clsact(_) => {
                     bail!("{name}: the recorder attaches no iterator, cgroup or tc programs")
                 }
+                Attach::Kprobe(_)
+                | Attach::Kretprobe(_)
+                | Attach::KprobeMulti(_)
+                | Attach::KretprobeMulti(_) => {
+                    bail!("{name}: function probes are attached by record --funcs' own plan")
+                }
                 Attach::Netfilter(hooknum) => {
                     // Observe last on the way out (final headers), first on the way in.
                     let out = *hooknum == libbpf_rs::NF_INET_LOCAL_OUT
