@@ -170,8 +170,20 @@ pub fn run(args: FuncsArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    print_summary(&mut out, &what, available.as_ref(), &summary)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The text summary: where BTF and the attachable list came from, the
+/// count per category, the pwru rule's, and the polymorphism found.
+fn print_summary(
+    out: &mut impl Write,
+    what: &str,
+    available: Option<&(String, HashSet<String>)>,
+    summary: &magnet_funcs::select::Summary,
+) -> Result<()> {
     writeln!(out, "BTF: {what}")?;
-    match &available {
+    match available {
         Some((p, s)) => writeln!(out, "attachable: {p} ({} functions)", s.len())?,
         None => writeln!(out, "attachable: unknown (no available_filter_functions)")?,
     }
@@ -221,7 +233,7 @@ pub fn run(args: FuncsArgs) -> Result<ExitCode> {
         summary.pointer_depth,
         if summary.pointer_depth == 1 { "" } else { "s" }
     )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// `magnet funcs --check`: the probe of each part of `record --funcs` on this
