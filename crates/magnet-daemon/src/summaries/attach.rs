@@ -140,85 +140,8 @@ pub fn attach(
         path: cgroup_root.display().to_string(),
         source,
     })?;
-    // tp_btf parts: a part whose link the kernel refuses is left out.
-    let mut links = Vec::new();
-    for choice in plan.choices.iter_mut() {
-        let Some(c) = choice.candidate() else {
-            continue;
-        };
-        if !c
-            .progs
-            .iter()
-            .all(|(_, a)| matches!(a, Attach::TpBtf { .. }))
-        {
-            continue;
-        }
-        let mut got = Vec::new();
-        let mut failed = None;
-        for (prog, hook) in c.progs {
-            let Some(p) = loaded_prog(&skel.progs, prog) else {
-                continue;
-            };
-            match p.attach() {
-                Ok(l) => got.push(l),
-                Err(e) => {
-                    failed = Some(format!(
-                        "{}: the kernel refused its link: {e}",
-                        plan::attach_name(*hook)
-                    ));
-                    break;
-                }
-            }
-        }
-        match failed {
-            None => links.extend(got),
-            Some(why) => choice.chosen = Err(why),
-        }
-    }
-    // The TCP counters: the iterator's link on the socket-storage map, run
-    // (by creating an iterator from it and reading it) at every read; where
-    // the kernel refuses the link, sock_diag.
-    let tcp = match plan.used("tcp_counters").map(Candidate::name).as_deref() {
-        Some("iter/bpf_sk_storage_map") => {
-            match skel
-                .progs
-                .tcp_kstats
-                .attach_iter(skel.maps.tcp_socks.as_fd())
-                .and_then(|l| {
-                    // The reader keeps its own descriptor of the link (the
-                    // Link itself stays with the others, detached on drop).
-                    let fd = l
-                        .as_fd()
-                        .try_clone_to_owned()
-                        .map_err(libbpf_rs::Error::from)?;
-                    Ok((l, fd))
-                }) {
-                Ok((l, fd)) => {
-                    links.push(l);
-                    TcpSource::Iter(fd)
-                }
-                Err(e) => {
-                    if let Some(c) = plan.get_mut("tcp_counters") {
-                        let mut refused = Refusals::new();
-                        refused.insert(
-                            (c.part.name, 0),
-                            format!("the kernel refused its link: {e}"),
-                        );
-                        let (next, passed) = c.part.choose_from(0, &|_| None, &refused);
-                        c.chosen = next.ok_or_else(|| passed.join("; "));
-                        c.passed = passed;
-                    }
-                    if plan.used("tcp_counters").is_some() {
-                        TcpSource::SockDiag
-                    } else {
-                        TcpSource::None
-                    }
-                }
-            }
-        }
-        Some(_) => TcpSource::SockDiag,
-        None => TcpSource::None,
-    };
+    let mut links = attach_tp_btf(&mut plan, &skel);
+    let tcp = attach_tcp_counters(&mut plan, &skel, &mut links);
     let handle = |m: &libbpf_rs::Map<'_>, what: &str| {
         MapHandle::try_from(m).map_err(|e| Error::bpf(format!("opening the {what} map"), e))
     };
@@ -269,6 +192,98 @@ pub fn attach(
         attached.set_window_open(true);
     }
     Ok((attached, reader))
+}
+
+/// The links of the tp_btf parts; a part whose link the kernel refuses is
+/// left out.
+fn attach_tp_btf(plan: &mut Plan, skel: &SummarySkel<'static>) -> Vec<Link> {
+    let mut links = Vec::new();
+    for choice in plan.choices.iter_mut() {
+        let Some(c) = choice.candidate() else {
+            continue;
+        };
+        if !c
+            .progs
+            .iter()
+            .all(|(_, a)| matches!(a, Attach::TpBtf { .. }))
+        {
+            continue;
+        }
+        let mut got = Vec::new();
+        let mut failed = None;
+        for (prog, hook) in c.progs {
+            let Some(p) = loaded_prog(&skel.progs, prog) else {
+                continue;
+            };
+            match p.attach() {
+                Ok(l) => got.push(l),
+                Err(e) => {
+                    failed = Some(format!(
+                        "{}: the kernel refused its link: {e}",
+                        plan::attach_name(*hook)
+                    ));
+                    break;
+                }
+            }
+        }
+        match failed {
+            None => links.extend(got),
+            Some(why) => choice.chosen = Err(why),
+        }
+    }
+    links
+}
+
+/// Where the TCP counters come from: the iterator, else sock_diag.
+fn attach_tcp_counters(
+    plan: &mut Plan,
+    skel: &SummarySkel<'static>,
+    links: &mut Vec<Link>,
+) -> TcpSource {
+    // The TCP counters: the iterator's link on the socket-storage map, run
+    // (by creating an iterator from it and reading it) at every read; where
+    // the kernel refuses the link, sock_diag.
+    match plan.used("tcp_counters").map(Candidate::name).as_deref() {
+        Some("iter/bpf_sk_storage_map") => {
+            match skel
+                .progs
+                .tcp_kstats
+                .attach_iter(skel.maps.tcp_socks.as_fd())
+                .and_then(|l| {
+                    // The reader keeps its own descriptor of the link (the
+                    // Link itself stays with the others, detached on drop).
+                    let fd = l
+                        .as_fd()
+                        .try_clone_to_owned()
+                        .map_err(libbpf_rs::Error::from)?;
+                    Ok((l, fd))
+                }) {
+                Ok((l, fd)) => {
+                    links.push(l);
+                    TcpSource::Iter(fd)
+                }
+                Err(e) => {
+                    if let Some(c) = plan.get_mut("tcp_counters") {
+                        let mut refused = Refusals::new();
+                        refused.insert(
+                            (c.part.name, 0),
+                            format!("the kernel refused its link: {e}"),
+                        );
+                        let (next, passed) = c.part.choose_from(0, &|_| None, &refused);
+                        c.chosen = next.ok_or_else(|| passed.join("; "));
+                        c.passed = passed;
+                    }
+                    if plan.used("tcp_counters").is_some() {
+                        TcpSource::SockDiag
+                    } else {
+                        TcpSource::None
+                    }
+                }
+            }
+        }
+        Some(_) => TcpSource::SockDiag,
+        None => TcpSource::None,
+    }
 }
 
 /// Attaches the cgroup_skb egress and ingress programs to the open cgroup
