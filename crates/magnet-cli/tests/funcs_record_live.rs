@@ -201,3 +201,76 @@ fn funcs_auto_records_or_says_why_not() {
     assert!(at("__ip_queue_xmit") < at("ip_output"));
     assert!(at("ip_output") < at("dev_hard_start_xmit"));
 }
+
+/// `magnet funcs --check` prints the plan `record --funcs` follows, from the
+/// planner every `--check` shares: one row per part of funcs.bpf.c, each
+/// with the probe this kernel allows or, in one line, every probe refused and
+/// why. The kernel's own answer is checked against its kprobe PMU; with
+/// kprobes denied every part is refused on any kernel, and `record --funcs`
+/// fails for the same reason.
+#[test]
+fn funcs_check_names_the_probe_or_why_none() {
+    if !live_or_skip("funcs_check_names_the_probe_or_why_none", &[Need::Btf]) {
+        return;
+    }
+    let parts = |deny: &str| {
+        let out = common::magnet_ok_denying(&["funcs", "--check", "--json"], deny);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["schema"], "magnet.funcs.check/1", "{v}");
+        let parts = v["parts"].as_array().unwrap().clone();
+        let names: Vec<&str> = parts.iter().map(|p| p["part"].as_str().unwrap()).collect();
+        assert_eq!(names, ["entry", "exit", "copies", "no_skb"], "{v}");
+        parts
+    };
+    let base = std::env::var("MAGNET_HOOKS_DENY").unwrap_or_default();
+    let entry = parts(&base)[0].clone();
+    let kprobes = std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists();
+    if kprobes && base.is_empty() {
+        let hook = entry["hook"].as_str().unwrap_or_default();
+        assert!(hook == "kprobe_multi/*" || hook == "kprobe/*", "{entry}");
+    } else if !kprobes {
+        // This host's 6.18: no kprobe PMU, so neither kprobes nor
+        // kprobe-multi; the one line names both.
+        assert!(entry["hook"].is_null(), "{entry}");
+        let why = entry["missing"].as_str().unwrap();
+        assert!(
+            why.starts_with("no function entry records (kprobe_multi/*: "),
+            "{why}"
+        );
+        assert!(why.contains("; kprobe/*: no kprobes"), "{why}");
+    }
+
+    for p in parts(&format!("{base},kprobe")) {
+        assert!(p["hook"].is_null(), "{p}");
+        let why = p["missing"].as_str().unwrap();
+        assert!(why.contains("denied by MAGNET_HOOKS_DENY="), "{p}");
+        assert!(!why.contains('\n'), "{p}");
+    }
+    let out = Command::new(MAGNET)
+        .env("MAGNET_HOOKS_DENY", "kprobe")
+        .args(["funcs", "--check"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["group", "part", "hook"]
+    );
+    assert!(lines[1].starts_with("funcs  entry "), "{text}");
+    assert!(
+        lines[1].contains("cannot be used: no function entry records"),
+        "{text}"
+    );
+    assert_eq!(lines.len(), 6, "{text}");
+    assert!(
+        lines[5].starts_with("record --funcs cannot run on this kernel"),
+        "{text}"
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

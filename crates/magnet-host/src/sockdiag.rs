@@ -14,7 +14,7 @@
 //! it attaches to programs already running (magnet-record,
 //! `recorder/snapshot.rs`); magnetd reads TCP counters here when no BPF
 //! program may read `tcp_sock` (the `iter/bpf_sk_storage_map` iterator
-//! refused or denied; magnet-daemon, `summaries.rs`).
+//! refused or denied; magnet-daemon, `summaries/`).
 //!
 //! A dump sees one network namespace, the one its netlink socket was made
 //! in: [`in_netns`] runs a reader on a short-lived thread that enters

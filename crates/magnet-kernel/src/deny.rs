@@ -10,7 +10,7 @@
 //! | --- | --- | --- |
 //! | tracepoints (BTF) | `tp_btf/TRACEPOINT` | `tp_btf`, `tp_btf/sock_send_length` |
 //! | raw tracepoints | `raw_tp/TRACEPOINT` | `raw_tp` |
-//! | function probes | `fentry/FUNC`, `fexit/FUNC`, `kprobe/FUNC`, `kprobe_multi/FUNC` | `fentry`, `fexit/inet_sendmsg` |
+//! | function probes | `fentry/FUNC`, `fexit/FUNC`, `kprobe/FUNC`, `kprobe_multi/FUNC`, `kretprobe/FUNC`, `kretprobe_multi/FUNC` (`FUNC` is `*` for `record --funcs`' selected functions) | `fentry`, `fexit/inet_sendmsg` |
 //! | iterators | `iter/TARGET` | `iter`, `iter/bpf_sk_storage_map` |
 //! | netfilter links | `netfilter/HOOK` | `netfilter`, `netfilter/LOCAL_OUT` |
 //! | TCX links | `tcx/ingress`, `tcx/egress` | `tcx` |

@@ -30,6 +30,15 @@ pub enum Attach {
     Fentry(&'static str),
     /// fexit on the named function.
     Fexit(&'static str),
+    /// A kprobe per function on the functions named (`*`: those the caller
+    /// selects at run time, as `record --funcs` does).
+    Kprobe(&'static str),
+    /// A kretprobe per function: their returns.
+    Kretprobe(&'static str),
+    /// One kprobe-multi link on all the functions named (Linux 5.18+).
+    KprobeMulti(&'static str),
+    /// One kretprobe-multi link: their returns.
+    KretprobeMulti(&'static str),
     /// A BPF iterator over this target (`bpf_sk_storage_map`, `task`, …).
     Iter(&'static str),
     /// A cgroup_skb program on a cgroup (magnetd: the cgroup v2 root).
@@ -64,6 +73,10 @@ pub fn attach_name(a: Attach) -> String {
         Attach::TpBtf { tp, .. } => format!("tp_btf/{tp}"),
         Attach::Fentry(f) => format!("fentry/{f}"),
         Attach::Fexit(f) => format!("fexit/{f}"),
+        Attach::Kprobe(f) => format!("kprobe/{f}"),
+        Attach::Kretprobe(f) => format!("kretprobe/{f}"),
+        Attach::KprobeMulti(f) => format!("kprobe_multi/{f}"),
+        Attach::KretprobeMulti(f) => format!("kretprobe_multi/{f}"),
         Attach::Iter(t) => format!("iter/{t}"),
         Attach::CgroupSkb(d) => format!("cgroup_skb/{}", d.name()),
         Attach::Tcx(d) => format!("tcx/{}", d.name()),
@@ -122,11 +135,10 @@ impl Candidate {
         if self.progs.is_empty() {
             return self.user.to_string();
         }
-        self.progs
-            .iter()
-            .map(|(_, a)| attach_name(*a))
-            .collect::<Vec<_>>()
-            .join("+")
+        let mut names: Vec<String> = self.progs.iter().map(|(_, a)| attach_name(*a)).collect();
+        // Programs at the same attach point (one per skb position) are one.
+        names.dedup();
+        names.join("+")
     }
 
     /// Whether one of its programs is `prog`.

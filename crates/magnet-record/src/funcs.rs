@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use libbpf_rs::{Link, Object};
-use magnet_kernel::Features;
+use magnet_kernel::plan::{self, Attach, Candidate, Part, Refusals};
+use magnet_kernel::{Features, KernelBtf};
 use magnet_trace::{Header, LayerSource};
 
 /// Header enum table naming function addresses (the record's `func` field).
@@ -16,6 +17,119 @@ pub const FUNC_TABLE: &str = "kfunc";
 /// Header table: function address -> the next kernel symbol's address, so a
 /// caller's return address can be placed inside a named function.
 pub const FUNC_END_TABLE: &str = "kfunc_end";
+
+/// The functions `record --funcs` selects at run time, in an attach name
+/// (`kprobe_multi/*`).
+const SELECTED: &str = "*";
+/// The copying functions ([`COPY_FUNCS`]) in an attach name.
+const COPIERS: &str = "skb_clone…";
+
+/// What `record --funcs` attaches, each part with its ways best first: one
+/// kprobe-multi link on all the functions where the kernel has kprobe-multi,
+/// else one kprobe per function (funcs.bpf.c has kprobe programs only).
+/// `magnet funcs --check` prints this plan; [`Plan::new`] follows its entry
+/// part.
+pub static FUNC_PARTS: &[Part] = &[
+    Part {
+        name: "entry",
+        group: "funcs",
+        feeds: "function entry records",
+        candidates: &[
+            Candidate::progs(&[
+                ("func_skb1_multi", Attach::KprobeMulti(SELECTED)),
+                ("func_skb2_multi", Attach::KprobeMulti(SELECTED)),
+                ("func_skb3_multi", Attach::KprobeMulti(SELECTED)),
+                ("func_skb4_multi", Attach::KprobeMulti(SELECTED)),
+                ("func_skb5_multi", Attach::KprobeMulti(SELECTED)),
+            ]),
+            Candidate::progs(&[
+                ("func_skb1", Attach::Kprobe(SELECTED)),
+                ("func_skb2", Attach::Kprobe(SELECTED)),
+                ("func_skb3", Attach::Kprobe(SELECTED)),
+                ("func_skb4", Attach::Kprobe(SELECTED)),
+                ("func_skb5", Attach::Kprobe(SELECTED)),
+            ]),
+        ],
+        optional: false,
+        default_on: true,
+    },
+    Part {
+        name: "exit",
+        group: "funcs",
+        feeds: "function returns (--func-exits)",
+        candidates: &[
+            Candidate::progs(&[("func_exit_multi", Attach::KretprobeMulti(SELECTED))]),
+            Candidate::progs(&[("func_exit", Attach::Kretprobe(SELECTED))]),
+        ],
+        optional: true,
+        default_on: false,
+    },
+    Part {
+        name: "copies",
+        group: "funcs",
+        feeds: "copies linked to their parent skb",
+        candidates: &[
+            Candidate::progs(&[
+                ("func_copy_multi", Attach::KprobeMulti(COPIERS)),
+                ("func_copy_exit_multi", Attach::KretprobeMulti(COPIERS)),
+            ]),
+            Candidate::progs(&[
+                ("func_copy", Attach::Kprobe(COPIERS)),
+                ("func_copy_exit", Attach::Kretprobe(COPIERS)),
+            ]),
+        ],
+        optional: true,
+        default_on: true,
+    },
+    Part {
+        name: "no_skb",
+        group: "funcs",
+        feeds: "calls of functions without an skb (--funcs all)",
+        candidates: &[Candidate::progs(&[(
+            ANY_PROG,
+            Attach::KprobeMulti(SELECTED),
+        )])],
+        optional: true,
+        default_on: false,
+    },
+];
+
+/// What this kernel lacks for a function probe, as its feature probes found
+/// (they apply `MAGNET_HOOKS_DENY` to the kind of probe).
+fn probe_support(f: &Features, a: Attach) -> Option<String> {
+    let support = match a {
+        Attach::Kprobe(_) | Attach::Kretprobe(_) => &f.kprobe,
+        Attach::KprobeMulti(_) | Attach::KretprobeMulti(_) => &f.kprobe_multi,
+        _ => return None,
+    };
+    (!support.is_yes()).then(|| support.reason().to_string())
+}
+
+/// [`FUNC_PARTS`] planned on this kernel: the probes it has, and a kprobe
+/// program's bpf_get_func_ip (5.15+), by which every record names its
+/// function.
+pub fn plan(f: &Features, btf: &KernelBtf) -> plan::Plan {
+    let func_ip = btf.has_enum_value("bpf_func_id", "BPF_FUNC_get_func_ip");
+    let lacks = |a: Attach| {
+        probe_support(f, a).or_else(|| {
+            (!func_ip).then(|| {
+                "no bpf_get_func_ip for kprobe programs (Linux 5.15+), which names the \
+                 function a record is from"
+                    .to_string()
+            })
+        })
+    };
+    plan::choose(FUNC_PARTS, &lacks, &Refusals::new())
+}
+
+/// What `record --funcs` would attach on this kernel (`magnet funcs
+/// --check`). Needs root (it probes attach types).
+pub fn check() -> Result<plan::Plan, crate::Error> {
+    crate::recorder::preflight()?;
+    let btf = KernelBtf::load().map_err(|e| crate::Error::Record(format!("{e:#}")))?;
+    let features = Features::detect(&btf);
+    Ok(plan(&features, &btf))
+}
 
 pub(crate) struct Plan {
     by_pos: [Vec<String>; 5],
@@ -81,8 +195,10 @@ impl Plan {
                 any.push(name.clone());
             }
         }
-        let multi = f.kprobe_multi.is_yes();
-        let no = if funcs.is_empty() || multi || f.kprobe.is_yes() {
+        let entry = plan::choose(&FUNC_PARTS[..1], &|a| probe_support(f, a), &Refusals::new());
+        let entry = &entry.choices[0].chosen;
+        let multi = *entry == Ok(0);
+        let no = if funcs.is_empty() || entry.is_ok() {
             None
         } else {
             Some(format!(

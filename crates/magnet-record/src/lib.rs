@@ -7,7 +7,7 @@
 
 pub mod config;
 mod error;
-mod funcs;
+pub mod funcs;
 mod netdevs;
 pub mod probes;
 mod recorder;

@@ -324,8 +324,10 @@ impl Kernel {
                     None
                 }
             }
-            // The recorder's table has none of these.
+            // The recorder's table has none of these (function probes
+            // are `crate::funcs::FUNC_PARTS`'s, planned on their own).
             Iter(_) | CgroupSkb(_) | Tcx(_) | Clsact(_) => None,
+            Kprobe(_) | Kretprobe(_) | KprobeMulti(_) | KretprobeMulti(_) => None,
         }
     }
 }

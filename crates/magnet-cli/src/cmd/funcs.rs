@@ -68,9 +68,17 @@ pub struct FuncsArgs {
     /// Scan a kernel source tree with a C parser instead (adds indirect use).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["btf", "available", "why"])]
     source: Option<PathBuf>,
+    /// Print how `record --funcs` would probe functions on this kernel
+    /// (kprobe-multi or one kprobe each), or why it cannot, and exit (with
+    /// --json: schema magnet.funcs.check/1).
+    #[arg(long, conflicts_with_all = ["btf", "available", "why", "source", "list"])]
+    check: bool,
 }
 
 pub fn run(args: FuncsArgs) -> Result<ExitCode> {
+    if args.check {
+        return check(args.json);
+    }
     if let Some(dir) = &args.source {
         return super::funcs_source::run(dir, args.levels, args.json, args.list);
     }
@@ -162,8 +170,20 @@ pub fn run(args: FuncsArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    print_summary(&mut out, &what, available.as_ref(), &summary)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The text summary: where BTF and the attachable list came from, the
+/// count per category, the pwru rule's, and the polymorphism found.
+fn print_summary(
+    out: &mut impl Write,
+    what: &str,
+    available: Option<&(String, HashSet<String>)>,
+    summary: &magnet_funcs::select::Summary,
+) -> Result<()> {
     writeln!(out, "BTF: {what}")?;
-    match &available {
+    match available {
         Some((p, s)) => writeln!(out, "attachable: {p} ({} functions)", s.len())?,
         None => writeln!(out, "attachable: unknown (no available_filter_functions)")?,
     }
@@ -213,7 +233,21 @@ pub fn run(args: FuncsArgs) -> Result<ExitCode> {
         summary.pointer_depth,
         if summary.pointer_depth == 1 { "" } else { "s" }
     )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
+}
+
+/// `magnet funcs --check`: the probe of each part of `record --funcs` on this
+/// kernel, and in text a last line when no function can be probed at all.
+fn check(json: bool) -> Result<ExitCode> {
+    let plan = magnet_record::funcs::check()?;
+    let code = super::print_check(super::json_out::FUNCS_CHECK, plan.check_rows(), json)?;
+    if !json && plan.used("entry").is_none() {
+        println!(
+            "record --funcs cannot run on this kernel (no function probe); \
+             `magnet funcs` still selects functions from BTF"
+        );
+    }
+    Ok(code)
 }
 
 fn why(

@@ -17,6 +17,7 @@ pub const RECORD: &str = "magnet.record/1";
 pub const RECORD_CHECK: &str = "magnet.record.check/1";
 pub const FUNCS: &str = "magnet.funcs/1";
 pub const FUNCS_SOURCE: &str = "magnet.funcs.source/1";
+pub const FUNCS_CHECK: &str = "magnet.funcs.check/1";
 pub const DAEMON_CHECK: &str = "magnet.daemon.check/1";
 pub const SAMPLE: &str = "magnet.sample/1";
 pub const SAMPLE_CHECK: &str = "magnet.sample.check/1";

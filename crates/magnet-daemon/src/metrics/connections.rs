@@ -1,0 +1,159 @@
+//! The per-connection families, only for the connections `[metrics]`
+//! selects.
+
+use super::Out;
+use crate::daemon::Shared;
+use crate::summaries::Record;
+use magnet_client::Connection;
+
+/// The connections `[metrics]` selects (by port or container), at most
+/// `max_connection_series`, labelled.
+pub(super) fn selected_connections(shared: &Shared, records: Vec<Record>) -> Vec<Connection> {
+    let (ports, containers, max) = shared
+        .config
+        .read()
+        .map(|c| {
+            (
+                c.metrics.connection_ports.clone(),
+                c.metrics.connection_containers.clone(),
+                c.metrics.max_connection_series,
+            )
+        })
+        .unwrap_or_default();
+    let port_of = |ep: &str| ep.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
+    let mut selected = Vec::new();
+    if !ports.is_empty() || !containers.is_empty() {
+        for r in records {
+            if selected.len() >= max {
+                break;
+            }
+            let by_port = port_of(&r.conn.local).is_some_and(|p| ports.contains(&p))
+                || port_of(&r.conn.remote).is_some_and(|p| ports.contains(&p));
+            let c = shared.label(r.conn);
+            let by_container = c
+                .container
+                .as_deref()
+                .is_some_and(|id| containers.iter().any(|w| id.starts_with(w.as_str())));
+            if by_port || by_container {
+                selected.push(c);
+            }
+        }
+    }
+    selected
+}
+
+/// The per-connection families of the selected connections.
+pub(super) fn write_connections(o: &mut Out, selected: &[Connection], app: bool) {
+    for (name, kind, unit, help) in CONNECTION_FAMILIES {
+        if !app && name.starts_with("magnet_connection_app_") {
+            continue;
+        }
+        o.family(name, kind, unit, help);
+        for c in selected {
+            write_connection(o, name, c);
+        }
+    }
+}
+
+/// The series of family `name` for one connection.
+fn write_connection(o: &mut Out, name: &str, c: &Connection) {
+    let cookie = c.cookie.to_string();
+    let uid = c.uid.to_string();
+    let base = [
+        ("cookie", cookie.as_str()),
+        ("protocol", c.protocol.as_str()),
+        ("local", c.local.as_str()),
+        ("remote", c.remote.as_str()),
+        ("comm", c.comm.as_str()),
+        ("uid", uid.as_str()),
+        ("container", c.container.as_deref().unwrap_or("")),
+    ];
+    let with = |d: &'static str| {
+        let mut l = base.to_vec();
+        l.push(("direction", d));
+        l
+    };
+    match name {
+        "magnet_connection_app_bytes" => {
+            o.sample(
+                "magnet_connection_app_bytes_total",
+                &with("tx"),
+                c.app.tx_bytes,
+            );
+            o.sample(
+                "magnet_connection_app_bytes_total",
+                &with("rx"),
+                c.app.rx_bytes,
+            );
+        }
+        "magnet_connection_app_calls" => {
+            o.sample(
+                "magnet_connection_app_calls_total",
+                &with("tx"),
+                c.app.tx_calls,
+            );
+            o.sample(
+                "magnet_connection_app_calls_total",
+                &with("rx"),
+                c.app.rx_calls,
+            );
+        }
+        "magnet_connection_wire_bytes" if c.wire.source == "absent" => {}
+        "magnet_connection_wire_bytes" => {
+            o.sample(
+                "magnet_connection_wire_bytes_total",
+                &with("tx"),
+                c.wire.tx_bytes,
+            );
+            o.sample(
+                "magnet_connection_wire_bytes_total",
+                &with("rx"),
+                c.wire.rx_bytes,
+            );
+        }
+        "magnet_connection_retransmits" => {
+            o.sample("magnet_connection_retransmits_total", &base, c.retransmits);
+        }
+        _ => {
+            o.sample(
+                "magnet_connection_srtt_seconds",
+                &base,
+                f64::from(c.tcp.srtt_us) / 1e6,
+            );
+        }
+    }
+}
+
+/// The per-connection families: name, type, unit, help.
+const CONNECTION_FAMILIES: [(&str, &str, Option<&str>, &str); 5] = [
+    (
+        "magnet_connection_app_bytes",
+        "counter",
+        Some("bytes"),
+        "Bytes this connection's application sent/received.",
+    ),
+    (
+        "magnet_connection_app_calls",
+        "counter",
+        None,
+        "Send/receive calls on this connection.",
+    ),
+    (
+        "magnet_connection_wire_bytes",
+        "counter",
+        Some("bytes"),
+        "TCP: payload bytes, the socket's own counters (tx bytes_sent, retransmits included; rx bytes_received, the FIN included); other protocols: IP bytes of its packets, only with packet_hooks always (no series otherwise).",
+    ),
+    (
+        "magnet_connection_retransmits",
+        "counter",
+        None,
+        "TCP retransmissions of this connection.",
+    ),
+    (
+        "magnet_connection_srtt_seconds",
+        "gauge",
+        Some("seconds"),
+        "Smoothed RTT (tcp_sock srtt_us) when read, or at close.",
+    ),
+];

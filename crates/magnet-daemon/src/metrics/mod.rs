@@ -1,0 +1,123 @@
+//! The OpenMetrics text served at `/metrics`.
+//!
+//! Names follow Prometheus conventions: `magnet_` prefix, base units
+//! (bytes, seconds), `_total` on counters, direction as a label.
+//!
+//! | family | labels | what |
+//! |---|---|---|
+//! | `magnet_app_bytes_total`, `magnet_app_calls_total` | direction | send/recv calls of all sockets (IPv4/IPv6) |
+//! | `magnet_wire_bytes_total`, `magnet_wire_packets_total`, `magnet_wire_segments_total` | direction | IP packets of all sockets (only with `packet_hooks = "always"`) |
+//! | `magnet_interface_bytes_total`, `magnet_interface_packets_total` | interface, direction | the interfaces' own counters (/proc/net/dev of magnetd's netns), at most 256 interfaces |
+//! | `magnet_packet_hooks_attached`, `magnet_packet_hooks_coverage_ratio`, `magnet_packet_hooks_windows_total`, `magnet_packet_hooks_switch_seconds_total` | mode | when the per-packet programs ran: what the latency histograms (API) are a sample of |
+//! | `magnet_tcp_retransmits_total` | — | tcp_retransmit_skb |
+//! | `magnet_tcp_counter_read_failures_total` | — | failed reads of the TCP sockets' own counters |
+//! | `magnet_drops_total` | reason | kfree_skb by reason (at most 256 reasons) |
+//! | `magnet_connections` | state | tracked connections (open / closed, not yet reaped) |
+//! | `magnet_events_total`, `magnet_lost_events_total`, `magnet_connection_map_full_total`, `magnet_connection_map_entries`, `magnet_connection_map_capacity`, `magnet_connections_created_total` | — | magnetd's health |
+//! | `magnet_connection_*` | cookie, protocol, local, remote, comm, uid, container | per connection, **only** for connections selected by `[metrics]` (ports, containers), at most `max_connection_series` connections |
+//! | `magnet_sample_runs_total`, `magnet_sample_last_*` | interface, interval | the sampler under the daemon: runs stored, last run's totals and peaks, its BPF ns per packet |
+//! | `magnet_bpf_stats_enabled`, `magnet_bpf_run_seconds_total`, `magnet_bpf_runs_total`, `magnet_bpf_ns_per_event`, `magnet_daemon_cpu_seconds_total`, `magnet_daemon_cpu_ns_per_event`, `magnet_cpu_share_ratio` | program (per-program families), part (`bpf`, `daemon`) | what magnetd costs: its programs' run time and runs (the kernel's run-time statistics), its process's CPU, per event and as a share of the machine's CPU since it started |
+//!
+//! Cardinality: host families have at most 2 series each (direction), drops
+//! at most 256, interfaces at most 2 × 256; per-connection families at most
+//! `max_connection_series` × 2.
+
+use std::fmt::Write;
+
+use crate::config::PacketHooks;
+use crate::daemon::Shared;
+
+mod connections;
+mod cost;
+mod host;
+
+use connections::{selected_connections, write_connections};
+use host::{
+    write_app, write_health, write_interfaces, write_packet_hooks, write_sampler,
+    write_tcp_and_drops, write_wire,
+};
+
+fn esc(v: &str) -> String {
+    let mut o = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '"' => o.push_str("\\\""),
+            '\n' => o.push_str("\\n"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn labels(pairs: &[(&str, &str)]) -> String {
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let inner: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", esc(v)))
+        .collect();
+    format!("{{{}}}", inner.join(","))
+}
+
+struct Out(String);
+
+impl Out {
+    fn family(&mut self, name: &str, kind: &str, unit: Option<&str>, help: &str) {
+        let _ = writeln!(self.0, "# TYPE {name} {kind}");
+        if let Some(u) = unit {
+            let _ = writeln!(self.0, "# UNIT {name} {u}");
+        }
+        let _ = writeln!(self.0, "# HELP {name} {help}");
+    }
+    fn sample(&mut self, name: &str, l: &[(&str, &str)], v: impl std::fmt::Display) {
+        let _ = writeln!(self.0, "{name}{} {v}", labels(l));
+    }
+}
+
+/// The whole exposition, `# EOF` included: the families in the order of the
+/// table above, each written by its own function.
+pub fn render(shared: &Shared) -> String {
+    let host = shared.host();
+    let mut o = Out(String::new());
+    // A part left out (the kernel refused its hooks: /health says which) has
+    // no series, not zeros.
+    let app = shared.reader.has_part("app");
+    if app {
+        write_app(&mut o, &host);
+    }
+    // Host wire totals come from the per-packet programs only, and only when
+    // they see every packet: otherwise the families are left out rather than
+    // served as zeros or as a part of the packets (the interfaces' own
+    // counters below are exact in every mode).
+    let hooks = shared
+        .config
+        .read()
+        .map(|c| c.packet_hooks)
+        .unwrap_or(PacketHooks::DEFAULT);
+    if hooks == PacketHooks::Always {
+        write_wire(&mut o, &host);
+    }
+    write_interfaces(&mut o, &host);
+    write_packet_hooks(&mut o, shared, &host, hooks);
+    write_tcp_and_drops(&mut o, shared, &host);
+    let records = shared.reader.all();
+    write_health(&mut o, shared, &host, &records);
+    let selected = selected_connections(shared, records);
+    write_connections(&mut o, &selected, app);
+    write_sampler(&mut o, shared);
+    o.0.push_str("# EOF\n");
+    o.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(labels(&[("a", "x\"y\\z\n")]), "{a=\"x\\\"y\\\\z\\n\"}");
+        assert_eq!(labels(&[]), "");
+    }
+}
