@@ -37,6 +37,8 @@
 #                     (user+nice+system+irq+softirq), so the recorder's own drain thread is
 #                     included; other load on the host is included too (noise).
 #   trace B/event   = magnet: the trace file's bytes ÷ its records (JSON summary `bytes`, `records`)
+#   CPU ns/packet   = cpu ÷ packets through A's veth (its tx + rx counters: no monitor counts them)
+#   above floor     = CPU ns/packet(case) − CPU ns/packet(floor)       [needs the floor case]
 #
 # Environment: ROUNDS (5), SECS (5), MODES ("gso mtu"), MAGNET (path to the binary),
 #   CASES ("base magnet mag+st tcpdump"; add "alt" with MAGNET_ALT=<another build> to
@@ -115,7 +117,12 @@ wait_port() { # ns port
     die "iperf3 server did not start"
 }
 
-printf 'mode\tcase\tround\tbytes\tsecs\tbps\tcpu_busy_ticks\tcpu_total_ticks\tevents\tlost\ttrace_bytes\n' >"$raw"
+printf 'mode\tcase\tround\tbytes\tsecs\tbps\tcpu_busy_ticks\tcpu_total_ticks\tevents\tlost\ttrace_bytes\tpackets\n' >"$raw"
+
+veth_packets() { # A's veth: packets sent + received (the interface's own counters)
+    ip netns exec "$NA" cat /sys/class/net/"$VA"/statistics/tx_packets /sys/class/net/"$VA"/statistics/rx_packets |
+        awk '{s += $1} END {print s}'
+}
 
 run_case() { # mode case round
     local mode=$1 case=$2 round=$3 mon= mon2=
@@ -150,9 +157,12 @@ run_case() { # mode case round
         sleep 0.5
         ;;
     esac
+    local p0 p1
+    p0=$(veth_packets)
     read -r b0 t0 < <(cpu_busy)
     ip netns exec "$NA" iperf3 -c $AB -p $PORT -t "$SECS" -J >"$work/ipf.json" || die "iperf3 client failed"
     read -r b1 t1 < <(cpu_busy)
+    p1=$(veth_packets)
     wait $srv 2>/dev/null || true
     local events=0 lost=0 tbytes=0
     if [[ -n $mon ]]; then
@@ -176,8 +186,8 @@ print(sum(d["records"] for d in ds), sum(d["lost_kernel"]+d.get("dropped_user",0
     read -r bytes secs bps < <(python3 -c 'import json,sys
 e=json.load(open(sys.argv[1]))["end"]["sum_received"]
 print(e["bytes"], e["seconds"], e["bits_per_second"])' "$work/ipf.json")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$case" "$round" "$bytes" "$secs" "$bps" \
-        $((b1 - b0)) $((t1 - t0)) "${events:-0}" "${lost:-0}" "${tbytes:-0}" >>"$raw"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$mode" "$case" "$round" "$bytes" "$secs" "$bps" \
+        $((b1 - b0)) $((t1 - t0)) "${events:-0}" "${lost:-0}" "${tbytes:-0}" $((p1 - p0)) >>"$raw"
     log "$mode $case round $round: $(awk -v b="$bps" 'BEGIN{printf "%.2f Gbit/s", b/1e9}') events=$events lost=$lost"
 }
 
@@ -268,9 +278,15 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
     label = {"gso": "default veth offloads (TSO/GSO on, GRO off: large GSO packets)",
              "mtu": "tso/gso/gro off on both ends (MTU-sized packets)"}.get(mode, mode)
     print(f"#### {label}\n")
-    print("| case | throughput Gbit/s | ratio to baseline | events/s | events/run | lost/run | events/MB | ns/event (thr) | ns/event (CPU) | CPU busy % | trace B/event |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| case | throughput Gbit/s | ratio to baseline | events/s | events/run | lost/run | events/MB | ns/event (thr) | ns/event (CPU) | CPU busy % | trace B/event | CPU ns/packet | above floor |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     base = None
+    def cpu_per_packet(case):
+        # CPU busy ns per packet through A's veth (sent + received), from its counters.
+        v = [int(r["cpu_busy_ticks"]) / HZ * 1e9 / int(r["packets"]) for r in rows
+             if r["mode"] == mode and r["case"] == case and int(r.get("packets") or 0)]
+        return med(v) if v else None
+    floor_pp = cpu_per_packet("floor")
     for case in order:
         rs = [r for r in rows if r["mode"] == mode and r["case"] == case]
         if not rs:
@@ -294,7 +310,10 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
         lost_s = f"{lost:.0f}" + (f" (max {lost_max})" if lost_max != lost else "")
         bpe = tbpe(mode, case)
         bpe_s = f"{bpe:.1f}" if bpe is not None else "–"
-        print(f"| {names[case]} | {thr*8/1e9:.2f} | {thr/base[0]:.3f} | {evs:,.0f} | {ev:,.0f} | {lost_s} | {epb*1e6:.0f} | {nst} | {nsc} | {busy:.0f} | {bpe_s} |")
+        pp = cpu_per_packet(case)
+        pp_s = f"{pp:.0f}" if pp is not None else "–"
+        above = f"{pp - floor_pp:.0f}" if pp is not None and floor_pp is not None and case not in ("base", "floor") else "–"
+        print(f"| {names[case]} | {thr*8/1e9:.2f} | {thr/base[0]:.3f} | {evs:,.0f} | {ev:,.0f} | {lost_s} | {epb*1e6:.0f} | {nst} | {nsc} | {busy:.0f} | {bpe_s} | {pp_s} | {above} |")
     print()
     print("Per-round throughput (Gbit/s):\n")
     print("| case | " + " | ".join(f"r{i}" for i in range(1, int(rounds) + 1)) + " |")
