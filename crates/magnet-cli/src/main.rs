@@ -58,6 +58,8 @@ enum Command {
     Daemon(cmd::daemon::DaemonArgs),
     /// Write magnetd's flight recorder (the last seconds of full events) as trace files.
     Dump(cmd::dump::DumpArgs),
+    /// Watch magnetd's connections live: rates per layer, segments per call, latency.
+    Top(cmd::top::TopArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::CompletionsArgs),
     /// Print the man page (roff) of magnet and its subcommands.
@@ -83,6 +85,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Packets(args) => cmd::packets::run(args),
         Command::Daemon(args) => cmd::daemon::run(args),
         Command::Dump(args) => cmd::dump::run(args),
+        Command::Top(args) => cmd::top::run(args),
         Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
         Command::Man(args) => cmd::completions::man(args, Cli::command()),
     }

@@ -20,7 +20,7 @@ use magnet_testkit::{live_or_skip, wait_listening, Need, Netns, Recorder, Server
 use serde_json::Value;
 
 mod common;
-use common::{free_port, magnetd_conf, tmp, MAGNET, MAGNETD_READY};
+use common::{tmp, Magnetd, MAGNET};
 
 /// Calls of one direction (send or recv): how many, bytes asked, bytes done
 /// (successful calls), failed calls.
@@ -631,38 +631,6 @@ fn app_calls_a_recv_blocked_before_the_recording_is_kept() {
     .map(|(k, a, r)| (k.to_string(), a, r));
     assert_eq!(got, want);
     let _ = std::fs::remove_file(&trace);
-}
-
-/// `magnet daemon` with its own config (socket and HTTP port), started and
-/// ready; stopped on drop.
-struct Magnetd {
-    proc: Option<Recorder>,
-    dir: tempfile::TempDir,
-}
-
-impl Magnetd {
-    fn start() -> Magnetd {
-        let dir = tempfile::tempdir().unwrap();
-        let conf = magnetd_conf(dir.path(), free_port(), "");
-        let mut cmd = Command::new(MAGNET);
-        cmd.args(["daemon", "--config"])
-            .arg(&conf)
-            .stdout(Stdio::null());
-        let proc = Some(Recorder::start_until(cmd, MAGNETD_READY));
-        Magnetd { proc, dir }
-    }
-
-    fn client(&self) -> magnet_client::Client {
-        magnet_client::Client::connect(&self.dir.path().join("magnetd.sock")).unwrap()
-    }
-}
-
-impl Drop for Magnetd {
-    fn drop(&mut self) {
-        if let Some(p) = self.proc.take() {
-            p.stop_after(Duration::ZERO);
-        }
-    }
 }
 
 /// Runs app_calls MODE N under strace while magnetd runs and compares

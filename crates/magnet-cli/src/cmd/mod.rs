@@ -19,6 +19,7 @@ pub mod record;
 pub mod report;
 pub mod rpc;
 pub mod sample;
+pub mod top;
 mod trace_input;
 
 /// Prints the `--check` rows of a plan (magnet_kernel::plan) of `daemon` or

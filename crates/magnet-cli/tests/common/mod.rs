@@ -103,3 +103,40 @@ pub fn magnetd_conf(dir: &Path, http: u16, extra: &str) -> PathBuf {
     .unwrap();
     conf
 }
+
+/// `magnet daemon` with its own config (socket and HTTP port), started and
+/// ready; stopped on drop.
+pub struct Magnetd {
+    proc: Option<magnet_testkit::Recorder>,
+    dir: tempfile::TempDir,
+}
+
+impl Magnetd {
+    pub fn start() -> Magnetd {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = magnetd_conf(dir.path(), free_port(), "");
+        let mut cmd = Command::new(MAGNET);
+        cmd.args(["daemon", "--config"])
+            .arg(&conf)
+            .stdout(Stdio::null());
+        let proc = Some(magnet_testkit::Recorder::start_until(cmd, MAGNETD_READY));
+        Magnetd { proc, dir }
+    }
+
+    /// magnetd's Unix socket.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("magnetd.sock")
+    }
+
+    pub fn client(&self) -> magnet_client::Client {
+        magnet_client::Client::connect(&self.dir.path().join("magnetd.sock")).unwrap()
+    }
+}
+
+impl Drop for Magnetd {
+    fn drop(&mut self) {
+        if let Some(p) = self.proc.take() {
+            p.stop_after(std::time::Duration::ZERO);
+        }
+    }
+}
