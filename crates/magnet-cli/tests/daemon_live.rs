@@ -263,6 +263,125 @@ fn live(name: &str) -> bool {
     live_or_skip(name, &[Need::Btf, Need::File("/proc/self/mountinfo")])
 }
 
+/// A real Prometheus scraping magnetd's `/metrics` on `http` every second: the
+/// process, its query port and its directory (removed on drop).
+fn prometheus(http: u16) -> (std::process::Child, u16, tempfile::TempDir) {
+    let pdir = tempfile::tempdir().unwrap();
+    let pport = free_port();
+    std::fs::write(
+        pdir.path().join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: magnetd\n    static_configs:\n      - targets: ['127.0.0.1:{http}']\n"
+        ),
+    )
+    .unwrap();
+    let prom = Command::new("prometheus")
+        .arg(format!(
+            "--config.file={}",
+            pdir.path().join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            pdir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+        .arg("--log.level=warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting prometheus");
+    (prom, pport, pdir)
+}
+
+/// The latency histograms of a selected connection, scraped by a real Prometheus:
+/// `_count` and every bucket equal magnetd's API answer for the same connection
+/// (the receiver's wire-to-app samples, every packet seen: `packet_hooks =
+/// "always"`), and `histogram_quantile` reads them: its median lies in the
+/// bucket the API's median sample is in.
+#[test]
+fn prometheus_reads_the_latency_histograms() {
+    if !live_or_skip(
+        "prometheus_reads_the_latency_histograms",
+        &[Need::Btf, Need::Tool("prometheus")],
+    ) {
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let d = Daemon::start(&format!(
+        "packet_hooks = \"always\"\n[metrics]\nconnection_ports = [{port}]\nmax_connection_series = 10\n"
+    ));
+    let (client, server, _reads) = transfer(listener, 200, 1000);
+    let sc = socket_cookie(server.as_raw_fd()).unwrap();
+    let theirs = d.client().connection_of(&server).unwrap();
+    let slots = theirs.latency.wire_to_app.clone();
+    let total: u64 = slots.iter().sum();
+    assert!(
+        total > 0,
+        "no wire-to-app samples with packet_hooks always: {theirs:?}"
+    );
+    let (mut prom, pport, _pdir) = prometheus(d.http);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let sel = format!("job=\"magnetd\",cookie=\"{sc}\"");
+    let count = prom_value(
+        pport,
+        &format!("magnet_connection_wire_to_app_seconds_count{{{sel}}}"),
+        deadline,
+    );
+    let mut buckets = Vec::new();
+    let mut cumulative = 0;
+    for (i, n) in slots.iter().enumerate() {
+        cumulative += n;
+        let le = format!("{:e}", (1u64 << (i + 1)) as f64 / 1e6);
+        let got = prom_value(
+            pport,
+            &format!("magnet_connection_wire_to_app_seconds_bucket{{{sel},le=\"{le}\"}}"),
+            deadline,
+        );
+        buckets.push((le, got, cumulative));
+    }
+    let median = prom_value(
+        pport,
+        &format!("histogram_quantile(0.5, magnet_connection_wire_to_app_seconds_bucket{{{sel}}})"),
+        deadline,
+    );
+    let _ = prom.kill();
+    let _ = prom.wait();
+    assert_eq!(count.as_deref(), Some(total.to_string().as_str()), "_count");
+    for (le, got, want) in &buckets {
+        assert_eq!(
+            got.as_deref(),
+            Some(want.to_string().as_str()),
+            "bucket le={le}"
+        );
+    }
+    // The API's median sample: its slot bounds the quantile Prometheus computes.
+    let mut seen = 0;
+    let slot = slots
+        .iter()
+        .position(|n| {
+            seen += n;
+            seen * 2 >= total
+        })
+        .unwrap();
+    let lo = if slot == 0 {
+        0.0
+    } else {
+        (1u64 << slot) as f64 / 1e6
+    };
+    let hi = (1u64 << (slot + 1)) as f64 / 1e6;
+    let m: f64 = median
+        .expect("histogram_quantile answered")
+        .parse()
+        .unwrap();
+    assert!(
+        m >= lo && m <= hi,
+        "median {m} s outside the API's median bucket [{lo}, {hi}] ({slots:?})"
+    );
+    drop((client, server));
+    assert!(d.stop().success());
+}
+
 #[test]
 fn prometheus_scrapes_exact_counts_of_a_known_workload() {
     if !live_or_skip(
@@ -299,31 +418,7 @@ fn prometheus_scrapes_exact_counts_of_a_known_workload() {
     );
 
     // The same numbers scraped by a real Prometheus and read back from it.
-    let pdir = tempfile::tempdir().unwrap();
-    let pport = free_port();
-    std::fs::write(
-        pdir.path().join("prometheus.yml"),
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: magnetd\n    static_configs:\n      - targets: ['127.0.0.1:{}']\n",
-            d.http
-        ),
-    )
-    .unwrap();
-    let mut prom = Command::new("prometheus")
-        .arg(format!(
-            "--config.file={}",
-            pdir.path().join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            pdir.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-        .arg("--log.level=warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting prometheus");
+    let (mut prom, pport, _pdir) = prometheus(d.http);
     let deadline = Instant::now() + Duration::from_secs(60);
     // By cookie: the port selects connections in every namespace of the
     // host (another namespace may use the same port at the same time).

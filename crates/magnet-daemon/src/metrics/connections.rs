@@ -114,6 +114,12 @@ fn write_connection(o: &mut Out, name: &str, c: &Connection) {
         "magnet_connection_retransmits" => {
             o.sample("magnet_connection_retransmits_total", &base, c.retransmits);
         }
+        "magnet_connection_app_to_wire_seconds" => {
+            write_histogram(o, name, &base, &c.latency.app_to_wire);
+        }
+        "magnet_connection_wire_to_app_seconds" => {
+            write_histogram(o, name, &base, &c.latency.wire_to_app);
+        }
         _ => {
             o.sample(
                 "magnet_connection_srtt_seconds",
@@ -124,8 +130,35 @@ fn write_connection(o: &mut Out, name: &str, c: &Connection) {
     }
 }
 
+/// Buckets of the latency histograms: magnetd's log2-µs slots, slot i holding
+/// [2^i, 2^(i+1)) µs (slot 0 everything under 2 µs), so bucket i's upper bound
+/// is 2^(i+1) µs. Every slot is written, empty or not, so that each `le` is a
+/// series from the first scrape on (histogram_quantile needs them all).
+const LATENCY_SLOTS: usize = 32;
+
+/// One latency histogram as OpenMetrics writes it: cumulative `_bucket`s up to
+/// `+Inf`, and `_count`. No `_sum`: magnetd keeps slots, not the samples' sum.
+fn write_histogram(o: &mut Out, name: &str, base: &[(&str, &str)], slots: &[u64]) {
+    let bucket = format!("{name}_bucket");
+    let mut cumulative = 0u64;
+    for i in 0..LATENCY_SLOTS {
+        cumulative += slots.get(i).copied().unwrap_or(0);
+        let le = format!("{:e}", (1u64 << (i + 1)) as f64 / 1e6);
+        let mut l = base.to_vec();
+        l.push(("le", le.as_str()));
+        o.sample(&bucket, &l, cumulative);
+    }
+    // Slots past the last bucket cannot exist (the BPF side has 32), but a
+    // count is a count: whatever is left lands in +Inf.
+    let total: u64 = slots.iter().sum();
+    let mut l = base.to_vec();
+    l.push(("le", "+Inf"));
+    o.sample(&bucket, &l, total);
+    o.sample(&format!("{name}_count"), base, total);
+}
+
 /// The per-connection families: name, type, unit, help.
-const CONNECTION_FAMILIES: [(&str, &str, Option<&str>, &str); 5] = [
+const CONNECTION_FAMILIES: [(&str, &str, Option<&str>, &str); 7] = [
     (
         "magnet_connection_app_bytes",
         "counter",
@@ -149,6 +182,18 @@ const CONNECTION_FAMILIES: [(&str, &str, Option<&str>, &str); 5] = [
         "counter",
         None,
         "TCP retransmissions of this connection.",
+    ),
+    (
+        "magnet_connection_app_to_wire_seconds",
+        "histogram",
+        Some("seconds"),
+        "From the return of a send call to its last byte leaving through IP (sampled as the API's latency.app_to_wire; buckets of log2 microseconds).",
+    ),
+    (
+        "magnet_connection_wire_to_app_seconds",
+        "histogram",
+        Some("seconds"),
+        "From the arrival of unread data to the recv call that returned it (sampled as the API's latency.wire_to_app; buckets of log2 microseconds).",
     ),
     (
         "magnet_connection_srtt_seconds",
