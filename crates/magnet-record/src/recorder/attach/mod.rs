@@ -195,7 +195,15 @@ fn attach_chosen(
                 fed.links.extend(hook_links);
                 let name = hook.name();
                 if let Some(k) = probes::kind(probe) {
-                    fed.hooks_by_kind.insert(k, name.clone());
+                    // A kind fed by two parts (app_recv: sock_recv_length, and
+                    // tcp_rcv_space_adjust for splice reads) names both.
+                    fed.hooks_by_kind
+                        .entry(k)
+                        .and_modify(|h| {
+                            h.push('+');
+                            h.push_str(&name);
+                        })
+                        .or_insert_with(|| name.clone());
                 } else if probe.group == Layer::App {
                     fed.app_helpers.push(name.clone());
                 }
