@@ -370,3 +370,87 @@ fn one_device_of_two_with_the_same_ifindex_and_name() {
         );
     }
 }
+
+/// A receiver behind a lossy hop acknowledges with SACK blocks: 12 to 36
+/// bytes of options past its usual header. Without the frame bytes
+/// (`--snaplen`), the synthesised header must take them in, as the header
+/// length the ACK had: the receiver sends no data, so every frame it sends
+/// reads `Len=0` in tshark, as in tcpdump's capture of the same ACKs.
+#[test]
+fn sack_acks_have_no_payload_in_synthesised_headers() {
+    if !live_or_skip(
+        "sack_acks_have_no_payload_in_synthesised_headers",
+        &[Need::Btf, Need::Tool("tshark"), Need::Tool("tcpdump")],
+    ) {
+        return;
+    }
+    use std::io::{Read, Write};
+    let chain = magnet_testkit::Chain::new(3).unwrap();
+    let (a, b) = (chain.host(0), chain.host(2));
+    chain.end(1).tbf("20mbit", "8kb", "4ms").unwrap();
+    let baddr = chain.addr(2);
+    let port = 24_000 + (std::process::id() % 20_000) as u16;
+    let cap = Capture::start(Some(b), chain.end(2).name(), &["-s", "128", "tcp"]).unwrap();
+    let trace = tmp("sack.mgt");
+    let host = baddr.to_string();
+    let rec = magnet_testkit::Recorder::record(MAGNET, None, &trace, &["--all", "--host", &host]);
+    let listener = magnet_testkit::run_in_netns(b, || std::net::TcpListener::bind((baddr, port)))
+        .unwrap()
+        .unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut v = Vec::new();
+        s.read_to_end(&mut v).unwrap();
+        v.len()
+    });
+    let mut c = magnet_testkit::run_in_netns(a, || std::net::TcpStream::connect((baddr, port)))
+        .unwrap()
+        .unwrap();
+    c.write_all(&vec![4u8; 2 << 20]).unwrap();
+    drop(c);
+    assert_eq!(server.join().unwrap(), 2 << 20);
+    rec.stop().success();
+    let wire = cap.stop().unwrap();
+    let from_b = format!("tcp.srcport == {port}");
+    let sacks = tshark_fields(
+        &wire,
+        &format!("{from_b} && tcp.options.sack"),
+        &["frame.number"],
+    )
+    .unwrap()
+    .len();
+    assert!(
+        sacks > 0,
+        "the receiver sent no SACK; the test proves nothing"
+    );
+    let out = tmp("sack.pcapng");
+    let sel = format!("{}@{}", chain.end(2).name(), {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(b.path()).unwrap().ino()
+    });
+    pcap(&trace, &out, &["-i", &sel]);
+    let lens = |f: &Path| -> Vec<String> {
+        tshark_fields(f, &from_b, &["tcp.len"])
+            .unwrap()
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect()
+    };
+    let (got, want) = (lens(&out), lens(wire.path()));
+    assert!(want.iter().all(|l| l == "0"), "tcpdump: {want:?}");
+    // (Which frames is one_device_of_two_with_the_same_ifindex_and_name's
+    // check. Behind a router the counts here differ: by one either way in
+    // ~800 alone, by 36 of 880 beside the other tests of this file, not
+    // understood yet. What is judged here is the lengths.)
+    assert!(
+        got.len() * 2 >= want.len(),
+        "the receiver's frames: {} of tcpdump's {}",
+        got.len(),
+        want.len()
+    );
+    let with_data: Vec<&String> = got.iter().filter(|l| *l != "0").collect();
+    assert!(
+        with_data.is_empty(),
+        "frames from a receiver with data: {with_data:?} ({sacks} SACKs)"
+    );
+}

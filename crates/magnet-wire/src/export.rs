@@ -160,18 +160,26 @@ fn tcp_payload(k: &Kernel, ip: &IpFields, bytes: Option<&[u8]>, link: bool) -> O
 }
 
 /// The TCP header length a synthesised header gets: a SYN's is all of the packet
-/// past the IP header (a SYN carries options, no data), others the connection's.
+/// past the IP header (a SYN carries options, no data), others the connection's,
+/// except a bare ACK whose excess over it is what SACK blocks take (NOP, NOP,
+/// kind, length and 8 bytes per block: 12, 20, 28 or 36 bytes): that is a
+/// header too, not 12 bytes of data. (Data without PSH comes in whole MSS.)
 fn synth_tcp_len(k: &Kernel, ip: &IpFields) -> u32 {
     let room = ip
         .tot_len
         .saturating_sub(if ip.version == 6 { 40 } else { 20 });
-    let want = if ip.tcp_flags & 0x02 != 0 {
+    let conn = k
+        .tcp_header_len
+        .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
+        .copied()
+        .unwrap_or(20);
+    let sack_blocks = |extra: u32| matches!(extra, 12 | 20 | 28 | 36);
+    let want = if ip.tcp_flags & 0x02 != 0
+        || (ip.tcp_flags == 0x10 && room <= 60 && room.checked_sub(conn).is_some_and(sack_blocks))
+    {
         room
     } else {
-        k.tcp_header_len
-            .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
-            .copied()
-            .unwrap_or(20)
+        conn
     };
     want.min(room).clamp(20, 60) & !3
 }
@@ -470,13 +478,41 @@ impl<W: Write> PcapWriter<W> {
     fn device_netns(&mut self, k: &Kernel, p: &KPacket, hi: usize, outbound: bool) -> u64 {
         let h = &p.hops[hi];
         let ns_of = |c: u64| k.sock_netns.get(&c).copied().filter(|&n| n != 0);
-        if let Some(ns) = ns_of(h.cookie) {
+        let known = ifaces::known(k.header.as_ref());
+        let is_dev = |o: &Hop| matches!(o.kind, kind::DEV_START_XMIT | kind::DEV_RX);
+        // A device sighting between the packet's first transmit and its last
+        // receive is a forward (a router namespace took it in on one device
+        // and sent it on from another): the sockets its hop names are the
+        // ends', elsewhere. Its namespace is the one that has both devices.
+        let first = p.hops.iter().position(is_dev) == Some(hi);
+        let last = p.hops.iter().rposition(is_dev) == Some(hi);
+        if !(outbound && first || !outbound && last) {
+            let partner = if outbound {
+                p.hops[..hi].iter().rev().find(|o| o.kind == kind::DEV_RX)
+            } else {
+                p.hops[hi + 1..]
+                    .iter()
+                    .find(|o| o.kind == kind::DEV_START_XMIT)
+            };
+            let Some(partner) = partner else { return 0 };
+            let mut both = known.iter().filter(|f| {
+                f.ifindex == h.ifindex
+                    && known
+                        .iter()
+                        .any(|g| g.netns == f.netns && g.ifindex == partner.ifindex)
+            });
+            return match (both.next(), both.next()) {
+                (Some(only), None) => only.netns,
+                _ => 0,
+            };
+        }
+        if let Some(ns) = ns_of(h.cookie).filter(|_| !h.other_netns) {
             return ns;
         }
-        let flow = if outbound {
-            k.sender_of(p, hi)
-        } else {
-            k.receiver_at(p, hi)
+        let flow = match (outbound, h.other_netns) {
+            (_, true) => 0,
+            (true, false) => k.sender_of(p, hi),
+            (false, false) => k.receiver_at(p, hi),
         };
         let ns = ns_of(flow).or_else(|| {
             self.seen_ns
@@ -484,7 +520,6 @@ impl<W: Write> PcapWriter<W> {
                 .filter(|s| s.len() == 1)
                 .and_then(|s| s.iter().next().copied())
         });
-        let known = ifaces::known(k.header.as_ref());
         let found = ifaces::device_netns(known, ns, h.ifindex);
         if found != 0 {
             return found;
@@ -498,7 +533,7 @@ impl<W: Write> PcapWriter<W> {
                 (h.kind, o.kind),
                 (kind::DEV_RX, kind::DEV_START_XMIT) | (kind::DEV_START_XMIT, kind::DEV_RX)
             );
-            (opposite && o.ifindex == h.ifindex && o.ifindex != LOOPBACK_IFINDEX)
+            (opposite && !o.other_netns && o.ifindex == h.ifindex && o.ifindex != LOOPBACK_IFINDEX)
                 .then(|| ns_of(o.cookie))
                 .flatten()
         });
