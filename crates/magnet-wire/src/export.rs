@@ -600,7 +600,9 @@ impl<W: Write> PcapWriter<W> {
                 .hops
                 .iter()
                 .any(|h| matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX));
-            if !any_dev {
+            // A packet dropped before any device saw it (a qdisc's drop, a
+            // firewall's) was never on a wire: it belongs to the drop layer.
+            if !any_dev && p.drop.is_none() {
                 if let Some((hi, h)) = p
                     .hops
                     .iter()
