@@ -41,7 +41,11 @@ enum mg_kind {
 	                       * states (SYN_SENT, FIN_WAIT*, CLOSE_WAIT, ...) read at
 	                       * net:netif_receive_skb from the TCP header */
 	MG_TCP_SENDMSG = 22,  /* @struct mg_tcp @layer tcp @hook "tp_btf/tcp_sendmsg_locked" tcp:tcp_sendmsg_locked: app data queued into an skb */
-	MG_TCP_RETRANS = 23,  /* @struct mg_tcp @layer tcp @hook "tp_btf/tcp_retransmit_skb" tcp:tcp_retransmit_skb */
+	MG_TCP_RETRANS = 23,  /* @struct mg_tcp @layer tcp @hook "tp_btf/tcp_retransmit_skb" tcp:tcp_retransmit_skb: one per
+	                       * retransmitted skb; with MG_F_TCP_SEGS, ack is its segment count
+	                       * (tcp_skb_pcount, what TcpRetransSegs adds); arg is its err (nonzero:
+	                       * nothing was sent; before 6.13 the tracepoint fires only on success
+	                       * and arg is 0) */
 	MG_TCP_RST_SENT = 24, /* @struct mg_tcp @layer tcp @hook "tp_btf/tcp_send_reset" tcp:tcp_send_reset */
 	MG_TCP_RST_RCVD = 25, /* @struct mg_tcp @layer tcp @hook "tp_btf/tcp_receive_reset" tcp:tcp_receive_reset */
 
@@ -76,6 +80,8 @@ enum mg_kind {
 #define MG_F_OTHER_NETNS 2 /* dev_start_xmit: the packet's socket is in another
                             * network namespace (forwarded through a router
                             * namespace, the skb still holding it) */
+#define MG_F_TCP_SEGS 4 /* tcp_retrans: ack holds the skb's segment count
+                         * (traces without it hold a meaningless ack there) */
 
 /* 24 bytes at the start of every record. */
 struct mg_hdr {
@@ -168,7 +174,7 @@ struct mg_tcp {
 	__u64 pkt_id; /* @hex */
 	__u32 len;  /* skb length (rcv, retrans), bytes in the skb (sendmsg) */
 	__u32 seq;  /* TCP sequence number of the segment, when there is one */
-	__u32 ack;
+	__u32 ack;  /* the segment's ACK number; retrans with MG_F_TCP_SEGS: the skb's segment count */
 	__u32 arg;  /* rcv: TCP flags, and on a FIN the TCP header length in bytes << 8; sendmsg: size_goal; retrans: err; rst: reason */
 	struct mg_tcp_snap snap; /* @optional present when hdr.flags has MG_F_TCP_STATE */
 };

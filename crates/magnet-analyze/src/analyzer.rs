@@ -364,7 +364,13 @@ impl Analyzer {
             kind::TCP_RETRANS => {
                 c.tcp
                     .get_or_insert_with(|| crate::tcp::TcpAcc::new(series))
-                    .retransmits += 1;
+                    .retransmit(
+                        (rec.flags() & magnet_trace::events::FLAG_TCP_SEGS != 0)
+                            .then(|| v.u32(F::Ack))
+                            .flatten(),
+                        v.u32(F::Len).unwrap_or(0),
+                        v.u32(F::Arg).unwrap_or(0) as i32,
+                    );
             }
             kind::TCP_RCV => {
                 let seq = v.u32(F::Seq).unwrap_or(0);

@@ -177,7 +177,21 @@ pub struct Coalescing {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TcpSummary {
     pub samples: u64,
-    pub retransmits: u64,
+    /// Retransmissions as the kernel counts them: segments (nstat's
+    /// TcpRetransSegs, ss's `retrans:` total, tcp_info's total_retrans),
+    /// `None` for traces recorded before the record carried the count.
+    pub retrans_segs: Option<u64>,
+    /// The retransmitted skbs that held those segments (one tcp_retransmit_skb
+    /// each) and their bytes (ss's `bytes_retrans`).
+    #[serde(alias = "retransmits")]
+    pub retrans_skbs: u64,
+    #[serde(default)]
+    pub bytes_retrans: u64,
+    /// Retransmissions the kernel tried and failed (the tracepoint's err,
+    /// 6.13+): nothing was sent, so none of them is counted above (nstat's
+    /// TCPRetransFail, which leaves out -EBUSY, counts fewer).
+    #[serde(default)]
+    pub retrans_failed: u64,
     /// Send-buffer occupancy: bytes written by the app and not yet acknowledged
     /// (write_seq − snd_una). Maximum and time-weighted mean.
     pub sndbuf_max: u64,
@@ -192,6 +206,20 @@ pub struct TcpSummary {
     pub snd_wnd_max: u64,
     pub rcv_wnd_max: u64,
     pub retrans_out_max: u64,
+}
+
+impl TcpSummary {
+    /// The retransmissions in words, named as nstat and ss name them:
+    /// `retrans_segs 180 in retrans_skbs 12 (bytes_retrans 260640), retrans_failed 0`.
+    pub fn retrans_text(&self) -> String {
+        let segs = self
+            .retrans_segs
+            .map_or("? (not in this trace)".to_string(), |n| n.to_string());
+        format!(
+            "retrans_segs {segs} in retrans_skbs {} (bytes_retrans {}), retrans_failed {}",
+            self.retrans_skbs, self.bytes_retrans, self.retrans_failed
+        )
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -308,7 +308,10 @@ struct Held {
 #[derive(Clone, Debug)]
 pub(crate) struct TcpAcc {
     pub samples: u64,
-    pub retransmits: u64,
+    retrans_segs: Option<u64>,
+    pub retrans_skbs: u64,
+    bytes_retrans: u64,
+    pub retrans_failed: u64,
     sndbuf_now: Option<Held>,
     sndbuf_area: f64,
     span: u64,
@@ -328,7 +331,10 @@ impl TcpAcc {
     pub fn new(series: Option<usize>) -> TcpAcc {
         TcpAcc {
             samples: 0,
-            retransmits: 0,
+            retrans_segs: Some(0),
+            retrans_skbs: 0,
+            bytes_retrans: 0,
+            retrans_failed: 0,
             sndbuf_now: None,
             sndbuf_area: 0.0,
             span: 0,
@@ -343,6 +349,22 @@ impl TcpAcc {
             retrans_out_max: 0,
             series: series.map(Decimator::new),
         }
+    }
+
+    /// One tcp_retransmit_skb: an skb of `len` bytes holding `segs` segments
+    /// (`None`: a trace from before the record carried the count), sent
+    /// unless `err` is nonzero.
+    pub fn retransmit(&mut self, segs: Option<u32>, len: u32, err: i32) {
+        if err != 0 {
+            self.retrans_failed += 1;
+            return;
+        }
+        self.retrans_skbs += 1;
+        self.bytes_retrans += u64::from(len);
+        self.retrans_segs = match (self.retrans_segs, segs) {
+            (Some(n), Some(s)) => Some(n + u64::from(s.max(1))),
+            _ => None,
+        };
     }
 
     /// One synchronized snapshot at `ts` (`t_s` seconds into the trace).
@@ -386,7 +408,10 @@ impl TcpAcc {
     pub fn summary(&self) -> crate::model::TcpSummary {
         crate::model::TcpSummary {
             samples: self.samples,
-            retransmits: self.retransmits,
+            retrans_segs: self.retrans_segs,
+            retrans_skbs: self.retrans_skbs,
+            bytes_retrans: self.bytes_retrans,
+            retrans_failed: self.retrans_failed,
             sndbuf_max: self.sndbuf_max,
             sndbuf_mean: if self.span > 0 {
                 self.sndbuf_area / self.span as f64
@@ -500,6 +525,29 @@ mod tests {
         out += t.fin_end(fin + 44033).map_or(0, |s| s.bytes);
         assert_eq!(out, 2 * 65536 + 6 * 65464 + 87760 + 44032);
         assert_eq!(t.retrans, 0);
+    }
+
+    /// Retransmissions count segments and skbs; a failed one (err) neither;
+    /// one record without the segment count (an older trace) makes the
+    /// segment total unknown, not a guess.
+    #[test]
+    fn retransmissions_count_segments_skbs_and_failures_apart() {
+        let mut t = TcpAcc::new(None);
+        t.retransmit(Some(15), 15 * 1448, 0);
+        t.retransmit(Some(0), 1448, 0);
+        t.retransmit(Some(3), 3 * 1448, -113);
+        let s = t.summary();
+        assert_eq!(
+            (
+                s.retrans_segs,
+                s.retrans_skbs,
+                s.bytes_retrans,
+                s.retrans_failed
+            ),
+            (Some(16), 2, 16 * 1448, 1)
+        );
+        t.retransmit(None, 1448, 0);
+        assert_eq!(t.summary().retrans_segs, None);
     }
 
     /// A segment below the last one (a retransmission) is no new data and

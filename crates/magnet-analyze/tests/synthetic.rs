@@ -446,7 +446,7 @@ fn tcp_state_over_time() {
     assert_eq!(
         (
             t.samples,
-            t.retransmits,
+            t.retrans_skbs,
             t.sndbuf_max,
             t.cwnd_min,
             t.cwnd_max,

@@ -956,7 +956,7 @@ fn oracle_loss_and_retransmission() {
     const TRIES: usize = 4;
     for attempt in 1..=TRIES {
         let (trace, wa, wb, j, blind) = loss_run();
-        let rexmit = conn_by_port(&j, 7502).unwrap()["tcp"]["retransmits"]
+        let rexmit = conn_by_port(&j, 7502).unwrap()["tcp"]["retrans_segs"]
             .as_u64()
             .unwrap_or(0);
         assert!(rexmit > 0, "loss: retransmissions happened");

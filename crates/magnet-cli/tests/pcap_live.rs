@@ -261,3 +261,277 @@ fn veth_pcap_is_clean_for_tshark() {
         let _ = std::fs::remove_file(&out);
     }
 }
+
+/// Both ends of a veth pair between two new namespaces are ifindex 2, and here
+/// both are named alike, as two containers' `eth0`s are. `-i NAME` must not
+/// merge them (tshark then takes every packet's second copy for a
+/// retransmission): it is refused, in one line naming both; `-i NAME@NETNS`
+/// writes exactly the frames tcpdump saw on that end, the frames no socket
+/// names (a SYN to a closed port, the reset that answers it) included.
+#[test]
+fn one_device_of_two_with_the_same_ifindex_and_name() {
+    if !live_or_skip(
+        "one_device_of_two_with_the_same_ifindex_and_name",
+        &[Need::Btf, Need::Tool("tshark"), Need::Tool("tcpdump")],
+    ) {
+        return;
+    }
+    use std::io::{Read, Write};
+    use std::os::unix::fs::MetadataExt;
+    const NAME: &str = "mgsame0";
+    let (a, b) = (Netns::new().unwrap(), Netns::new().unwrap());
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    let baddr = link.b().addr();
+    for (ns, end) in [(&a, link.a()), (&b, link.b())] {
+        for args in [
+            &["link", "set", end.name(), "down"][..],
+            &["link", "set", end.name(), "name", NAME],
+            &["link", "set", NAME, "up"],
+        ] {
+            assert!(ns.command("ip").args(args).status().unwrap().success());
+        }
+    }
+    let port = 23_000 + (std::process::id() % 20_000) as u16;
+    let caps: Vec<Capture> = [&a, &b]
+        .iter()
+        .map(|ns| Capture::start(Some(ns), NAME, &["-s", "128", "tcp"]).unwrap())
+        .collect();
+    let trace = tmp("same_ifindex.mgt");
+    let host = baddr.to_string();
+    let rec = magnet_testkit::Recorder::record(
+        MAGNET,
+        None,
+        &trace,
+        &["--all", "--host", &host, "--snaplen", "128"],
+    );
+    let listener = magnet_testkit::run_in_netns(&b, || std::net::TcpListener::bind((baddr, port)))
+        .unwrap()
+        .unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut v = Vec::new();
+        s.read_to_end(&mut v).unwrap();
+        v.len()
+    });
+    let mut c = magnet_testkit::run_in_netns(&a, || std::net::TcpStream::connect((baddr, port)))
+        .unwrap()
+        .unwrap();
+    c.write_all(&[9u8; 200_000]).unwrap();
+    drop(c);
+    assert_eq!(server.join().unwrap(), 200_000);
+    let refused =
+        magnet_testkit::run_in_netns(&a, || std::net::TcpStream::connect((baddr, port + 1)))
+            .unwrap();
+    assert!(refused.is_err(), "nothing listens on {}", port + 1);
+    rec.stop().success();
+    let wire: Vec<_> = caps.into_iter().map(|c| c.stop().unwrap()).collect();
+
+    let out = tmp("same_ifindex.pcapng");
+    let o = magnet(&[
+        "pcap",
+        "-q",
+        trace.to_str().unwrap(),
+        "-i",
+        NAME,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let ino = |ns: &Netns| std::fs::metadata(ns.path()).unwrap().ino();
+    assert!(!o.status.success(), "-i {NAME} names two devices: {err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for ns in [&a, &b] {
+        assert!(err.contains(&format!("{NAME}@{}", ino(ns))), "{err}");
+    }
+    let frames = |f: &Path, filter: &str| {
+        tshark_fields(f, filter, &["frame.number"])
+            .unwrap()
+            .iter()
+            .filter(|r| !r[0].is_empty())
+            .count()
+    };
+    for (ns, w) in [&a, &b].into_iter().zip(&wire) {
+        let sel = format!("{NAME}@{}", ino(ns));
+        pcap(&trace, &out, &["-i", &sel]);
+        let filter = format!("tcp.port == {port} || tcp.port == {}", port + 1);
+        let (got, want) = (frames(&out, &filter), frames(w.path(), &filter));
+        assert_eq!(got, want, "-i {sel}: frames, tcpdump's on that end");
+        let refused = format!("tcp.port == {}", port + 1);
+        assert_eq!(frames(&out, &refused), 2, "-i {sel}: the SYN and its reset");
+        // Wireshark's TCP analysis finds in magnet's frames what it finds in
+        // tcpdump's. (The frames hold the bytes the trace kept: synthesised
+        // headers carry no receive window, so a window update would read as
+        // a duplicate ACK.)
+        let (got, expert) = flagged(&out, port);
+        let (want, expert_want) = flagged(w.path(), port);
+        assert_eq!(
+            got, want,
+            "-i {sel}: tshark's flags: {expert}\nvs tcpdump's: {expert_want}"
+        );
+    }
+}
+
+/// A receiver behind a lossy hop acknowledges with SACK blocks: 12 to 36
+/// bytes of options past its usual header. Without the frame bytes
+/// (`--snaplen`), the synthesised header must take them in, as the header
+/// length the ACK had: the receiver sends no data, so every frame it sends
+/// reads `Len=0` in tshark, as in tcpdump's capture of the same ACKs.
+#[test]
+fn sack_acks_have_no_payload_in_synthesised_headers() {
+    if !live_or_skip(
+        "sack_acks_have_no_payload_in_synthesised_headers",
+        &[Need::Btf, Need::Tool("tshark"), Need::Tool("tcpdump")],
+    ) {
+        return;
+    }
+    use std::io::{Read, Write};
+    let chain = magnet_testkit::Chain::new(3).unwrap();
+    let (a, b) = (chain.host(0), chain.host(2));
+    chain.end(1).tbf("20mbit", "8kb", "4ms").unwrap();
+    let baddr = chain.addr(2);
+    let port = 24_000 + (std::process::id() % 20_000) as u16;
+    let cap = Capture::start(Some(b), chain.end(2).name(), &["-s", "128", "tcp"]).unwrap();
+    let trace = tmp("sack.mgt");
+    let host = baddr.to_string();
+    let rec = magnet_testkit::Recorder::record(MAGNET, None, &trace, &["--all", "--host", &host]);
+    let listener = magnet_testkit::run_in_netns(b, || std::net::TcpListener::bind((baddr, port)))
+        .unwrap()
+        .unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut v = Vec::new();
+        s.read_to_end(&mut v).unwrap();
+        v.len()
+    });
+    let mut c = magnet_testkit::run_in_netns(a, || std::net::TcpStream::connect((baddr, port)))
+        .unwrap()
+        .unwrap();
+    c.write_all(&vec![4u8; 2 << 20]).unwrap();
+    drop(c);
+    assert_eq!(server.join().unwrap(), 2 << 20);
+    rec.stop().success();
+    let wire = cap.stop().unwrap();
+    let from_b = format!("tcp.srcport == {port}");
+    let sacks = tshark_fields(
+        &wire,
+        &format!("{from_b} && tcp.options.sack"),
+        &["frame.number"],
+    )
+    .unwrap()
+    .len();
+    assert!(
+        sacks > 0,
+        "the receiver sent no SACK; the test proves nothing"
+    );
+    let out = tmp("sack.pcapng");
+    let sel = format!("{}@{}", chain.end(2).name(), {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(b.path()).unwrap().ino()
+    });
+    pcap(&trace, &out, &["-i", &sel]);
+    let lens = |f: &Path| -> Vec<String> {
+        tshark_fields(f, &from_b, &["tcp.len"])
+            .unwrap()
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect()
+    };
+    let (got, want) = (lens(&out), lens(wire.path()));
+    assert!(want.iter().all(|l| l == "0"), "tcpdump: {want:?}");
+    // (Which frames is one_device_of_two_with_the_same_ifindex_and_name's
+    // check. Behind a router the counts here differ: by one either way in
+    // ~800 alone, by 36 of 880 beside the other tests of this file, not
+    // understood yet. What is judged here is the lengths.)
+    assert!(
+        got.len() * 2 >= want.len(),
+        "the receiver's frames: {} of tcpdump's {}",
+        got.len(),
+        want.len()
+    );
+    let with_data: Vec<&String> = got.iter().filter(|l| *l != "0").collect();
+    assert!(
+        with_data.is_empty(),
+        "frames from a receiver with data: {with_data:?} ({sacks} SACKs)"
+    );
+}
+
+/// The sender's own device behind a token bucket with a small queue: the
+/// qdisc drops packets before the device ever sees them. They are in the
+/// trace (ip and drop layers) but were on no wire: the pcapng of the sender's
+/// device holds what tcpdump there saw, and no frame marked dropped.
+#[test]
+fn packets_a_qdisc_dropped_are_no_frames() {
+    if !live_or_skip(
+        "packets_a_qdisc_dropped_are_no_frames",
+        &[Need::Btf, Need::Tool("tshark"), Need::Tool("tcpdump")],
+    ) {
+        return;
+    }
+    use std::io::{Read, Write};
+    let (a, b) = (Netns::new().unwrap(), Netns::new().unwrap());
+    let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
+    link.a().tbf("20mbit", "8kb", "4ms").unwrap();
+    let baddr = link.b().addr();
+    let port = 25_000 + (std::process::id() % 20_000) as u16;
+    let cap = Capture::start(Some(&a), link.a().name(), &["-s", "128", "tcp"]).unwrap();
+    let trace = tmp("qdisc_drop.mgt");
+    let host = baddr.to_string();
+    let rec = magnet_testkit::Recorder::record(
+        MAGNET,
+        None,
+        &trace,
+        &["--all", "--host", &host, "--layers", "app,tcp,ip,dev,drop"],
+    );
+    let listener = magnet_testkit::run_in_netns(&b, || std::net::TcpListener::bind((baddr, port)))
+        .unwrap()
+        .unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut v = Vec::new();
+        s.read_to_end(&mut v).unwrap();
+        v.len()
+    });
+    let mut c = magnet_testkit::run_in_netns(&a, || std::net::TcpStream::connect((baddr, port)))
+        .unwrap()
+        .unwrap();
+    c.write_all(&vec![6u8; 2 << 20]).unwrap();
+    drop(c);
+    assert_eq!(server.join().unwrap(), 2 << 20);
+    rec.stop().success();
+    let wire = cap.stop().unwrap();
+    let out = tmp("qdisc_drop.pcapng");
+    pcap(&trace, &out, &["--each-device"]);
+    // (A frame dropped after a device saw it, by the receiver's TCP say, was on
+    // the wire: its path names the device.)
+    let never_sent = "frame.comment contains \" drop=\" && !(frame.comment contains \"dev_\")";
+    let marked = tshark_fields(&out, never_sent, &["frame.number"])
+        .unwrap()
+        .len();
+    let parse = magnet(&["parse", "--json", "--kind", "drop", trace.to_str().unwrap()]);
+    let drops = String::from_utf8_lossy(&parse.stdout).lines().count();
+    assert!(
+        drops > 0,
+        "the qdisc dropped nothing; the test proves nothing"
+    );
+    assert_eq!(
+        marked, 0,
+        "frames of packets dropped before a device ({drops} drops)"
+    );
+    let sel = format!("{}@{}", link.a().name(), {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(a.path()).unwrap().ino()
+    });
+    pcap(&trace, &out, &["-i", &sel]);
+    let count = |f: &Path| {
+        tshark_fields(f, &format!("tcp.port == {port}"), &["frame.number"])
+            .unwrap()
+            .len()
+    };
+    // No more than tcpdump saw there. (Fewer by well under 1 %: behind the
+    // token bucket a few frames' device is not told apart yet.)
+    let (got, want) = (count(&out), count(wire.path()));
+    assert!(
+        got <= want && got * 50 >= want * 49,
+        "frames on {sel}: {got}, tcpdump's there {want}"
+    );
+}

@@ -6,7 +6,10 @@
 //! the record model, the reader or the printers that alters one byte of them
 //! fails here. (No root needed; runs in well under a second.) One change was
 //! made to them on purpose, by regenerating and checking that nothing else
-//! moved: the `"schema"` key every JSON output leads with (docs/json.md).
+//! moved: the `"schema"` key every JSON output leads with (docs/json.md), and
+//! analyze's retransmission counts named as nstat and ss name them
+//! (`retrans_segs`, `retrans_skbs`, `bytes_retrans`, `retrans_failed` for
+//! `retransmits`).
 
 use std::path::PathBuf;
 

@@ -325,14 +325,14 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
             let _ = write!(
                 h,
                 "<p class=note>TCP: send buffer (written, not acked) max <span data-key=\"{k}.tcp.sndbuf_max\" data-value=\"{}\">{} B</span>, \
-                 mean <span data-key=\"{k}.tcp.sndbuf_mean\" data-value=\"{}\">{} B</span>; cwnd {}–{} segments; {} retransmits</p>",
+                 mean <span data-key=\"{k}.tcp.sndbuf_mean\" data-value=\"{}\">{} B</span>; cwnd {}–{} segments; {}</p>",
                 t.sndbuf_max,
                 bytes(t.sndbuf_max as f64),
                 t.sndbuf_mean,
                 bytes(t.sndbuf_mean.round()),
                 t.cwnd_min,
                 t.cwnd_max,
-                t.retransmits,
+                esc(&t.retrans_text()),
                 k = c.cookie
             );
         }

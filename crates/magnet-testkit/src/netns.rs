@@ -87,13 +87,18 @@ impl Netns {
             .map_err(io_err(format!("writing {path} in netns {}", self.name())))
     }
 
-    /// A `TcpExt`/`IpExt`/... counter of the namespace's `/proc/net/netstat`
-    /// (e.g. `("TcpExt", "TCPOFOQueue")`), the kernel's own count of what it saw.
+    /// A counter of the namespace's `/proc/net/netstat` or `/proc/net/snmp`
+    /// (e.g. `("TcpExt", "TCPOFOQueue")`, `("Tcp", "RetransSegs")`: what
+    /// nstat shows as `TcpExtTCPOFOQueue`, `TcpRetransSegs`), the kernel's own
+    /// count of what it saw.
     pub fn netstat(&self, group: &str, key: &str) -> Result<u64> {
         // /proc/self/net is the thread-group leader's namespace; the thread
         // that entered this one reads its own through thread-self.
         let text = run_in_netns(self, || {
-            std::fs::read_to_string("/proc/thread-self/net/netstat")
+            Ok::<_, std::io::Error>(
+                std::fs::read_to_string("/proc/thread-self/net/netstat")?
+                    + &std::fs::read_to_string("/proc/thread-self/net/snmp")?,
+            )
         })?
         .map_err(io_err(format!("reading netstat in netns {}", self.name())))?;
         let prefix = format!("{group}:");

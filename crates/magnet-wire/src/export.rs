@@ -54,6 +54,7 @@ use serde::Serialize;
 
 use std::collections::HashMap;
 
+use crate::ifaces::{self, IfaceSel};
 use crate::kernel::{AppCall, FlowKey, Hop, IpFields, KPacket, Kernel};
 
 /// What was written.
@@ -159,18 +160,26 @@ fn tcp_payload(k: &Kernel, ip: &IpFields, bytes: Option<&[u8]>, link: bool) -> O
 }
 
 /// The TCP header length a synthesised header gets: a SYN's is all of the packet
-/// past the IP header (a SYN carries options, no data), others the connection's.
+/// past the IP header (a SYN carries options, no data), others the connection's,
+/// except a bare ACK whose excess over it is what SACK blocks take (NOP, NOP,
+/// kind, length and 8 bytes per block: 12, 20, 28 or 36 bytes): that is a
+/// header too, not 12 bytes of data. (Data without PSH comes in whole MSS.)
 fn synth_tcp_len(k: &Kernel, ip: &IpFields) -> u32 {
     let room = ip
         .tot_len
         .saturating_sub(if ip.version == 6 { 40 } else { 20 });
-    let want = if ip.tcp_flags & 0x02 != 0 {
+    let conn = k
+        .tcp_header_len
+        .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
+        .copied()
+        .unwrap_or(20);
+    let sack_blocks = |extra: u32| matches!(extra, 12 | 20 | 28 | 36);
+    let want = if ip.tcp_flags & 0x02 != 0
+        || (ip.tcp_flags == 0x10 && room <= 60 && room.checked_sub(conn).is_some_and(sack_blocks))
+    {
         room
     } else {
-        k.tcp_header_len
-            .get(&(ip.saddr, ip.sport, ip.daddr, ip.dport))
-            .copied()
-            .unwrap_or(20)
+        conn
     };
     want.min(room).clamp(20, 60) & !3
 }
@@ -267,6 +276,29 @@ pub fn write_pcapng<W: Write>(k: &Kernel, w: W) -> io::Result<ExportStats> {
     )
 }
 
+/// The one network namespace whose sockets have `addr` as their local
+/// address (loopback addresses are every namespace's: none).
+fn address_netns(k: &Kernel, addr: IpAddr) -> Option<u64> {
+    if addr.is_loopback() || addr.is_unspecified() {
+        return None;
+    }
+    let local = k
+        .senders
+        .iter()
+        .filter(|(f, _)| f.0 == addr)
+        .chain(k.receivers.iter().filter(|(f, _)| f.2 == addr))
+        .filter_map(|(_, c)| k.sock_netns.get(c).copied().filter(|&n| n != 0));
+    let mut one = None;
+    for ns in local {
+        match one {
+            None => one = Some(ns),
+            Some(o) if o != ns => return None,
+            _ => {}
+        }
+    }
+    one
+}
+
 /// The name and description of an interface block.
 fn describe(
     header: Option<&magnet_trace::Header>,
@@ -279,9 +311,13 @@ fn describe(
                 .map(|h| h.interfaces.iter().filter(|f| f.ifindex == i).collect())
                 .unwrap_or_default();
             let exact = known.iter().find(|f| ns != 0 && f.netns == ns);
-            let name = exact
-                .map(|f| f.name.as_str())
-                .or_else(|| header.and_then(|h| h.interface_name(i)));
+            // A device of a known namespace that the header does not list came
+            // later: another namespace's device of that ifindex is not it.
+            let name = match exact {
+                Some(f) => Some(f.name.as_str()),
+                None if ns != 0 => None,
+                None => header.and_then(|h| h.interface_name(i)),
+            };
             let list = known
                 .iter()
                 .map(|f| format!("{} in netns {}", f.name, f.netns))
@@ -296,10 +332,11 @@ fn describe(
                         None => format!("{host}: {name}, ifindex {i} ({list})"),
                     },
                 ),
-                None if known.is_empty() => (
+                None if known.is_empty() || ns != 0 => (
                     linktype::ETHERNET,
                     format!("ifindex{i}"),
-                    format!("{host}: device ifindex {i} (not among the interfaces when the recording started)"),
+                    format!("{host}: device ifindex {i}{} (not among the interfaces when the recording started)",
+                        if ns != 0 { format!(" in netns {ns}") } else { String::new() }),
                 ),
                 None => (
                     linktype::ETHERNET,
@@ -361,11 +398,15 @@ impl Ord for Pending {
 pub struct PcapWriter<W: Write> {
     out: PcapNgWriter<W>,
     select: Select,
+    /// `Select::Interfaces` resolved against the trace's devices.
+    wanted: Vec<IfaceSel>,
     host: String,
     pending: std::collections::BinaryHeap<std::cmp::Reverse<Pending>>,
     seq: u64,
     seen_ns: BTreeMap<u32, std::collections::BTreeSet<u64>>,
     named: BTreeMap<IfKey, bool>,
+    /// [`address_netns`] by address, while the model knows this many flows.
+    address_ns: (usize, HashMap<IpAddr, Option<u64>>),
     streams: Streams,
     ifaces: BTreeMap<IfKey, (u32, String, u64)>,
     st: ExportStats,
@@ -387,15 +428,24 @@ impl<W: Write> PcapWriter<W> {
         if !host.is_empty() {
             shb.push((2, hardware.as_bytes()));
         }
+        let wanted = match &o.select {
+            Select::Interfaces(names) => {
+                ifaces::resolve(ifaces::known(k.header.as_ref()), names)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?
+            }
+            _ => Vec::new(),
+        };
         let out = PcapNgWriter::with_options(w, false, &shb)?;
         Ok(PcapWriter {
             out,
             select: o.select.clone(),
+            wanted,
             host,
             pending: Default::default(),
             seq: 0,
             seen_ns: BTreeMap::new(),
             named: BTreeMap::new(),
+            address_ns: (0, HashMap::new()),
             streams: Streams::default(),
             ifaces: BTreeMap::new(),
             st: ExportStats::default(),
@@ -414,6 +464,107 @@ impl<W: Write> PcapWriter<W> {
                     self.seen_ns.entry(h.ifindex).or_default().insert(ns);
                 }
             }
+        }
+    }
+
+    /// The namespace of the device of hop `hi`: its own socket's (a transmit's
+    /// socket, a receive's flow socket: both in the device's namespace; a
+    /// device the header does not list came later there). Without one: the
+    /// socket that sent (outbound) or received the packet by its flow (the
+    /// handshake frames a listener took, which no hop names), else the only
+    /// namespace its ifindex was seen in with a socket, each only where the
+    /// trace lists such a device (a forwarded packet's sockets are elsewhere),
+    /// else the only namespace the trace lists its ifindex in; 0 if none.
+    fn device_netns(&mut self, k: &Kernel, p: &KPacket, hi: usize, outbound: bool) -> u64 {
+        let h = &p.hops[hi];
+        let ns_of = |c: u64| k.sock_netns.get(&c).copied().filter(|&n| n != 0);
+        let known = ifaces::known(k.header.as_ref());
+        let is_dev = |o: &Hop| matches!(o.kind, kind::DEV_START_XMIT | kind::DEV_RX);
+        // A device sighting between the packet's first transmit and its last
+        // receive is a forward (a router namespace took it in on one device
+        // and sent it on from another): the sockets its hop names are the
+        // ends', elsewhere. Its namespace is the one that has both devices.
+        let first = p.hops.iter().position(is_dev) == Some(hi);
+        let last = p.hops.iter().rposition(is_dev) == Some(hi);
+        if !(outbound && first || !outbound && last) {
+            let partner = if outbound {
+                p.hops[..hi].iter().rev().find(|o| o.kind == kind::DEV_RX)
+            } else {
+                p.hops[hi + 1..]
+                    .iter()
+                    .find(|o| o.kind == kind::DEV_START_XMIT)
+            };
+            let Some(partner) = partner else { return 0 };
+            let mut both = known.iter().filter(|f| {
+                f.ifindex == h.ifindex
+                    && known
+                        .iter()
+                        .any(|g| g.netns == f.netns && g.ifindex == partner.ifindex)
+            });
+            return match (both.next(), both.next()) {
+                (Some(only), None) => only.netns,
+                _ => 0,
+            };
+        }
+        if let Some(ns) = ns_of(h.cookie).filter(|_| !h.other_netns) {
+            return ns;
+        }
+        let flow = match (outbound, h.other_netns) {
+            (_, true) => 0,
+            (true, false) => k.sender_of(p, hi),
+            (false, false) => k.receiver_at(p, hi),
+        };
+        let ns = ns_of(flow).or_else(|| {
+            self.seen_ns
+                .get(&h.ifindex)
+                .filter(|s| s.len() == 1)
+                .and_then(|s| s.iter().next().copied())
+        });
+        let found = ifaces::device_netns(known, ns, h.ifindex);
+        if found != 0 {
+            return found;
+        }
+        // A frame no socket names (a SYN to a port nobody listens on, the
+        // reset that answers it): the same packet's sighting in the other
+        // direction on the same ifindex was on the other end of the link, so
+        // of two devices with that ifindex, this is the one it was not.
+        let other_end = p.hops.iter().find_map(|o| {
+            let opposite = matches!(
+                (h.kind, o.kind),
+                (kind::DEV_RX, kind::DEV_START_XMIT) | (kind::DEV_START_XMIT, kind::DEV_RX)
+            );
+            (opposite && !o.other_netns && o.ifindex == h.ifindex && o.ifindex != LOOPBACK_IFINDEX)
+                .then(|| ns_of(o.cookie))
+                .flatten()
+        });
+        let mut rest = known
+            .iter()
+            .filter(|f| f.ifindex == h.ifindex && Some(f.netns) != other_end);
+        if let (Some(_), Some(only), None) = (other_end, rest.next(), rest.next()) {
+            return only.netns;
+        }
+        // Else the namespace whose sockets hold the packet's local address
+        // (its destination on receive, its source on transmit), when only one
+        // namespace's do.
+        let local = p.ip.map(|ip| if outbound { ip.saddr } else { ip.daddr });
+        // (Looked up once per address while the flows the model knows stay as
+        // they are: a trace of many such frames is not read flow by flow each.)
+        let flows = k.senders.len() + k.receivers.len();
+        if self.address_ns.0 != flows {
+            self.address_ns = (flows, HashMap::new());
+        }
+        let ns = local.and_then(|a| {
+            *self
+                .address_ns
+                .1
+                .entry(a)
+                .or_insert_with(|| address_netns(k, a))
+        });
+        let found = ifaces::device_netns(known, ns, h.ifindex);
+        if ns.is_some_and(|n| n == found) {
+            found
+        } else {
+            0
         }
     }
 
@@ -449,7 +600,9 @@ impl<W: Write> PcapWriter<W> {
                 .hops
                 .iter()
                 .any(|h| matches!(h.kind, kind::DEV_START_XMIT | kind::DEV_RX));
-            if !any_dev {
+            // A packet dropped before any device saw it (a qdisc's drop, a
+            // firewall's) was never on a wire: it belongs to the drop layer.
+            if !any_dev && p.drop.is_none() {
                 if let Some((hi, h)) = p
                     .hops
                     .iter()
@@ -489,27 +642,24 @@ impl<W: Write> PcapWriter<W> {
 
     fn write(&mut self, k: &Kernel, f: Pending) -> io::Result<()> {
         let header = k.header.as_ref();
-        let host = &self.host;
         let (ts, hi) = (f.ts, f.hi);
         let p = &*f.p;
         let h = p.hops[hi as usize];
+        let outbound = matches!(h.kind, kind::DEV_START_XMIT | kind::IP_LOCAL_OUT);
         let mut key = f.key;
         if let IfKey::Dev(i, _) = key {
-            let mut ns = k.sock_netns.get(&h.cookie).copied().unwrap_or(0);
-            if ns == 0 {
-                if let Some(only) = self.seen_ns.get(&i).filter(|s| s.len() == 1) {
-                    ns = *only.iter().next().expect("one");
-                }
-            }
-            key = IfKey::Dev(i, ns);
+            key = IfKey::Dev(i, self.device_netns(k, p, hi as usize, outbound));
         }
-        if let Select::Interfaces(names) = &self.select {
+        let host = &self.host;
+        if matches!(self.select, Select::Interfaces(_)) {
+            let wanted = &self.wanted;
             let keep = *self.named.entry(key).or_insert_with(|| {
                 let (_, name, _) = describe(header, host, key);
-                let ifx = match key {
-                    IfKey::Dev(i, _) | IfKey::Ip(i) => i.to_string(),
-                };
-                names.iter().any(|n| *n == name || *n == ifx)
+                let known = ifaces::known(header);
+                match key {
+                    IfKey::Dev(i, ns) => ifaces::selects(wanted, known, ns, i, &name),
+                    IfKey::Ip(_) => wanted.contains(&IfaceSel::Name(name)),
+                }
             });
             if !keep {
                 return Ok(());
@@ -533,7 +683,6 @@ impl<W: Write> PcapWriter<W> {
         let data = &mut self.data;
         let comment = &mut self.comment;
         let loopback = h.ifindex == LOOPBACK_IFINDEX && matches!(key, IfKey::Dev(..));
-        let outbound = matches!(h.kind, kind::DEV_START_XMIT | kind::IP_LOCAL_OUT);
         data.clear();
         let link = matches!(key, IfKey::Dev(..));
         let frame = p.frame_at(&h).filter(|b| !b.is_empty());

@@ -34,6 +34,10 @@ pub struct Hop {
     /// Thread the hook ran in (in softirq: whichever was interrupted).
     pub tid: u32,
     pub cpu: u16,
+    /// A transmit whose socket (`cookie`) is in another network namespace
+    /// than the device (the record's `MG_F_OTHER_NETNS`: forwarded by a
+    /// router namespace, the skb still holding the sender's socket).
+    pub other_netns: bool,
 }
 
 /// The IP and transport header fields the IP layer recorded.
@@ -869,6 +873,7 @@ impl Assembler {
             cookie,
             tid: r.tid(),
             cpu: r.cpu(),
+            other_netns: r.flags() & magnet_trace::events::FLAG_OTHER_NETNS != 0,
         });
         if let Some(et) = num(b, &f.ethertype).filter(|&e| e != 0) {
             p.ethertype = et as u16;

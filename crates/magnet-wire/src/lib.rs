@@ -21,6 +21,7 @@
 
 pub mod export;
 pub mod footprint;
+pub mod ifaces;
 pub mod kernel;
 pub mod match_stream;
 pub mod matching;

@@ -483,6 +483,7 @@ impl Leaving {
             put_u64(w, h.cookie)?;
             w.write_all(&h.tid.to_le_bytes())?;
             w.write_all(&h.cpu.to_le_bytes())?;
+            w.write_all(&[u8::from(h.other_netns)])?;
         }
         Ok(())
     }
@@ -519,6 +520,7 @@ impl Leaving {
                 cookie: u(r)?,
                 tid: u32::from_le_bytes(get(r)?),
                 cpu: u16::from_le_bytes(get(r)?),
+                other_netns: u8::from_le_bytes(get(r)?) != 0,
             });
         }
         Ok(Leaving {

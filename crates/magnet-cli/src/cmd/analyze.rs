@@ -288,7 +288,7 @@ fn print_conn(out: &mut impl Write, c: &Connection) -> Result<()> {
     if let Some(t) = &c.tcp {
         writeln!(
             out,
-            "  tcp: {} samples; send buffer (written, unacked) max {} B mean {:.0} B; in flight max {} B; cwnd {}..{}; ssthresh {}; srtt {}; snd_wnd max {}; rcv_wnd max {}; {} retransmits",
+            "  tcp: {} samples; send buffer (written, unacked) max {} B mean {:.0} B; in flight max {} B; cwnd {}..{}; ssthresh {}; srtt {}; snd_wnd max {}; rcv_wnd max {}; {}",
             t.samples,
             t.sndbuf_max,
             t.sndbuf_mean,
@@ -299,7 +299,7 @@ fn print_conn(out: &mut impl Write, c: &Connection) -> Result<()> {
             t.srtt_us.as_ref().map_or("-".into(), |s| format!("median {}us", s.median)),
             t.snd_wnd_max,
             t.rcv_wnd_max,
-            t.retransmits
+            t.retrans_text()
         )?;
     }
     let l = &c.latency;

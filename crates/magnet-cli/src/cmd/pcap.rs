@@ -43,8 +43,9 @@ pub struct PcapArgs {
     /// pcapng file to write ('-': standard output)
     #[arg(short, long, default_value = "magnet.pcapng")]
     pub output: PathBuf,
-    /// Only frames on this interface, as tcpdump -i NAME would show them (a name
-    /// or an ifindex; repeat for more)
+    /// Only frames on this interface, as tcpdump -i NAME would show them: a name
+    /// or an ifindex when one device has it, else NAME@NETNS (the namespace's
+    /// inode); repeat for more
     #[arg(short = 'i', long = "interface", value_name = "NAME")]
     pub interfaces: Vec<String>,
     /// Every device sighting a frame (a packet crossing a veth pair twice)
@@ -64,6 +65,11 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
             Select::Once
         },
     };
+    if let Select::Interfaces(names) = &opts.select {
+        // One line naming the candidates, before the output file exists.
+        magnet_wire::ifaces::resolve(&rd.header().interfaces, names)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", trace.display()))?;
+    }
     let to_stdout = a.output.as_os_str() == "-";
     let (sink, shown): (Box<dyn Write>, String) = if to_stdout {
         (Box::new(std::io::stdout().lock()), "standard output".into())
@@ -123,10 +129,9 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
     }
     if let Select::Interfaces(names) = &opts.select {
         if st.frames == 0 {
-            let known: Vec<String> = k
-                .header
+            let known: Vec<String> = magnet_wire::ifaces::known(k.header.as_ref())
                 .iter()
-                .flat_map(|h| h.interfaces.iter().map(|i| i.name.clone()))
+                .map(magnet_wire::ifaces::qualified)
                 .collect();
             let known = if known.is_empty() {
                 "the trace's header lists no interfaces".to_string()

@@ -112,6 +112,13 @@ static __always_inline void tcp_event(const struct sock *sk, const struct sk_buf
 		const struct tcp_skb_cb *cb = (const struct tcp_skb_cb *)&skb->cb[0];
 		r->seq = cb->seq;
 		r->ack = cb->ack_seq;
+		/* A retransmitted write-queue skb stands for tcp_skb_pcount
+		 * segments (its GSO count, 0 read as 1): what TcpRetransSegs and
+		 * tcp_info's total_retrans add, where the hook fires once. */
+		if (kind == MG_TCP_RETRANS) {
+			r->ack = cb->tcp_gso_segs ? cb->tcp_gso_segs : 1;
+			r->hdr.flags |= MG_F_TCP_SEGS;
+		}
 	}
 	r->arg = arg;
 	if (tcp_state)
