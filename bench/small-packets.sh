@@ -26,6 +26,8 @@
 #   self ns/pkt    magnet: what its summary says it cost (its programs' BPF time +
 #                  its drain's CPU, the `cost` of `record --json`) ÷ packets; load on
 #                  the host moves this far less than the /proc/stat figures
+#   BPF ns/pkt     magnet: its programs' BPF time alone ÷ packets (the kernel's run-time
+#                  statistics: the same in a debug and a release build)
 # and the goal (issue: small packets): magnet's CPU per packet above the floor at most
 # half of tcpdump's above no monitor.
 #
@@ -108,7 +110,7 @@ run_client() { # workload
     esac
 }
 
-printf 'workload\tcase\tround\tpackets\tsecs\tcpu_busy_ticks\tevents\tlost\tself_ns\n' >"$raw"
+printf 'workload\tcase\tround\tpackets\tsecs\tcpu_busy_ticks\tevents\tlost\tself_ns\tbpf_ns\n' >"$raw"
 hz=$(getconf CLK_TCK)
 
 run_case() { # workload case round
@@ -136,7 +138,7 @@ run_case() { # workload case round
     run_client "$w" || { cat "$work/client.out" >&2; echo "small-packets: $w client failed" >&2; exit 1; }
     p1=$(veth_packets); b1=$(cpu_busy); t1=$(date +%s.%N)
     kill "$srv" 2>/dev/null || true; wait "$srv" 2>/dev/null || true; srv=""
-    local events=0 lost=0 self=0
+    local events=0 lost=0 self=0 bpf=0
     if [[ -n $mon ]]; then
         sleep 0.3
         kill -INT $mon
@@ -145,15 +147,15 @@ run_case() { # workload case round
             events=$(awk '/packets captured/{print $1}' "$work/mon.err")
             lost=$(awk '/dropped by kernel/{print $1}' "$work/mon.err")
         else
-            read -r events lost self < <(python3 -c 'import json,sys
+            read -r events lost self bpf < <(python3 -c 'import json,sys
 d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 c=d.get("cost") or {}
-print(d["records"], d["lost_kernel"]+d.get("dropped_user",0), (c.get("bpf_ns") or 0)+(c.get("drain_cpu_ns") or 0))' "$work/mon.out")
+print(d["records"], d["lost_kernel"]+d.get("dropped_user",0), (c.get("bpf_ns") or 0)+(c.get("drain_cpu_ns") or 0), c.get("bpf_ns") or 0)' "$work/mon.out")
         fi
         rm -f "$work/t.mgt" "$work/t.pcap"
     fi
     local secs; secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$c" "$r" $((p1 - p0)) "$secs" $((b1 - b0)) "${events:-0}" "${lost:-0}" "${self:-0}" >>"$raw"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$c" "$r" $((p1 - p0)) "$secs" $((b1 - b0)) "${events:-0}" "${lost:-0}" "${self:-0}" "${bpf:-0}" >>"$raw"
     log "$w $c round $r: $(awk -v p=$((p1 - p0)) -v s="$secs" 'BEGIN{printf "%.0f kpkt/s", p/s/1000}') events=$events lost=$lost"
 }
 
@@ -174,7 +176,7 @@ rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 hz = int(sys.argv[2])
 med = statistics.median
 print(f"# small-packets, commit {sys.argv[3]}, load average {open('/proc/loadavg').read().split()[0]} at the end")
-print(f"{'workload':<8} {'case':<8} {'kpkt/s':>8} {'CPU ns/pkt':>10} {'above base':>10} {'above floor':>11} {'events/pkt':>10} {'self ns/pkt':>11} {'lost':>6}")
+print(f"{'workload':<8} {'case':<8} {'kpkt/s':>8} {'CPU ns/pkt':>10} {'above base':>10} {'above floor':>11} {'events/pkt':>10} {'self ns/pkt':>11} {'BPF ns/pkt':>10} {'lost':>6}")
 for w in dict.fromkeys(r["workload"] for r in rows):
     per = {}
     for r in rows:
@@ -183,14 +185,15 @@ for w in dict.fromkeys(r["workload"] for r in rows):
         p = int(r["packets"]) or 1
         per.setdefault(r["case"], []).append(
             (p / float(r["secs"]), int(r["cpu_busy_ticks"]) * 1e9 / hz / p, int(r["events"]) / p, int(r["lost"]),
-             float(r["self_ns"]) / p))
-    m = {c: [med(x[i] for x in v) for i in range(5)] for c, v in per.items()}
+             float(r["self_ns"]) / p, float(r["bpf_ns"]) / p))
+    m = {c: [med(x[i] for x in v) for i in range(6)] for c, v in per.items()}
     base = m.get("base", [0, 0, 0, 0])[1]
     floor = m.get("floor", [0, None])[1]
-    for c, (pps, ns, ev, lost, own) in m.items():
+    for c, (pps, ns, ev, lost, own, bpf) in m.items():
         af = f"{ns - floor:10.0f}" if floor is not None and c in ("magnet", "alt") else f"{'':>10}"
         sf = f"{own:11.0f}" if c in ("magnet", "alt") else f"{'':>11}"
-        print(f"{w:<8} {c:<8} {pps/1000:8.1f} {ns:10.0f} {ns - base:10.0f} {af:>11} {ev:10.2f} {sf} {lost:6.0f}")
+        bf = f"{bpf:10.0f}" if c in ("magnet", "alt", "floor") else f"{'':>10}"
+        print(f"{w:<8} {c:<8} {pps/1000:8.1f} {ns:10.0f} {ns - base:10.0f} {af:>11} {ev:10.2f} {sf} {bf} {lost:6.0f}")
     if floor is not None and "magnet" in m and "tcpdump" in m:
         mine, theirs = m["magnet"][1] - floor, m["tcpdump"][1] - base
         ok = "met" if mine <= theirs / 2 else "not met"
