@@ -38,7 +38,7 @@ fn top(d: &Magnetd, args: &[&str]) -> Vec<Value> {
         .arg("top")
         .arg("--socket")
         .arg(d.socket())
-        .args(["--json", "-n", "1"])
+        .args(["--json", "-c", "1"])
         .args(args)
         .output()
         .unwrap();
@@ -86,7 +86,17 @@ fn top_rates_and_totals_match_a_known_sender() {
                 .arg("--socket")
                 .arg(&sock)
                 .args([
-                    "--json", "-n", "1", "-d", "3", "-p", &pid, "--port", &port_s, "-s", "tx",
+                    "--json",
+                    "-c",
+                    "1",
+                    "--interval",
+                    "3s",
+                    "-p",
+                    &pid,
+                    "--port",
+                    &port_s,
+                    "--sort",
+                    "tx",
                 ])
                 .output()
                 .unwrap();
@@ -133,7 +143,7 @@ fn top_rates_and_totals_match_a_known_sender() {
     );
 
     // Per process: both ends summed; by comm the same; an unknown pid keeps nothing.
-    let by_pid = top(&d, &["-d", "0.2", "--by", "pid", "-p", &pid]);
+    let by_pid = top(&d, &["--interval", "200ms", "--by", "pid", "-p", &pid]);
     let p = &by_pid[0]["rows"][0];
     assert_eq!(
         (
@@ -148,7 +158,7 @@ fn top_rates_and_totals_match_a_known_sender() {
         p["total_rx_bytes"], 110_000,
         "the sink read all of it: {p:#}"
     );
-    let none = top(&d, &["-d", "0.2", "-p", "1"]);
+    let none = top(&d, &["--interval", "200ms", "-p", "1"]);
     assert!(none[0]["rows"].as_array().unwrap().is_empty());
 
     // The text table names the connection and its peer.
@@ -156,7 +166,15 @@ fn top_rates_and_totals_match_a_known_sender() {
         .arg("top")
         .arg("--socket")
         .arg(d.socket())
-        .args(["-b", "-n", "1", "-d", "0.2", "--port", &port_s])
+        .args([
+            "--batch",
+            "-c",
+            "1",
+            "--interval",
+            "200ms",
+            "--port",
+            &port_s,
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
@@ -173,7 +191,7 @@ fn top_rates_and_totals_match_a_known_sender() {
 #[test]
 fn top_without_magnetd_says_so_in_one_line() {
     let out = Command::new(MAGNET)
-        .args(["top", "-n", "1", "--socket", "/nonexistent/magnetd.sock"])
+        .args(["top", "-c", "1", "--socket", "/nonexistent/magnetd.sock"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");

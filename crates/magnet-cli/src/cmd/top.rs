@@ -18,32 +18,32 @@ what changed: app bytes and calls per second each way, wire segments per second,
 segments per send/recv call (SEG/TC, SEG/RC), retransmissions, and p50/p99 of
 magnetd's app-to-wire (A>W) and wire-to-app (W>A) latency histograms: log2
 buckets, so a quantile is its bucket's upper bound. On a terminal the screen is
-redrawn until Ctrl-C; piped, or with -b, each update is printed after the last.
+redrawn until Ctrl-C; piped, or with --batch, each update is printed after the last.
 
 Examples:
   magnet top                          every connection, busiest first
-  magnet top --by comm -d 5           per command, every 5 s
+  magnet top --by comm --interval 5s  per command, every 5 s
   magnet top -p 1234 --port 443       that process's connections on port 443
-  magnet top -b -n 3 --json           three JSON documents, one per line";
+  magnet top -c 3 --json              three JSON documents, one per line";
 
 /// Watch magnetd's connections live: rates per layer, segments per call, latency.
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct TopArgs {
-    /// Seconds between two updates (fractions allowed).
-    #[arg(short = 'd', long, value_name = "SECS", default_value_t = 2.0)]
-    delay: f64,
+    /// Time between two updates: 2s, 500ms, …
+    #[arg(long, value_name = "DURATION", value_parser = magnet_common::units::parse_duration, default_value = "2s")]
+    interval: Duration,
     /// Stop after this many updates (default: until Ctrl-C).
-    #[arg(short = 'n', long, value_name = "N")]
-    iterations: Option<u64>,
+    #[arg(short = 'c', long, value_name = "N")]
+    count: Option<u64>,
     /// Batch mode: print each update after the last, never redraw the screen.
-    #[arg(short = 'b', long)]
+    #[arg(long)]
     batch: bool,
     /// One line per connection, process, command or cgroup.
     #[arg(long = "by", value_enum, default_value_t = ByArg::Conn)]
     by: ByArg,
     /// The column to sort by, largest first.
-    #[arg(short = 's', long, value_enum, default_value_t = SortArg::Rate)]
+    #[arg(long, value_enum, default_value_t = SortArg::Rate)]
     sort: SortArg,
     /// Only this process's connections (repeat for more).
     #[arg(short = 'p', long = "pid", value_name = "PID")]
@@ -118,9 +118,9 @@ fn terminal_size() -> (usize, usize) {
 
 pub fn run(a: TopArgs) -> anyhow::Result<ExitCode> {
     anyhow::ensure!(
-        a.delay.is_finite() && a.delay >= 0.1,
-        "--delay {}: give at least 0.1 seconds",
-        a.delay
+        a.interval >= Duration::from_millis(100),
+        "--interval {}: give at least 100ms",
+        magnet_common::units::format_duration(a.interval)
     );
     let group = match a.by {
         ByArg::Conn => Group::Connection,
@@ -154,9 +154,9 @@ pub fn run(a: TopArgs) -> anyhow::Result<ExitCode> {
     let mut t0 = Instant::now();
     let mut out = std::io::stdout().lock();
     let mut done = 0u64;
-    while a.iterations.is_none_or(|n| done < n) {
+    while a.count.is_none_or(|n| done < n) {
         // Sleep in slices so that Ctrl-C ends the wait at once.
-        let until = t0 + Duration::from_secs_f64(a.delay);
+        let until = t0 + a.interval;
         while Instant::now() < until && !stop.requested() {
             std::thread::sleep(
                 Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())),
