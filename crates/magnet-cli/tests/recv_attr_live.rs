@@ -31,7 +31,7 @@ use magnet_testkit::{live_or_skip, run_in_netns, Capture, Need, Netns, Recorder,
 use serde_json::Value;
 
 mod common;
-use common::{magnet_ok, parse_kinds, tmp, MAGNET};
+use common::{enable_v6, magnet_ok, parse_kinds, tmp, MAGNET};
 
 /// `magnet record -o PATH ARGS…` in `ns`, returned once it records.
 fn record(ns: &Netns, path: PathBuf, args: &[String]) -> Recorder {
@@ -63,18 +63,6 @@ fn frames(pcap: &Path, filter: &str) -> u64 {
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).lines().count() as u64
-}
-
-fn enable_v6(ns: &Netns, iface: &str, addr: &str) {
-    ns.sysctl("net/ipv6/conf/all/disable_ipv6", "0").unwrap();
-    ns.sysctl(&format!("net/ipv6/conf/{iface}/disable_ipv6"), "0")
-        .unwrap();
-    let st = ns
-        .command("ip")
-        .args(["addr", "add", addr, "dev", iface, "nodad"])
-        .status()
-        .unwrap();
-    assert!(st.success());
 }
 
 const DATAGRAMS: u64 = 100;

@@ -19,7 +19,7 @@ use magnet_testkit::{live_or_skip, tshark_frames, Capture, Need, Netns, Recorder
 use serde_json::Value;
 
 mod common;
-use common::{magnet_ok, tmp, MAGNET};
+use common::{enable_v6, magnet_ok, tmp, MAGNET};
 
 const CONNECTIONS: usize = 20;
 const SERVER_PORT: u16 = 7611;
@@ -48,18 +48,6 @@ for i in range(int(sys.argv[4])):
     c.close()
     time.sleep(0.02)
 ";
-
-fn enable_v6(ns: &Netns, iface: &str, addr: &str) {
-    ns.sysctl("net/ipv6/conf/all/disable_ipv6", "0").unwrap();
-    ns.sysctl(&format!("net/ipv6/conf/{iface}/disable_ipv6"), "0")
-        .unwrap();
-    let st = ns
-        .command("ip")
-        .args(["addr", "add", addr, "dev", iface, "nodad"])
-        .status()
-        .unwrap();
-    assert!(st.success());
-}
 
 /// Frames per tshark stream after the handshake: (from the client, from the server).
 fn capture_connections(pcap: &std::path::Path, server_port: u16) -> Vec<(u64, u64)> {

@@ -140,3 +140,17 @@ impl Drop for Magnetd {
         }
     }
 }
+
+/// Turns IPv6 on in `ns` and gives `iface` the address `addr` (with its prefix
+/// length), without duplicate address detection (the address works at once).
+pub fn enable_v6(ns: &magnet_testkit::Netns, iface: &str, addr: &str) {
+    ns.sysctl("net/ipv6/conf/all/disable_ipv6", "0").unwrap();
+    ns.sysctl(&format!("net/ipv6/conf/{iface}/disable_ipv6"), "0")
+        .unwrap();
+    let st = ns
+        .command("ip")
+        .args(["addr", "add", addr, "dev", iface, "nodad"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
