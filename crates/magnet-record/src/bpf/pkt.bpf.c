@@ -389,8 +389,8 @@ static __always_inline struct flow_val *flow_lookup(struct flow_key *k, bool *ex
  * namespace (a router, the far end of a veth) is not its socket's, even when
  * the addresses say so: the namespace is part of the key. The answer is a
  * copy in `out` (NULL: none), through this CPU's flow cache. */
-static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool rx, bool *exact,
-						__u32 netns, struct flow_val *out)
+static __always_inline struct flow_val *flow_of_cached(const struct pkt_info *pi, bool rx, bool *exact,
+						       __u32 netns, struct flow_val *out)
 {
 	struct flow_key k = { .netns = netns };
 	if (rx) {
@@ -436,6 +436,57 @@ static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool 
 		e->seq = seq + 2;
 	}
 	return v;
+}
+
+/* Room for reopen_flow's key: the programs that inline flow_of have no stack
+ * left for a second one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct flow_key);
+} reopen_keys SEC(".maps");
+
+/* A SYN (no ACK) arriving on a closed connection's flow starts a new
+ * connection on the same 4-tuple (see forget_flow): the closed flow is removed
+ * and the packet goes to the socket bound to its local end (the listener), as
+ * a first connection's SYN does. 1: `out` holds that socket's flow. A
+ * subprogram of its own: the programs that inline flow_of are near the 6.1
+ * verifier's limits. */
+static __noinline int reopen_flow(const struct pkt_info *pi, __u32 netns, struct flow_val *out)
+{
+	__u32 zero = 0;
+	struct flow_key *k = bpf_map_lookup_elem(&reopen_keys, &zero);
+	if (!k || !pi || !out)
+		return 0;
+	__builtin_memset(k, 0, sizeof(*k));
+	k->netns = netns;
+	k->protocol = IPPROTO_TCP;
+	__builtin_memcpy(k->local, pi->daddr, 16);
+	__builtin_memcpy(k->remote, pi->saddr, 16);
+	k->lport = pi->dport;
+	k->rport = pi->sport;
+	bpf_map_delete_elem(&traced_flows, k);
+	__sync_fetch_and_add(&flow_gen, 1);
+	__builtin_memset(k->remote, 0, 16);
+	k->rport = 0;
+	struct flow_val *v = bound_flow(k);
+	if (!v)
+		return 0;
+	*out = *v;
+	return 1;
+}
+
+/* flow_of_cached, and a new connection's SYN on a closed flow (reopen_flow). */
+static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool rx, bool *exact,
+						__u32 netns, struct flow_val *out)
+{
+	struct flow_val *v = flow_of_cached(pi, rx, exact, netns, out);
+	if (!v || !rx || !*exact || !v->closed || pi->protocol != IPPROTO_TCP ||
+	    (pi->tcp_flags & 0x12) != 0x02)
+		return v;
+	*exact = false;
+	return reopen_flow(pi, netns, out) ? out : NULL;
 }
 
 static __always_inline __u32 dev_netns(const struct net_device *dev)

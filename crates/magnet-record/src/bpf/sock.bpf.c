@@ -108,14 +108,17 @@ static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie, __u64 s
 	__sync_fetch_and_add(&flow_gen, 1);
 }
 
-/* A TCP socket closed: its flow no longer names it. Without this, the next
- * connection on the same 4-tuple (a client port reused while the server's end
- * sits in TIME_WAIT, tcp_tw_reuse, a load generator's narrow port range) had
- * its SYN, SYN-ACK and handshake ACK, which come before its own socket is
- * known, attributed to the closed one; they now go where a first connection's
- * do, to the listener. By then the kernel has released the local port
- * (skc_num is 0), so the key takes it from inet_sport. Only the entry that
- * still names this socket is removed. */
+/* A TCP socket closed: its flow is marked closed, not removed, because
+ * packets of that connection may still come (the peer's ACK or RST after a
+ * process was killed) and are still its own. The next connection on the same
+ * 4-tuple (a client port reused while the server's end sits in TIME_WAIT,
+ * tcp_tw_reuse, a load generator's narrow port range) starts with a SYN: that
+ * SYN finds the closed flow and removes it (reopen_flow), so the SYN, the
+ * SYN-ACK and the handshake ACK, which come before the new socket is known, go
+ * where a first connection's do, to the listener, never to the closed socket.
+ * By the time the socket closes the kernel has released its local port
+ * (skc_num is 0), so the key takes it from inet_sport. Only the entry that still
+ * names this socket is marked. */
 static __always_inline void forget_flow(const struct sock *sk, __u64 cookie, struct sk_tuple *t)
 {
 	if (!t->dport)
@@ -128,10 +131,10 @@ static __always_inline void forget_flow(const struct sock *sk, __u64 cookie, str
 	k.protocol = t->protocol;
 	k.netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 	struct flow_val *old = bpf_map_lookup_elem(&traced_flows, &k);
-	if (!old || old->cookie != cookie)
+	if (!old || old->cookie != cookie || old->closed)
 		return;
-	bpf_map_delete_elem(&traced_flows, &k);
-	/* After the delete: a cache filled before this sees a newer generation. */
+	old->closed = 1;
+	/* After the change: a cache filled before this sees a newer generation. */
 	__sync_fetch_and_add(&flow_gen, 1);
 }
 

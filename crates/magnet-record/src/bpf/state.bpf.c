@@ -150,7 +150,7 @@ struct flow_val {
 	__u64 cookie;
 	__u64 sk;
 	__u32 netns; /* the socket's network namespace (inode number) */
-	__u32 _pad;
+	__u32 closed; /* 1: the TCP socket has closed (see forget_flow) */
 };
 
 struct {
