@@ -12,138 +12,27 @@ use crate::catalog::Catalog;
 use crate::error::TraceError;
 use crate::header::Header;
 
+/// The preamble's fields, and what of it is damaged (offset, why).
+struct Preamble {
+    /// The format version it claims.
+    claimed: u16,
+    /// The header's length and checksum.
+    header_len: usize,
+    header_sum: u32,
+    /// Its magic is a bit or two away from ours.
+    magic_damaged: bool,
+    damage: Vec<(u64, String)>,
+}
+
 impl<R: Read> TraceReader<R> {
     pub(super) fn open(src: R, copy: Option<CopyFinder<R>>) -> Result<Self, TraceError> {
         let mut src = Source::new(src);
-        let pre: [u8; PREAMBLE_LEN] = {
-            let got = src.fill(PREAMBLE_LEN)?;
-            if got.len() < PREAMBLE_LEN {
-                if got.len() < MAGIC.len() || got[..8] != MAGIC[..] {
-                    return Err(TraceError::NotATrace);
-                }
-                return Err(TraceError::Truncated {
-                    offset: got.len() as u64,
-                    reason: "inside the file preamble".into(),
-                });
-            }
-            got[..PREAMBLE_LEN].try_into().expect("preamble")
-        };
-        // A magic a bit or two away from ours is ours, damaged: the blocks
-        // that follow decide (without one, it is no trace).
-        let magic_bits: u32 = pre[..8]
-            .iter()
-            .zip(MAGIC)
-            .map(|(a, b)| (a ^ b).count_ones())
-            .sum();
-        if magic_bits > 2 {
-            return Err(TraceError::NotATrace);
-        }
-        if u16_at(&pre, 10) == BOM.swap_bytes() {
-            return Err(TraceError::ByteOrder);
-        }
-        let mut damage = Vec::new();
-        if magic_bits > 0 {
-            damage.push((0, "its magic is damaged".to_string()));
-        }
-        if u16_at(&pre, 10) != BOM {
-            damage.push((10, "its byte-order mark is damaged".to_string()));
-        }
-        let claimed = u16_at(&pre, 8);
-        let len = u32_at(&pre, 12) as usize;
-        src.consume(PREAMBLE_LEN);
-        let json = src.fill(len.min(MAX_HEADER_JSON))?;
-        let (got, sum_ok) = (
-            json.len(),
-            json.len() >= len && crc(&json[..len]) == u32_at(&pre, 16),
-        );
-        let parsed = (len <= MAX_HEADER_JSON && sum_ok)
-            .then(|| serde_json::from_slice::<Header>(&json[..len]).ok())
-            .flatten();
-        let (header, lost) = if let Some(header) = parsed {
-            src.consume(len);
-            (header, None)
-        } else {
-            // Where the header ends is unknown (its length may be the
-            // damage): the blocks start at the first whole block after the
-            // preamble.
-            let why = if len > MAX_HEADER_JSON {
-                format!("its length {len} exceeds the limit of {MAX_HEADER_JSON} bytes")
-            } else if got < len {
-                format!("its length {len} runs past the end of the file")
-            } else if !sum_ok {
-                "checksum mismatch".to_string()
-            } else {
-                "its JSON is not a header".to_string()
-            };
-            // The damaged bytes, for what still parses in them: as many as
-            // the length says, at least 1 MiB (a length damaged smaller).
-            let bytes = src.fill(len.clamp(1 << 20, MAX_HEADER_JSON))?.to_vec();
-            let Some(first) = src.find_block()? else {
-                return Err(if magic_bits > 0 {
-                    TraceError::NotATrace
-                } else if len <= MAX_HEADER_JSON && got < len {
-                    TraceError::Truncated {
-                        offset: (PREAMBLE_LEN + got) as u64,
-                        reason: format!("inside the header ({got} of {len} bytes)"),
-                    }
-                } else {
-                    TraceError::BadHeader {
-                        offset: PREAMBLE_LEN as u64,
-                        reason: format!("{why}, and no block follows it"),
-                    }
-                });
-            };
-            let region = &bytes[..(first as usize - PREAMBLE_LEN).min(bytes.len())];
-            damage.push((PREAMBLE_LEN as u64, why));
-            let copy = copy.and_then(|find| find(&mut src.inner));
-            match copy {
-                Some((h, at)) => {
-                    damage.push((
-                        at,
-                        format!("restored from its copy in the END block (byte {at})"),
-                    ));
-                    (h, None)
-                }
-                None => {
-                    let version = if (1..=VERSION).contains(&claimed) {
-                        claimed
-                    } else {
-                        VERSION
-                    };
-                    let (h, lost) = salvage(region, version);
-                    (h, Some(lost))
-                }
-            }
-        };
-        // The version: the preamble's, checked against the header's own
-        // record of it (traces written before that record are versions 1
-        // or 2, whatever a damaged preamble says).
-        let version = match header.format {
-            Some(f) if f == 0 || f > VERSION => return Err(TraceError::Version(f, VERSION)),
-            Some(f) if f != claimed => {
-                damage.push((
-                    8,
-                    format!("its format version says {claimed}, the header {f}; read as {f}"),
-                ));
-                f
-            }
-            Some(f) => f,
-            None if (1..=VERSION).contains(&claimed) => claimed,
-            None if lost.is_none() => {
-                damage.push((
-                    8,
-                    format!(
-                        "its format version {claimed} is damaged (the header is of a \
-                         version-1 or -2 writer); read as {VERSION}"
-                    ),
-                ));
-                VERSION
-            }
-            None => return Err(TraceError::Version(claimed, VERSION)),
-        };
+        let mut pre = read_preamble(&mut src)?;
+        let (header, lost) = read_header(&mut src, &mut pre, copy)?;
+        let version = format_version(&header, &mut pre, lost.is_some())?;
         let mut pending = VecDeque::new();
-        if let Some((offset, _)) = damage.first() {
-            let mut reason: Vec<String> = damage.iter().map(|(_, why)| why.clone()).collect();
+        if let Some((offset, _)) = pre.damage.first() {
+            let mut reason: Vec<String> = pre.damage.iter().map(|(_, why)| why.clone()).collect();
             if let Some(lost) = &lost {
                 reason.push(lost.describe(version));
             }
@@ -179,6 +68,164 @@ impl<R: Read> TraceReader<R> {
             },
         })
     }
+}
+
+/// Reads and consumes the preamble. Errors only for what is no trace at
+/// all: too short, a magic more than two bits from ours, a big-endian writer.
+fn read_preamble<R: Read>(src: &mut Source<R>) -> Result<Preamble, TraceError> {
+    let pre: [u8; PREAMBLE_LEN] = {
+        let got = src.fill(PREAMBLE_LEN)?;
+        if got.len() < PREAMBLE_LEN {
+            if got.len() < MAGIC.len() || got[..8] != MAGIC[..] {
+                return Err(TraceError::NotATrace);
+            }
+            return Err(TraceError::Truncated {
+                offset: got.len() as u64,
+                reason: "inside the file preamble".into(),
+            });
+        }
+        got[..PREAMBLE_LEN].try_into().expect("preamble")
+    };
+    // A magic a bit or two away from ours is ours, damaged: the blocks
+    // that follow decide (without one, it is no trace).
+    let magic_bits: u32 = pre[..8]
+        .iter()
+        .zip(MAGIC)
+        .map(|(a, b)| (a ^ b).count_ones())
+        .sum();
+    if magic_bits > 2 {
+        return Err(TraceError::NotATrace);
+    }
+    if u16_at(&pre, 10) == BOM.swap_bytes() {
+        return Err(TraceError::ByteOrder);
+    }
+    let mut damage = Vec::new();
+    if magic_bits > 0 {
+        damage.push((0, "its magic is damaged".to_string()));
+    }
+    if u16_at(&pre, 10) != BOM {
+        damage.push((10, "its byte-order mark is damaged".to_string()));
+    }
+    src.consume(PREAMBLE_LEN);
+    Ok(Preamble {
+        claimed: u16_at(&pre, 8),
+        header_len: u32_at(&pre, 12) as usize,
+        header_sum: u32_at(&pre, 16),
+        magic_damaged: magic_bits > 0,
+        damage,
+    })
+}
+
+/// Reads the header after the preamble: the header itself when its
+/// checksum and JSON hold, else [`recover_header`].
+fn read_header<R: Read>(
+    src: &mut Source<R>,
+    pre: &mut Preamble,
+    copy: Option<CopyFinder<R>>,
+) -> Result<(Header, Option<Salvaged>), TraceError> {
+    let len = pre.header_len;
+    let json = src.fill(len.min(MAX_HEADER_JSON))?;
+    let (got, sum_ok) = (
+        json.len(),
+        json.len() >= len && crc(&json[..len]) == pre.header_sum,
+    );
+    let parsed = (len <= MAX_HEADER_JSON && sum_ok)
+        .then(|| serde_json::from_slice::<Header>(&json[..len]).ok())
+        .flatten();
+    if let Some(header) = parsed {
+        src.consume(len);
+        return Ok((header, None));
+    }
+    let why = if len > MAX_HEADER_JSON {
+        format!("its length {len} exceeds the limit of {MAX_HEADER_JSON} bytes")
+    } else if got < len {
+        format!("its length {len} runs past the end of the file")
+    } else if !sum_ok {
+        "checksum mismatch".to_string()
+    } else {
+        "its JSON is not a header".to_string()
+    };
+    recover_header(src, pre, copy, got, why)
+}
+
+/// A header in place of a damaged one (`got` of its bytes were there, and
+/// `why` says what is wrong): the END block's copy where `copy` finds one,
+/// else what [`salvage`] makes of the damaged bytes. Where the header ends
+/// is unknown (its length may be the damage): the blocks start at the
+/// first whole block after the preamble, and without one it is no trace.
+fn recover_header<R: Read>(
+    src: &mut Source<R>,
+    pre: &mut Preamble,
+    copy: Option<CopyFinder<R>>,
+    got: usize,
+    why: String,
+) -> Result<(Header, Option<Salvaged>), TraceError> {
+    let len = pre.header_len;
+    // The damaged bytes, for what still parses in them: as many as
+    // the length says, at least 1 MiB (a length damaged smaller).
+    let bytes = src.fill(len.clamp(1 << 20, MAX_HEADER_JSON))?.to_vec();
+    let Some(first) = src.find_block()? else {
+        return Err(if pre.magic_damaged {
+            TraceError::NotATrace
+        } else if len <= MAX_HEADER_JSON && got < len {
+            TraceError::Truncated {
+                offset: (PREAMBLE_LEN + got) as u64,
+                reason: format!("inside the header ({got} of {len} bytes)"),
+            }
+        } else {
+            TraceError::BadHeader {
+                offset: PREAMBLE_LEN as u64,
+                reason: format!("{why}, and no block follows it"),
+            }
+        });
+    };
+    let region = &bytes[..(first as usize - PREAMBLE_LEN).min(bytes.len())];
+    pre.damage.push((PREAMBLE_LEN as u64, why));
+    if let Some((h, at)) = copy.and_then(|find| find(&mut src.inner)) {
+        pre.damage.push((
+            at,
+            format!("restored from its copy in the END block (byte {at})"),
+        ));
+        return Ok((h, None));
+    }
+    let version = if (1..=VERSION).contains(&pre.claimed) {
+        pre.claimed
+    } else {
+        VERSION
+    };
+    let (h, lost) = salvage(region, version);
+    Ok((h, Some(lost)))
+}
+
+/// The version: the preamble's, checked against the header's own record
+/// of it (traces written before that record are versions 1 or 2, whatever
+/// a damaged preamble says). `salvaged`: the header was made from damaged
+/// bytes, so it cannot vouch for a version.
+fn format_version(header: &Header, pre: &mut Preamble, salvaged: bool) -> Result<u16, TraceError> {
+    let claimed = pre.claimed;
+    Ok(match header.format {
+        Some(f) if f == 0 || f > VERSION => return Err(TraceError::Version(f, VERSION)),
+        Some(f) if f != claimed => {
+            pre.damage.push((
+                8,
+                format!("its format version says {claimed}, the header {f}; read as {f}"),
+            ));
+            f
+        }
+        Some(f) => f,
+        None if (1..=VERSION).contains(&claimed) => claimed,
+        None if !salvaged => {
+            pre.damage.push((
+                8,
+                format!(
+                    "its format version {claimed} is damaged (the header is of a \
+                     version-1 or -2 writer); read as {VERSION}"
+                ),
+            ));
+            VERSION
+        }
+        None => return Err(TraceError::Version(claimed, VERSION)),
+    })
 }
 
 /// Finds the copy of the header in the END block of a source that can seek
