@@ -10,11 +10,41 @@ use crate::block::*;
 use crate::delta::decode_payload;
 use crate::error::TraceError;
 
+/// A block head whose block is whole and checksummed.
+#[derive(Clone, Copy)]
+struct BlockHead {
+    magic: [u8; 4],
+    /// Payload length.
+    len: usize,
+    /// Records the head counts (outside the checksum).
+    count: u32,
+    sum: u32,
+}
+
+impl BlockHead {
+    /// Head and payload.
+    fn whole(&self) -> usize {
+        BLOCK_HEAD_LEN + self.len
+    }
+}
+
 impl<R: Read> TraceReader<R> {
     /// Loads the next block. Ok(false) at a clean end (END block, then the
     /// end of the file).
     pub(super) fn next_block(&mut self) -> Result<bool, TraceError> {
         let at = self.src.offset;
+        let block = self.whole_block(at)?;
+        if &block.magic == END_MAGIC {
+            return self.read_end_block(at, &block);
+        }
+        self.load_data_block(at, &block)?;
+        Ok(true)
+    }
+
+    /// The block at `at`, buffered whole with its checksum checked (and not
+    /// yet consumed). Damage found here has the reader resynchronised
+    /// already: the error says what was skipped.
+    fn whole_block(&mut self, at: u64) -> Result<BlockHead, TraceError> {
         let got = self.src.fill(BLOCK_HEAD_LEN)?.len();
         if got < BLOCK_HEAD_LEN {
             self.src.consume(got);
@@ -32,8 +62,8 @@ impl<R: Read> TraceReader<R> {
         let head: [u8; BLOCK_HEAD_LEN] = self.src.avail()[..BLOCK_HEAD_LEN]
             .try_into()
             .expect("block head");
-        let magic = &head[..4];
-        if !is_magic(magic) {
+        let magic: [u8; 4] = head[..4].try_into().expect("block magic");
+        if !is_magic(&magic) {
             self.damaged_blocks += 1;
             let hint = Some(u32_at(&head, 4) as usize);
             return Err(self.resync(at, "bad block magic".into(), hint, None));
@@ -66,36 +96,59 @@ impl<R: Read> TraceReader<R> {
             let why = format!("checksum mismatch; its {count} records were skipped");
             return Err(self.resync(at, why, Some(len), None));
         }
-        if magic == END_MAGIC {
-            let json = &self.src.avail()[BLOCK_HEAD_LEN..whole];
-            let footer = serde_json::from_slice(json);
-            if self.header_salvaged {
-                if let Some(copy) = header_copy(json) {
-                    self.header = copy;
-                    self.header_salvaged = false;
-                }
+        Ok(BlockHead {
+            magic,
+            len,
+            count,
+            sum,
+        })
+    }
+
+    /// Reads and consumes the END block: the footer, and the header's copy
+    /// where the header was salvaged. Ok(false) when the file ends after it.
+    fn read_end_block(&mut self, at: u64, block: &BlockHead) -> Result<bool, TraceError> {
+        let (count, whole) = (block.count, block.whole());
+        let json = &self.src.avail()[BLOCK_HEAD_LEN..whole];
+        let footer = serde_json::from_slice(json);
+        if self.header_salvaged {
+            if let Some(copy) = header_copy(json) {
+                self.header = copy;
+                self.header_salvaged = false;
             }
-            self.src.consume(whole);
-            self.footer = Some(footer.map_err(|e| TraceError::BadBlock {
+        }
+        self.src.consume(whole);
+        self.footer = Some(footer.map_err(|e| TraceError::BadBlock {
+            offset: at,
+            reason: format!("invalid END block JSON: {e}"),
+        })?);
+        if count != 0 {
+            self.pending.push_back(TraceError::BadBlock {
                 offset: at,
-                reason: format!("invalid END block JSON: {e}"),
-            })?);
-            if count != 0 {
-                self.pending.push_back(TraceError::BadBlock {
-                    offset: at,
-                    reason: format!("END block head counts {count} records, not 0"),
-                });
-            }
-            if self.src.fill(1)?.is_empty() {
-                return Ok(false);
-            }
-            return Err(TraceError::BadBlock {
-                offset: at,
-                reason: "an END block in the middle of the trace (blocks follow it); \
-                         reading on"
-                    .into(),
+                reason: format!("END block head counts {count} records, not 0"),
             });
         }
+        if self.src.fill(1)?.is_empty() {
+            return Ok(false);
+        }
+        Err(TraceError::BadBlock {
+            offset: at,
+            reason: "an END block in the middle of the trace (blocks follow it); \
+                     reading on"
+                .into(),
+        })
+    }
+
+    /// Makes a data block's records the ones to read (decoding a
+    /// delta-coded one) and consumes it; a block that repeats an earlier one
+    /// is skipped, and what the head says wrongly is queued.
+    fn load_data_block(&mut self, at: u64, block: &BlockHead) -> Result<(), TraceError> {
+        let BlockHead {
+            magic,
+            len,
+            count,
+            sum,
+        } = *block;
+        let whole = block.whole();
         if let Some(&first) = self.seen.get(&(sum, len as u32)) {
             self.src.consume(whole);
             self.damaged_blocks += 1;
@@ -108,7 +161,7 @@ impl<R: Read> TraceReader<R> {
             });
         }
         self.seen.insert((sum, len as u32), at);
-        if magic == DELTA_BLOCK_MAGIC && self.version < 2 && !self.version_said {
+        if &magic == DELTA_BLOCK_MAGIC && self.version < 2 && !self.version_said {
             // The block's own magic says how it is coded (and its checksum
             // holds): read it so, and say once that the version is wrong.
             self.version_said = true;
@@ -126,7 +179,7 @@ impl<R: Read> TraceReader<R> {
         self.index = 0;
         self.payload.clear();
         let body = &self.src.avail()[BLOCK_HEAD_LEN..whole];
-        let held = if magic == DELTA_BLOCK_MAGIC {
+        let held = if &magic == DELTA_BLOCK_MAGIC {
             match decode_payload(body, &mut self.payload) {
                 Ok(n) => Some(n),
                 Err(e) => {
@@ -153,7 +206,7 @@ impl<R: Read> TraceReader<R> {
             });
         }
         self.src.consume(whole);
-        Ok(true)
+        Ok(())
     }
 
     /// After damage at `at`: find the next block. Where the damaged block's
