@@ -176,16 +176,7 @@ pub(super) fn run(
         if let Some(cb) = opts.progress.as_mut() {
             if last_progress.elapsed() >= Duration::from_millis(500) {
                 last_progress = Instant::now();
-                let d = drain.borrow();
-                let lost = read_kernel_stats(kernel.cpu_stats)
-                    .map(|s| s.lost_total)
-                    .unwrap_or(0);
-                cb(&Progress {
-                    elapsed: started.elapsed(),
-                    records: d.records,
-                    bytes: d.bytes,
-                    lost,
-                });
+                report_progress(cb, started, &drain.borrow(), &kernel);
             }
         }
     }
@@ -198,18 +189,7 @@ pub(super) fn run(
     rb.consume()?;
     drop(rb);
     let mut d = drain.into_inner();
-    // What each CPU's batch still holds (no program runs any more).
-    for batch in read_batches(kernel.batches)? {
-        d.push_ring(&batch);
-    }
-    let stats = read_kernel_stats(kernel.cpu_stats)?;
-    for (cpu, &n) in stats.unreported_lost.iter().enumerate() {
-        if n > 0 {
-            let rec = residual_lost_record(cpu as u16, n);
-            d.push(&rec);
-        }
-    }
-    d.flush();
+    let stats = drain_leftovers(&mut d, &kernel)?;
     let drain_cpu = thread_cpu().saturating_sub(cpu_at_start);
     let measured = meter.stop();
     if let Some(mut c) = child.take() {
@@ -227,6 +207,44 @@ pub(super) fn run(
         drain_cpu,
         measured,
     })
+}
+
+/// Says how the recording goes: time, records, bytes, and what the kernel
+/// lost so far.
+fn report_progress(
+    cb: &mut dyn FnMut(&Progress),
+    started: Instant,
+    d: &Drain,
+    kernel: &KernelMaps<'_>,
+) {
+    let lost = read_kernel_stats(kernel.cpu_stats)
+        .map(|s| s.lost_total)
+        .unwrap_or(0);
+    cb(&Progress {
+        elapsed: started.elapsed(),
+        records: d.records,
+        bytes: d.bytes,
+        lost,
+    });
+}
+
+/// After the programs are detached: what each CPU's batch still holds, and
+/// a LOST record per CPU for losses the kernel counted but had not
+/// reported in the rings. Returns the kernel's final counts.
+fn drain_leftovers(d: &mut Drain, kernel: &KernelMaps<'_>) -> Result<KernelStats> {
+    // No program runs any more: the batches are final.
+    for batch in read_batches(kernel.batches)? {
+        d.push_ring(&batch);
+    }
+    let stats = read_kernel_stats(kernel.cpu_stats)?;
+    for (cpu, &n) in stats.unreported_lost.iter().enumerate() {
+        if n > 0 {
+            let rec = residual_lost_record(cpu as u16, n);
+            d.push(&rec);
+        }
+    }
+    d.flush();
+    Ok(stats)
 }
 
 /// Closes the trace: the END block with the run's totals, then waits for the
