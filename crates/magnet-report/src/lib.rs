@@ -401,7 +401,7 @@ fn scripts(h: &mut String, a: &Analysis, shown: &[usize]) {
         c.series = None;
     }
     let json = script_safe(&serde_json::to_string(&lean).unwrap_or_else(|_| "null".into()));
-    let plots = script_safe(&plots::plots(a, &shown).to_string());
+    let plots = script_safe(&plots::plots(a, shown).to_string());
     let _ = writeln!(
         h,
         "<script id=analysis type=\"application/json\">{json}</script>\
