@@ -260,50 +260,100 @@ impl Config {
 
     /// Parses TOML text; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Config, Error> {
-        let bad = |reason: String| Error::Config {
-            path: origin.to_string(),
-            reason,
-        };
+        let o = Origin(origin);
         let raw: RawConfig =
-            toml::from_str(text).map_err(|e| bad(e.to_string().trim().replace('\n', " ")))?;
+            toml::from_str(text).map_err(|e| o.bad(e.to_string().trim().replace('\n', " ")))?;
         let mut c = Config::default();
-        if let Some(h) = raw.http {
+        o.listeners(&raw, &mut c)?;
+        c.app_calls = o.app_calls(raw.app_calls.as_deref())?;
+        c.packet_hooks = o.packet_hooks(&raw)?;
+        o.limits(&raw, &mut c)?;
+        c.metrics.connection_ports = raw.metrics.connection_ports;
+        c.metrics.connection_containers = raw.metrics.connection_containers;
+        if let Some(n) = raw.metrics.max_connection_series {
+            if !(1..=100_000).contains(&n) {
+                return Err(o.bad(format!(
+                    "metrics.max_connection_series = {n}: give 1 to 100000 \
+                     (for no per-connection series leave connection_ports and connection_containers empty)"
+                )));
+            }
+            c.metrics.max_connection_series = n as usize;
+        }
+        if let Some(s) = raw.sample {
+            magnet_runs::schedule::Schedule::parse(&s.schedule)
+                .map_err(|e| o.bad(format!("sample.schedule: {e}")))?;
+            c.sample = Some(SampleSettings {
+                interface: s.interface,
+                schedule: s.schedule,
+                store: PathBuf::from(s.store),
+                retain: s.retain.map(|r| o.dur("sample.retain", &r)).transpose()?,
+            });
+        }
+        if let Some(r) = raw.recorder {
+            c.recorder = Some(o.recorder(r, c.packet_hooks)?);
+        }
+        Ok(c)
+    }
+}
+
+/// Where a config came from, for errors that name it and the key.
+struct Origin<'a>(&'a str);
+
+impl Origin<'_> {
+    fn bad(&self, reason: String) -> Error {
+        Error::Config {
+            path: self.0.to_string(),
+            reason,
+        }
+    }
+
+    fn dur(&self, key: &str, v: &str) -> Result<Duration, Error> {
+        magnet_common::units::parse_duration(v).map_err(|e| self.bad(format!("{key}: {e}")))
+    }
+
+    /// `http`, `socket` and `socket_mode`.
+    fn listeners(&self, raw: &RawConfig, c: &mut Config) -> Result<(), Error> {
+        if let Some(h) = &raw.http {
             c.http = if h.is_empty() {
                 None
             } else {
                 Some(h.parse().map_err(|_| {
-                    bad(format!(
+                    self.bad(format!(
                         "http = {h:?}: not an address:port (e.g. 127.0.0.1:9595)"
                     ))
                 })?)
             };
         }
-        if let Some(s) = raw.socket {
+        if let Some(s) = &raw.socket {
             c.socket = (!s.is_empty()).then(|| PathBuf::from(s));
         }
-        if let Some(m) = raw.socket_mode {
+        if let Some(m) = &raw.socket_mode {
             c.socket_mode = u32::from_str_radix(m.trim_start_matches("0o"), 8)
                 .ok()
                 .filter(|m| *m <= 0o777 && m & 0o600 == 0o600)
                 .ok_or_else(|| {
-                    bad(format!(
+                    self.bad(format!(
                         "socket_mode = {m:?}: give an octal mode from \"0600\" to \"0777\" \
                          (the owner must read and write)"
                     ))
                 })?;
         }
-        let dur = |key: &str, v: &str| {
-            magnet_common::units::parse_duration(v).map_err(|e| bad(format!("{key}: {e}")))
-        };
-        c.app_calls = match raw.app_calls.as_deref() {
-            None | Some("syscalls") => AppCalls::Syscalls,
-            Some("sends") => AppCalls::Sends,
-            Some(other) => {
-                return Err(bad(format!(
-                    "app_calls = {other:?}: give \"syscalls\" or \"sends\""
-                )))
-            }
-        };
+        Ok(())
+    }
+
+    fn app_calls(&self, v: Option<&str>) -> Result<AppCalls, Error> {
+        match v {
+            None | Some("syscalls") => Ok(AppCalls::Syscalls),
+            Some("sends") => Ok(AppCalls::Sends),
+            Some(other) => Err(self.bad(format!(
+                "app_calls = {other:?}: give \"syscalls\" or \"sends\""
+            ))),
+        }
+    }
+
+    /// `packet_hooks`, with `packet_window` and `packet_period` (which only
+    /// the sampled mode takes).
+    fn packet_hooks(&self, raw: &RawConfig) -> Result<PacketHooks, Error> {
         let mode = match &raw.packet_hooks {
             None => "sampled",
             Some(RawHooks::Bool(true)) => "always",
@@ -311,7 +361,7 @@ impl Config {
             Some(RawHooks::Name(n)) => match n.as_str() {
                 m @ ("sampled" | "always" | "off") => m,
                 other => {
-                    return Err(bad(format!(
+                    return Err(self.bad(format!(
                         "packet_hooks = {other:?}: give \"sampled\", \"always\" or \"off\""
                     )))
                 }
@@ -325,12 +375,12 @@ impl Config {
             .iter()
             .find_map(|(k, v)| v.is_some().then_some(*k))
             {
-                return Err(bad(format!(
+                return Err(self.bad(format!(
                     "{k} applies only to packet_hooks = \"sampled\" (this file says {mode:?})"
                 )));
             }
         }
-        c.packet_hooks = match mode {
+        Ok(match mode {
             "always" => PacketHooks::Always,
             "off" => PacketHooks::Off,
             _ => {
@@ -342,19 +392,19 @@ impl Config {
                     unreachable!("the default is sampled")
                 };
                 if let Some(v) = &raw.packet_window {
-                    window = dur("packet_window", v)?;
+                    window = self.dur("packet_window", v)?;
                 }
                 if let Some(v) = &raw.packet_period {
-                    period = dur("packet_period", v)?;
+                    period = self.dur("packet_period", v)?;
                 }
                 if window < Duration::from_millis(10) {
-                    return Err(bad(format!(
+                    return Err(self.bad(format!(
                         "packet_window = {:?}: at least 10ms (attaching takes about a millisecond)",
                         raw.packet_window.as_deref().unwrap_or_default()
                     )));
                 }
                 if window >= period {
-                    return Err(bad(format!(
+                    return Err(self.bad(format!(
                         "packet_window ({}) must be shorter than packet_period ({}); \
                          for programs attached all the time say packet_hooks = \"always\"",
                         magnet_common::units::format_duration(window),
@@ -363,22 +413,27 @@ impl Config {
                 }
                 PacketHooks::Sampled { window, period }
             }
-        };
+        })
+    }
+
+    /// The connection map's size, how long closed and idle connections are
+    /// kept, and the limits on clients.
+    fn limits(&self, raw: &RawConfig, c: &mut Config) -> Result<(), Error> {
         if let Some(n) = raw.max_connections {
             if n == 0 || n > 1 << 22 {
-                return Err(bad(format!("max_connections = {n}: give 1 to 4194304")));
+                return Err(self.bad(format!("max_connections = {n}: give 1 to 4194304")));
             }
             c.max_connections = n;
         }
-        if let Some(v) = raw.retain_closed {
-            c.retain_closed = dur("retain_closed", &v)?;
+        if let Some(v) = &raw.retain_closed {
+            c.retain_closed = self.dur("retain_closed", v)?;
         }
-        if let Some(v) = raw.idle {
-            c.idle = dur("idle", &v)?;
+        if let Some(v) = &raw.idle {
+            c.idle = self.dur("idle", v)?;
         }
         if let Some(n) = raw.max_clients {
             if !(1..=4096).contains(&n) {
-                return Err(bad(format!("max_clients = {n}: give 1 to 4096")));
+                return Err(self.bad(format!("max_clients = {n}: give 1 to 4096")));
             }
             c.max_clients = n as usize;
         }
@@ -386,94 +441,78 @@ impl Config {
         c.max_clients_per_uid = (c.max_clients / 4).max(1);
         if let Some(n) = raw.max_clients_per_uid {
             if n == 0 || n > c.max_clients as u64 {
-                return Err(bad(format!(
+                return Err(self.bad(format!(
                     "max_clients_per_uid = {n}: give 1 to max_clients ({})",
                     c.max_clients
                 )));
             }
             c.max_clients_per_uid = n as usize;
         }
-        if let Some(v) = raw.request_timeout {
-            let t = dur("request_timeout", &v)?;
+        if let Some(v) = &raw.request_timeout {
+            let t = self.dur("request_timeout", v)?;
             if t < Duration::from_millis(100) || t > Duration::from_secs(60) {
-                return Err(bad(format!("request_timeout = {v:?}: give 100ms to 60s")));
+                return Err(self.bad(format!("request_timeout = {v:?}: give 100ms to 60s")));
             }
             c.request_timeout = t;
         }
-        c.metrics.connection_ports = raw.metrics.connection_ports;
-        c.metrics.connection_containers = raw.metrics.connection_containers;
-        if let Some(n) = raw.metrics.max_connection_series {
-            if !(1..=100_000).contains(&n) {
-                return Err(bad(format!(
-                    "metrics.max_connection_series = {n}: give 1 to 100000 \
-                     (for no per-connection series leave connection_ports and connection_containers empty)"
-                )));
+        Ok(())
+    }
+
+    /// The `[recorder]` table: the flight recorder and its triggers, some
+    /// of which need the packet hooks.
+    fn recorder(
+        &self,
+        r: RawRecorder,
+        packet_hooks: PacketHooks,
+    ) -> Result<crate::flight::FlightConfig, Error> {
+        let mut f = crate::flight::FlightConfig::default();
+        if let Some(v) = r.seconds {
+            let t = self.dur("recorder.seconds", &v)?;
+            if t < Duration::from_secs(1) || t > Duration::from_secs(3600) {
+                return Err(self.bad(format!("recorder.seconds = {v:?}: give 1s to 1h")));
             }
-            c.metrics.max_connection_series = n as usize;
+            f.seconds = t;
         }
-        if let Some(s) = raw.sample {
-            magnet_runs::schedule::Schedule::parse(&s.schedule)
-                .map_err(|e| bad(format!("sample.schedule: {e}")))?;
-            c.sample = Some(SampleSettings {
-                interface: s.interface,
-                schedule: s.schedule,
-                store: PathBuf::from(s.store),
-                retain: s.retain.map(|r| dur("sample.retain", &r)).transpose()?,
-            });
+        if let Some(n) = r.max_bytes {
+            if n < 1 << 20 {
+                return Err(self.bad(format!("recorder.max_bytes = {n}: at least 1048576")));
+            }
+            f.max_bytes = n;
         }
-        if let Some(r) = raw.recorder {
-            let mut f = crate::flight::FlightConfig::default();
-            if let Some(v) = r.seconds {
-                let t = dur("recorder.seconds", &v)?;
-                if t < Duration::from_secs(1) || t > Duration::from_secs(3600) {
-                    return Err(bad(format!("recorder.seconds = {v:?}: give 1s to 1h")));
-                }
-                f.seconds = t;
-            }
-            if let Some(n) = r.max_bytes {
-                if n < 1 << 20 {
-                    return Err(bad(format!("recorder.max_bytes = {n}: at least 1048576")));
-                }
-                f.max_bytes = n;
-            }
-            if let Some(d) = r.dir {
-                f.dir = PathBuf::from(d);
-            }
-            if let Some(d) = r.dump_dir {
-                f.dump_dir = PathBuf::from(d);
-            }
-            f.trigger_retransmits_per_s = r.trigger_retransmits_per_s;
-            f.trigger_drop_reasons = r.trigger_drop_reasons;
-            if let Some(v) = r.trigger_latency {
-                f.trigger_latency = Some(dur("recorder.trigger_latency", &v)?);
-            }
-            if let Some(v) = r.trigger_stall {
-                let t = dur("recorder.trigger_stall", &v)?;
-                if t < Duration::from_millis(100) {
-                    return Err(bad(format!(
-                        "recorder.trigger_stall = {v:?}: at least 100ms"
-                    )));
-                }
-                f.trigger_stall = Some(t);
-            }
-            f.trigger_stall_ports = r.trigger_stall_ports;
-            if !c.packet_hooks.ever() && f.trigger_latency.is_some() {
-                return Err(bad(
-                    "recorder.trigger_latency needs packet_hooks = \"sampled\" or \"always\" \
-                     (it reads the latency histograms the per-packet programs fill)"
-                        .into(),
-                ));
-            }
-            if c.packet_hooks != PacketHooks::Always && f.trigger_stall.is_some() {
-                return Err(bad(format!(
-                    "recorder.trigger_stall needs packet_hooks = \"always\" (its marks follow \
-                     every packet; with packet_hooks = {:?} they would miss packets)",
-                    c.packet_hooks.name()
-                )));
-            }
-            c.recorder = Some(f);
+        if let Some(d) = r.dir {
+            f.dir = PathBuf::from(d);
         }
-        Ok(c)
+        if let Some(d) = r.dump_dir {
+            f.dump_dir = PathBuf::from(d);
+        }
+        f.trigger_retransmits_per_s = r.trigger_retransmits_per_s;
+        f.trigger_drop_reasons = r.trigger_drop_reasons;
+        if let Some(v) = r.trigger_latency {
+            f.trigger_latency = Some(self.dur("recorder.trigger_latency", &v)?);
+        }
+        if let Some(v) = r.trigger_stall {
+            let t = self.dur("recorder.trigger_stall", &v)?;
+            if t < Duration::from_millis(100) {
+                return Err(self.bad(format!("recorder.trigger_stall = {v:?}: at least 100ms")));
+            }
+            f.trigger_stall = Some(t);
+        }
+        f.trigger_stall_ports = r.trigger_stall_ports;
+        if !packet_hooks.ever() && f.trigger_latency.is_some() {
+            return Err(self.bad(
+                "recorder.trigger_latency needs packet_hooks = \"sampled\" or \"always\" \
+                 (it reads the latency histograms the per-packet programs fill)"
+                    .into(),
+            ));
+        }
+        if packet_hooks != PacketHooks::Always && f.trigger_stall.is_some() {
+            return Err(self.bad(format!(
+                "recorder.trigger_stall needs packet_hooks = \"always\" (its marks follow \
+                 every packet; with packet_hooks = {:?} they would miss packets)",
+                packet_hooks.name()
+            )));
+        }
+        Ok(f)
     }
 }
 

@@ -14,6 +14,7 @@ use crate::config::{Config, PacketHooks, SampleSettings};
 use crate::container::Resolver;
 use crate::flight::Flight;
 use crate::summaries::{self, Reader};
+use crate::triggers::Triggers;
 use crate::Error;
 
 /// Set by the caller's signal handlers.
@@ -218,175 +219,6 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
     }
 }
 
-/// Watches host totals once a second and dumps the flight recorder when a
-/// trigger fires (at most once per recorder window).
-struct Triggers {
-    retransmits: u64,
-    drops: std::collections::BTreeMap<String, u64>,
-    /// Per connection: latency samples at or above the threshold so far.
-    slow: std::collections::HashMap<u64, u64>,
-    /// Per connection: the stall episodes (unread since, unsent since) that
-    /// have fired already; each fires once.
-    stalls_fired: std::collections::HashMap<u64, (u64, u64)>,
-    last_dump: Option<Instant>,
-}
-
-/// Whether `r` counts for the stall trigger: an open TCP connection with one
-/// of `ports` at either end (any when `ports` is empty).
-fn stall_watched(r: &crate::summaries::Record, ports: &[u16]) -> bool {
-    let port = |e: &str| e.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
-    r.conn.open
-        && r.conn.protocol == "tcp"
-        && (ports.is_empty()
-            || [&r.conn.local, &r.conn.remote]
-                .iter()
-                .any(|e| port(e).is_some_and(|p| ports.contains(&p))))
-}
-
-/// Samples in histogram slots at or above `threshold` (slot i holds
-/// [2^i, 2^(i+1)) microseconds).
-fn slow_samples(c: &magnet_client::Connection, threshold: Duration) -> u64 {
-    let us = threshold.as_micros().max(1) as u64;
-    let first = 63 - us.leading_zeros() as usize; // floor(log2(us))
-    [&c.latency.app_to_wire, &c.latency.wire_to_app]
-        .iter()
-        .map(|h| h.iter().skip(first).sum::<u64>())
-        .sum()
-}
-
-impl Triggers {
-    fn new(shared: &Shared) -> Triggers {
-        let h = shared.reader.host();
-        let mut slow = std::collections::HashMap::new();
-        if let Some(t) = shared
-            .flight
-            .as_ref()
-            .and_then(|f| f.config.trigger_latency)
-        {
-            for r in shared.reader.all() {
-                slow.insert(r.conn.cookie, slow_samples(&r.conn, t));
-            }
-        }
-        Triggers {
-            retransmits: h.retransmits,
-            drops: h.drop_reasons,
-            slow,
-            stalls_fired: Default::default(),
-            last_dump: None,
-        }
-    }
-
-    fn check(&mut self, shared: &Shared) {
-        let Some(f) = &shared.flight else {
-            return;
-        };
-        let h = shared.reader.host();
-        let mut why = None;
-        let burst = h.retransmits.saturating_sub(self.retransmits);
-        if f.config
-            .trigger_retransmits_per_s
-            .is_some_and(|n| burst > n)
-        {
-            why = Some(format!("retransmits-{burst}"));
-        }
-        for r in &f.config.trigger_drop_reasons {
-            let now = h.drop_reasons.get(r).copied().unwrap_or(0);
-            let before = self.drops.get(r).copied().unwrap_or(0);
-            if now > before {
-                why = Some(format!("drop-{r}"));
-            }
-        }
-        if let Some(t) = f.config.trigger_latency {
-            let mut now = std::collections::HashMap::new();
-            for r in shared.reader.all() {
-                let n = slow_samples(&r.conn, t);
-                if n > self.slow.get(&r.conn.cookie).copied().unwrap_or(0) {
-                    why = Some(format!("latency-{}", r.conn.cookie));
-                }
-                now.insert(r.conn.cookie, n);
-            }
-            self.slow = now;
-        }
-        // An app stall: the first watched connection found waiting at least
-        // `t` in an episode that has not fired yet (it fires on a later check
-        // if a dump happened too recently).
-        let mut stall = None;
-        if let Some(t) = f.config.trigger_stall {
-            let mut live = std::collections::HashMap::new();
-            for r in shared.reader.all() {
-                if !stall_watched(&r, &f.config.trigger_stall_ports) {
-                    continue;
-                }
-                let s = r.stall;
-                let episode = (s.unread_since_ns, s.unsent_since_ns);
-                let fired = self.stalls_fired.get(&r.conn.cookie).copied();
-                if let Some(&e) = fired.as_ref() {
-                    live.insert(r.conn.cookie, e);
-                }
-                if stall.is_some() {
-                    continue;
-                }
-                let read = s.unread_for().is_some_and(|d| d >= t)
-                    && fired.is_none_or(|e| e.0 != episode.0);
-                let send = s.unsent_for().is_some_and(|d| d >= t)
-                    && fired.is_none_or(|e| e.1 != episode.1);
-                if read || send {
-                    let kind = if read { "read" } else { "send" };
-                    stall = Some((
-                        r.conn.cookie,
-                        episode,
-                        format!("stall-{kind}-{}", r.conn.cookie),
-                    ));
-                }
-            }
-            // Forget connections that are gone.
-            self.stalls_fired = live;
-        }
-        if why.is_none() {
-            if let Some((_, _, w)) = &stall {
-                why = Some(w.clone());
-            }
-        }
-        self.retransmits = h.retransmits;
-        self.drops = h.drop_reasons;
-        let Some(why) = why else {
-            return;
-        };
-        if self
-            .last_dump
-            .is_some_and(|t| t.elapsed() < f.config.seconds)
-        {
-            return;
-        }
-        self.last_dump = Some(Instant::now());
-        if let Some((cookie, episode, w)) = stall {
-            if w == why {
-                let e = self.stalls_fired.entry(cookie).or_insert((0, 0));
-                // What fired is marked; the other direction's episode stays
-                // as it was, so it can fire on its own.
-                if why.starts_with("stall-read") {
-                    e.0 = episode.0;
-                } else {
-                    e.1 = episode.1;
-                }
-            }
-        }
-        let secs = std::time::SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let dir = f.config.dump_dir.join(format!("trigger-{secs}-{why}"));
-        match f.dump(&dir) {
-            Ok(files) => shared.log(&format!(
-                "trigger {why}: dumped {} trace files into {}",
-                files.len(),
-                dir.display()
-            )),
-            Err(e) => shared.log(&format!("trigger {why}: dump into {}: {e}", dir.display())),
-        }
-    }
-}
-
 /// Runs magnetd until `control.stop`. `config_path` is re-read on SIGHUP.
 /// `ready` is called once everything is attached and listening.
 pub fn run(
@@ -401,6 +233,83 @@ pub fn run(
         config.packet_hooks,
         config.app_calls,
     )?;
+    log_attached(&attached, &reader, &config, &log);
+    let unix = match &config.socket {
+        Some(p) => Some(bind_unix(p, config.socket_mode)?),
+        None => None,
+    };
+    let http = match config.http {
+        Some(a) => Some(std::net::TcpListener::bind(a).map_err(|source| Error::Io {
+            path: format!("http {a}"),
+            source,
+        })?),
+        None => None,
+    };
+    let socket_path = config.socket.clone();
+    let shared = Arc::new(Shared {
+        reader,
+        containers: Mutex::new(Resolver::new(&attached.cgroup_root)),
+        config: RwLock::new(config.clone()),
+        stop: Arc::new(AtomicBool::new(false)),
+        flight: config.recorder.clone().map(Flight::new),
+        unix_slots: Default::default(),
+        http_slots: Default::default(),
+        sampler: Mutex::new(SamplerState::default()),
+        log,
+    });
+    let mut threads = serve(&shared, unix, http, socket_path.as_deref());
+    let mut sampler = config.sample.as_ref().map(|s| Sampler::start(&shared, s));
+    if let Some(t) = start_flight(&shared) {
+        threads.push(t);
+    }
+    ready();
+    let mut trig = Triggers::new(&shared);
+    let mut window = PacketWindow::new();
+    let mut last_reap = Instant::now();
+    while !control.stop.load(Ordering::Relaxed) {
+        let mut nap = Duration::from_millis(100);
+        if let PacketHooks::Sampled { window: w, period } = attached.packet_hooks {
+            nap = nap.min(window.step(&mut attached, &shared, w, period));
+        }
+        std::thread::sleep(nap);
+        if control.reload.swap(false, Ordering::SeqCst) {
+            reload(&shared, config_path.as_deref(), &mut sampler);
+        }
+        if last_reap.elapsed() >= Duration::from_secs(1) {
+            last_reap = Instant::now();
+            reap(&shared);
+            trig.check(&shared);
+        }
+    }
+    if let PacketHooks::Sampled { .. } = attached.packet_hooks {
+        attached.close_window();
+        if let Ok(w) = shared.reader.windows.lock() {
+            shared.log(&w.summary());
+        }
+    }
+    shared.log("stopping: detaching every hook");
+    shared.stop.store(true, Ordering::SeqCst);
+    for t in threads {
+        let _ = t.join();
+    }
+    if let Some(s) = sampler {
+        s.stop();
+    }
+    drop(attached);
+    if let Some(p) = socket_path {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
+/// Says what was attached: what was left out or fell back, whether BPF
+/// time is measured, and one line with the hooks and the packet hooks' mode.
+fn log_attached(
+    attached: &summaries::Attached,
+    reader: &Reader,
+    config: &Config,
+    log: &dyn Fn(&str),
+) {
     let fmt = magnet_common::units::format_duration;
     for line in attached.plan.left_out() {
         log(&line);
@@ -430,29 +339,15 @@ pub fn run(
         },
         config.max_connections
     ));
-    let unix = match &config.socket {
-        Some(p) => Some(bind_unix(p, config.socket_mode)?),
-        None => None,
-    };
-    let http = match config.http {
-        Some(a) => Some(std::net::TcpListener::bind(a).map_err(|source| Error::Io {
-            path: format!("http {a}"),
-            source,
-        })?),
-        None => None,
-    };
-    let socket_path = config.socket.clone();
-    let shared = Arc::new(Shared {
-        reader,
-        containers: Mutex::new(Resolver::new(&attached.cgroup_root)),
-        config: RwLock::new(config.clone()),
-        stop: Arc::new(AtomicBool::new(false)),
-        flight: config.recorder.clone().map(Flight::new),
-        unix_slots: Default::default(),
-        http_slots: Default::default(),
-        sampler: Mutex::new(SamplerState::default()),
-        log,
-    });
+}
+
+/// Starts the threads that answer on the Unix socket and over HTTP.
+fn serve(
+    shared: &Arc<Shared>,
+    unix: Option<UnixListener>,
+    http: Option<std::net::TcpListener>,
+    socket_path: Option<&Path>,
+) -> Vec<std::thread::JoinHandle<()>> {
     let mut threads = Vec::new();
     if let Some(l) = unix {
         let sh = shared.clone();
@@ -460,7 +355,6 @@ pub fn run(
         shared.log(&format!(
             "answering on {}",
             socket_path
-                .as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default()
         ));
@@ -472,164 +366,182 @@ pub fn run(
         let sh = shared.clone();
         threads.push(std::thread::spawn(move || crate::http::serve(l, sh)));
     }
-    type Sampler = (Arc<AtomicBool>, std::thread::JoinHandle<()>);
-    let mut sampler: Option<Sampler> = None;
-    let start_sampler = |s: &SampleSettings| {
+    threads
+}
+
+/// Starts the flight recorder's thread, if one is configured, and waits
+/// (up to 30 s) until its first segment records, so a dump has something.
+fn start_flight(shared: &Arc<Shared>) -> Option<std::thread::JoinHandle<()>> {
+    let f = shared.flight.clone()?;
+    let (sh, f2) = (shared.clone(), f.clone());
+    shared.log(&format!(
+        "flight recorder: last {} s in {} (at most {} MiB)",
+        f.config.seconds.as_secs(),
+        f.config.dir.display(),
+        f.config.max_bytes >> 20
+    ));
+    let thread = std::thread::spawn(move || {
+        let log = |m: &str| sh.log(m);
+        f2.run(sh.stop.clone(), &log)
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !f.running() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(thread)
+}
+
+/// The sampler's thread and its own stop switch (a reload restarts it
+/// alone).
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Sampler {
+    fn start(shared: &Arc<Shared>, s: &SampleSettings) -> Sampler {
         let sh = shared.clone();
         let s2 = s.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
-        (stop, std::thread::spawn(move || sampler_loop(sh, s2, st)))
-    };
-    if let Some(s) = &config.sample {
-        sampler = Some(start_sampler(s));
+        let thread = std::thread::spawn(move || sampler_loop(sh, s2, st));
+        Sampler { stop, thread }
     }
-    if let Some(f) = shared.flight.clone() {
-        let (sh, f2) = (shared.clone(), f.clone());
-        shared.log(&format!(
-            "flight recorder: last {} s in {} (at most {} MiB)",
-            f.config.seconds.as_secs(),
-            f.config.dir.display(),
-            f.config.max_bytes >> 20
-        ));
-        threads.push(std::thread::spawn(move || {
-            let log = |m: &str| sh.log(m);
-            f2.run(sh.stop.clone(), &log)
-        }));
-        // Ready once the first segment records, so a dump has something.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !f.running() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    ready();
-    let mut trig = Triggers::new(&shared);
 
-    // Sampled: the per-packet links exist from `open_at` for `window`, then
-    // not until `open_at + period` (a fixed rate; a late start skips ahead).
-    let mut open_at = Instant::now();
-    let mut close_at: Option<Instant> = None;
-    let mut failures_logged = 0u64;
-    let mut last_reap = Instant::now();
-    while !control.stop.load(Ordering::Relaxed) {
-        let mut nap = Duration::from_millis(100);
-        if let PacketHooks::Sampled { window, period } = attached.packet_hooks {
-            let now = Instant::now();
-            match close_at {
-                Some(t) if now >= t => {
-                    attached.close_window();
-                    close_at = None;
-                }
-                None if now >= open_at => {
-                    match attached.open_window() {
-                        Ok(_) => close_at = Some(Instant::now() + window),
-                        Err(e) => {
-                            // said once, then every 100th time
-                            if failures_logged % 100 == 0 {
-                                shared.log(&format!(
-                                    "packet window not opened (retried every {}): {e}",
-                                    fmt(period)
-                                ));
-                            }
-                            failures_logged += 1;
-                        }
-                    }
-                    open_at += period;
-                    if open_at <= now {
-                        open_at = now + period;
-                    }
-                }
-                _ => {}
-            }
-            let next = close_at.unwrap_or(open_at);
-            nap = nap.min(next.saturating_duration_since(Instant::now()));
+    fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.thread.join();
+    }
+}
+
+/// Sampled packet hooks: the per-packet links exist from `open_at` for
+/// `window`, then not until `open_at + period` (a fixed rate; a late start
+/// skips ahead).
+struct PacketWindow {
+    open_at: Instant,
+    close_at: Option<Instant>,
+    failures_logged: u64,
+}
+
+impl PacketWindow {
+    fn new() -> PacketWindow {
+        PacketWindow {
+            open_at: Instant::now(),
+            close_at: None,
+            failures_logged: 0,
         }
-        std::thread::sleep(nap);
-        if control.reload.swap(false, Ordering::SeqCst) {
-            match &config_path {
-                None => shared.log("SIGHUP: no config file to re-read"),
-                Some(p) => match Config::load(p) {
-                    Err(e) => shared.log(&format!("reload failed, keeping the old config: {e}")),
-                    Ok(new) => {
-                        let old = shared.config.read().map(|c| c.clone()).unwrap_or_default();
-                        if new.http != old.http
-                            || new.socket != old.socket
-                            || new.max_connections != old.max_connections
-                            || new.packet_hooks != old.packet_hooks
-                            || new.app_calls != old.app_calls
-                        {
-                            shared.log(
-                                "reload: http, socket, max_connections, app_calls and packet_hooks/packet_window/packet_period change only on restart",
-                            );
-                        }
-                        if new.sample != old.sample {
-                            shared.log("reload: the sampler's settings change after its current cycle is stopped");
-                            if let Some((stop, h)) = sampler.take() {
-                                stop.store(true, Ordering::SeqCst);
-                                let _ = h.join();
-                            }
-                            if let Some(s) = &new.sample {
-                                sampler = Some(start_sampler(s));
-                            }
-                        }
-                        if let Ok(mut c) = shared.config.write() {
-                            let (http, socket, max, rec, hooks) = (
-                                c.http,
-                                c.socket.clone(),
-                                c.max_connections,
-                                c.recorder.clone(),
-                                c.packet_hooks,
-                            );
-                            *c = new;
-                            c.packet_hooks = hooks;
-                            c.http = http;
-                            c.socket = socket;
-                            c.max_connections = max;
-                            c.recorder = rec;
-                        }
-                        shared.log(&format!("reloaded {}", p.display()));
-                    }
-                },
+    }
+
+    /// Opens or closes the window when it is time; returns how long until
+    /// the next change.
+    fn step(
+        &mut self,
+        attached: &mut summaries::Attached,
+        shared: &Shared,
+        window: Duration,
+        period: Duration,
+    ) -> Duration {
+        let now = Instant::now();
+        match self.close_at {
+            Some(t) if now >= t => {
+                attached.close_window();
+                self.close_at = None;
             }
-        }
-        if last_reap.elapsed() >= Duration::from_secs(1) {
-            last_reap = Instant::now();
-            let (closed, idle) = shared
-                .config
-                .read()
-                .map(|c| (c.retain_closed, c.idle))
-                .unwrap_or((Duration::from_secs(60), Duration::from_secs(600)));
-            let cgroups = shared.reader.reap(closed, idle);
-            // Resolve containers while their cgroups exist: a container that
-            // has exited keeps its label (the resolver caches what it found).
-            if let Ok(mut r) = shared.containers.lock() {
-                for id in cgroups {
-                    r.container_of(id);
+            None if now >= self.open_at => {
+                match attached.open_window() {
+                    Ok(_) => self.close_at = Some(Instant::now() + window),
+                    Err(e) => {
+                        // said once, then every 100th time
+                        if self.failures_logged % 100 == 0 {
+                            shared.log(&format!(
+                                "packet window not opened (retried every {}): {e}",
+                                magnet_common::units::format_duration(period)
+                            ));
+                        }
+                        self.failures_logged += 1;
+                    }
+                }
+                self.open_at += period;
+                if self.open_at <= now {
+                    self.open_at = now + period;
                 }
             }
-            trig.check(&shared);
+            _ => {}
+        }
+        let next = self.close_at.unwrap_or(self.open_at);
+        next.saturating_duration_since(Instant::now())
+    }
+}
+
+/// SIGHUP: re-reads the config file. What is bound or attached at start
+/// (listeners, map sizes, packet hooks, the flight recorder) keeps its old
+/// value; the sampler restarts with new settings.
+fn reload(shared: &Arc<Shared>, config_path: Option<&Path>, sampler: &mut Option<Sampler>) {
+    let Some(p) = config_path else {
+        shared.log("SIGHUP: no config file to re-read");
+        return;
+    };
+    let new = match Config::load(p) {
+        Err(e) => {
+            shared.log(&format!("reload failed, keeping the old config: {e}"));
+            return;
+        }
+        Ok(new) => new,
+    };
+    let old = shared.config.read().map(|c| c.clone()).unwrap_or_default();
+    if new.http != old.http
+        || new.socket != old.socket
+        || new.max_connections != old.max_connections
+        || new.packet_hooks != old.packet_hooks
+        || new.app_calls != old.app_calls
+    {
+        shared.log(
+            "reload: http, socket, max_connections, app_calls and packet_hooks/packet_window/packet_period change only on restart",
+        );
+    }
+    if new.sample != old.sample {
+        shared.log("reload: the sampler's settings change after its current cycle is stopped");
+        if let Some(s) = sampler.take() {
+            s.stop();
+        }
+        if let Some(s) = &new.sample {
+            *sampler = Some(Sampler::start(shared, s));
         }
     }
-    if let PacketHooks::Sampled { .. } = attached.packet_hooks {
-        attached.close_window();
-        if let Ok(w) = shared.reader.windows.lock() {
-            shared.log(&w.summary());
+    if let Ok(mut c) = shared.config.write() {
+        let (http, socket, max, rec, hooks) = (
+            c.http,
+            c.socket.clone(),
+            c.max_connections,
+            c.recorder.clone(),
+            c.packet_hooks,
+        );
+        *c = new;
+        c.packet_hooks = hooks;
+        c.http = http;
+        c.socket = socket;
+        c.max_connections = max;
+        c.recorder = rec;
+    }
+    shared.log(&format!("reloaded {}", p.display()));
+}
+
+/// Forgets connections closed or idle longer than the config says, and
+/// resolves the containers of their cgroups while those still exist: a
+/// container that has exited keeps its label (the resolver caches what it
+/// found).
+fn reap(shared: &Shared) {
+    let (closed, idle) = shared
+        .config
+        .read()
+        .map(|c| (c.retain_closed, c.idle))
+        .unwrap_or((Duration::from_secs(60), Duration::from_secs(600)));
+    let cgroups = shared.reader.reap(closed, idle);
+    if let Ok(mut r) = shared.containers.lock() {
+        for id in cgroups {
+            r.container_of(id);
         }
     }
-    shared.log("stopping: detaching every hook");
-    shared.stop.store(true, Ordering::SeqCst);
-    for t in threads {
-        let _ = t.join();
-    }
-    if let Some((stop, h)) = sampler {
-        stop.store(true, Ordering::SeqCst);
-        let _ = h.join();
-    }
-    drop(attached);
-    if let Some(p) = socket_path {
-        let _ = std::fs::remove_file(p);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

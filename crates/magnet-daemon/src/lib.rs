@@ -25,6 +25,7 @@ pub mod http;
 pub mod metrics;
 pub mod slots;
 pub mod summaries;
+mod triggers;
 pub mod window;
 
 pub use config::Config;

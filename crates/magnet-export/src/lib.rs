@@ -32,7 +32,7 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 
-use magnet_trace::{ReorderBuffer, TraceError, TraceReader};
+use magnet_trace::{Header, ReorderBuffer, TraceError, TraceReader};
 
 pub mod perfetto;
 mod pq;
@@ -144,34 +144,7 @@ fn export_in<'s, R: Read, W: Write + Send + 's>(
     let header = reader.header().clone();
     let table = Table::new(&header.catalog, header.clock);
     let mut sum = Summary::default();
-    let mut sink = match format {
-        Format::Csv => Sink::Csv(text::Csv::new(out, table.columns())?),
-        Format::Jsonl => Sink::Jsonl(text::Jsonl::new(out, table.columns())),
-        Format::Parquet => {
-            let meta = vec![
-                ("magnet.host".to_string(), header.host.clone()),
-                ("magnet.kernel".to_string(), header.kernel.clone()),
-                ("magnet.writer".to_string(), header.writer.clone()),
-                (
-                    "magnet.start_realtime_ns".to_string(),
-                    header.clock.realtime_ns.to_string(),
-                ),
-            ];
-            Sink::Parquet(Box::new(pq::ParquetSink::new(
-                scope,
-                out,
-                &header.catalog,
-                header.clock,
-                meta,
-                opts.row_group_rows,
-            )?))
-        }
-        Format::Perfetto => Sink::Perfetto(Box::new(perfetto::Perfetto::new(
-            out,
-            &header.catalog,
-            header.clock,
-        )?)),
-    };
+    let mut sink = open_sink(scope, format, out, &header, &table, opts)?;
     let mut row = Vec::new();
     // Events per kind number, named at the end (no name looked up per event).
     let mut per_id = vec![0u64; 1 << 16];
@@ -211,6 +184,58 @@ fn export_in<'s, R: Read, W: Write + Send + 's>(
         }
     }
     sum.complete = reader.footer().is_some();
+    sum.perfetto = finish_sink(sink, &header, sum.complete)?;
+    Ok(sum)
+}
+
+/// The writer of `format` over `out`, with the trace's host, kernel and
+/// clock where the format keeps them.
+fn open_sink<'c, 's, W: Write + Send + 's>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    format: Format,
+    out: W,
+    header: &'c Header,
+    table: &Table,
+    opts: &Options,
+) -> Result<Sink<'c, 's, W>, ExportError> {
+    Ok(match format {
+        Format::Csv => Sink::Csv(text::Csv::new(out, table.columns())?),
+        Format::Jsonl => Sink::Jsonl(text::Jsonl::new(out, table.columns())),
+        Format::Parquet => {
+            let meta = vec![
+                ("magnet.host".to_string(), header.host.clone()),
+                ("magnet.kernel".to_string(), header.kernel.clone()),
+                ("magnet.writer".to_string(), header.writer.clone()),
+                (
+                    "magnet.start_realtime_ns".to_string(),
+                    header.clock.realtime_ns.to_string(),
+                ),
+            ];
+            Sink::Parquet(Box::new(pq::ParquetSink::new(
+                scope,
+                out,
+                &header.catalog,
+                header.clock,
+                meta,
+                opts.row_group_rows,
+            )?))
+        }
+        Format::Perfetto => Sink::Perfetto(Box::new(perfetto::Perfetto::new(
+            out,
+            &header.catalog,
+            header.clock,
+        )?)),
+    })
+}
+
+/// Finishes the writer: flushes what it holds and, for Perfetto, writes the
+/// trace's metadata (`complete`: the trace had its END block) and returns
+/// its statistics.
+fn finish_sink<W: Write + Send>(
+    sink: Sink<'_, '_, W>,
+    header: &Header,
+    complete: bool,
+) -> Result<Option<PerfettoStats>, ExportError> {
     match sink {
         Sink::Csv(w) => {
             w.finish()?;
@@ -228,13 +253,13 @@ fn export_in<'s, R: Read, W: Write + Send + 's>(
                 "kernel": header.kernel,
                 "cpus": header.cpus,
                 "start_realtime_ns": header.clock.realtime_ns,
-                "complete": sum.complete,
+                "complete": complete,
             });
             let (_, stats) = p.finish(meta)?;
-            sum.perfetto = Some(stats);
+            return Ok(Some(stats));
         }
     }
-    Ok(sum)
+    Ok(None)
 }
 
 enum Sink<'c, 's, W: Write + Send + 's> {

@@ -259,80 +259,92 @@ fn parse_blob(
     };
     let mut types = Vec::new();
     while c.at < types_bytes.len() {
-        let start = c.at;
-        let name = fix_str(c.u32()?);
-        let info = c.u32()?;
-        let size_type = c.u32()?;
-        let vlen = (info & 0xffff) as usize;
-        let kind = Kind::from_u8(((info >> 24) & 0x1f) as u8);
-        let mut ty = 0;
-        let mut members = Vec::new();
-        match kind {
-            Kind::Int => c.skip(4)?,
-            Kind::Ptr
-            | Kind::Typedef
-            | Kind::Volatile
-            | Kind::Const
-            | Kind::Restrict
-            | Kind::Func
-            | Kind::TypeTag => ty = fix_id(size_type),
-            Kind::Var => {
-                ty = fix_id(size_type);
-                c.skip(4)?
-            }
-            Kind::DeclTag => {
-                ty = fix_id(size_type);
-                c.skip(4)?
-            }
-            Kind::Array => {
-                ty = fix_id(c.u32()?);
-                c.skip(8)?
-            }
-            Kind::Struct | Kind::Union => {
-                members.reserve(vlen);
-                for _ in 0..vlen {
-                    let mname = fix_str(c.u32()?);
-                    let mty = fix_id(c.u32()?);
-                    c.skip(4)?;
-                    members.push(Member {
-                        name: mname,
-                        ty: mty,
-                    });
-                }
-            }
-            Kind::FuncProto => {
-                ty = fix_id(size_type);
-                members.reserve(vlen);
-                for _ in 0..vlen {
-                    let pname = fix_str(c.u32()?);
-                    let pty = fix_id(c.u32()?);
-                    members.push(Member {
-                        name: pname,
-                        ty: pty,
-                    });
-                }
-            }
-            Kind::Enum => c.skip(8 * vlen)?,
-            Kind::Enum64 => c.skip(12 * vlen)?,
-            Kind::Datasec => c.skip(12 * vlen)?,
-            Kind::Fwd | Kind::Float | Kind::Void => {}
-            Kind::Unknown(k) => {
-                return Err(err(
-                    what,
-                    tstart + start,
-                    format!("type kind {k} unknown to this magnet; cannot step over it"),
-                ))
-            }
-        }
-        types.push(Type {
-            kind,
-            name,
-            ty,
-            members: members.into_boxed_slice(),
-            unit,
-        });
+        types.push(read_type(&mut c, &fix_id, &fix_str, unit)?);
     }
     Ok(Parsed { types, strings })
+}
+
+/// Reads one type at the cursor, its ids and string offsets moved by
+/// `fix_id` and `fix_str` (see [`parse_blob`]). A kind this parser does not
+/// know cannot be stepped over: its length is unknown.
+fn read_type(
+    c: &mut Cursor<'_>,
+    fix_id: &dyn Fn(u32) -> u32,
+    fix_str: &dyn Fn(u32) -> u32,
+    unit: u16,
+) -> Result<Type> {
+    let start = c.at;
+    let name = fix_str(c.u32()?);
+    let info = c.u32()?;
+    let size_type = c.u32()?;
+    let vlen = (info & 0xffff) as usize;
+    let kind = Kind::from_u8(((info >> 24) & 0x1f) as u8);
+    let mut ty = 0;
+    let mut members = Vec::new();
+    match kind {
+        Kind::Int => c.skip(4)?,
+        Kind::Ptr
+        | Kind::Typedef
+        | Kind::Volatile
+        | Kind::Const
+        | Kind::Restrict
+        | Kind::Func
+        | Kind::TypeTag => ty = fix_id(size_type),
+        Kind::Var => {
+            ty = fix_id(size_type);
+            c.skip(4)?
+        }
+        Kind::DeclTag => {
+            ty = fix_id(size_type);
+            c.skip(4)?
+        }
+        Kind::Array => {
+            ty = fix_id(c.u32()?);
+            c.skip(8)?
+        }
+        Kind::Struct | Kind::Union => {
+            members.reserve(vlen);
+            for _ in 0..vlen {
+                let mname = fix_str(c.u32()?);
+                let mty = fix_id(c.u32()?);
+                c.skip(4)?;
+                members.push(Member {
+                    name: mname,
+                    ty: mty,
+                });
+            }
+        }
+        Kind::FuncProto => {
+            ty = fix_id(size_type);
+            members.reserve(vlen);
+            for _ in 0..vlen {
+                let pname = fix_str(c.u32()?);
+                let pty = fix_id(c.u32()?);
+                members.push(Member {
+                    name: pname,
+                    ty: pty,
+                });
+            }
+        }
+        Kind::Enum => c.skip(8 * vlen)?,
+        Kind::Enum64 => c.skip(12 * vlen)?,
+        Kind::Datasec => c.skip(12 * vlen)?,
+        Kind::Fwd | Kind::Float | Kind::Void => {}
+        Kind::Unknown(k) => {
+            return Err(err(
+                c.what,
+                c.base + start,
+                format!("type kind {k} unknown to this magnet; cannot step over it"),
+            ))
+        }
+    }
+    Ok(Type {
+        kind,
+        name,
+        ty,
+        members: members.into_boxed_slice(),
+        unit,
+    })
 }
 
 impl Btf {

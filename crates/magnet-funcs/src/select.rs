@@ -139,6 +139,56 @@ fn is_record(k: Kind) -> bool {
 }
 
 impl Ctx<'_> {
+    /// Why a function with this prototype is selected: one reason per
+    /// parameter (or the return) that is or holds an skb; and whether
+    /// pwru would probe it (an skb pointer in the first five parameters)
+    /// and whether a loose rule would (a lone skb pointer anywhere).
+    fn reasons(&self, proto: &crate::btf::Type) -> (Vec<Reason>, bool, bool) {
+        let mut reasons = Vec::new();
+        let mut pwru = false;
+        let mut loose = false;
+        let slots = std::iter::once((0usize, "return".to_string(), proto.ty)).chain(
+            proto
+                .members
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (i + 1, self.btf.str(p.name).to_string(), p.ty)),
+        );
+        for (pos, pname, ty) in slots {
+            if (1..=5).contains(&pos) {
+                if let Some(p) = self.btf.get(ty) {
+                    if p.kind == Kind::Ptr && self.skb.contains(&p.ty) {
+                        pwru = true;
+                    }
+                }
+            }
+            if pos > 0 && self.single_skb_pointer(ty) {
+                loose = true;
+            }
+            let (category, chain) = match self.verdict(ty) {
+                Verdict::No => continue,
+                Verdict::Skb { typedef: false } => (Category::Direct, Vec::new()),
+                Verdict::Skb { typedef: true } => (Category::Typedef, Vec::new()),
+                Verdict::Holder { id, .. } => {
+                    let cat = if self.holders[&id].hops == 0 {
+                        Category::Nested
+                    } else {
+                        Category::Pointing
+                    };
+                    (cat, self.chain(id))
+                }
+            };
+            reasons.push(Reason {
+                position: pos,
+                name: pname,
+                ty: self.btf.spell(ty),
+                category,
+                chain,
+            });
+        }
+        (reasons, pwru, loose)
+    }
+
     /// Resolves a parameter type: modifiers and typedefs skipped, pointers
     /// counted (at most two), arrays looked through.
     fn verdict(&self, mut id: u32) -> Verdict {
@@ -317,76 +367,8 @@ pub fn select(btf: &Btf, rules: Rules) -> Selection {
         .filter(|(_, t)| matches!(t.kind, Kind::Struct | Kind::Fwd) && btf.str(t.name) == "sk_buff")
         .map(|(id, _)| id)
         .collect();
-    // Forward declarations of other structs resolve to the struct of that name.
-    let mut by_name: HashMap<&str, u32> = HashMap::new();
-    for (id, t) in btf.types() {
-        if is_record(t.kind) && t.name != 0 {
-            by_name.entry(btf.str(t.name)).or_insert(id);
-        }
-    }
-    let resolve = |id: u32| -> u32 {
-        match btf.get(id) {
-            Some(t) if t.kind == Kind::Fwd => by_name.get(btf.str(t.name)).copied().unwrap_or(id),
-            _ => id,
-        }
-    };
-    let edges: Vec<(u32, u32, u32, bool)> = edges(btf)
-        .into_iter()
-        .map(|(s, m, t, p)| (s, m, resolve(t), p))
-        .collect();
-
-    let mut holders: HashMap<u32, Holder> = HashMap::new();
-    // Level 1: a member is an skb or points to one.
-    for &(s, m, t, ptr) in &edges {
-        if skb.contains(&t) && !skb.contains(&s) {
-            holders.entry(s).or_insert(Holder {
-                level: 1,
-                hops: 0,
-                member: btf.str(m).to_string(),
-                next: None,
-                ptr,
-            });
-        }
-    }
-    // Then, hop by hop: by-value nesting closes over each hop count; a pointer
-    // to a holder adds a hop.
-    for hops in 0..=rules.pointer_depth {
-        loop {
-            let mut added = Vec::new();
-            for &(s, m, t, ptr) in &edges {
-                if skb.contains(&s) || skb.contains(&t) || holders.contains_key(&s) {
-                    continue;
-                }
-                let Some(h) = holders.get(&t) else { continue };
-                // By value: same hop count; through a pointer: one hop more.
-                let reached = if ptr {
-                    h.hops + 1 == hops
-                } else {
-                    h.hops == hops
-                };
-                if !reached {
-                    continue;
-                }
-                added.push((
-                    s,
-                    Holder {
-                        level: h.level + 1,
-                        hops,
-                        member: btf.str(m).to_string(),
-                        next: Some(t),
-                        ptr,
-                    },
-                ));
-            }
-            if added.is_empty() {
-                break;
-            }
-            for (s, h) in added {
-                holders.entry(s).or_insert(h);
-            }
-        }
-    }
-
+    let edges = resolved_edges(btf);
+    let holders = holders(btf, &skb, &edges, rules.pointer_depth);
     let ctx = Ctx {
         btf,
         skb,
@@ -411,48 +393,7 @@ pub fn select(btf: &Btf, rules: Rules) -> Selection {
         let Some(proto) = btf.get(t.ty).filter(|p| p.kind == Kind::FuncProto) else {
             continue;
         };
-        let mut reasons = Vec::new();
-        let mut pwru = false;
-        let mut loose = false;
-        let slots = std::iter::once((0usize, "return".to_string(), proto.ty)).chain(
-            proto
-                .members
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (i + 1, btf.str(p.name).to_string(), p.ty)),
-        );
-        for (pos, pname, ty) in slots {
-            if (1..=5).contains(&pos) {
-                if let Some(p) = btf.get(ty) {
-                    if p.kind == Kind::Ptr && ctx.skb.contains(&p.ty) {
-                        pwru = true;
-                    }
-                }
-            }
-            if pos > 0 && ctx.single_skb_pointer(ty) {
-                loose = true;
-            }
-            let (category, chain) = match ctx.verdict(ty) {
-                Verdict::No => continue,
-                Verdict::Skb { typedef: false } => (Category::Direct, Vec::new()),
-                Verdict::Skb { typedef: true } => (Category::Typedef, Vec::new()),
-                Verdict::Holder { id, .. } => {
-                    let cat = if ctx.holders[&id].hops == 0 {
-                        Category::Nested
-                    } else {
-                        Category::Pointing
-                    };
-                    (cat, ctx.chain(id))
-                }
-            };
-            reasons.push(Reason {
-                position: pos,
-                name: pname,
-                ty: btf.spell(ty),
-                category,
-                chain,
-            });
-        }
+        let (reasons, pwru, loose) = ctx.reasons(proto);
         let Some(category) = reasons.iter().map(|r| r.category).min() else {
             continue;
         };
@@ -487,6 +428,92 @@ pub fn select(btf: &Btf, rules: Rules) -> Selection {
         holders: ctx.holders,
         aliases,
     }
+}
+
+/// The BTF's member edges (struct, member name, member type, through a
+/// pointer), with forward declarations of structs resolved to the struct of
+/// that name.
+fn resolved_edges(btf: &Btf) -> Vec<(u32, u32, u32, bool)> {
+    // Forward declarations of other structs resolve to the struct of that name.
+    let mut by_name: HashMap<&str, u32> = HashMap::new();
+    for (id, t) in btf.types() {
+        if is_record(t.kind) && t.name != 0 {
+            by_name.entry(btf.str(t.name)).or_insert(id);
+        }
+    }
+    let resolve = |id: u32| -> u32 {
+        match btf.get(id) {
+            Some(t) if t.kind == Kind::Fwd => by_name.get(btf.str(t.name)).copied().unwrap_or(id),
+            _ => id,
+        }
+    };
+    edges(btf)
+        .into_iter()
+        .map(|(s, m, t, p)| (s, m, resolve(t), p))
+        .collect()
+}
+
+/// The structs that hold an skb, each with how: level 1 has an skb member
+/// (or a pointer to one); then, hop by hop up to `pointer_depth`, by-value
+/// nesting closes over each hop count and a pointer to a holder adds a hop.
+fn holders(
+    btf: &Btf,
+    skb: &HashSet<u32>,
+    edges: &[(u32, u32, u32, bool)],
+    pointer_depth: u32,
+) -> HashMap<u32, Holder> {
+    let mut holders: HashMap<u32, Holder> = HashMap::new();
+    // Level 1: a member is an skb or points to one.
+    for &(s, m, t, ptr) in edges {
+        if skb.contains(&t) && !skb.contains(&s) {
+            holders.entry(s).or_insert(Holder {
+                level: 1,
+                hops: 0,
+                member: btf.str(m).to_string(),
+                next: None,
+                ptr,
+            });
+        }
+    }
+    // Then, hop by hop: by-value nesting closes over each hop count; a pointer
+    // to a holder adds a hop.
+    for hops in 0..=pointer_depth {
+        loop {
+            let mut added = Vec::new();
+            for &(s, m, t, ptr) in edges {
+                if skb.contains(&s) || skb.contains(&t) || holders.contains_key(&s) {
+                    continue;
+                }
+                let Some(h) = holders.get(&t) else { continue };
+                // By value: same hop count; through a pointer: one hop more.
+                let reached = if ptr {
+                    h.hops + 1 == hops
+                } else {
+                    h.hops == hops
+                };
+                if !reached {
+                    continue;
+                }
+                added.push((
+                    s,
+                    Holder {
+                        level: h.level + 1,
+                        hops,
+                        member: btf.str(m).to_string(),
+                        next: Some(t),
+                        ptr,
+                    },
+                ));
+            }
+            if added.is_empty() {
+                break;
+            }
+            for (s, h) in added {
+                holders.entry(s).or_insert(h);
+            }
+        }
+    }
+    holders
 }
 
 impl Selection {

@@ -328,37 +328,7 @@ impl Plan {
             attached.len()
         ));
         if self.exits && !with_skb.is_empty() {
-            // Returns of the functions whose entries are probed.
-            let started = Instant::now();
-            let pname = exit_prog_name(self.multi);
-            match object.progs_mut().find(|p| p.name() == pname) {
-                Some(prog) => {
-                    let a =
-                        magnet_kernel::attach::attach_kprobes(&prog, &with_skb, true, self.multi);
-                    links.extend(a.links);
-                    src.hooks.push(format!(
-                        "{} on {} functions (attached in {:.2} s)",
-                        if self.multi {
-                            "kretprobe.multi"
-                        } else {
-                            "kretprobe"
-                        },
-                        a.funcs.len(),
-                        started.elapsed().as_secs_f64()
-                    ));
-                    if !a.failed.is_empty() {
-                        src.missing.push(format!(
-                            "{} function returns could not be probed (first: {}: {})",
-                            a.failed.len(),
-                            a.failed[0].0,
-                            a.failed[0].1
-                        ));
-                    }
-                }
-                None => src.missing.push(format!(
-                    "function returns not recorded: {pname} missing from the BPF object"
-                )),
-            }
+            self.attach_exits(object, &with_skb, &mut src, &mut links);
         }
         if !with_skb.is_empty() {
             self.attach_copies(object, &mut src, &mut links);
@@ -379,6 +349,45 @@ impl Plan {
 }
 
 impl Plan {
+    /// Return probes on the functions whose entries are probed (`with_skb`).
+    fn attach_exits(
+        &self,
+        object: &Object,
+        with_skb: &[String],
+        src: &mut LayerSource,
+        links: &mut Vec<Link>,
+    ) {
+        let started = Instant::now();
+        let pname = exit_prog_name(self.multi);
+        match object.progs_mut().find(|p| p.name() == pname) {
+            Some(prog) => {
+                let a = magnet_kernel::attach::attach_kprobes(&prog, with_skb, true, self.multi);
+                links.extend(a.links);
+                src.hooks.push(format!(
+                    "{} on {} functions (attached in {:.2} s)",
+                    if self.multi {
+                        "kretprobe.multi"
+                    } else {
+                        "kretprobe"
+                    },
+                    a.funcs.len(),
+                    started.elapsed().as_secs_f64()
+                ));
+                if !a.failed.is_empty() {
+                    src.missing.push(format!(
+                        "{} function returns could not be probed (first: {}: {})",
+                        a.failed.len(),
+                        a.failed[0].0,
+                        a.failed[0].1
+                    ));
+                }
+            }
+            None => src.missing.push(format!(
+                "function returns not recorded: {pname} missing from the BPF object"
+            )),
+        }
+    }
+
     /// Entry and return probes on the copying functions the kernel has, so
     /// that a copy's records name their parent.
     fn attach_copies(&self, object: &Object, src: &mut LayerSource, links: &mut Vec<Link>) {

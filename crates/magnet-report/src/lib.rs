@@ -237,6 +237,19 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
         span.1,
         t = esc(&o.title)
     );
+    trace_section(&mut h, a);
+    connections_table(&mut h, a, &shown, o.sock.is_some());
+    for &i in &shown {
+        conn_section(&mut h, &a.connections[i]);
+    }
+    modulation_sections(&mut h, a, &shown);
+    scheduler_section(&mut h, a);
+    scripts(&mut h, a, &shown);
+    h
+}
+
+/// What was recorded, where, and what of it was lost or damaged.
+fn trace_section(h: &mut String, a: &Analysis) {
     let t = &a.trace;
     let _ = write!(
         h,
@@ -265,7 +278,11 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
     for d in &t.damage {
         let _ = write!(h, "<p class=note>damage: {}</p>", esc(d));
     }
+}
 
+/// One row per connection; and which of them are plotted, when not all.
+/// `sock_first`: `--sock` put one connection first.
+fn connections_table(h: &mut String, a: &Analysis, shown: &[usize], sock_first: bool) {
     h.push_str("<h2>Connections</h2><table class=connections><tr><th>socket</th><th class=l>proto</th><th class=l>local</th><th class=l>remote</th><th class=l>process</th><th>sent B</th><th>send calls</th><th>received B</th><th>recv calls</th><th>from (s)</th><th>to (s)</th></tr>");
     for c in &a.connections {
         let k = c.cookie;
@@ -284,7 +301,7 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
             ("recv_bytes", c.app.recv_bytes),
             ("recv_calls", c.app.recv_calls),
         ] {
-            cell(&mut h, &format!("{k}.app.{f}"), v, &v.to_string());
+            cell(h, &format!("{k}.app.{f}"), v, &v.to_string());
         }
         let _ = write!(h, "<td>{:.3}</td><td>{:.3}</td></tr>", c.first_s, c.last_s);
     }
@@ -296,18 +313,14 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
              <code>magnet report --sock COOKIE</code> plots another one first.</p>",
             shown.len(),
             if shown.len() == 1 { "" } else { "s" },
-            if o.sock.is_some() {
-                " (--sock first)"
-            } else {
-                ""
-            }
+            if sock_first { " (--sock first)" } else { "" }
         );
     }
+}
 
-    for &i in &shown {
-        conn_section(&mut h, &a.connections[i]);
-    }
-
+/// Per connection: the modulation table, TCP's send buffer and window, and
+/// the latencies of connections not plotted above.
+fn modulation_sections(h: &mut String, a: &Analysis, shown: &[usize]) {
     h.push_str("<h2>Modulation per connection and layer (MAGNeT's Table III)</h2>\
         <p class=note>Sizes in bytes (k = 1024 B, M = 1024² B), times as <code>magnet analyze</code> shows them.</p>");
     for c in &a.connections {
@@ -320,7 +333,7 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
             esc(c.local.as_deref().unwrap_or("?")),
             esc(c.remote.as_deref().unwrap_or("?"))
         );
-        modulation(&mut h, c);
+        modulation(h, c);
         if let Some(t) = &c.tcp {
             let _ = write!(
                 h,
@@ -339,10 +352,13 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
         if !shown.iter().any(|&i| a.connections[i].cookie == c.cookie)
             && (c.latency.send.is_some() || c.latency.recv.is_some())
         {
-            latency(&mut h, c);
+            latency(h, c);
         }
     }
+}
 
+/// The scheduler's context switches and per-task table.
+fn scheduler_section(h: &mut String, a: &Analysis) {
     let s = &a.sched;
     if s.switches > 0 {
         let _ = write!(
@@ -363,7 +379,7 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
                 t.wakeups
             );
             stats_cells(
-                &mut h,
+                h,
                 &format!("task.{}.runq_wait", t.tid),
                 t.runq_wait.as_ref(),
                 dur,
@@ -372,6 +388,11 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
         }
         h.push_str("</table>");
     }
+}
+
+/// The analysis and the plots' data as JSON for scripts that read the
+/// page, and the plotting scripts.
+fn scripts(h: &mut String, a: &Analysis, shown: &[usize]) {
     h.push_str("<pre id=selfcheck hidden></pre>");
     // The analysis without its plot series (the plots have their own compact
     // arrays below), for scripts that read the page.
@@ -380,7 +401,7 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
         c.series = None;
     }
     let json = script_safe(&serde_json::to_string(&lean).unwrap_or_else(|_| "null".into()));
-    let plots = script_safe(&plots::plots(a, &shown).to_string());
+    let plots = script_safe(&plots::plots(a, shown).to_string());
     let _ = writeln!(
         h,
         "<script id=analysis type=\"application/json\">{json}</script>\
@@ -391,7 +412,6 @@ pub fn render(a: &Analysis, o: &ReportOptions) -> String {
         include_str!("../vendor/uplot/uPlot.iife.min.js"),
         include_str!("plot.js")
     );
-    h
 }
 
 /// JSON that cannot close its script element early.

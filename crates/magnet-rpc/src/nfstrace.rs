@@ -505,17 +505,8 @@ impl NfsTrace {
                 32 => saved = cur.clone(),
                 31 => cur = saved.clone(),
                 29 => {
-                    let from = cur_path(self, &saved);
-                    let to = cur_path(self, &cur);
-                    if let (Some(from), Some(to), Some(o), Some(n)) =
-                        (from, to, &a.component, &a.component2)
-                    {
-                        let (op, np) = (join(&from, o), join(&to, n));
-                        if let Some(f) = self.full_rev.remove(&op) {
-                            self.full.insert(f.clone(), np.clone());
-                            self.full_rev.insert(np, f);
-                        }
-                    }
+                    let (from, to) = (cur_path(self, &saved), cur_path(self, &cur));
+                    self.v4_rename(from, to, a);
                 }
                 28 => {
                     if let (Some(p), Some(n)) = (cur_path(self, &cur), &a.component) {
@@ -533,32 +524,60 @@ impl NfsTrace {
                         },
                         (None, None) => continue,
                     };
-                    match a.op {
-                        25 | 38 => {
-                            let n = res.count.unwrap_or(0);
-                            self.io(t, now, uid, key, a.op == 38, a.offset.unwrap_or(0), n, out)
-                        }
-                        4 => {
-                            self.touch(t, now, uid, key.clone(), out);
-                            self.end(t, uid, key, CloseReason::Close, out);
-                        }
-                        9 => {
-                            // GETATTR alone does not open a session; it refreshes one.
-                            let k = SessKey {
-                                client: t.client.ip(),
-                                uid,
-                                file: key,
-                            };
-                            if let Some(s) = self.open.get_mut(&k) {
-                                s.last_ns = now;
-                            }
-                        }
-                        _ => {
-                            self.touch(t, now, uid, key, out);
-                        }
-                    }
+                    self.v4_file_op(t, now, uid, a, res, key, out);
                 }
                 _ => {}
+            }
+        }
+    }
+
+    /// RENAME (NFSv4 op 29): the file's full path follows it, from the
+    /// saved directory (`from`) to the current one (`to`).
+    fn v4_rename(&mut self, from: Option<String>, to: Option<String>, a: &crate::nfs4::OpArgs) {
+        if let (Some(from), Some(to), Some(o), Some(n)) = (from, to, &a.component, &a.component2) {
+            let (op, np) = (join(&from, o), join(&to, n));
+            if let Some(f) = self.full_rev.remove(&op) {
+                self.full.insert(f.clone(), np.clone());
+                self.full_rev.insert(np, f);
+            }
+        }
+    }
+
+    /// The ops on a file (READ, WRITE, CLOSE, GETATTR, SETATTR, COMMIT) with
+    /// the file they act on (`key`): I/O counted, a session touched or ended.
+    #[allow(clippy::too_many_arguments)]
+    fn v4_file_op(
+        &mut self,
+        t: &Transaction,
+        now: i64,
+        uid: Option<u32>,
+        a: &crate::nfs4::OpArgs,
+        res: &crate::nfs4::OpRes,
+        key: FileKey,
+        out: &mut dyn FnMut(Session),
+    ) {
+        match a.op {
+            25 | 38 => {
+                let n = res.count.unwrap_or(0);
+                self.io(t, now, uid, key, a.op == 38, a.offset.unwrap_or(0), n, out)
+            }
+            4 => {
+                self.touch(t, now, uid, key.clone(), out);
+                self.end(t, uid, key, CloseReason::Close, out);
+            }
+            9 => {
+                // GETATTR alone does not open a session; it refreshes one.
+                let k = SessKey {
+                    client: t.client.ip(),
+                    uid,
+                    file: key,
+                };
+                if let Some(s) = self.open.get_mut(&k) {
+                    s.last_ns = now;
+                }
+            }
+            _ => {
+                self.touch(t, now, uid, key, out);
             }
         }
     }

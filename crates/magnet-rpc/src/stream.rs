@@ -7,6 +7,7 @@
 //! followed by an RPC header, and counts the bytes it passed over.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use crate::net::{TcpInfo, TCP_SYN};
 use crate::rpc::{looks_like_rpc, HEADER_PEEK};
@@ -291,22 +292,9 @@ impl Stream {
         let mut prev: Option<usize> = None;
         loop {
             if !self.synced {
-                if self.first_record_pending && self.pos > NOT_RPC_AFTER {
-                    return self.not_rpc(c, d.len());
-                }
-                match find_record(&d[p..], lim.max_record) {
-                    Some(k) => {
-                        self.skipped(c, k as u64);
-                        p += k;
-                        self.synced = true;
-                    }
-                    None => {
-                        // Keep a tail long enough to hold the start of a record.
-                        let keep = (d.len() - p).min(3 + HEADER_PEEK);
-                        let skip = d.len() - p - keep;
-                        self.skipped(c, skip as u64);
-                        return p + skip;
-                    }
+                match self.find_sync(d, p, lim, c) {
+                    ControlFlow::Continue(q) => p = q,
+                    ControlFlow::Break(used) => return used,
                 }
             }
             let rest = &d[p..];
@@ -330,71 +318,14 @@ impl Stream {
             }
             let starting = self.rec.is_empty() && !self.rec_dropping;
             if starting {
-                // A header that looks right in the bytes at hand is taken at once
-                // (waiting for more would hold a call back past its reply when a
-                // damaged length claims more than the record has); one that does
-                // not yet may need more bytes.
-                let need = len.min(HEADER_PEEK);
-                let have = (rest.len() - 4).min(need);
-                // Whether the header looks right; `None`: not known until more
-                // bytes come (a garbage mark is told at once, not after the
-                // records it would hold back).
-                let verdict = if len > lim.max_record {
-                    Some(false)
-                } else if looks_like_rpc(&rest[4..4 + have]) {
-                    Some(true)
-                } else if have < need {
-                    header_verdict(&rest[4..4 + have])
-                } else {
-                    Some(false)
-                };
-                let rpc = verdict == Some(true);
-                if !rpc {
-                    // The record before ends where no record begins: look for the
-                    // records its (damaged) length swallowed, inside it. Counted as
-                    // a resync; the damaged record itself went out with what
-                    // followed it.
-                    if let Some(s) = prev.take() {
-                        let from = s + 4 + 24;
-                        let found = d
-                            .get(from..)
-                            .and_then(|t| find_record(t, lim.max_record))
-                            .map(|k| from + k)
-                            .filter(|&q| q < p);
-                        if let Some(q) = found {
-                            c.tcp_resyncs += 1;
-                            p = q;
-                            continue;
-                        }
+                match self.start_record(d, p, len, lim, c, &mut prev) {
+                    Start::Take => {}
+                    Start::Wait => return p,
+                    Start::Retry(q) => {
+                        p = q;
+                        continue;
                     }
-                }
-                if verdict.is_none() {
-                    return p;
-                }
-                if !rpc {
-                    if self.first_record_pending && self.pos > NOT_RPC_AFTER {
-                        // Seen from its SYN, and no RPC record in its first
-                        // 64 KiB: the connection does not speak RPC. (Sooner,
-                        // a first record that does not look right may be
-                        // damage: a flipped bit must not cost the connection.)
-                        return self.not_rpc(c, d.len());
-                    }
-                    if self.first_record_pending {
-                        self.unproven.1 += 1;
-                    } else {
-                        c.tcp_resyncs += 1;
-                    }
-                    self.synced = false;
-                    p += 1;
-                    self.skipped(c, 1);
-                    continue;
-                }
-                if self.first_record_pending {
-                    // The bytes before the first record were damage after all.
-                    self.first_record_pending = false;
-                    c.tcp_skipped_bytes += self.unproven.0;
-                    c.tcp_resyncs += self.unproven.1;
-                    self.unproven = (0, 0);
+                    Start::Done(used) => return used,
                 }
             }
             // A record that began before the segment just read: when that segment
@@ -442,6 +373,130 @@ impl Stream {
             p += 4 + len;
         }
     }
+
+    /// Out of sync: skips to the next place a record may begin, `p` moved
+    /// there; or breaks with the bytes used (the connection does not speak
+    /// RPC, or no record begins in what is at hand: a tail long enough to
+    /// hold one's start is kept).
+    fn find_sync(
+        &mut self,
+        d: &[u8],
+        p: usize,
+        lim: &StreamLimits,
+        c: &mut Counters,
+    ) -> ControlFlow<usize, usize> {
+        if self.first_record_pending && self.pos > NOT_RPC_AFTER {
+            return ControlFlow::Break(self.not_rpc(c, d.len()));
+        }
+        match find_record(&d[p..], lim.max_record) {
+            Some(k) => {
+                self.skipped(c, k as u64);
+                self.synced = true;
+                ControlFlow::Continue(p + k)
+            }
+            None => {
+                // Keep a tail long enough to hold the start of a record.
+                let keep = (d.len() - p).min(3 + HEADER_PEEK);
+                let skip = d.len() - p - keep;
+                self.skipped(c, skip as u64);
+                ControlFlow::Break(p + skip)
+            }
+        }
+    }
+
+    /// A record starts at `p` with a mark of length `len`: whether its
+    /// header looks like RPC decides whether it is taken, waited on (more
+    /// bytes needed), or stepped over (`p` moved on: a byte, or back into
+    /// the record before, whose damaged length swallowed records).
+    /// `prev`: the mark of the record emitted last (see [`Self::records`]).
+    fn start_record(
+        &mut self,
+        d: &[u8],
+        p: usize,
+        len: usize,
+        lim: &StreamLimits,
+        c: &mut Counters,
+        prev: &mut Option<usize>,
+    ) -> Start {
+        let rest = &d[p..];
+        // A header that looks right in the bytes at hand is taken at once
+        // (waiting for more would hold a call back past its reply when a
+        // damaged length claims more than the record has); one that does
+        // not yet may need more bytes.
+        let need = len.min(HEADER_PEEK);
+        let have = (rest.len() - 4).min(need);
+        // Whether the header looks right; `None`: not known until more
+        // bytes come (a garbage mark is told at once, not after the
+        // records it would hold back).
+        let verdict = if len > lim.max_record {
+            Some(false)
+        } else if looks_like_rpc(&rest[4..4 + have]) {
+            Some(true)
+        } else if have < need {
+            header_verdict(&rest[4..4 + have])
+        } else {
+            Some(false)
+        };
+        let rpc = verdict == Some(true);
+        if !rpc {
+            // The record before ends where no record begins: look for the
+            // records its (damaged) length swallowed, inside it. Counted as
+            // a resync; the damaged record itself went out with what
+            // followed it.
+            if let Some(s) = prev.take() {
+                let from = s + 4 + 24;
+                let found = d
+                    .get(from..)
+                    .and_then(|t| find_record(t, lim.max_record))
+                    .map(|k| from + k)
+                    .filter(|&q| q < p);
+                if let Some(q) = found {
+                    c.tcp_resyncs += 1;
+                    return Start::Retry(q);
+                }
+            }
+        }
+        if verdict.is_none() {
+            return Start::Wait;
+        }
+        if !rpc {
+            if self.first_record_pending && self.pos > NOT_RPC_AFTER {
+                // Seen from its SYN, and no RPC record in its first
+                // 64 KiB: the connection does not speak RPC. (Sooner,
+                // a first record that does not look right may be
+                // damage: a flipped bit must not cost the connection.)
+                return Start::Done(self.not_rpc(c, d.len()));
+            }
+            if self.first_record_pending {
+                self.unproven.1 += 1;
+            } else {
+                c.tcp_resyncs += 1;
+            }
+            self.synced = false;
+            self.skipped(c, 1);
+            return Start::Retry(p + 1);
+        }
+        if self.first_record_pending {
+            // The bytes before the first record were damage after all.
+            self.first_record_pending = false;
+            c.tcp_skipped_bytes += self.unproven.0;
+            c.tcp_resyncs += self.unproven.1;
+            self.unproven = (0, 0);
+        }
+        Start::Take
+    }
+}
+
+/// What [`Stream::start_record`] makes of a record's start.
+enum Start {
+    /// It is a record: read it.
+    Take,
+    /// Not known until more bytes come: use the bytes before it.
+    Wait,
+    /// Not a record: go on from this offset.
+    Retry(usize),
+    /// The connection does not speak RPC: these bytes were used.
+    Done(usize),
 }
 
 /// Buffers larger than this are given back once mostly empty, so that an idle

@@ -297,43 +297,11 @@ pub fn sample(
     magnet_host::preflight(PRIVILEGE).map_err(|e| Error::Host(e.to_string()))?;
     let ifindex = ifindex(&config.iface)?;
     let interval_ns = config.interval.as_nanos() as u64;
-
     let mut storage = MaybeUninit::uninit();
-    let mut open = SampleSkelBuilder::default()
-        .open(&mut storage)
-        .map_err(|e| Error::bpf("opening the sampler's BPF object", e))?;
-    {
-        let ro = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .expect("the object has read-only settings");
-        ro.interval_ns = interval_ns;
-        ro.nsamples = config.samples;
-        ro.l2_len = link_header_len(&config.iface);
-        ro.rtt_threshold_us = config.rtt_threshold.as_micros().min(u32::MAX as u128) as u32;
-        ro.rtt_split = config.rtt_split;
-        ro.sketch_seed = config.sketch_seed;
-        ro.target_ifindex = ifindex;
-        ro.target_netns = netns_inode();
-    }
-    open.maps
-        .buckets
-        .set_max_entries(config.samples)
-        .map_err(|e| Error::bpf("sizing the bucket array", e))?;
-    open.progs
-        .sample_ingress
-        .set_attach_type(ProgramAttachType::TcxIngress);
-    open.progs
-        .sample_egress
-        .set_attach_type(ProgramAttachType::TcxEgress);
     // Run-time statistics on before the programs are loaded and attached.
     let stats = magnet_kernel::cost::enable_run_time_stats();
-    let mut skel = open.load().map_err(|e| {
-        Error::bpf("loading the sampler's BPF programs (needs Linux 6.4+ with BTF; magnet -v shows the verifier's log)", e)
-    })?;
+    let mut skel = load(&mut storage, config, ifindex, interval_ns)?;
 
-    // ---- attach -----------------------------------------------------------------
     // What killed clsact-mode runs left in this namespace goes first.
     let netns = netns_inode();
     let cleaned = crate::stale::clean(netns);
@@ -360,66 +328,7 @@ pub fn sample(
         Some((Ok(i), Ok(e))) => Attached::Tcx(vec![i, e]),
         tcx => {
             drop(tcx);
-            // No TCX (Linux < 6.6): classic clsact filters, observing at the
-            // lowest priority number we can get so others still run after us.
-            // The qdisc is removed after the run only if this run made it.
-            // Our own qdisc if we make it, or one a sampler made before us
-            // and bequeathed (see crate::stale).
-            let qdisc = ClsactQdisc::create(ifindex).map_err(|e| {
-                Error::Host(format!(
-                    "creating the clsact qdisc on {}: {e}",
-                    config.iface
-                ))
-            })?;
-            let made_qdisc = qdisc.is_some();
-            let mut attached = Attached::Clsact {
-                hooks: Vec::new(),
-                qdisc,
-                owner: None,
-            };
-            // Each run its own handle (its pid): runs side by side add
-            // filters instead of replacing each other's.
-            let handle = std::process::id();
-            // Name what we are about to attach before attaching it, so that
-            // a run after a SIGKILL of this one removes exactly that (tc
-            // filters outlive their process).
-            if let Attached::Clsact { owner, .. } = &mut attached {
-                let o = crate::stale::Owner {
-                    pid: std::process::id(),
-                    start_time: crate::stale::start_time(std::process::id()).unwrap_or(0),
-                    netns,
-                    ifindex,
-                    handle,
-                    made_qdisc,
-                    ingress_prog: crate::stale::prog_id(skel.progs.sample_ingress.as_fd()),
-                    egress_prog: crate::stale::prog_id(skel.progs.sample_egress.as_fd()),
-                };
-                let path = o.write().map_err(|e| {
-                    Error::Host(format!(
-                        "writing {}: {e} (needed to clean up after a run killed by SIGKILL)",
-                        crate::stale::state_dir().display()
-                    ))
-                })?;
-                *owner = Some((path, o));
-            }
-            for (prog, point) in [
-                (&skel.progs.sample_ingress, TC_INGRESS),
-                (&skel.progs.sample_egress, TC_EGRESS),
-            ] {
-                let mut h = TcHook::new(prog.as_fd());
-                h.ifindex(ifindex as i32)
-                    .replace(true)
-                    .handle(handle)
-                    .priority(crate::stale::PRIORITY)
-                    .attach_point(point);
-                let h = h.attach().map_err(|e| {
-                    Error::bpf(format!("attaching the tc filter on {}", config.iface), e)
-                })?;
-                if let Attached::Clsact { hooks, .. } = &mut attached {
-                    hooks.push(h);
-                }
-            }
-            attached
+            attach_clsact(&skel, config, ifindex, netns)?
         }
     };
     let attach_kind = match attached {
@@ -427,24 +336,7 @@ pub fn sample(
         Attached::Clsact { .. } => "clsact",
     };
 
-    // ---- start ------------------------------------------------------------------
-    let (mono, real) = clock_pair();
-    let (start_mono, start_real) = match config.start {
-        Start::Now => (mono, real),
-        Start::At(at) => {
-            let at_ns = at
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0);
-            if at_ns <= real {
-                return Err(Error::Config(format!(
-                    "--at is {:.3}s in the past; give a time in the future",
-                    (real - at_ns) as f64 / 1e9
-                )));
-            }
-            (mono + (at_ns - real), at_ns)
-        }
-    };
+    let (start_mono, start_real) = start_times(config.start)?;
     let run_ns = interval_ns * u64::from(config.samples);
     {
         let bss = skel
@@ -463,26 +355,11 @@ pub fn sample(
         ifindex,
         cleaned,
     });
-
-    // ---- wait -------------------------------------------------------------------
-    let end_mono = start_mono + run_ns;
-    let mut completed = config.samples;
-    loop {
-        let now = magnet_host::clock::monotonic_ns();
-        if now >= end_mono {
-            break;
-        }
-        if stop.load(Ordering::Relaxed) {
-            completed = (now.saturating_sub(start_mono) / interval_ns) as u32;
-            break;
-        }
-        std::thread::sleep(Duration::from_nanos((end_mono - now).min(20_000_000)));
-    }
+    let completed = wait(config.samples, interval_ns, start_mono, stop);
     drop(attached);
     drop(rxmit_link);
     let measured = meter.stop();
 
-    // ---- read -------------------------------------------------------------------
     let mut run = Run::zeroed(
         RunMeta {
             format_version: FORMAT_VERSION,
@@ -504,8 +381,161 @@ pub fn sample(
         },
         completed as usize,
     );
+    read_buckets(&skel.maps.buckets, &mut run, completed)?;
+    let packets = run.total(Metric::InPackets) + run.total(Metric::OutPackets);
+    run.meta.cost = Some(run_cost(measured, packets));
+    Ok(run)
+}
+
+/// Opens the sampler's object, sets this run's read-only settings and the
+/// bucket array's size, and loads it.
+fn load<'obj>(
+    storage: &'obj mut MaybeUninit<libbpf_rs::OpenObject>,
+    config: &SampleConfig,
+    ifindex: u32,
+    interval_ns: u64,
+) -> Result<crate::skel::SampleSkel<'obj>, Error> {
+    let mut open = SampleSkelBuilder::default()
+        .open(storage)
+        .map_err(|e| Error::bpf("opening the sampler's BPF object", e))?;
+    {
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("the object has read-only settings");
+        ro.interval_ns = interval_ns;
+        ro.nsamples = config.samples;
+        ro.l2_len = link_header_len(&config.iface);
+        ro.rtt_threshold_us = config.rtt_threshold.as_micros().min(u32::MAX as u128) as u32;
+        ro.rtt_split = config.rtt_split;
+        ro.sketch_seed = config.sketch_seed;
+        ro.target_ifindex = ifindex;
+        ro.target_netns = netns_inode();
+    }
+    open.maps
+        .buckets
+        .set_max_entries(config.samples)
+        .map_err(|e| Error::bpf("sizing the bucket array", e))?;
+    open.progs
+        .sample_ingress
+        .set_attach_type(ProgramAttachType::TcxIngress);
+    open.progs
+        .sample_egress
+        .set_attach_type(ProgramAttachType::TcxEgress);
+    open.load().map_err(|e| {
+        Error::bpf("loading the sampler's BPF programs (needs Linux 6.4+ with BTF; magnet -v shows the verifier's log)", e)
+    })
+}
+
+/// No TCX (Linux < 6.6): classic clsact filters, observing at the lowest
+/// priority number we can get so others still run after us. The qdisc is
+/// removed after the run only if this run made it: our own qdisc if we make
+/// it, or one a sampler made before us and bequeathed (see crate::stale).
+fn attach_clsact(
+    skel: &crate::skel::SampleSkel<'_>,
+    config: &SampleConfig,
+    ifindex: u32,
+    netns: u32,
+) -> Result<Attached, Error> {
+    let qdisc = ClsactQdisc::create(ifindex).map_err(|e| {
+        Error::Host(format!(
+            "creating the clsact qdisc on {}: {e}",
+            config.iface
+        ))
+    })?;
+    let made_qdisc = qdisc.is_some();
+    let mut attached = Attached::Clsact {
+        hooks: Vec::new(),
+        qdisc,
+        owner: None,
+    };
+    // Each run its own handle (its pid): runs side by side add
+    // filters instead of replacing each other's.
+    let handle = std::process::id();
+    // Name what we are about to attach before attaching it, so that
+    // a run after a SIGKILL of this one removes exactly that (tc
+    // filters outlive their process).
+    if let Attached::Clsact { owner, .. } = &mut attached {
+        let o = crate::stale::Owner {
+            pid: std::process::id(),
+            start_time: crate::stale::start_time(std::process::id()).unwrap_or(0),
+            netns,
+            ifindex,
+            handle,
+            made_qdisc,
+            ingress_prog: crate::stale::prog_id(skel.progs.sample_ingress.as_fd()),
+            egress_prog: crate::stale::prog_id(skel.progs.sample_egress.as_fd()),
+        };
+        let path = o.write().map_err(|e| {
+            Error::Host(format!(
+                "writing {}: {e} (needed to clean up after a run killed by SIGKILL)",
+                crate::stale::state_dir().display()
+            ))
+        })?;
+        *owner = Some((path, o));
+    }
+    for (prog, point) in [
+        (&skel.progs.sample_ingress, TC_INGRESS),
+        (&skel.progs.sample_egress, TC_EGRESS),
+    ] {
+        let mut h = TcHook::new(prog.as_fd());
+        h.ifindex(ifindex as i32)
+            .replace(true)
+            .handle(handle)
+            .priority(crate::stale::PRIORITY)
+            .attach_point(point);
+        let h = h
+            .attach()
+            .map_err(|e| Error::bpf(format!("attaching the tc filter on {}", config.iface), e))?;
+        if let Attached::Clsact { hooks, .. } = &mut attached {
+            hooks.push(h);
+        }
+    }
+    Ok(attached)
+}
+
+/// Where bucket 0 begins, on the monotonic clock and the real-time clock.
+fn start_times(start: Start) -> Result<(u64, u64), Error> {
+    let (mono, real) = clock_pair();
+    Ok(match start {
+        Start::Now => (mono, real),
+        Start::At(at) => {
+            let at_ns = at
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            if at_ns <= real {
+                return Err(Error::Config(format!(
+                    "--at is {:.3}s in the past; give a time in the future",
+                    (real - at_ns) as f64 / 1e9
+                )));
+            }
+            (mono + (at_ns - real), at_ns)
+        }
+    })
+}
+
+/// Waits for the last bucket to pass, or for `stop`; returns the buckets
+/// completed.
+fn wait(samples: u32, interval_ns: u64, start_mono: u64, stop: &AtomicBool) -> u32 {
+    let end_mono = start_mono + interval_ns * u64::from(samples);
+    loop {
+        let now = magnet_host::clock::monotonic_ns();
+        if now >= end_mono {
+            return samples;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return (now.saturating_sub(start_mono) / interval_ns) as u32;
+        }
+        std::thread::sleep(Duration::from_nanos((end_mono - now).min(20_000_000)));
+    }
+}
+
+/// Sums the per-CPU counters of the first `completed` buckets into `run`,
+/// and estimates each bucket's connections from its sketch.
+fn read_buckets<M: MapCore>(map: &M, run: &mut Run, completed: u32) -> Result<(), Error> {
     let nfields = Metric::ALL.len();
-    let map = &skel.maps.buckets;
     for i in 0..completed {
         let per_cpu = map
             .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)
@@ -524,9 +554,7 @@ pub fn sample(
         run.sketch.as_mut().expect("zeroed run has a sketch")[i as usize] = sk;
         run.connections[i as usize] = sketch::estimate(sk);
     }
-    let packets = run.total(Metric::InPackets) + run.total(Metric::OutPackets);
-    run.meta.cost = Some(run_cost(measured, packets));
-    Ok(run)
+    Ok(())
 }
 
 /// The run's cost from what the meter read and the packets counted.

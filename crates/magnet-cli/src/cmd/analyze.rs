@@ -221,35 +221,55 @@ fn print_conn(out: &mut impl Write, c: &Connection) -> Result<()> {
             String::new()
         }
     )?;
-    if !c.modulation.is_empty() {
-        writeln!(
-            out,
-            "  {:<5} {:<3} {:>8} {:<8} {:>10} {:>9} {:>7} {:>7} {:>10} {:>10} {:>10} {:>5} {:>11}",
-            "layer",
-            "dir",
-            "units",
-            "(unit)",
-            "bytes",
-            "size:mean",
-            "median",
-            "p99",
-            "gap:mean",
-            "median",
-            "p99",
-            "cv",
-            "rate"
-        )?;
-        for r in &c.modulation {
-            let (im, imed, ip99, cv) = match &r.interval_ns {
-                Some(i) => (
-                    dur(i.mean),
-                    dur(i.median as f64),
-                    dur(i.p99 as f64),
-                    format!("{:.2}", i.cv),
-                ),
-                None => ("-".into(), "-".into(), "-".into(), "-".into()),
-            };
+    print_modulation(out, c)?;
+    for k in &c.coalescing {
+        if let Some(p) = k.packets_per_call {
+            let unit = c.row("tcp", &k.dir).map_or("segment", |r| r.unit.as_str());
             writeln!(
+                out,
+                "  {}: {} app calls -> {} tcp {unit}s, {} ip packets, {} dev packets ({:.2} packets per call)",
+                k.dir, k.app_calls, k.tcp_segments, k.ip_packets, k.dev_packets, p
+            )?;
+        }
+    }
+    print_tcp_and_latency(out, c)?;
+    Ok(())
+}
+
+/// The connection's modulation table: per layer and direction, the units'
+/// sizes, the gaps between them and the rate.
+fn print_modulation(out: &mut impl Write, c: &Connection) -> Result<()> {
+    if c.modulation.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  {:<5} {:<3} {:>8} {:<8} {:>10} {:>9} {:>7} {:>7} {:>10} {:>10} {:>10} {:>5} {:>11}",
+        "layer",
+        "dir",
+        "units",
+        "(unit)",
+        "bytes",
+        "size:mean",
+        "median",
+        "p99",
+        "gap:mean",
+        "median",
+        "p99",
+        "cv",
+        "rate"
+    )?;
+    for r in &c.modulation {
+        let (im, imed, ip99, cv) = match &r.interval_ns {
+            Some(i) => (
+                dur(i.mean),
+                dur(i.median as f64),
+                dur(i.p99 as f64),
+                format!("{:.2}", i.cv),
+            ),
+            None => ("-".into(), "-".into(), "-".into(), "-".into()),
+        };
+        writeln!(
                 out,
                 "  {:<5} {:<3} {:>8} {:<8} {:>10} {:>9} {:>7} {:>7} {:>10} {:>10} {:>10} {:>5} {:>11}{}",
                 r.layer,
@@ -267,24 +287,19 @@ fn print_conn(out: &mut impl Write, c: &Connection) -> Result<()> {
                 bps(r.rate_bps),
                 lost_note(r.lost_in_span)
             )?;
-        }
-        if c.modulation.iter().any(|r| r.unit == "rcv unit") {
-            writeln!(
+    }
+    if c.modulation.iter().any(|r| r.unit == "rcv unit") {
+        writeln!(
                 out,
                 "  (rcv unit: one tcp_probe call; TCP may have merged several queued segments into it — record the ip layer to count wire segments)"
             )?;
-        }
     }
-    for k in &c.coalescing {
-        if let Some(p) = k.packets_per_call {
-            let unit = c.row("tcp", &k.dir).map_or("segment", |r| r.unit.as_str());
-            writeln!(
-                out,
-                "  {}: {} app calls -> {} tcp {unit}s, {} ip packets, {} dev packets ({:.2} packets per call)",
-                k.dir, k.app_calls, k.tcp_segments, k.ip_packets, k.dev_packets, p
-            )?;
-        }
-    }
+    Ok(())
+}
+
+/// The connection's TCP state samples and its latencies between the app
+/// and the device.
+fn print_tcp_and_latency(out: &mut impl Write, c: &Connection) -> Result<()> {
     if let Some(t) = &c.tcp {
         writeln!(
             out,

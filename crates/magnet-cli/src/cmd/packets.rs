@@ -179,87 +179,7 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
         eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
     }
     if args.handshake {
-        let hs = handshakes(&kept);
-        if args.json {
-            let v = super::json_out::tagged(super::json_out::HANDSHAKES, "handshakes", &hs)?;
-            serde_json::to_writer_pretty(&mut out, &v)?;
-            writeln!(out)?;
-        } else if hs.is_empty() {
-            writeln!(
-                out,
-                "no TCP three-way handshake in {} (need ip events: --layers ip, and the SYN)",
-                file.display()
-            )?;
-        }
-        for h in hs.iter().filter(|_| !args.json) {
-            let s = &h[0].footprint;
-            writeln!(
-                out,
-                "handshake {}:{} -> {}:{}",
-                s.saddr, s.sport, s.daddr, s.dport
-            )?;
-            let cell = |f: &dyn Fn(&magnet_wire::paths::HandshakeRow) -> String| {
-                h.iter()
-                    .map(|r| format!("{:>20}", f(r)))
-                    .collect::<String>()
-            };
-            writeln!(out, "  {:<18}{}", "", cell(&|r| r.role.to_string()))?;
-            writeln!(
-                out,
-                "  {:<18}{}",
-                "packet id",
-                cell(&|r| format!("{:#x}", r.pkt_id))
-            )?;
-            writeln!(
-                out,
-                "  {:<18}{}",
-                "source IP",
-                cell(&|r| r.footprint.saddr.to_string())
-            )?;
-            writeln!(
-                out,
-                "  {:<18}{}",
-                "destination IP",
-                cell(&|r| r.footprint.daddr.to_string())
-            )?;
-            writeln!(
-                out,
-                "  {:<18}{}",
-                "identification",
-                cell(&|r| r.footprint.ip_id.to_string())
-            )?;
-            writeln!(
-                out,
-                "  {:<18}{}",
-                "protocol",
-                cell(&|r| r.footprint.protocol.to_string())
-            )?;
-            writeln!(
-                out,
-                "  {:<18}{}",
-                "entry time (UTC)",
-                cell(&|r| wall(&header.clock, r.entry_ns))
-            )?;
-            writeln!(
-                out,
-                "  {:<18}{}",
-                "exit time (UTC)",
-                cell(&|r| wall(&header.clock, r.exit_ns))
-            )?;
-            writeln!(out, "  {:<18}{}", "events", cell(&|r| r.events.to_string()))?;
-            writeln!(
-                out,
-                "  {:<18}{}",
-                "functions",
-                cell(&|r| r.functions.to_string())
-            )?;
-            writeln!(
-                out,
-                "  {:<18}{}",
-                "time in kernel us",
-                cell(&|r| us(r.kernel_ns))
-            )?;
-        }
+        write_handshakes(&mut out, &kept, &header.clock, &file, args.json)?;
         out.flush()?;
         return Ok(code);
     }
@@ -275,6 +195,99 @@ pub fn run(args: PacketsArgs) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(code)
+}
+
+/// The handshake table (`--handshake`): per TCP three-way handshake found
+/// in `kept`, one column per packet; in JSON, the handshakes' rows.
+fn write_handshakes(
+    out: &mut dyn Write,
+    kept: &[PacketPath],
+    clock: &ClockMap,
+    file: &std::path::Path,
+    json: bool,
+) -> Result<()> {
+    let hs = handshakes(kept);
+    if json {
+        let v = super::json_out::tagged(super::json_out::HANDSHAKES, "handshakes", &hs)?;
+        serde_json::to_writer_pretty(&mut *out, &v)?;
+        writeln!(out)?;
+    } else if hs.is_empty() {
+        writeln!(
+            out,
+            "no TCP three-way handshake in {} (need ip events: --layers ip, and the SYN)",
+            file.display()
+        )?;
+    }
+    for h in hs.iter().filter(|_| !json) {
+        let s = &h[0].footprint;
+        writeln!(
+            out,
+            "handshake {}:{} -> {}:{}",
+            s.saddr, s.sport, s.daddr, s.dport
+        )?;
+        let cell = |f: &dyn Fn(&magnet_wire::paths::HandshakeRow) -> String| {
+            h.iter()
+                .map(|r| format!("{:>20}", f(r)))
+                .collect::<String>()
+        };
+        writeln!(out, "  {:<18}{}", "", cell(&|r| r.role.to_string()))?;
+        writeln!(
+            out,
+            "  {:<18}{}",
+            "packet id",
+            cell(&|r| format!("{:#x}", r.pkt_id))
+        )?;
+        writeln!(
+            out,
+            "  {:<18}{}",
+            "source IP",
+            cell(&|r| r.footprint.saddr.to_string())
+        )?;
+        writeln!(
+            out,
+            "  {:<18}{}",
+            "destination IP",
+            cell(&|r| r.footprint.daddr.to_string())
+        )?;
+        writeln!(
+            out,
+            "  {:<18}{}",
+            "identification",
+            cell(&|r| r.footprint.ip_id.to_string())
+        )?;
+        writeln!(
+            out,
+            "  {:<18}{}",
+            "protocol",
+            cell(&|r| r.footprint.protocol.to_string())
+        )?;
+        writeln!(
+            out,
+            "  {:<18}{}",
+            "entry time (UTC)",
+            cell(&|r| wall(clock, r.entry_ns))
+        )?;
+        writeln!(
+            out,
+            "  {:<18}{}",
+            "exit time (UTC)",
+            cell(&|r| wall(clock, r.exit_ns))
+        )?;
+        writeln!(out, "  {:<18}{}", "events", cell(&|r| r.events.to_string()))?;
+        writeln!(
+            out,
+            "  {:<18}{}",
+            "functions",
+            cell(&|r| r.functions.to_string())
+        )?;
+        writeln!(
+            out,
+            "  {:<18}{}",
+            "time in kernel us",
+            cell(&|r| us(r.kernel_ns))
+        )?;
+    }
+    Ok(())
 }
 
 /// One packet and its steps, as text.

@@ -82,36 +82,7 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
     let mut reader = trace_input::open(&file, progress)?;
     let header = reader.header().clone();
     let index = KindIndex::new(&header.catalog);
-    for k in &args.kind {
-        if header.catalog.by_name(k).is_none() {
-            let names: Vec<_> = header
-                .catalog
-                .kinds
-                .iter()
-                .map(|k| k.name.as_str())
-                .collect();
-            anyhow::bail!(
-                "--kind {k}: no such kind in this trace (kinds: {})",
-                names.join(", ")
-            );
-        }
-    }
-    for l in &args.layer {
-        if !header.catalog.kinds.iter().any(|k| k.layer == *l) {
-            let mut names: Vec<&str> = header
-                .catalog
-                .kinds
-                .iter()
-                .map(|k| k.layer.as_str())
-                .collect();
-            names.sort_unstable();
-            names.dedup();
-            anyhow::bail!(
-                "--layer {l}: no such layer in this trace (layers: {})",
-                names.join(", ")
-            );
-        }
-    }
+    check_names(&args, &header.catalog)?;
     let layers: HashSet<&str> = args.layer.iter().map(|s| s.as_str()).collect();
     let kinds: HashSet<&str> = args.kind.iter().map(|s| s.as_str()).collect();
     let start = header.clock.monotonic_ns;
@@ -162,29 +133,16 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
         trace_input::warn(&path, e);
     };
     if threads <= 1 {
-        let mut printed = 0u64;
-        while let Some(item) = ordered.next() {
-            let rec = match item {
-                Ok(r) => r,
-                Err(e) => {
-                    on_damage(&e);
-                    continue;
-                }
-            };
-            if !filter.keeps(&rec) {
-                continue;
-            }
-            line(&printer, &rec, style, &mut buf);
-            if buf.len() >= 1 << 16 {
-                out.write_all(&buf)?;
-                buf.clear();
-            }
-            printed += 1;
-            if args.count.is_some_and(|c| printed >= c) {
-                break;
-            }
-        }
-        out.write_all(&buf)?;
+        serial(
+            &mut ordered,
+            &filter,
+            &printer,
+            style,
+            args.count,
+            &mut out,
+            &mut buf,
+            &mut on_damage,
+        )?;
     } else {
         out.write_all(&buf)?;
         drop(out);
@@ -212,6 +170,70 @@ pub fn run(args: ParseArgs) -> Result<ExitCode> {
         );
     }
     Ok(trace_input::exit_code(&reader))
+}
+
+/// `--kind` and `--layer` must name kinds and layers the trace has.
+fn check_names(args: &ParseArgs, catalog: &magnet_trace::Catalog) -> Result<()> {
+    for k in &args.kind {
+        if catalog.by_name(k).is_none() {
+            let names: Vec<_> = catalog.kinds.iter().map(|k| k.name.as_str()).collect();
+            anyhow::bail!(
+                "--kind {k}: no such kind in this trace (kinds: {})",
+                names.join(", ")
+            );
+        }
+    }
+    for l in &args.layer {
+        if !catalog.kinds.iter().any(|k| k.layer == *l) {
+            let mut names: Vec<&str> = catalog.kinds.iter().map(|k| k.layer.as_str()).collect();
+            names.sort_unstable();
+            names.dedup();
+            anyhow::bail!(
+                "--layer {l}: no such layer in this trace (layers: {})",
+                names.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Reading, filtering and formatting on this thread: lines are built in
+/// `buf` and written in pieces of 64 KiB.
+#[allow(clippy::too_many_arguments)]
+fn serial<R: std::io::Read>(
+    ordered: &mut ReorderBuffer<'_, R>,
+    filter: &Filter<'_>,
+    printer: &LinePrinter<'_>,
+    style: Style,
+    count: Option<u64>,
+    out: &mut dyn Write,
+    buf: &mut Vec<u8>,
+    on_damage: &mut dyn FnMut(&magnet_trace::TraceError),
+) -> Result<()> {
+    let mut printed = 0u64;
+    while let Some(item) = ordered.next() {
+        let rec = match item {
+            Ok(r) => r,
+            Err(e) => {
+                on_damage(&e);
+                continue;
+            }
+        };
+        if !filter.keeps(&rec) {
+            continue;
+        }
+        line(printer, &rec, style, buf);
+        if buf.len() >= 1 << 16 {
+            out.write_all(buf)?;
+            buf.clear();
+        }
+        printed += 1;
+        if count.is_some_and(|c| printed >= c) {
+            break;
+        }
+    }
+    out.write_all(buf)?;
+    Ok(())
 }
 
 /// Most formatting threads by default.
@@ -353,42 +375,19 @@ fn parallel<R: std::io::Read>(
         for _ in 0..threads {
             let (work_rx, free_text_rx) = (work_rx.clone(), &free_text_rx);
             let (done_tx, free_batch_tx) = (done_tx.clone(), free_batch_tx.clone());
-            s.spawn(move || loop {
-                let next = work_rx.lock().expect("not poisoned").recv();
-                let Ok(batch) = next else { break };
-                let reuse = free_text_rx.lock().expect("not poisoned").try_recv();
-                let mut text = reuse.unwrap_or_else(|_| Vec::with_capacity(batch.bytes.len() * 3));
-                text.clear();
-                for &(a, b, block_offset) in &batch.recs {
-                    let rec = RecordRef {
-                        bytes: &batch.bytes[a..b],
-                        block_offset,
-                    };
-                    line(printer, &rec, style, &mut text);
-                }
-                let seq = batch.seq;
-                let _ = free_batch_tx.send(batch);
-                if done_tx.send((seq, text)).is_err() {
-                    break;
-                }
+            s.spawn(move || {
+                format_batches(
+                    &work_rx,
+                    free_text_rx,
+                    &done_tx,
+                    &free_batch_tx,
+                    printer,
+                    style,
+                )
             });
         }
         drop((done_tx, free_batch_tx, work_rx));
-        let writer = s.spawn(move || -> std::io::Result<()> {
-            let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            let mut next = 0u64;
-            let mut early = std::collections::BTreeMap::new();
-            for (seq, text) in done_rx {
-                early.insert(seq, text);
-                while let Some(text) = early.remove(&next) {
-                    out.write_all(&text)?;
-                    let _ = free_text_tx.send(text);
-                    next += 1;
-                }
-            }
-            out.flush()
-        });
+        let writer = s.spawn(move || write_in_order(done_rx, free_text_tx));
         let mut printed = 0u64;
         let mut seq = 0u64;
         let mut batch = Batch::default();
@@ -433,4 +432,58 @@ fn parallel<R: std::io::Read>(
         writer.join().expect("the writer thread does not panic")?;
         Ok(())
     })
+}
+
+/// A formatting thread of [`parallel`]: takes batches off the shared
+/// queue until it is closed (or the writer has stopped), formats them into
+/// text buffers (reused where the writer gave one back), and hands the text
+/// on with the batch's number.
+fn format_batches(
+    work_rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Batch>>,
+    free_text_rx: &std::sync::Mutex<std::sync::mpsc::Receiver<Vec<u8>>>,
+    done_tx: &std::sync::mpsc::SyncSender<(u64, Vec<u8>)>,
+    free_batch_tx: &std::sync::mpsc::Sender<Batch>,
+    printer: &LinePrinter<'_>,
+    style: Style,
+) {
+    loop {
+        let next = work_rx.lock().expect("not poisoned").recv();
+        let Ok(batch) = next else { return };
+        let reuse = free_text_rx.lock().expect("not poisoned").try_recv();
+        let mut text = reuse.unwrap_or_else(|_| Vec::with_capacity(batch.bytes.len() * 3));
+        text.clear();
+        for &(a, b, block_offset) in &batch.recs {
+            let rec = RecordRef {
+                bytes: &batch.bytes[a..b],
+                block_offset,
+            };
+            line(printer, &rec, style, &mut text);
+        }
+        let seq = batch.seq;
+        let _ = free_batch_tx.send(batch);
+        if done_tx.send((seq, text)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The writer thread of [`parallel`]: puts the batches' text out in batch
+/// order, whatever order the formatting threads finish in.
+fn write_in_order(
+    done_rx: std::sync::mpsc::Receiver<(u64, Vec<u8>)>,
+    free_text_tx: std::sync::mpsc::Sender<Vec<u8>>,
+) -> std::io::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut next = 0u64;
+    let mut early = std::collections::BTreeMap::new();
+    for (seq, text) in done_rx {
+        early.insert(seq, text);
+        while let Some(text) = early.remove(&next) {
+            out.write_all(&text)?;
+            let _ = free_text_tx.send(text);
+            next += 1;
+        }
+    }
+    out.flush()
 }

@@ -218,7 +218,47 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     if args.check {
         return check(&args);
     }
-    let target = if !args.command.is_empty() {
+    let target = target_of(&args)?;
+    let config = config_of(&args)?;
+
+    // SIGHUP and SIGQUIT end a recording as SIGTERM does: with its END block.
+    let signals = magnet_common::stop::Stop::install_ending_on_hangup()
+        .context("installing the signal handler")?;
+    let stop = signals.flag();
+    // A recording with its own end (`-- CMD`, `-d`) cut short by a signal
+    // exits 128+N (docs/exit-codes.md); one that runs until stopped, 0.
+    let has_end = matches!(target, Target::Command(_)) || args.duration.is_some();
+    let (bar, progress) = progress_bar(!args.quiet && std::io::stderr().is_terminal());
+    let summary = magnet_record::record(
+        &config,
+        RunOptions {
+            target,
+            duration: args.duration,
+            stop,
+            progress,
+            ready: ready_line(&args),
+            detached: None,
+        },
+    )?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if args.json {
+        use std::io::Write;
+        writeln!(std::io::stdout(), "{}", summary_json(&summary, &config))?;
+    } else if !args.quiet {
+        // After SIGHUP the terminal may be gone: the trace is closed, say
+        // what it holds where that can still be said.
+        use std::io::Write;
+        let _ = write!(std::io::stderr(), "{}", summary_text(&summary, &config));
+    }
+    Ok(exit_code(&summary, has_end, &signals))
+}
+
+/// What `args` say to trace: a command, pids, or everything (narrowed by
+/// the filters).
+fn target_of(args: &RecordArgs) -> Result<Target> {
+    Ok(if !args.command.is_empty() {
         Target::Command(args.command.clone())
     } else if !args.pid.is_empty() {
         Target::Pids
@@ -226,7 +266,12 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         Target::All
     } else {
         bail!("say what to trace: `-- COMMAND [ARGS]`, `-p PID`, `--comm NAME`, `--cgroup PATH` or `--all`");
-    };
+    })
+}
+
+/// The recorder's settings from the command line; a bad filter expression
+/// or cgroup fails here, before anything is written.
+fn config_of(args: &RecordArgs) -> Result<RecordConfig> {
     let mut config = RecordConfig::new(args.output.clone());
     // The filter first: a bad expression fails before anything is written.
     let expr = args
@@ -260,40 +305,48 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
     config.filters = Filters {
         pids: args.pid.clone(),
         comm: args.comm.clone(),
-        cgroup: match &args.container {
-            Some(id) => {
-                let root = magnet_kernel::cgroup::root().ok_or_else(|| {
-                    anyhow::anyhow!("--container: no cgroup v2 hierarchy is mounted")
-                })?;
-                Some(
-                    magnet_daemon::container::find_container(&root, id)
-                        .map_err(|e| anyhow::anyhow!(e))?,
-                )
-            }
-            None => match &args.cgroup {
-                Some(c) if !c.is_dir() => {
-                    bail!("--cgroup {}: no such cgroup directory", c.display())
-                }
-                Some(c) if !is_cgroup2(c) => bail!(
-                    "--cgroup {}: not a cgroup v2 directory (give one under the cgroup2 mount, e.g. /sys/fs/cgroup/system.slice)",
-                    c.display()
-                ),
-                c => c.clone(),
-            },
-        },
+        cgroup: cgroup_of(args)?,
         port: args.port,
         host: args.host,
         netns: args.netns,
     };
+    Ok(config)
+}
 
-    // SIGHUP and SIGQUIT end a recording as SIGTERM does: with its END block.
-    let signals = magnet_common::stop::Stop::install_ending_on_hangup()
-        .context("installing the signal handler")?;
-    let stop = signals.flag();
-    // A recording with its own end (`-- CMD`, `-d`) cut short by a signal
-    // exits 128+N (docs/exit-codes.md); one that runs until stopped, 0.
-    let has_end = matches!(target, Target::Command(_)) || args.duration.is_some();
-    let status = !args.quiet && std::io::stderr().is_terminal();
+/// The cgroup to trace: `--container`'s, found under the cgroup2 root, or
+/// `--cgroup`, which must be a cgroup v2 directory.
+fn cgroup_of(args: &RecordArgs) -> Result<Option<std::path::PathBuf>> {
+    Ok(match &args.container {
+        Some(id) => {
+            let root = magnet_kernel::cgroup::root().ok_or_else(|| {
+                anyhow::anyhow!("--container: no cgroup v2 hierarchy is mounted")
+            })?;
+            Some(
+                magnet_daemon::container::find_container(&root, id)
+                    .map_err(|e| anyhow::anyhow!(e))?,
+            )
+        }
+        None => match &args.cgroup {
+            Some(c) if !c.is_dir() => {
+                bail!("--cgroup {}: no such cgroup directory", c.display())
+            }
+            Some(c) if !is_cgroup2(c) => bail!(
+                "--cgroup {}: not a cgroup v2 directory (give one under the cgroup2 mount, e.g. /sys/fs/cgroup/system.slice)",
+                c.display()
+            ),
+            c => c.clone(),
+        },
+    })
+}
+
+/// The status spinner (`status`: stderr is a terminal and not --quiet) and
+/// the progress callback that drives it.
+fn progress_bar(
+    status: bool,
+) -> (
+    Option<indicatif::ProgressBar>,
+    Option<magnet_record::ProgressFn>,
+) {
     let bar = status.then(|| {
         let b = indicatif::ProgressBar::new_spinner();
         b.set_style(
@@ -319,36 +372,22 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
         }) as magnet_record::ProgressFn
     });
 
-    let summary = magnet_record::record(
-        &config,
-        RunOptions {
-            target,
-            duration: args.duration,
-            stop,
-            progress,
-            ready: ready_line(&args),
-            detached: None,
-        },
-    )?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    if args.json {
-        use std::io::Write;
-        writeln!(std::io::stdout(), "{}", summary_json(&summary, &config))?;
-    } else if !args.quiet {
-        // After SIGHUP the terminal may be gone: the trace is closed, say
-        // what it holds where that can still be said.
-        use std::io::Write;
-        let _ = write!(std::io::stderr(), "{}", summary_text(&summary, &config));
-    }
-    // The command's status passed on; killed by signal N: 128+N, as a shell says.
+    (bar, progress)
+}
+
+/// The exit status: the command's, passed on (killed by signal N: 128+N, as
+/// a shell says); a recording with its own end cut short by a signal, 128+N.
+fn exit_code(
+    summary: &magnet_record::Summary,
+    has_end: bool,
+    signals: &magnet_common::stop::Stop,
+) -> ExitCode {
     if summary.child_status.is_none() && has_end && summary.end_reason == "interrupted" {
-        return Ok(ExitCode::from(magnet_common::exit::signalled(
+        return ExitCode::from(magnet_common::exit::signalled(
             signals.signal().unwrap_or(libc::SIGINT),
-        )));
+        ));
     }
-    Ok(match summary.child_status {
+    match summary.child_status {
         Some(s) => match s.code() {
             Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
             None => ExitCode::from(magnet_common::exit::signalled(
@@ -356,7 +395,7 @@ pub fn run(args: RecordArgs) -> Result<ExitCode> {
             )),
         },
         None => ExitCode::SUCCESS,
-    })
+    }
 }
 
 /// `magnet record --check`: the hook per kind on this kernel.

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use super::poly::Poly;
-use super::{Expr, Facts, SourceFunc, TypeRef, Use};
+use super::{Expr, Facts, FnDef, SourceFunc, TypeRef, Use};
 
 /// Direct use from prototypes, then indirect use by data flow.
 pub(super) fn indirect(f: &Facts, poly: &Poly, root: &Path, max_levels: u32) -> Vec<SourceFunc> {
@@ -49,65 +49,14 @@ pub(super) fn indirect(f: &Facts, poly: &Poly, root: &Path, max_levels: u32) -> 
         let (cp, upp, cr) = (carry_param.clone(), up_param.clone(), carry_ret.clone());
         for i in 0..n {
             let d = &f.defs[i];
-            // Variables holding an skb in this function.
-            let mut vars: HashSet<&str> = d
-                .params
-                .iter()
-                .zip(&cp[i])
-                .filter(|(_, &c)| c)
-                .map(|((p, _), _)| p.as_str())
-                .collect();
-            let mut local_skb = false;
-            for (v, t) in &d.locals {
-                if skb(t) {
-                    vars.insert(v.as_str());
-                    local_skb = true;
-                }
-            }
-            let mut received = false;
-            for (v, callee) in &d.assigned {
-                if ret_of(&cr, callee) {
-                    vars.insert(v.as_str());
-                    received = true;
-                }
-            }
+            let (vars, local_skb, received) =
+                skb_vars(d, &cp[i], &skb, &|callee| ret_of(&cr, callee));
             let carries = |e: &Expr| match e {
                 Expr::Var(v) => vars.contains(v.as_str()),
                 Expr::CallRet(c) => ret_of(&cr, c),
                 Expr::Other => false,
             };
-            let mut handed = false;
-            let mut new_down: Vec<(usize, usize)> = Vec::new();
-            let mut new_up: Vec<usize> = Vec::new();
-            for call in &d.calls {
-                let Some(targets) = by_name.get(call.callee.as_str()) else {
-                    continue;
-                };
-                for (ai, a) in call.args.iter().enumerate() {
-                    let c = carries(a);
-                    for &g in targets {
-                        if ai >= cp[g].len() {
-                            continue;
-                        }
-                        if c {
-                            handed = true;
-                            if !cp[g][ai] {
-                                new_down.push((g, ai));
-                            }
-                        }
-                        // Up: our parameter passed into a callee's skb slot.
-                        if upp[g][ai] {
-                            if let Expr::Var(v) = a {
-                                if let Some(pi) = d.params.iter().position(|(p, _)| p == v) {
-                                    if !upp[i][pi] {
-                                        new_up.push(pi);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+            let (handed, new_down, new_up) = call_flows(d, i, &by_name, &cp, &upp, &carries);
             // A return carries when it is an skb kept in a local, or the
             // result of a call declared to return one; not a parameter
             // handed back (that would make every identity helper such as
@@ -154,6 +103,93 @@ pub(super) fn indirect(f: &Facts, poly: &Poly, root: &Path, max_levels: u32) -> 
             break;
         }
     }
+    source_funcs(f, how, root)
+}
+
+/// The variables that hold an skb in `d`: its parameters that carry one
+/// (`carried`), its locals of an skb type, and those assigned from a call
+/// that returns one. Also whether it has such a local, and whether it
+/// received one from a call.
+fn skb_vars<'d>(
+    d: &'d FnDef,
+    carried: &[bool],
+    skb: &dyn Fn(&TypeRef) -> bool,
+    returns_skb: &dyn Fn(&str) -> bool,
+) -> (HashSet<&'d str>, bool, bool) {
+    // Variables holding an skb in this function.
+    let mut vars: HashSet<&str> = d
+        .params
+        .iter()
+        .zip(carried)
+        .filter(|(_, &c)| c)
+        .map(|((p, _), _)| p.as_str())
+        .collect();
+    let mut local_skb = false;
+    for (v, t) in &d.locals {
+        if skb(t) {
+            vars.insert(v.as_str());
+            local_skb = true;
+        }
+    }
+    let mut received = false;
+    for (v, callee) in &d.assigned {
+        if returns_skb(callee) {
+            vars.insert(v.as_str());
+            received = true;
+        }
+    }
+    (vars, local_skb, received)
+}
+
+/// The flows through `d`'s calls (`d` is function `i`): whether it hands an
+/// skb to a callee, the callees' parameters that newly carry one (down),
+/// and its own parameters passed into a callee's skb slot (up).
+fn call_flows(
+    d: &FnDef,
+    i: usize,
+    by_name: &HashMap<&str, Vec<usize>>,
+    cp: &[Vec<bool>],
+    upp: &[Vec<bool>],
+    carries: &dyn Fn(&Expr) -> bool,
+) -> (bool, Vec<(usize, usize)>, Vec<usize>) {
+    let mut handed = false;
+    let mut new_down: Vec<(usize, usize)> = Vec::new();
+    let mut new_up: Vec<usize> = Vec::new();
+    for call in &d.calls {
+        let Some(targets) = by_name.get(call.callee.as_str()) else {
+            continue;
+        };
+        for (ai, a) in call.args.iter().enumerate() {
+            let c = carries(a);
+            for &g in targets {
+                if ai >= cp[g].len() {
+                    continue;
+                }
+                if c {
+                    handed = true;
+                    if !cp[g][ai] {
+                        new_down.push((g, ai));
+                    }
+                }
+                // Up: our parameter passed into a callee's skb slot.
+                if upp[g][ai] {
+                    if let Expr::Var(v) = a {
+                        if let Some(pi) = d.params.iter().position(|(p, _)| p == v) {
+                            if !upp[i][pi] {
+                                new_up.push(pi);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (handed, new_down, new_up)
+}
+
+/// The functions found, with how and at which level, their files relative
+/// to `root`.
+fn source_funcs(f: &Facts, how: Vec<Option<(Use, u32)>>, root: &Path) -> Vec<SourceFunc> {
     f.defs
         .iter()
         .zip(how)

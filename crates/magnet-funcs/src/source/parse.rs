@@ -160,6 +160,26 @@ pub(super) fn function(n: Node, src: &[u8], file: u32) -> Option<FnDef> {
         let mut t = TypeRef::default();
         declarator_name(fdecl.child_by_field_name("declarator")?, src, &mut t)?
     };
+    let params = parameters(fdecl, src);
+    let mut def = FnDef {
+        name,
+        file,
+        ret,
+        params,
+        locals: Vec::new(),
+        calls: Vec::new(),
+        assigned: Vec::new(),
+        returns: Vec::new(),
+    };
+    if let Some(body) = n.child_by_field_name("body") {
+        scan_body(body, src, &mut def);
+    }
+    Some(def)
+}
+
+/// A function declarator's parameters, named where they have a name;
+/// `f(void)` has none.
+fn parameters(fdecl: Node, src: &[u8]) -> Vec<(String, TypeRef)> {
     let mut params = Vec::new();
     if let Some(pl) = fdecl.child_by_field_name("parameters") {
         let mut c = pl.walk();
@@ -185,81 +205,74 @@ pub(super) fn function(n: Node, src: &[u8], file: u32) -> Option<FnDef> {
             params.clear();
         }
     }
-    let mut def = FnDef {
-        name,
-        file,
-        ret,
-        params,
-        locals: Vec::new(),
-        calls: Vec::new(),
-        assigned: Vec::new(),
-        returns: Vec::new(),
-    };
-    if let Some(body) = n.child_by_field_name("body") {
-        let mut stack = vec![body];
-        while let Some(x) = stack.pop() {
-            match x.kind() {
-                "declaration" => {
-                    let ty = x.child_by_field_name("type");
-                    let mut dc = x.walk();
-                    for d in x.children_by_field_name("declarator", &mut dc) {
-                        let mut t = TypeRef::default();
-                        if let Some(ty) = ty {
-                            type_names(ty, src, &mut t);
-                        }
-                        if let Some(v) = declarator_name(d, src, &mut t) {
-                            if d.kind() == "init_declarator" {
-                                if let Some(Expr::CallRet(f)) =
-                                    d.child_by_field_name("value").map(|e| expr(e, src))
-                                {
-                                    def.assigned.push((v.clone(), f));
-                                }
+    params
+}
+
+/// What a function's body says for the data flow: its locals, calls,
+/// assignments from calls and returns (in any nesting).
+fn scan_body(body: Node, src: &[u8], def: &mut FnDef) {
+    let mut stack = vec![body];
+    while let Some(x) = stack.pop() {
+        match x.kind() {
+            "declaration" => {
+                let ty = x.child_by_field_name("type");
+                let mut dc = x.walk();
+                for d in x.children_by_field_name("declarator", &mut dc) {
+                    let mut t = TypeRef::default();
+                    if let Some(ty) = ty {
+                        type_names(ty, src, &mut t);
+                    }
+                    if let Some(v) = declarator_name(d, src, &mut t) {
+                        if d.kind() == "init_declarator" {
+                            if let Some(Expr::CallRet(f)) =
+                                d.child_by_field_name("value").map(|e| expr(e, src))
+                            {
+                                def.assigned.push((v.clone(), f));
                             }
-                            def.locals.push((v, t));
                         }
+                        def.locals.push((v, t));
                     }
                 }
-                "call_expression" => {
-                    if let Some(f) = x.child_by_field_name("function") {
-                        if f.kind() == "identifier" {
-                            let mut args = Vec::new();
-                            if let Some(al) = x.child_by_field_name("arguments") {
-                                let mut c = al.walk();
-                                for a in al.named_children(&mut c) {
-                                    if a.kind() != "comment" {
-                                        args.push(expr(a, src));
-                                    }
-                                }
-                            }
-                            def.calls.push(Call {
-                                callee: text(f, src).to_string(),
-                                args,
-                            });
-                        }
-                    }
-                }
-                "assignment_expression" => {
-                    if let (Some(l), Some(r)) = (
-                        x.child_by_field_name("left"),
-                        x.child_by_field_name("right"),
-                    ) {
-                        if let (Expr::Var(v), Expr::CallRet(f)) = (expr(l, src), expr(r, src)) {
-                            def.assigned.push((v, f));
-                        }
-                    }
-                }
-                "return_statement" => {
-                    if let Some(e) = x.named_child(0) {
-                        def.returns.push(expr(e, src));
-                    }
-                }
-                _ => {}
             }
-            let mut c = x.walk();
-            stack.extend(x.named_children(&mut c));
+            "call_expression" => {
+                if let Some(f) = x.child_by_field_name("function") {
+                    if f.kind() == "identifier" {
+                        let mut args = Vec::new();
+                        if let Some(al) = x.child_by_field_name("arguments") {
+                            let mut c = al.walk();
+                            for a in al.named_children(&mut c) {
+                                if a.kind() != "comment" {
+                                    args.push(expr(a, src));
+                                }
+                            }
+                        }
+                        def.calls.push(Call {
+                            callee: text(f, src).to_string(),
+                            args,
+                        });
+                    }
+                }
+            }
+            "assignment_expression" => {
+                if let (Some(l), Some(r)) = (
+                    x.child_by_field_name("left"),
+                    x.child_by_field_name("right"),
+                ) {
+                    if let (Expr::Var(v), Expr::CallRet(f)) = (expr(l, src), expr(r, src)) {
+                        def.assigned.push((v, f));
+                    }
+                }
+            }
+            "return_statement" => {
+                if let Some(e) = x.named_child(0) {
+                    def.returns.push(expr(e, src));
+                }
+            }
+            _ => {}
         }
+        let mut c = x.walk();
+        stack.extend(x.named_children(&mut c));
     }
-    Some(def)
 }
 
 pub(super) fn scan_file(

@@ -18,10 +18,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use libbpf_rs::{MapCore, MapFlags, MapHandle, RingBufferBuilder};
 use magnet_trace::block::BlockBuilder;
 use magnet_trace::catalog::kind;
-use magnet_trace::events::{CpuStats, Hdr, Lost};
+use magnet_trace::events::{Hdr, Lost};
 use magnet_trace::{Footer, Header, KindIndex, TraceWriter};
 
 use super::host::monotonic_now;
+use super::kernel_maps::{read_batches, read_kernel_stats, residual_lost_record, KernelStats};
 use super::{Progress, RunOptions, Summary};
 use crate::config::RecordConfig;
 
@@ -176,16 +177,7 @@ pub(super) fn run(
         if let Some(cb) = opts.progress.as_mut() {
             if last_progress.elapsed() >= Duration::from_millis(500) {
                 last_progress = Instant::now();
-                let d = drain.borrow();
-                let lost = read_kernel_stats(kernel.cpu_stats)
-                    .map(|s| s.lost_total)
-                    .unwrap_or(0);
-                cb(&Progress {
-                    elapsed: started.elapsed(),
-                    records: d.records,
-                    bytes: d.bytes,
-                    lost,
-                });
+                report_progress(cb, started, &drain.borrow(), &kernel);
             }
         }
     }
@@ -198,18 +190,7 @@ pub(super) fn run(
     rb.consume()?;
     drop(rb);
     let mut d = drain.into_inner();
-    // What each CPU's batch still holds (no program runs any more).
-    for batch in read_batches(kernel.batches)? {
-        d.push_ring(&batch);
-    }
-    let stats = read_kernel_stats(kernel.cpu_stats)?;
-    for (cpu, &n) in stats.unreported_lost.iter().enumerate() {
-        if n > 0 {
-            let rec = residual_lost_record(cpu as u16, n);
-            d.push(&rec);
-        }
-    }
-    d.flush();
+    let stats = drain_leftovers(&mut d, &kernel)?;
     let drain_cpu = thread_cpu().saturating_sub(cpu_at_start);
     let measured = meter.stop();
     if let Some(mut c) = child.take() {
@@ -227,6 +208,44 @@ pub(super) fn run(
         drain_cpu,
         measured,
     })
+}
+
+/// Says how the recording goes: time, records, bytes, and what the kernel
+/// lost so far.
+fn report_progress(
+    cb: &mut dyn FnMut(&Progress),
+    started: Instant,
+    d: &Drain,
+    kernel: &KernelMaps<'_>,
+) {
+    let lost = read_kernel_stats(kernel.cpu_stats)
+        .map(|s| s.lost_total)
+        .unwrap_or(0);
+    cb(&Progress {
+        elapsed: started.elapsed(),
+        records: d.records,
+        bytes: d.bytes,
+        lost,
+    });
+}
+
+/// After the programs are detached: what each CPU's batch still holds, and
+/// a LOST record per CPU for losses the kernel counted but had not
+/// reported in the rings. Returns the kernel's final counts.
+fn drain_leftovers(d: &mut Drain, kernel: &KernelMaps<'_>) -> Result<KernelStats> {
+    // No program runs any more: the batches are final.
+    for batch in read_batches(kernel.batches)? {
+        d.push_ring(&batch);
+    }
+    let stats = read_kernel_stats(kernel.cpu_stats)?;
+    for (cpu, &n) in stats.unreported_lost.iter().enumerate() {
+        if n > 0 {
+            let rec = residual_lost_record(cpu as u16, n);
+            d.push(&rec);
+        }
+    }
+    d.flush();
+    Ok(stats)
 }
 
 /// Closes the trace: the END block with the run's totals, then waits for the
@@ -487,89 +506,10 @@ impl Drain {
     }
 }
 
-/// Per-CPU counters from the kernel (struct mg_cpu_stats).
-pub(super) struct KernelStats {
-    unreported_lost: Vec<u64>,
-    lost_total: u64,
-    /// Events lost by kind; the kernel counts only loss (no per-event
-    /// counter on the hot path), so generated = recorded + lost.
-    lost_kind: Vec<u64>,
-}
-
-pub(super) fn read_kernel_stats(map: &dyn MapCore) -> Result<KernelStats> {
-    let key = 0u32.to_ne_bytes();
-    let per_cpu = map
-        .lookup_percpu(&key, MapFlags::ANY)?
-        .ok_or_else(|| anyhow!("cpu_stats map is empty"))?;
-    let mut s = KernelStats {
-        unreported_lost: Vec::new(),
-        lost_total: 0,
-        lost_kind: vec![0; kind::MAX as usize],
-    };
-    for cpu in &per_cpu {
-        // Little-endian hosts only (as the trace): native order is the views' order.
-        let c = CpuStats::new_checked(cpu.as_slice()).ok_or_else(|| {
-            anyhow!(
-                "cpu_stats value is {} bytes, not {}",
-                cpu.len(),
-                CpuStats::<&[u8]>::SIZE
-            )
-        })?;
-        s.unreported_lost.push(c.lost());
-        s.lost_total += c.lost_total();
-        for k in 0..kind::MAX as usize {
-            s.lost_kind[k] += c.lost_kind(k);
-        }
-    }
-    Ok(s)
-}
-
-/// Layout of record.bpf.c's `struct batch` (per-CPU map `batches`): u32
-/// depth, u32 len, u64 first_ts, u32 pend[4], then the batch's bytes.
-const BATCH_LEN_AT: usize = 4;
-const BATCH_DATA_AT: usize = 32;
-const BATCH_BYTES: usize = 4096;
-
-/// The bytes each CPU's batch holds (as the ring would carry them), once no
-/// program runs. A CPU whose batch is empty gives nothing.
-pub(super) fn read_batches(map: &dyn MapCore) -> Result<Vec<Vec<u8>>> {
-    let key = 0u32.to_ne_bytes();
-    let per_cpu = map
-        .lookup_percpu(&key, MapFlags::ANY)?
-        .ok_or_else(|| anyhow!("batches map is empty"))?;
-    Ok(per_cpu.iter().filter_map(|v| batch_bytes(v)).collect())
-}
-
-/// The batch in one CPU's value of `batches`, if it holds records.
-fn batch_bytes(value: &[u8]) -> Option<Vec<u8>> {
-    let len =
-        u32::from_ne_bytes(value.get(BATCH_LEN_AT..BATCH_LEN_AT + 4)?.try_into().ok()?) as usize;
-    if len <= 8 || len > BATCH_BYTES {
-        return None;
-    }
-    value
-        .get(BATCH_DATA_AT..BATCH_DATA_AT + len)
-        .map(|b| b.to_vec())
-}
-
-/// A LOST record made in user space (reason 2: counted by the kernel but not
-/// yet reported in the stream when the recording ended).
-pub(super) fn residual_lost_record(cpu: u16, count: u64) -> Vec<u8> {
-    let mut r = vec![0u8; Lost::<&[u8]>::LEN];
-    let mut l = Lost::new_checked(&mut r[..]).expect("LEN bytes");
-    let mut h = l.hdr_mut();
-    h.set_ts_ns(monotonic_now());
-    h.set_kind(kind::LOST);
-    h.set_cpu(cpu);
-    l.set_count(count);
-    l.set_lost_cpu(cpu as u32);
-    l.set_reason(2);
-    r
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recorder::kernel_maps::{batch_bytes, BATCH_BYTES, BATCH_DATA_AT, BATCH_LEN_AT};
     use magnet_trace::events::Sock;
 
     fn rec(kind: u16, ts: u64, len: usize) -> Vec<u8> {

@@ -27,6 +27,7 @@ mod cost;
 mod drain;
 mod frames;
 mod host;
+mod kernel_maps;
 mod snapshot;
 mod targets;
 

@@ -76,37 +76,13 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
             a.offset = Some(x.u64()?);
             a.count = Some(x.u32()? as u64);
         }
-        6 => {
-            let t = x.u32()?;
-            match t {
-                5 => {
-                    x.skip_opaque()?;
-                }
-                3 | 4 => x.skip(8)?,
-                _ => {}
-            }
-            a.component = Some(component(x)?);
-            fattr(x)?;
-        }
+        6 => create_args(x, &mut a)?,
         7 | 30 | 57 => x.skip(8)?,
         8 | 45 | 66 | 67 => stateid(x)?,
         9 => bitmap(x)?,
         10 | 16 | 23 | 24 | 27 | 31 | 32 => {}
         11 | 15 | 28 | 33 => a.component = Some(component(x)?),
-        12 => {
-            x.skip(8)?; // locktype, reclaim
-            a.offset = Some(x.u64()?);
-            a.count = Some(x.u64()?);
-            if x.bool()? {
-                x.u32()?;
-                stateid(x)?;
-                x.u32()?;
-                lock_owner(x)?;
-            } else {
-                stateid(x)?;
-                x.u32()?;
-            }
-        }
+        12 => lock_args(x, &mut a)?,
         13 => {
             x.u32()?;
             a.offset = Some(x.u64()?);
@@ -120,35 +96,7 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
             a.count = Some(x.u64()?);
         }
         17 | 37 => fattr(x)?,
-        18 => {
-            x.skip(12)?; // seqid, share_access, share_deny
-            lock_owner(x)?;
-            if x.u32()? == 1 {
-                a.create = Some(true);
-                match x.u32()? {
-                    0 | 1 => fattr(x)?,
-                    2 => x.skip(8)?,
-                    3 => {
-                        x.skip(8)?;
-                        fattr(x)?;
-                    }
-                    _ => return Err(unsupported(x)),
-                }
-            } else {
-                a.create = Some(false);
-            }
-            match x.u32()? {
-                0 | 3 => a.component = Some(component(x)?),
-                1 => x.skip(4)?,
-                2 => {
-                    stateid(x)?;
-                    a.component = Some(component(x)?);
-                }
-                4 | 6 => {}
-                5 => stateid(x)?,
-                _ => return Err(unsupported(x)),
-            }
-        }
+        18 => open_args(x, &mut a)?,
         19 => x.skip(4)?,
         20 => x.skip(20)?,
         21 => x.skip(28)?,
@@ -158,13 +106,7 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
             a.offset = Some(x.u64()?);
             a.count = Some(x.u32()? as u64);
         }
-        26 => {
-            a.offset = Some(x.u64()?); // cookie
-            x.skip(8)?;
-            a.count = Some(x.u32()? as u64);
-            x.u32()?;
-            bitmap(x)?;
-        }
+        26 => readdir_args(x, &mut a)?,
         29 => {
             a.component = Some(component(x)?);
             a.component2 = Some(component(x)?);
@@ -173,14 +115,7 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
             stateid(x)?;
             fattr(x)?;
         }
-        35 => {
-            x.skip(8)?;
-            x.skip_opaque()?;
-            x.u32()?;
-            x.skip_opaque()?;
-            x.skip_opaque()?;
-            x.u32()?;
-        }
+        35 => setclientid_args(x)?,
         36 => x.skip(16)?,
         38 => {
             stateid(x)?;
@@ -194,32 +129,8 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
             cb_sec_parms(x)?;
         }
         41 => x.skip(24)?,
-        42 => {
-            x.skip(8)?;
-            x.skip_opaque()?;
-            x.u32()?;
-            match x.u32()? {
-                0 => {}
-                1 => {
-                    bitmap(x)?;
-                    bitmap(x)?;
-                }
-                _ => return Err(unsupported(x)),
-            }
-            let n = x.count(4)?;
-            for _ in 0..n.min(1) {
-                x.skip_opaque()?;
-                x.skip_opaque()?;
-                x.skip(12)?;
-            }
-        }
-        43 => {
-            x.skip(16)?;
-            channel_attrs(x)?;
-            channel_attrs(x)?;
-            x.u32()?;
-            cb_sec_parms(x)?;
-        }
+        42 => exchange_id_args(x)?,
+        43 => create_session_args(x)?,
         44 => x.skip(16)?,
         47 => {
             x.skip(24)?;
@@ -252,4 +163,126 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
         _ => return Err(unsupported(x)),
     }
     Ok(a)
+}
+
+/// CREATE: the object's type (a link's target, a device's numbers), its
+/// name and attributes.
+fn create_args(x: &mut Xdr, a: &mut OpArgs) -> XResult<()> {
+    let t = x.u32()?;
+    match t {
+        5 => {
+            x.skip_opaque()?;
+        }
+        3 | 4 => x.skip(8)?,
+        _ => {}
+    }
+    a.component = Some(component(x)?);
+    fattr(x)?;
+    Ok(())
+}
+
+/// LOCK: the range, and the lock owner, new (with its open state) or
+/// existing (with its lock state).
+fn lock_args(x: &mut Xdr, a: &mut OpArgs) -> XResult<()> {
+    x.skip(8)?; // locktype, reclaim
+    a.offset = Some(x.u64()?);
+    a.count = Some(x.u64()?);
+    if x.bool()? {
+        x.u32()?;
+        stateid(x)?;
+        x.u32()?;
+        lock_owner(x)?;
+    } else {
+        stateid(x)?;
+        x.u32()?;
+    }
+    Ok(())
+}
+
+/// OPEN: whether it creates (and how), and how the file is claimed (by
+/// name, by handle, or delegated).
+fn open_args(x: &mut Xdr, a: &mut OpArgs) -> XResult<()> {
+    x.skip(12)?; // seqid, share_access, share_deny
+    lock_owner(x)?;
+    if x.u32()? == 1 {
+        a.create = Some(true);
+        match x.u32()? {
+            0 | 1 => fattr(x)?,
+            2 => x.skip(8)?,
+            3 => {
+                x.skip(8)?;
+                fattr(x)?;
+            }
+            _ => return Err(unsupported(x)),
+        }
+    } else {
+        a.create = Some(false);
+    }
+    match x.u32()? {
+        0 | 3 => a.component = Some(component(x)?),
+        1 => x.skip(4)?,
+        2 => {
+            stateid(x)?;
+            a.component = Some(component(x)?);
+        }
+        4 | 6 => {}
+        5 => stateid(x)?,
+        _ => return Err(unsupported(x)),
+    }
+    Ok(())
+}
+
+/// EXCHANGE_ID: the client owner, state protection, implementation id.
+fn exchange_id_args(x: &mut Xdr) -> XResult<()> {
+    x.skip(8)?;
+    x.skip_opaque()?;
+    x.u32()?;
+    match x.u32()? {
+        0 => {}
+        1 => {
+            bitmap(x)?;
+            bitmap(x)?;
+        }
+        _ => return Err(unsupported(x)),
+    }
+    let n = x.count(4)?;
+    for _ in 0..n.min(1) {
+        x.skip_opaque()?;
+        x.skip_opaque()?;
+        x.skip(12)?;
+    }
+    Ok(())
+}
+
+/// READDIR: the cookie (kept as the offset), the verifier, the counts
+/// and the attributes asked for.
+fn readdir_args(x: &mut Xdr, a: &mut OpArgs) -> XResult<()> {
+    a.offset = Some(x.u64()?); // cookie
+    x.skip(8)?;
+    a.count = Some(x.u32()? as u64);
+    x.u32()?;
+    bitmap(x)?;
+    Ok(())
+}
+
+/// SETCLIENTID: the client's verifier and id, and its callback.
+fn setclientid_args(x: &mut Xdr) -> XResult<()> {
+    x.skip(8)?;
+    x.skip_opaque()?;
+    x.u32()?;
+    x.skip_opaque()?;
+    x.skip_opaque()?;
+    x.u32()?;
+    Ok(())
+}
+
+/// CREATE_SESSION: the client id, the channels' attributes, the callback
+/// program and its security.
+fn create_session_args(x: &mut Xdr) -> XResult<()> {
+    x.skip(16)?;
+    channel_attrs(x)?;
+    channel_attrs(x)?;
+    x.u32()?;
+    cb_sec_parms(x)?;
+    Ok(())
 }

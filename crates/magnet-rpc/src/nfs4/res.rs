@@ -54,53 +54,12 @@ pub(super) fn op_res(op: u32, x: &mut Xdr) -> XResult<OpRes> {
         10 => r.fh = Some(fh4(x)?),
         11 | 28 => change_info(x)?,
         12 => stateid(x)?,
-        18 => {
-            stateid(x)?;
-            change_info(x)?;
-            x.u32()?;
-            bitmap(x)?;
-            match x.u32()? {
-                0 => {}
-                1 => {
-                    stateid(x)?;
-                    x.u32()?;
-                    ace(x)?;
-                }
-                2 => {
-                    stateid(x)?;
-                    x.u32()?;
-                    if x.u32()? == 1 {
-                        x.u64()?;
-                    } else {
-                        x.skip(8)?;
-                    }
-                    ace(x)?;
-                }
-                3 => {
-                    let why = x.u32()?;
-                    if why == 1 || why == 2 {
-                        x.u32()?;
-                    }
-                }
-                _ => return Err(unsupported(x)),
-            }
-        }
+        18 => open_res(x)?,
         25 => {
             r.eof = Some(x.bool()?);
             r.count = Some(x.skip_opaque()? as u64);
         }
-        26 => {
-            x.skip(8)?;
-            while x.bool()? {
-                x.u64()?;
-                let name = component(x)?;
-                fattr(x)?;
-                if r.entries.len() < 100_000 {
-                    r.entries.push(name);
-                }
-            }
-            r.eof = Some(x.bool()?);
-        }
+        26 => readdir_res(x, &mut r)?,
         27 => {
             x.skip_opaque()?;
         }
@@ -116,26 +75,7 @@ pub(super) fn op_res(op: u32, x: &mut Xdr) -> XResult<OpRes> {
             x.skip(12)?;
         }
         41 => x.skip(24)?,
-        42 => {
-            x.skip(16)?;
-            match x.u32()? {
-                0 => {}
-                1 => {
-                    bitmap(x)?;
-                    bitmap(x)?;
-                }
-                _ => return Err(unsupported(x)),
-            }
-            x.u64()?;
-            x.skip_opaque()?;
-            x.skip_opaque()?;
-            let n = x.count(4)?;
-            for _ in 0..n.min(1) {
-                x.skip_opaque()?;
-                x.skip_opaque()?;
-                x.skip(12)?;
-            }
-        }
+        42 => exchange_id_res(x)?,
         43 => {
             x.skip(24)?;
             channel_attrs(x)?;
@@ -159,4 +99,79 @@ impl OpRes {
     fn offset_skip(&mut self, x: &mut Xdr) -> XResult<()> {
         x.u64().map(|_| ())
     }
+}
+
+/// OPEN: the open state, the change, the flags and attributes set, and
+/// the delegation granted (read, write, or none and why).
+fn open_res(x: &mut Xdr) -> XResult<()> {
+    stateid(x)?;
+    change_info(x)?;
+    x.u32()?;
+    bitmap(x)?;
+    match x.u32()? {
+        0 => {}
+        1 => {
+            stateid(x)?;
+            x.u32()?;
+            ace(x)?;
+        }
+        2 => {
+            stateid(x)?;
+            x.u32()?;
+            if x.u32()? == 1 {
+                x.u64()?;
+            } else {
+                x.skip(8)?;
+            }
+            ace(x)?;
+        }
+        3 => {
+            let why = x.u32()?;
+            if why == 1 || why == 2 {
+                x.u32()?;
+            }
+        }
+        _ => return Err(unsupported(x)),
+    }
+    Ok(())
+}
+
+/// READDIR: the entries' names (at most 100,000 kept) and whether the
+/// directory ended.
+fn readdir_res(x: &mut Xdr, r: &mut OpRes) -> XResult<()> {
+    x.skip(8)?;
+    while x.bool()? {
+        x.u64()?;
+        let name = component(x)?;
+        fattr(x)?;
+        if r.entries.len() < 100_000 {
+            r.entries.push(name);
+        }
+    }
+    r.eof = Some(x.bool()?);
+    Ok(())
+}
+
+/// EXCHANGE_ID: the client id, state protection, server owner and scope,
+/// implementation id.
+fn exchange_id_res(x: &mut Xdr) -> XResult<()> {
+    x.skip(16)?;
+    match x.u32()? {
+        0 => {}
+        1 => {
+            bitmap(x)?;
+            bitmap(x)?;
+        }
+        _ => return Err(unsupported(x)),
+    }
+    x.u64()?;
+    x.skip_opaque()?;
+    x.skip_opaque()?;
+    let n = x.count(4)?;
+    for _ in 0..n.min(1) {
+        x.skip_opaque()?;
+        x.skip_opaque()?;
+        x.skip(12)?;
+    }
+    Ok(())
 }

@@ -43,23 +43,7 @@ impl Run {
         let o = v
             .as_object()
             .ok_or_else(|| bad("not a JSON object".into()))?;
-        let series_of = |key: &str| -> Result<Option<Vec<u64>>, Error> {
-            match o.get(key) {
-                None => Ok(None),
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .enumerate()
-                    .map(|(i, x)| {
-                        // Meta's files hold integers, some tools write floats.
-                        x.as_u64()
-                            .or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f.round() as u64))
-                            .ok_or_else(|| bad(format!("{key}[{i}] is not a non-negative number")))
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-                    .map(Some),
-                Some(_) => Err(bad(format!("{key} is not an array"))),
-            }
-        };
+        let series_of = |key: &str| number_series(o, key, &bad);
         let ingress =
             series_of("ingressBytes")?.ok_or_else(|| bad("no ingressBytes series".into()))?;
         let len = ingress.len();
@@ -93,32 +77,7 @@ impl Run {
             }
             series.push(s);
         }
-        let sketch = match o.get("connectionSketch") {
-            None => None,
-            Some(Value::Array(a)) => {
-                let parsed = a
-                    .iter()
-                    .enumerate()
-                    .map(|(i, x)| {
-                        let s = x.as_str().filter(|s| s.len() == 32);
-                        let hi = s.and_then(|s| u64::from_str_radix(&s[..16], 16).ok());
-                        let lo = s.and_then(|s| u64::from_str_radix(&s[16..], 16).ok());
-                        match (lo, hi) {
-                            (Some(lo), Some(hi)) => Ok([lo, hi]),
-                            _ => Err(bad(format!("connectionSketch[{i}] is not 32 hex digits"))),
-                        }
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                if parsed.len() != len {
-                    return Err(bad(format!(
-                        "connectionSketch has {} buckets, ingressBytes has {len}",
-                        parsed.len()
-                    )));
-                }
-                Some(parsed)
-            }
-            Some(_) => return Err(bad("connectionSketch is not an array".into())),
-        };
+        let sketch = connection_sketch(o, len, &bad)?;
         let connections = match series_of("connections")? {
             Some(c) if c.len() == len => c,
             Some(c) => {
@@ -139,4 +98,63 @@ impl Run {
             sketch,
         })
     }
+}
+
+/// The series under `key` (None where there is none): non-negative numbers,
+/// integers or (as some tools write them) floats, rounded.
+fn number_series(
+    o: &serde_json::Map<String, Value>,
+    key: &str,
+    bad: &dyn Fn(String) -> Error,
+) -> Result<Option<Vec<u64>>, Error> {
+    match o.get(key) {
+        None => Ok(None),
+        Some(Value::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                // Meta's files hold integers, some tools write floats.
+                x.as_u64()
+                    .or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f.round() as u64))
+                    .ok_or_else(|| bad(format!("{key}[{i}] is not a non-negative number")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(bad(format!("{key} is not an array"))),
+    }
+}
+
+/// The per-bucket connection sketches (`connectionSketch`, 32 hex digits
+/// each, one per bucket of the `len`), None where the file has none.
+fn connection_sketch(
+    o: &serde_json::Map<String, Value>,
+    len: usize,
+    bad: &dyn Fn(String) -> Error,
+) -> Result<Option<Vec<[u64; 2]>>, Error> {
+    Ok(match o.get("connectionSketch") {
+        None => None,
+        Some(Value::Array(a)) => {
+            let parsed = a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let s = x.as_str().filter(|s| s.len() == 32);
+                    let hi = s.and_then(|s| u64::from_str_radix(&s[..16], 16).ok());
+                    let lo = s.and_then(|s| u64::from_str_radix(&s[16..], 16).ok());
+                    match (lo, hi) {
+                        (Some(lo), Some(hi)) => Ok([lo, hi]),
+                        _ => Err(bad(format!("connectionSketch[{i}] is not 32 hex digits"))),
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            if parsed.len() != len {
+                return Err(bad(format!(
+                    "connectionSketch has {} buckets, ingressBytes has {len}",
+                    parsed.len()
+                )));
+            }
+            Some(parsed)
+        }
+        Some(_) => return Err(bad("connectionSketch is not an array".into())),
+    })
 }
