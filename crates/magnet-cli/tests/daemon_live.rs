@@ -382,6 +382,117 @@ fn prometheus_reads_the_latency_histograms() {
     assert!(d.stop().success());
 }
 
+/// An instant query's whole answer (`status`, `data.result`), or why not.
+fn prom_query(port: u16, query: &str) -> Result<serde_json::Value, String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    write!(
+        s,
+        "GET /api/v1/query?query={} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
+        urlencode(query)
+    )
+    .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).map_err(|e| e.to_string())?;
+    let (_, body) = out.split_once("\r\n\r\n").ok_or("no HTTP body")?;
+    serde_json::from_str(body).map_err(|e| format!("{e}: {body}"))
+}
+
+/// The Grafana dashboard (grafana/magnet.json): every panel's query, with the
+/// dashboard's variables filled in, runs on a real Prometheus that scrapes
+/// magnetd while a known transfer runs; none is refused, and the panels that
+/// this traffic must fill (application and interface rates, connections, the
+/// selected connection's bytes and latency quantiles, magnetd's cost) return
+/// series.
+#[test]
+fn grafana_dashboard_queries_run_on_prometheus() {
+    if !live_or_skip(
+        "grafana_dashboard_queries_run_on_prometheus",
+        &[Need::Btf, Need::Tool("prometheus")],
+    ) {
+        return;
+    }
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../grafana/magnet.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let d = Daemon::start(&format!(
+        "packet_hooks = \"always\"\n[metrics]\nconnection_ports = [{port}]\nmax_connection_series = 10\n"
+    ));
+    let (mut prom, pport, _pdir) = prometheus(d.http);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    assert_eq!(
+        prom_value(pport, "up{job=\"magnetd\"}", deadline).as_deref(),
+        Some("1"),
+        "magnetd's scrape target is not up"
+    );
+    // The traffic runs across several scrapes (1,000 B every 50 ms for 5 s),
+    // so that the rates and the latency histograms' rates see it move.
+    let reader = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        while s.read(&mut buf).unwrap() > 0 {}
+        s
+    });
+    let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    for _ in 0..100 {
+        client.write_all(&[7u8; 1000]).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    client.shutdown(Shutdown::Write).unwrap();
+    let server = reader.join().unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let must_fill = [
+        "Application: bytes per second",
+        "Application: calls per second",
+        "Interfaces: bits per second",
+        "Connections",
+        "Selected connections: app bytes per second",
+        "Selected connections: wire-to-app latency p50 / p99",
+        "What magnetd costs: share of the machine's CPU",
+    ];
+    let mut problems = Vec::new();
+    let panels = dash["panels"].as_array().unwrap();
+    assert!(panels.len() >= 10, "{} panels", panels.len());
+    for panel in panels {
+        let title = panel["title"].as_str().unwrap();
+        for t in panel["targets"].as_array().unwrap() {
+            let expr = t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$job", "magnetd")
+                .replace("$__rate_interval", "1m");
+            match prom_query(pport, &expr) {
+                Err(e) => problems.push(format!("{title}: {expr}: {e}")),
+                Ok(v) if v["status"] != "success" => {
+                    problems.push(format!("{title}: {expr}: {}", v["error"]))
+                }
+                Ok(v) => {
+                    let series = v["data"]["result"].as_array().map_or(0, |r| {
+                        r.iter()
+                            .filter(|s| s["value"][1].as_str().is_some_and(|x| x != "NaN"))
+                            .count()
+                    });
+                    if must_fill.contains(&title) && series == 0 {
+                        problems.push(format!("{title}: {expr}: no series"));
+                    }
+                }
+            }
+        }
+    }
+    let _ = prom.kill();
+    let _ = prom.wait();
+    assert!(problems.is_empty(), "{problems:#?}");
+    drop((client, server));
+    assert!(d.stop().success());
+}
+
 #[test]
 fn prometheus_scrapes_exact_counts_of_a_known_workload() {
     if !live_or_skip(
