@@ -12,17 +12,18 @@ use std::collections::BTreeMap;
 use magnet_client::Connection;
 use serde::Serialize;
 
-/// What a row stands for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a row stands for (`magnet top --by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Group {
+    #[value(name = "conn")]
     Connection,
     Pid,
     Comm,
     Cgroup,
 }
 
-/// The column rows are sorted by, largest first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The column rows are sorted by, largest first (`magnet top --sort`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum SortKey {
     /// App bytes per second, both directions.
     Rate,

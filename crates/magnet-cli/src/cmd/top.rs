@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use magnet_top::{Filter, Group, SortKey};
 
 const AFTER_HELP: &str = "\
@@ -40,11 +40,11 @@ pub struct TopArgs {
     #[arg(long)]
     batch: bool,
     /// One line per connection, process, command or cgroup.
-    #[arg(long = "by", value_enum, default_value_t = ByArg::Conn)]
-    by: ByArg,
+    #[arg(long = "by", value_enum, default_value_t = Group::Connection)]
+    by: Group,
     /// The column to sort by, largest first.
-    #[arg(long, value_enum, default_value_t = SortArg::Rate)]
-    sort: SortArg,
+    #[arg(long, value_enum, default_value_t = SortKey::Rate)]
+    sort: SortKey,
     /// Only this process's connections (repeat for more).
     #[arg(short = 'p', long = "pid", value_name = "PID")]
     pids: Vec<u32>,
@@ -74,28 +74,6 @@ pub struct TopArgs {
     socket: PathBuf,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ByArg {
-    Conn,
-    Pid,
-    Comm,
-    Cgroup,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum SortArg {
-    /// App bytes per second, both ways.
-    Rate,
-    Tx,
-    Rx,
-    Calls,
-    Retrans,
-    /// The larger p99 latency.
-    Latency,
-    /// App bytes since magnetd first saw the connection.
-    Total,
-}
-
 #[derive(serde::Serialize)]
 struct Update<'a> {
     schema: &'static str,
@@ -122,21 +100,7 @@ pub fn run(a: TopArgs) -> anyhow::Result<ExitCode> {
         "--interval {}: give at least 100ms",
         magnet_common::units::format_duration(a.interval)
     );
-    let group = match a.by {
-        ByArg::Conn => Group::Connection,
-        ByArg::Pid => Group::Pid,
-        ByArg::Comm => Group::Comm,
-        ByArg::Cgroup => Group::Cgroup,
-    };
-    let sort = match a.sort {
-        SortArg::Rate => SortKey::Rate,
-        SortArg::Tx => SortKey::Tx,
-        SortArg::Rx => SortKey::Rx,
-        SortArg::Calls => SortKey::Calls,
-        SortArg::Retrans => SortKey::Retrans,
-        SortArg::Latency => SortKey::Latency,
-        SortArg::Total => SortKey::Total,
-    };
+    let (group, sort) = (a.by, a.sort);
     let filter = Filter {
         pids: a.pids.clone(),
         comms: a.comm.clone(),
