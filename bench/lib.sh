@@ -12,6 +12,11 @@
 #   bench_root NAME WHY       exit 2 unless root.
 #   bench_magnet NAME         prints $MAGNET, else the newest built binary (release
 #                             first), else says how to build one and exits 2.
+#   bench_netns_pair NA NB VA VB ADDR_A ADDR_B
+#                             two network namespaces joined by a veth pair (VA in NA
+#                             with ADDR_A/24, VB in NB with ADDR_B/24), loopback and
+#                             both ends up.
+#   bench_netns_del NA NB     kills what runs in them and deletes them (cleanup).
 
 bench_pkg() { # tool -> "setup-part package"
     case $1 in
@@ -68,4 +73,25 @@ bench_magnet() {
     done
     echo "$name: no magnet binary: build one (cargo build --release -p magnet-cli) or set MAGNET=/path/to/magnet" >&2
     exit 2
+}
+
+bench_netns_pair() {
+    local na=$1 nb=$2 va=$3 vb=$4 aa=$5 ab=$6
+    ip netns add "$na"
+    ip netns add "$nb"
+    ip link add "$va" netns "$na" type veth peer name "$vb" netns "$nb"
+    ip -n "$na" addr add "$aa/24" dev "$va"
+    ip -n "$nb" addr add "$ab/24" dev "$vb"
+    ip -n "$na" link set lo up
+    ip -n "$nb" link set lo up
+    ip -n "$na" link set "$va" up
+    ip -n "$nb" link set "$vb" up
+}
+
+bench_netns_del() {
+    local n
+    for n in "$@"; do ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null; done
+    sleep 0.3
+    for n in "$@"; do ip netns del "$n" 2>/dev/null; done
+    return 0
 }

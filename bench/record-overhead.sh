@@ -86,24 +86,13 @@ bgpids=()
 cleanup() {
     set +e
     for p in "${bgpids[@]}"; do kill "$p" 2>/dev/null; done
-    ip netns pids "$NA" 2>/dev/null | xargs -r kill 2>/dev/null
-    ip netns pids "$NB" 2>/dev/null | xargs -r kill 2>/dev/null
-    sleep 0.3
-    ip netns del "$NA" 2>/dev/null
-    ip netns del "$NB" 2>/dev/null
+    bench_netns_del "$NA" "$NB"
     rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ip netns add "$NA"
-ip netns add "$NB"
-ip link add "$VA" netns "$NA" type veth peer name "$VB" netns "$NB"
-ip -n "$NA" addr add $AA/24 dev "$VA"
-ip -n "$NB" addr add $AB/24 dev "$VB"
-for n in "$NA" "$NB"; do ip -n "$n" link set lo up; done
-ip -n "$NA" link set "$VA" up
-ip -n "$NB" link set "$VB" up
+bench_netns_pair "$NA" "$NB" "$VA" "$VB" $AA $AB
 
 cpu_busy() { # prints "busy_ticks total_ticks" of all CPUs
     awk '/^cpu /{b=$2+$3+$4+$7+$8; t=0; for(i=2;i<=9;i++) t+=$i; print b, t; exit}' /proc/stat

@@ -68,24 +68,13 @@ srv=""
 cleanup() {
     set +e
     [[ -n $srv ]] && kill "$srv" 2>/dev/null
-    ip netns pids "$NA" 2>/dev/null | xargs -r kill 2>/dev/null
-    ip netns pids "$NB" 2>/dev/null | xargs -r kill 2>/dev/null
-    sleep 0.3
-    ip netns del "$NA" 2>/dev/null
-    ip netns del "$NB" 2>/dev/null
+    bench_netns_del "$NA" "$NB"
     rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-ip netns add "$NA"
-ip netns add "$NB"
-ip link add "$VA" netns "$NA" type veth peer name "$VB" netns "$NB"
-ip -n "$NA" addr add 10.233.0.1/24 dev "$VA"
-ip -n "$NB" addr add $AB/24 dev "$VB"
-for n in "$NA" "$NB"; do ip -n "$n" link set lo up; done
-ip -n "$NA" link set "$VA" up
-ip -n "$NB" link set "$VB" up
+bench_netns_pair "$NA" "$NB" "$VA" "$VB" 10.233.0.1 $AB
 ip netns exec "$NA" ethtool -K "$VA" tso off gso off gro off >/dev/null
 ip netns exec "$NB" ethtool -K "$VB" tso off gso off gro off >/dev/null
 
