@@ -225,7 +225,9 @@ struct mg_dev {
 	__u32 len;     /* the frame, link header included (dev_rx too) */
 	__s32 rc;
 	__u16 ethertype;
-	__u16 _pad0;
+	__u16 link_type; /* the device's ARPHRD_* type (1 Ethernet, 772 loopback, 65534
+	                  * none: tun, wireguard): whether frames have a link header;
+	                  * 0 in traces written before it was recorded */
 };
 
 /* record --snaplen N: written right after a dev_start_xmit or dev_rx record,

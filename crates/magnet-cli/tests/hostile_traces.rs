@@ -31,6 +31,7 @@ fn trace() -> (Vec<u8>, Vec<usize>) {
         netns: 1,
         ifindex: 3,
         name: HOSTILE.into(),
+        later: false,
     }];
     let mut w = TraceWriter::new(Vec::new(), &header).unwrap();
     let mut recorded = std::collections::BTreeMap::<String, u64>::new();

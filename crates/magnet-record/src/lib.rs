@@ -162,7 +162,7 @@ mod layout {
             c,
             kind::DEV_XMIT,
             types::mg_dev,
-            [cookie, pkt_id, ifindex, len, rc, ethertype]
+            [cookie, pkt_id, ifindex, len, rc, ethertype, link_type]
         );
         check!(
             c,

@@ -95,7 +95,11 @@ pub fn netns_inode(spec: &str) -> Result<u64, String> {
 /// Interfaces of every namespace [`namespaces`] names. A namespace that cannot
 /// be entered is left out; this never fails.
 pub fn all_interfaces() -> Vec<Interface> {
-    let paths = namespaces();
+    interfaces_of(namespaces())
+}
+
+/// Interfaces of the namespaces `paths` enter (inode → path).
+fn interfaces_of(paths: BTreeMap<u64, std::path::PathBuf>) -> Vec<Interface> {
     let mut out = Vec::new();
     for (ino, path) in paths {
         // setns() changes only the calling thread: a short-lived one per namespace.
@@ -117,8 +121,68 @@ pub fn all_interfaces() -> Vec<Interface> {
                 netns: ino,
                 ifindex,
                 name,
+                later: false,
             });
         }
     }
     out
+}
+
+/// Devices made during a recording, for the END block: device events carry
+/// only an ifindex, and a device made after the header was written (a tun
+/// device a test opens, a container's veth) would otherwise have no name.
+/// [`DeviceWatch::tick`] rescans every namespace's devices; with many
+/// namespaces it rescans less often (each scan enters every namespace), and a
+/// device made and gone between two scans stays unnamed.
+pub struct DeviceWatch {
+    seen: std::collections::BTreeSet<(u64, u32, String)>,
+    later: Vec<Interface>,
+    ticks: u64,
+    /// Ticks between scans: one per 16 namespaces of the last scan.
+    every: u64,
+}
+
+impl DeviceWatch {
+    /// Watches for devices not among `at_start` (the header's).
+    pub fn new(at_start: &[Interface]) -> Self {
+        let namespaces: std::collections::BTreeSet<u64> =
+            at_start.iter().map(|i| i.netns).collect();
+        DeviceWatch {
+            seen: at_start
+                .iter()
+                .map(|i| (i.netns, i.ifindex, i.name.clone()))
+                .collect(),
+            later: Vec::new(),
+            ticks: 0,
+            every: Self::every(namespaces.len()),
+        }
+    }
+
+    fn every(namespaces: usize) -> u64 {
+        (namespaces as u64 / 16).max(1)
+    }
+
+    /// Called about once a second: scans when it is time to.
+    pub fn tick(&mut self) {
+        self.ticks += 1;
+        if self.ticks % self.every == 0 {
+            self.scan();
+        }
+    }
+
+    /// Lists every namespace's devices now, keeping the new ones.
+    pub fn scan(&mut self) {
+        let paths = namespaces();
+        self.every = Self::every(paths.len());
+        for i in interfaces_of(paths) {
+            if self.seen.insert((i.netns, i.ifindex, i.name.clone())) {
+                self.later.push(i);
+            }
+        }
+    }
+
+    /// The devices found that the header did not list.
+    pub fn later(&self) -> &[Interface] {
+        &self.later
+    }
 }

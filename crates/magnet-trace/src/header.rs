@@ -61,6 +61,8 @@ pub struct Header {
     /// Network interfaces when the recording started, in every network namespace
     /// the recorder could enter: device events carry only an ifindex, and these
     /// give it a name (`magnet pcap` names its interface blocks with them).
+    /// A reader of a file adds those the END block lists as made during the
+    /// recording ([`Footer::interfaces_later`], marked `later`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interfaces: Vec<Interface>,
 }
@@ -72,9 +74,27 @@ pub struct Interface {
     pub netns: u64,
     pub ifindex: u32,
     pub name: String,
+    /// Made during the recording (from the END block), not there at its start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub later: bool,
 }
 
 impl Header {
+    /// Adds devices made during the recording (the END block's
+    /// [`Footer::interfaces_later`]), marked `later`, each once.
+    pub fn add_later_interfaces(&mut self, later: Vec<Interface>) {
+        for mut i in later {
+            let known = self
+                .interfaces
+                .iter()
+                .any(|k| (k.netns, k.ifindex, &k.name) == (i.netns, i.ifindex, &i.name));
+            if !known {
+                i.later = true;
+                self.interfaces.push(i);
+            }
+        }
+    }
+
     /// The name of interface `ifindex`, when the trace knows it and no two
     /// namespaces give that ifindex different names (device events carry no
     /// namespace).
@@ -150,4 +170,10 @@ pub struct Footer {
     /// traces written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<crate::cost::Cost>,
+    /// Network interfaces made during the recording (a tun device a test
+    /// opens, a container's veth), as the recorder found them in its scans
+    /// (every second or so): device events on them get a name. Absent in
+    /// traces written before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interfaces_later: Vec<Interface>,
 }

@@ -145,6 +145,7 @@ mod tests {
                 netns,
                 ifindex,
                 name: name.into(),
+                later: false,
             })
             .collect()
     }

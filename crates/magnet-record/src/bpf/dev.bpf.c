@@ -247,9 +247,12 @@ static __always_inline void frame_event(const struct sk_buff *skb, const struct 
 		count_lost(st, MG_FRAME);
 }
 
-static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u32 ifindex,
-				      __u32 len, int rc, bool rx, bool read_skb, bool pf)
+static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind,
+				      const struct net_device *dev, __u32 len, int rc, bool rx,
+				      bool read_skb, bool pf)
 {
+	__u32 ifindex = dev->ifindex;
+	__u16 link_type = dev->type;
 	__u64 cookie = 0;
 	__u32 hflags = 0;
 	if (read_skb && !skb_wanted(skb, rx, &cookie, pf))
@@ -304,7 +307,7 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 	r->len = len;
 	r->rc = rc;
 	r->ethertype = read_skb ? bpf_ntohs(skb->protocol) : 0;
-	r->_pad0 = 0;
+	r->link_type = link_type;
 	if (snaplen && kind == MG_DEV_START_XMIT) {
 		send_direct(r, sizeof(*r), kind);
 		frame_event(skb, r, false);
@@ -315,7 +318,7 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind, __u
 
 PF_PROG("tp_btf/net_dev_queue", dev_queue, struct sk_buff *skb)
 {
-	dev_event(skb, MG_DEV_QUEUE, skb->dev->ifindex, skb->len, 0,
+	dev_event(skb, MG_DEV_QUEUE, skb->dev, skb->len, 0,
 		  false, true, pf);
 	return 0;
 }
@@ -323,7 +326,7 @@ PF_PROG("tp_btf/net_dev_queue", dev_queue, struct sk_buff *skb)
 PF_PROG("tp_btf/net_dev_start_xmit", dev_start_xmit, const struct sk_buff *skb,
 	const struct net_device *dev)
 {
-	dev_event(skb, MG_DEV_START_XMIT, dev->ifindex, skb->len, 0,
+	dev_event(skb, MG_DEV_START_XMIT, dev, skb->len, 0,
 		  false, true, pf);
 	return 0;
 }
@@ -342,7 +345,7 @@ PF_PROG("tp_btf/net_dev_xmit", dev_xmit, struct sk_buff *skb, int rc, struct net
 			return 0;
 		slot->flags &= ~PKT_IN_DRIVER;
 	}
-	dev_event(skb, MG_DEV_XMIT, dev->ifindex, len, rc, false, false, pf);
+	dev_event(skb, MG_DEV_XMIT, dev, len, rc, false, false, pf);
 	return 0;
 }
 
@@ -479,7 +482,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 			r->len = len;
 			r->rc = 0;
 			r->ethertype = bpf_ntohs(skb->protocol);
-			r->_pad0 = 0;
+			r->link_type = skb->dev->type;
 			if (snaplen) {
 				send_direct(r, sizeof(*r), MG_DEV_RX);
 				frame = true;

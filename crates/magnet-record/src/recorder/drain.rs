@@ -83,6 +83,8 @@ pub(super) struct Drained {
     pub drain_cpu: Duration,
     /// BPF run time and the recorder's CPU, read once the hooks were gone.
     pub measured: super::cost::Measured,
+    /// Devices made during the recording, for the END block.
+    pub later_devices: Vec<magnet_trace::Interface>,
 }
 
 /// CPU time this thread has used (CLOCK_THREAD_CPUTIME_ID): what the drain
@@ -183,6 +185,7 @@ pub(super) fn run(
     }
 
     // Stop: detach, drain the rest, account for loss.
+    let later_devices = links.later_devices();
     drop(links);
     if let Some(detached) = opts.detached.take() {
         detached();
@@ -207,6 +210,7 @@ pub(super) fn run(
         child_status,
         drain_cpu,
         measured,
+        later_devices,
     })
 }
 
@@ -263,6 +267,7 @@ pub(super) fn finish(
         child_status,
         drain_cpu,
         measured,
+        later_devices,
     } = drained;
     let cost = measured.cost(d.records, drain_cpu.as_nanos() as u64);
     let index = KindIndex::new(&header.catalog);
@@ -305,6 +310,7 @@ pub(super) fn finish(
         last_ts_ns: d.last_ts,
         end_reason: end_reason.clone(),
         cost: Some(cost.clone()),
+        interfaces_later: later_devices,
     };
     let writer_failed = d.writer_gone;
     let _ = tx.send(WriterMsg::Finish(Box::new(footer)));

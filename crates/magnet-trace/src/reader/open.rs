@@ -235,13 +235,27 @@ type CopyFinder<R> = fn(&mut R) -> Option<(Header, u64)>;
 impl<R: Read + std::io::Seek> TraceReader<R> {
     /// [`TraceReader::new`] for a source that can seek (a file): a damaged
     /// header is restored from its copy in the END block before the first
-    /// record, so that nothing of it is lost when the copy holds.
-    pub fn new_seekable(src: R) -> Result<Self, TraceError> {
-        Self::open(src, Some(header_copy_at_end::<R>))
+    /// record, so that nothing of it is lost when the copy holds; and the
+    /// devices the END block lists as made during the recording join the
+    /// header's, so that their frames have names from the first one on.
+    pub fn new_seekable(mut src: R) -> Result<Self, TraceError> {
+        let later = end_json_at_end(&mut src)
+            .map(|(json, _)| later_interfaces(&json))
+            .unwrap_or_default();
+        let mut reader = Self::open(src, Some(header_copy_at_end::<R>))?;
+        reader.header.add_later_interfaces(later);
+        Ok(reader)
     }
 }
 
 fn header_copy_at_end<R: Read + std::io::Seek>(src: &mut R) -> Option<(Header, u64)> {
+    let (json, offset) = end_json_at_end(src)?;
+    Some((header_copy(&json)?, offset))
+}
+
+/// The JSON of the last whole END block of a source that can seek, and the
+/// block's offset, leaving the source where it was.
+fn end_json_at_end<R: Read + std::io::Seek>(src: &mut R) -> Option<(Vec<u8>, u64)> {
     use std::io::SeekFrom;
     let back = src.stream_position().ok()?;
     let found = (|| {
@@ -263,14 +277,24 @@ fn header_copy_at_end<R: Read + std::io::Seek>(src: &mut R) -> Option<(Header, u
                         let len = u32_at(&tail, i + 4) as usize;
                         let json = tail.get(i + BLOCK_HEAD_LEN..)?;
                         (json.len() == len && crc(json) == u32_at(&tail, i + 12))
-                            .then(|| header_copy(json))
-                            .flatten()
-                            .map(|h| (h, end - window + i as u64))
+                            .then(|| (json.to_vec(), end - window + i as u64))
                     })
             })
     })();
     src.seek(SeekFrom::Start(back)).ok()?;
     found
+}
+
+/// The devices an END block's JSON lists as made during the recording.
+fn later_interfaces(end_json: &[u8]) -> Vec<crate::header::Interface> {
+    let mut v: serde_json::Value = match serde_json::from_slice(end_json) {
+        Ok(v) => v,
+        Err(_) => return Vec::new(),
+    };
+    v.get_mut("interfaces_later")
+        .map(serde_json::Value::take)
+        .and_then(|l| serde_json::from_value(l).ok())
+        .unwrap_or_default()
 }
 
 /// The copy of the header an END block's JSON carries, if any.

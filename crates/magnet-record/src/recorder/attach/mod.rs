@@ -76,6 +76,7 @@ pub(super) fn attach<'s>(
         links: fed.links,
         netns,
         object,
+        devices: crate::netdevs::DeviceWatch::new(&header.interfaces),
     })
 }
 
@@ -288,6 +289,8 @@ pub(super) struct Links<'a> {
     netns: NetfilterNamespaces,
     /// Where the programs are, to attach them in a namespace made later.
     object: &'a libbpf_rs::Object,
+    /// Devices made during the recording, named in the END block.
+    devices: crate::netdevs::DeviceWatch,
 }
 
 impl Links<'_> {
@@ -297,5 +300,12 @@ impl Links<'_> {
     pub(super) fn follow_new_namespaces(&mut self) {
         let new = self.netns.follow_new(self.object);
         self.links.extend(new);
+        self.devices.tick();
+    }
+
+    /// The devices made during the recording, with a last look at the stop.
+    pub(super) fn later_devices(&mut self) -> Vec<magnet_trace::Interface> {
+        self.devices.scan();
+        self.devices.later().to_vec()
     }
 }
