@@ -133,16 +133,22 @@ impl Cost {
             Some(s) => format!("{:.3}%", s * 100.0),
             None => "share unknown".into(),
         };
+        // With no record in the trace there is no per-event figure: "0 ns
+        // per event" would read as free.
+        let per_event = |ns: f64| match self.events {
+            0 => "no events to share it".to_string(),
+            _ => format!("{ns:.0} ns per event"),
+        };
         let mut out = Vec::new();
         match (self.bpf_ns, &self.bpf_not_measured) {
             (Some(ns), _) => {
                 let ran = self.programs.iter().filter(|p| p.runs > 0).count();
                 let runs: u64 = self.programs.iter().map(|p| p.runs).sum();
                 out.push(format!(
-                    "BPF time: {} in {runs} runs of {ran} programs ({} loaded) = {:.0} ns per event, {} of the machine's CPU",
+                    "BPF time: {} in {runs} runs of {ran} programs ({} loaded) = {}, {} of the machine's CPU",
                     ms(ns),
                     self.programs.len(),
-                    self.bpf_ns_per_event.unwrap_or(0.0),
+                    per_event(self.bpf_ns_per_event.unwrap_or(0.0)),
                     pct(self.bpf_share)
                 ));
             }
@@ -152,11 +158,11 @@ impl Cost {
             )),
         }
         out.push(format!(
-            "drain CPU: {} = {:.0} ns per event; recorder process CPU (drain, writer, main): {} = {:.0} ns per event, {} of the machine's CPU",
+            "drain CPU: {} = {}; recorder process CPU (drain, writer, main): {} = {}, {} of the machine's CPU",
             ms(self.drain_cpu_ns),
-            self.drain_ns_per_event,
+            per_event(self.drain_ns_per_event),
             ms(self.process_cpu_ns),
-            self.process_ns_per_event,
+            per_event(self.process_ns_per_event),
             pct(self.process_share)
         ));
         if self.machine_cpu_ns > 0 {
@@ -234,6 +240,20 @@ mod tests {
         // What the END block keeps reads back the same.
         let back: Cost = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
+    }
+
+    #[test]
+    fn no_events_is_no_per_event_figure() {
+        let c = Cost::new(
+            0,
+            Ok(vec![("a".into(), 10, 5_000)]),
+            300_000,
+            500_000,
+            10_000_000,
+        );
+        let text = c.lines(5).join("\n");
+        assert!(!text.contains("ns per event"), "{text}");
+        assert!(text.contains("= no events to share it"), "{text}");
     }
 
     #[test]
