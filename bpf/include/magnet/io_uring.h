@@ -16,6 +16,7 @@
 #define IORING_OP_SEND_ZC_ 47
 #define IORING_OP_SENDMSG_ZC_ 48
 #define IORING_CQE_F_MORE_ 2
+#define IORING_CQE_F_NOTIF_ 8
 
 /* 1: a request that sends, 0: one that receives, -1: neither. */
 static __always_inline int mg_uring_dir(__u8 op)

@@ -386,6 +386,10 @@ fixture_tests! {
     app_calls_io_uring_send_is_one_call_per_request: "uring", 300, false;
     /// io_uring SEND_ZC: one call per request, not per CQE (its notification).
     app_calls_io_uring_send_zc_is_one_call_per_request: "uring_zc", 300, false;
+    /// io_uring SEND_ZC as liburing's send-zerocopy example sends (registered
+    /// file and buffer, 8 per submit), on a ring whose completion queue
+    /// overflows: a result that goes to the overflow list is a call too.
+    app_calls_io_uring_send_zc_overflowing_ring_is_one_call_per_request: "uring_zc_batch", 2000, false;
     /// io_uring SEND with IOSQE_ASYNC: sent by an io-wq worker thread, still one
     /// call per request, none from the worker's attempts.
     app_calls_io_uring_async_send_is_one_call_per_request: "uring_async", 300, false;

@@ -93,6 +93,16 @@ pub const PROBES: &[Probe] = &[
         optional: true,
         default_on: true,
     },
+    // A completion its ring had no room for (io_uring_cqe_overflow, 5.19+):
+    // without this its request is no call (liburing's send-zerocopy example).
+    Part {
+        name: "app_uring_overflow",
+        group: App,
+        feeds: "",
+        candidates: &[hook!("app_uring_overflow" => tpa("io_uring_cqe_overflow", 5))],
+        optional: true,
+        default_on: true,
+    },
     probe!(
         App,
         "app_send",

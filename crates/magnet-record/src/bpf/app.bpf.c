@@ -450,6 +450,47 @@ MG_PROG("tp_btf/io_uring_complete", app_uring_complete7, void *ring, void *req_,
 	return 0;
 }
 
+/* A completion the ring had no room for goes to its overflow list without
+ * io_uring_complete: io_uring_cqe_overflow fires instead (5.19+), with the
+ * CQE but no request. Its request is an outstanding one of that ring whose
+ * own CQE says the same (same user_data, result and flags): once a ring is
+ * full, every later completion of the batch overflows too, so requests alike
+ * in all three are each taken once, whichever is found first. liburing's
+ * send-zerocopy example overflows its ring with notifications under load. */
+struct uring_overflow {
+	__u64 ring;
+	__u64 user_data;
+	__s32 res;
+	__u32 cflags;
+	__u64 req;
+};
+
+static long uring_overflow_match(struct bpf_map *map, __u64 *key, struct uring_req *v,
+				 struct uring_overflow *m)
+{
+	struct io_kiocb *req = (struct io_kiocb *)*key;
+	if ((__u64)BPF_CORE_READ(req, ctx) != m->ring ||
+	    BPF_CORE_READ(req, cqe.user_data) != m->user_data ||
+	    BPF_CORE_READ(req, cqe.res) != m->res || BPF_CORE_READ(req, cqe.flags) != m->cflags)
+		return 0;
+	m->req = *key;
+	return 1;
+}
+
+MG_PROG("tp_btf/io_uring_cqe_overflow", app_uring_overflow, void *ring, __u64 user_data,
+	__s32 res, __u32 cflags)
+{
+	if (cflags & IORING_CQE_F_NOTIF_)
+		return 0; /* a zero-copy send's notification: no call */
+	struct uring_overflow m = {
+		.ring = (__u64)ring, .user_data = user_data, .res = res, .cflags = cflags,
+	};
+	bpf_for_each_map_elem(&uring_reqs, uring_overflow_match, &m, 0);
+	if (m.req)
+		app_uring_done((void *)m.req, res, cflags);
+	return 0;
+}
+
 /* Whether the current task is in a socket syscall on `sk` (not known before
  * 5.15, which lacks bpf_task_pt_regs: no). Its number alone would not do:
  * io_uring's task work runs on the way back from any syscall, and an io
