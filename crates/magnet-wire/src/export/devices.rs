@@ -7,6 +7,7 @@ use std::net::IpAddr;
 
 use magnet_pcap::linktype;
 use magnet_trace::catalog::kind;
+use magnet_trace::Interface;
 
 use super::{IfKey, PcapWriter, LOOPBACK_IFINDEX};
 use crate::ifaces;
@@ -121,32 +122,8 @@ impl<W: Write> PcapWriter<W> {
         let h = &p.hops[hi];
         let ns_of = |c: u64| k.sock_netns.get(&c).copied().filter(|&n| n != 0);
         let known = ifaces::known(k.header.as_ref());
-        let is_dev = |o: &Hop| matches!(o.kind, kind::DEV_START_XMIT | kind::DEV_RX);
-        // A device sighting between the packet's first transmit and its last
-        // receive is a forward (a router namespace took it in on one device
-        // and sent it on from another): the sockets its hop names are the
-        // ends', elsewhere. Its namespace is the one that has both devices.
-        let first = p.hops.iter().position(is_dev) == Some(hi);
-        let last = p.hops.iter().rposition(is_dev) == Some(hi);
-        if !(outbound && first || !outbound && last) {
-            let partner = if outbound {
-                p.hops[..hi].iter().rev().find(|o| o.kind == kind::DEV_RX)
-            } else {
-                p.hops[hi + 1..]
-                    .iter()
-                    .find(|o| o.kind == kind::DEV_START_XMIT)
-            };
-            let Some(partner) = partner else { return 0 };
-            let mut both = known.iter().filter(|f| {
-                f.ifindex == h.ifindex
-                    && known
-                        .iter()
-                        .any(|g| g.netns == f.netns && g.ifindex == partner.ifindex)
-            });
-            return match (both.next(), both.next()) {
-                (Some(only), None) => only.netns,
-                _ => 0,
-            };
+        if is_forward(p, hi, outbound) {
+            return forward_netns(known, p, hi, outbound);
         }
         if let Some(ns) = ns_of(h.cookie).filter(|_| !h.other_netns) {
             return ns;
@@ -208,5 +185,40 @@ impl<W: Write> PcapWriter<W> {
         } else {
             0
         }
+    }
+}
+
+/// A device sighting between the packet's first transmit and its last receive
+/// is a forward (a router namespace took it in on one device and sent it on
+/// from another): the sockets its hop names are the ends', elsewhere.
+fn is_forward(p: &KPacket, hi: usize, outbound: bool) -> bool {
+    let is_dev = |o: &Hop| matches!(o.kind, kind::DEV_START_XMIT | kind::DEV_RX);
+    let first = p.hops.iter().position(is_dev) == Some(hi);
+    let last = p.hops.iter().rposition(is_dev) == Some(hi);
+    !(outbound && first || !outbound && last)
+}
+
+/// A forward's namespace: the one that has both its devices (this hop's and
+/// the receive it came in by, or the transmit it went on by); 0 unless
+/// exactly one does.
+fn forward_netns(known: &[Interface], p: &KPacket, hi: usize, outbound: bool) -> u64 {
+    let h = &p.hops[hi];
+    let partner = if outbound {
+        p.hops[..hi].iter().rev().find(|o| o.kind == kind::DEV_RX)
+    } else {
+        p.hops[hi + 1..]
+            .iter()
+            .find(|o| o.kind == kind::DEV_START_XMIT)
+    };
+    let Some(partner) = partner else { return 0 };
+    let mut both = known.iter().filter(|f| {
+        f.ifindex == h.ifindex
+            && known
+                .iter()
+                .any(|g| g.netns == f.netns && g.ifindex == partner.ifindex)
+    });
+    match (both.next(), both.next()) {
+        (Some(only), None) => only.netns,
+        _ => 0,
     }
 }
