@@ -262,6 +262,73 @@ impl Conn {
         names: &RowNames,
         lost: &[LostRegion],
     ) -> Connection {
+        self.close_segments();
+        let tcp_in_merged = self.choose_tcp_in();
+        let (modulation, marks) = self.layer_rows(origin, names, tcp_in_merged, lost);
+        let coalescing = self.coalescing();
+        let app_rate = |l: &LayerAcc| l.first.and_then(|f| rate(l.bytes, f, l.last));
+        self.app.out_bps = app_rate(&self.layers[APP][OUT]);
+        self.app.in_bps = app_rate(&self.layers[APP][IN]);
+        self.send.finish(self.layers[IP][OUT].units > 0);
+        self.recv.finish();
+        let mut tcp_series = Vec::new();
+        let tcp = self
+            .tcp
+            .take()
+            .filter(|t| t.samples > 0 || t.retrans_skbs > 0 || t.retrans_failed > 0)
+            .map(|mut t| {
+                if let Some(d) = t.series.take() {
+                    tcp_series = d.points;
+                }
+                t.summary()
+            });
+        let latency = self.latency();
+        let r = &self.recv;
+        let series = series.then(|| ConnSeries {
+            marks,
+            tcp: tcp_series,
+            send_latency_hist: self.send.latency.log_histogram(LOG_BINS_PER_DECADE),
+            recv_latency_hist: r.latency.log_histogram(LOG_BINS_PER_DECADE),
+        });
+        let active_from_s = modulation.iter().map(|r| r.first_s).reduce(f64::min);
+        let active_to_s = modulation.iter().map(|r| r.last_s).reduce(f64::max);
+        let (first_s, last_s) = (secs(self.first, origin), secs(self.last, origin));
+        Connection {
+            cookie: self.cookie,
+            known: self.known,
+            protocol: match self.protocol {
+                Some(6) => "tcp".into(),
+                Some(17) => "udp".into(),
+                Some(p) => p.to_string(),
+                None => "?".into(),
+            },
+            local: fmt_end(self.local),
+            remote: fmt_end(self.remote.filter(|_| !self.listener)),
+            netns: self.netns,
+            pids: self.pids.into_iter().collect(),
+            comm: self.comm.unwrap_or_default(),
+            states: self
+                .states
+                .iter()
+                .map(|&s| tcp_state_name(s).to_string())
+                .collect(),
+            first_s,
+            last_s,
+            active_from_s,
+            active_to_s,
+            lost_in_span: lost_between(lost, first_s, last_s),
+            app: self.app,
+            modulation,
+            coalescing,
+            tcp,
+            latency,
+            series,
+        }
+    }
+
+    /// Ends the segments still open when the trace ends, from what is known
+    /// of where each direction's data stopped.
+    fn close_segments(&mut self) {
         // A FIN that carried data ends one before the highest acknowledgment
         // of its direction (the FIN takes one sequence number): what a
         // snapshot would tell, from the wire alone.
@@ -306,6 +373,11 @@ impl Conn {
                 self.tcp_in_wire.unit(seg.ts, seg.bytes);
             }
         }
+    }
+
+    /// Which `tcp in` the report shows; true when it stays tcp_probe's
+    /// (merged), false when the wire segments took its place.
+    fn choose_tcp_in(&mut self) -> bool {
         // `tcp in` counts wire segments (IP LOCAL_IN) when IP saw them: all the
         // bytes tcp_probe saw (IP events may be lost, and a namespace made
         // during the recording has none for about a second).
@@ -314,13 +386,18 @@ impl Conn {
         if !tcp_in_merged {
             std::mem::swap(&mut self.layers[TCP][IN], &mut self.tcp_in_wire);
         }
-        let lost_between = |from: f64, to: f64| -> u64 {
-            magnet_trace::lost_total(
-                lost.iter()
-                    .filter(|l| l.from_s <= to && l.to_s >= from)
-                    .map(|l| l.count),
-            )
-        };
+        tcp_in_merged
+    }
+
+    /// One modulation row per layer and direction that saw units, and its
+    /// plot marks where series were kept.
+    fn layer_rows(
+        &mut self,
+        origin: u64,
+        names: &RowNames,
+        tcp_in_merged: bool,
+        lost: &[LostRegion],
+    ) -> (Vec<LayerRow>, Vec<Marks>) {
         let mut modulation = Vec::new();
         let mut marks = Vec::new();
         for (li, layer) in LAYERS.iter().enumerate() {
@@ -343,29 +420,20 @@ impl Conn {
                     rate_bps: rate(acc.bytes, first, acc.last),
                     first_s,
                     last_s,
-                    lost_in_span: lost_between(first_s, last_s),
+                    lost_in_span: lost_between(lost, first_s, last_s),
                 });
-                if let Some(m) = acc.marks.take() {
-                    marks.push(Marks {
-                        layer: layer.to_string(),
-                        dir: dir.to_string(),
-                        bins: acc
-                            .bins
-                            .take()
-                            .map_or_else(TimeBins::default, |b| b.finish(origin)),
-                        size_hist: acc.size.log_histogram(LOG_BINS_PER_DECADE),
-                        interval_hist: acc.interval.log_histogram(LOG_BINS_PER_DECADE),
-                        stride: m.stride,
-                        points: m
-                            .points
-                            .into_iter()
-                            .map(|p| (secs(p.ts, origin), p.size))
-                            .collect(),
-                    });
+                if let Some(m) = take_marks(acc, layer, dir, origin) {
+                    marks.push(m);
                 }
             }
         }
-        let coalescing = (0..2)
+        (modulation, marks)
+    }
+
+    /// How many app calls became how many segments and packets, per
+    /// direction that saw any unit.
+    fn coalescing(&self) -> Vec<Coalescing> {
+        (0..2)
             .filter(|&d| self.layers.iter().any(|l| l[d].units > 0))
             .map(|d| {
                 let units = |l: usize| self.layers[l][d].units;
@@ -380,73 +448,51 @@ impl Conn {
                     packets_per_call: (app > 0 && pk > 0).then(|| pk as f64 / app as f64),
                 }
             })
-            .collect();
-        let app_rate = |l: &LayerAcc| l.first.and_then(|f| rate(l.bytes, f, l.last));
-        self.app.out_bps = app_rate(&self.layers[APP][OUT]);
-        self.app.in_bps = app_rate(&self.layers[APP][IN]);
-        self.send.finish(self.layers[IP][OUT].units > 0);
-        self.recv.finish();
-        let mut tcp_series = Vec::new();
-        let tcp = self
-            .tcp
-            .take()
-            .filter(|t| t.samples > 0 || t.retrans_skbs > 0 || t.retrans_failed > 0)
-            .map(|mut t| {
-                if let Some(d) = t.series.take() {
-                    tcp_series = d.points;
-                }
-                t.summary()
-            });
+            .collect()
+    }
+
+    /// The send and receive latencies, once both paths are finished.
+    fn latency(&self) -> Latency {
         let r = &self.recv;
-        let latency = Latency {
+        Latency {
             send: self.send.latency.stats(),
             send_unmatched: self.send.unmatched,
             recv: r.latency.stats(),
             recv_unmatched: r.unmatched,
             recv_cpu_wait: r.cpu_wait.stats(),
             recv_cpu_wait_share: (r.delay_sum > 0).then(|| r.wait_sum as f64 / r.delay_sum as f64),
-        };
-        let series = series.then(|| ConnSeries {
-            marks,
-            tcp: tcp_series,
-            send_latency_hist: self.send.latency.log_histogram(LOG_BINS_PER_DECADE),
-            recv_latency_hist: r.latency.log_histogram(LOG_BINS_PER_DECADE),
-        });
-        let active_from_s = modulation.iter().map(|r| r.first_s).reduce(f64::min);
-        let active_to_s = modulation.iter().map(|r| r.last_s).reduce(f64::max);
-        let (first_s, last_s) = (secs(self.first, origin), secs(self.last, origin));
-        Connection {
-            cookie: self.cookie,
-            known: self.known,
-            protocol: match self.protocol {
-                Some(6) => "tcp".into(),
-                Some(17) => "udp".into(),
-                Some(p) => p.to_string(),
-                None => "?".into(),
-            },
-            local: fmt_end(self.local),
-            remote: fmt_end(self.remote.filter(|_| !self.listener)),
-            netns: self.netns,
-            pids: self.pids.into_iter().collect(),
-            comm: self.comm.unwrap_or_default(),
-            states: self
-                .states
-                .iter()
-                .map(|&s| tcp_state_name(s).to_string())
-                .collect(),
-            first_s,
-            last_s,
-            active_from_s,
-            active_to_s,
-            lost_in_span: lost_between(first_s, last_s),
-            app: self.app,
-            modulation,
-            coalescing,
-            tcp,
-            latency,
-            series,
         }
     }
+}
+
+/// A row's plot marks (when series were kept), taken out of its accumulator.
+fn take_marks(acc: &mut LayerAcc, layer: &str, dir: &str, origin: u64) -> Option<Marks> {
+    let m = acc.marks.take()?;
+    Some(Marks {
+        layer: layer.to_string(),
+        dir: dir.to_string(),
+        bins: acc
+            .bins
+            .take()
+            .map_or_else(TimeBins::default, |b| b.finish(origin)),
+        size_hist: acc.size.log_histogram(LOG_BINS_PER_DECADE),
+        interval_hist: acc.interval.log_histogram(LOG_BINS_PER_DECADE),
+        stride: m.stride,
+        points: m
+            .points
+            .into_iter()
+            .map(|p| (secs(p.ts, origin), p.size))
+            .collect(),
+    })
+}
+
+/// LOST records whose region overlaps `from..=to` (seconds since the start).
+fn lost_between(lost: &[LostRegion], from: f64, to: f64) -> u64 {
+    magnet_trace::lost_total(
+        lost.iter()
+            .filter(|l| l.from_s <= to && l.to_s >= from)
+            .map(|l| l.count),
+    )
 }
 
 fn fmt_end(e: Option<Endpoint>) -> Option<String> {

@@ -490,19 +490,27 @@ mod tests {
         }
     }
 
-    /// A made-up answer: one socket with tcp_info and skmeminfo, one
-    /// without (a time-wait socket), then DONE; a length past the buffer,
-    /// a length of 0 and a message cut short are errors naming where they
-    /// are; an error answer is the kernel's errno.
-    #[test]
-    fn answers_parse_by_offset_and_bad_input_is_an_error() {
-        const HDR: usize = 16; // struct nlmsghdr
-        const MSG: usize = 72; // struct inet_diag_msg
-        let mut msg = vec![0u8; MSG];
-        msg[0] = AF_INET;
-        msg[1] = 1; // ESTABLISHED
-        msg[44..48].copy_from_slice(&0x1234_5678u32.to_ne_bytes());
-        msg[48..52].copy_from_slice(&0x9u32.to_ne_bytes());
+    // Made-up answers: one socket with tcp_info and skmeminfo, one without
+    // (a time-wait socket), then DONE; and damaged ones.
+    const HDR: usize = 16; // struct nlmsghdr
+    const MSG: usize = 72; // struct inet_diag_msg
+    const BY_FAMILY: u16 = 20; // SOCK_DIAG_BY_FAMILY
+
+    /// A netlink message of type `ty` around `body`, padded to 4 bytes.
+    fn nl(ty: u16, body: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&((HDR + body.len()) as u32).to_ne_bytes());
+        b.extend_from_slice(&ty.to_ne_bytes());
+        b.extend_from_slice(&[0u8; 10]);
+        b.extend_from_slice(body);
+        while b.len() % 4 != 0 {
+            b.push(0);
+        }
+        b
+    }
+
+    /// A tcp_info whose counters are set at their offsets.
+    fn tcp_info() -> Vec<u8> {
         let mut info = vec![0u8; 232];
         info[68..72].copy_from_slice(&250u32.to_ne_bytes());
         info[80..84].copy_from_slice(&10u32.to_ne_bytes());
@@ -514,6 +522,18 @@ mod tests {
         info[152..156].copy_from_slice(&1u32.to_ne_bytes());
         info[156..160].copy_from_slice(&27u32.to_ne_bytes());
         info[200..208].copy_from_slice(&37_000u64.to_ne_bytes());
+        info
+    }
+
+    /// An established socket's inet_diag_msg with INET_DIAG_INFO and
+    /// INET_DIAG_SKMEMINFO.
+    fn established_msg() -> Vec<u8> {
+        let mut msg = vec![0u8; MSG];
+        msg[0] = AF_INET;
+        msg[1] = 1; // ESTABLISHED
+        msg[44..48].copy_from_slice(&0x1234_5678u32.to_ne_bytes());
+        msg[48..52].copy_from_slice(&0x9u32.to_ne_bytes());
+        let info = tcp_info();
         msg.extend_from_slice(&((4 + info.len()) as u16).to_ne_bytes());
         msg.extend_from_slice(&2u16.to_ne_bytes()); // INET_DIAG_INFO
         msg.extend_from_slice(&info);
@@ -521,23 +541,27 @@ mod tests {
         msg.extend_from_slice(&((4 + mem.len()) as u16).to_ne_bytes());
         msg.extend_from_slice(&7u16.to_ne_bytes()); // INET_DIAG_SKMEMINFO
         msg.extend_from_slice(&mem);
-        let nl = |ty: u16, body: &[u8]| {
-            let mut b = Vec::new();
-            b.extend_from_slice(&((HDR + body.len()) as u32).to_ne_bytes());
-            b.extend_from_slice(&ty.to_ne_bytes());
-            b.extend_from_slice(&[0u8; 10]);
-            b.extend_from_slice(body);
-            while b.len() % 4 != 0 {
-                b.push(0);
-            }
-            b
-        };
-        const BY_FAMILY: u16 = 20; // SOCK_DIAG_BY_FAMILY
+        msg
+    }
+
+    /// A time-wait socket's inet_diag_msg: no attributes.
+    fn time_wait_msg() -> Vec<u8> {
         let mut tw = vec![0u8; MSG];
         tw[0] = AF_INET;
-        tw[1] = 6; // TIME_WAIT: no attributes
-        let mut buf = nl(BY_FAMILY, &msg);
-        buf.extend(nl(BY_FAMILY, &tw));
+        tw[1] = 6; // TIME_WAIT
+        tw
+    }
+
+    /// Parses a damaged answer, which must name no socket.
+    fn parse_damaged(rx: &[u8]) -> SockDiagError {
+        let mut none = |_| panic!("no socket in a damaged answer");
+        parse_reply(rx, IPPROTO_TCP, "test", &mut none).unwrap_err()
+    }
+
+    #[test]
+    fn answers_parse_by_offset() {
+        let mut buf = nl(BY_FAMILY, &established_msg());
+        buf.extend(nl(BY_FAMILY, &time_wait_msg()));
         buf.extend(nl(3, &[0u8; 4])); // NLMSG_DONE
         let mut got = Vec::new();
         assert!(parse_reply(&buf, IPPROTO_TCP, "test", &mut |s| got.push(s)).unwrap());
@@ -560,22 +584,35 @@ mod tests {
                 wmem_queued: 500,
             })
         );
-        // An older kernel's shorter tcp_info: the fields past its end are 0.
-        let c = TcpCounters::from_tcp_info(&info[..160], 0);
-        assert_eq!((c.data_segs_out, c.bytes_sent), (27, 0));
+    }
 
-        let mut none = |_| panic!("no socket in a damaged answer");
-        // a length past the buffer
-        let mut bad = nl(BY_FAMILY, &msg);
+    #[test]
+    fn an_older_kernels_shorter_tcp_info_reads_0_past_its_end() {
+        let c = TcpCounters::from_tcp_info(&tcp_info()[..160], 0);
+        assert_eq!((c.data_segs_out, c.bytes_sent), (27, 0));
+    }
+
+    #[test]
+    fn a_length_past_the_buffer_is_an_error() {
+        let mut bad = nl(BY_FAMILY, &established_msg());
         bad[0..4].copy_from_slice(&10_000u32.to_ne_bytes());
-        let e = parse_reply(&bad, IPPROTO_TCP, "test", &mut none).unwrap_err();
+        let e = parse_damaged(&bad);
         assert!(e.to_string().contains("10000 bytes at byte 0"), "{e}");
-        // a length of 0 (would never end the loop)
+    }
+
+    /// A length of 0 would never end the loop.
+    #[test]
+    fn a_length_of_0_is_an_error() {
         let mut zero = nl(3, &[0u8; 4]);
         zero[0..4].copy_from_slice(&0u32.to_ne_bytes());
-        let e = parse_reply(&zero, IPPROTO_TCP, "test", &mut none).unwrap_err();
+        let e = parse_damaged(&zero);
         assert!(e.to_string().contains("0 bytes at byte 0"), "{e}");
-        // a message shorter than an inet_diag_msg, after a good one
+    }
+
+    /// A message shorter than an inet_diag_msg, after a good one.
+    #[test]
+    fn a_message_cut_short_is_an_error() {
+        let tw = time_wait_msg();
         let mut cut = nl(BY_FAMILY, &tw);
         cut.extend(nl(BY_FAMILY, &tw[..40]));
         let e = parse_reply(&cut, IPPROTO_TCP, "test", &mut |_| {}).unwrap_err();
@@ -583,17 +620,17 @@ mod tests {
             e.to_string().contains(&format!("at byte {}", HDR + MSG)),
             "{e}"
         );
-        // a tail shorter than a header
-        let e = parse_reply(&[1, 2, 3], IPPROTO_TCP, "test", &mut none).unwrap_err();
+    }
+
+    #[test]
+    fn a_tail_shorter_than_a_header_is_an_error() {
+        let e = parse_damaged(&[1, 2, 3]);
         assert!(e.to_string().contains("at byte 0 of a 3-byte reply"), "{e}");
-        // the kernel's error answer is its errno
-        let e = parse_reply(
-            &nl(2, &(-libc::EPERM).to_ne_bytes()), // NLMSG_ERROR
-            IPPROTO_TCP,
-            "test",
-            &mut none,
-        )
-        .unwrap_err();
+    }
+
+    #[test]
+    fn an_error_answer_is_the_kernels_errno() {
+        let e = parse_damaged(&nl(2, &(-libc::EPERM).to_ne_bytes())); // NLMSG_ERROR
         assert!(
             matches!(&e, SockDiagError::Io { source, .. } if source.raw_os_error() == Some(libc::EPERM)),
             "{e}"

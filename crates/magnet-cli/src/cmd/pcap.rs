@@ -1,13 +1,13 @@
 //! `magnet pcap`: a trace as pcapng for Wireshark and tshark.
 
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use magnet_wire::export::{PcapOptions, PcapWriter, Select};
-use magnet_wire::kernel::{Assembler, Window};
+use magnet_wire::export::{ExportStats, PcapOptions, PcapWriter, Select};
+use magnet_wire::kernel::{Assembler, Kernel, Window};
 
 use super::trace_input;
 
@@ -56,28 +56,13 @@ pub struct PcapArgs {
 pub fn run(a: PcapArgs) -> Result<ExitCode> {
     let trace = a.input.path();
     let mut rd = a.input.open()?;
-    let opts = PcapOptions {
-        select: if a.each_device {
-            Select::EachDevice
-        } else if !a.interfaces.is_empty() {
-            Select::Interfaces(a.interfaces.clone())
-        } else {
-            Select::Once
-        },
-    };
+    let opts = PcapOptions { select: select(&a) };
     if let Select::Interfaces(names) = &opts.select {
         // One line naming the candidates, before the output file exists.
         magnet_wire::ifaces::resolve(&rd.header().interfaces, names)
             .map_err(|e| anyhow::anyhow!("{}: {e}", trace.display()))?;
     }
-    let to_stdout = a.output.as_os_str() == "-";
-    let (sink, shown): (Box<dyn Write>, String) = if to_stdout {
-        (Box::new(std::io::stdout().lock()), "standard output".into())
-    } else {
-        let f = std::fs::File::create(&a.output)
-            .with_context(|| format!("cannot create {}", a.output.display()))?;
-        (Box::new(f), a.output.display().to_string())
-    };
+    let (sink, shown) = open_output(&a.output)?;
     // Streamed: packets leave the model's window in order of first sighting, their
     // frames wait only for earlier ones (docs/wire.md, "Memory").
     let window = Window::DEFAULT;
@@ -115,6 +100,43 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
         .finish(&asm.k)
         .with_context(|| format!("writing {shown}"))?;
     let k = asm.into_context();
+    warn(&trace, &k, &st, window);
+    if let Select::Interfaces(names) = &opts.select {
+        if st.frames == 0 {
+            return Err(no_frames(names, &trace, &k));
+        }
+    }
+    trace_input::clear_progress();
+    if !a.input.quiet {
+        say_written(&st, &shown);
+    }
+    Ok(trace_input::exit_code(&rd))
+}
+
+/// Which device sightings become frames, from -i and --each-device.
+fn select(a: &PcapArgs) -> Select {
+    if a.each_device {
+        Select::EachDevice
+    } else if !a.interfaces.is_empty() {
+        Select::Interfaces(a.interfaces.clone())
+    } else {
+        Select::Once
+    }
+}
+
+/// The file to write ('-': standard output) and its name for messages.
+fn open_output(output: &Path) -> Result<(Box<dyn Write>, String)> {
+    if output.as_os_str() == "-" {
+        Ok((Box::new(std::io::stdout().lock()), "standard output".into()))
+    } else {
+        let f = std::fs::File::create(output)
+            .with_context(|| format!("cannot create {}", output.display()))?;
+        Ok((Box::new(f), output.display().to_string()))
+    }
+}
+
+/// The model's warnings, and the frames whose calls were too far back to name.
+fn warn(trace: &Path, k: &Kernel, st: &ExportStats, window: Window) {
     for w in &k.warnings {
         let line = format!("{}: {w}", trace.display());
         eprintln!("magnet: warning: {}", magnet_common::text::escape(&line));
@@ -127,40 +149,41 @@ pub fn run(a: PcapArgs) -> Result<ExitCode> {
             2 * window.ns / 1_000_000_000
         );
     }
-    if let Select::Interfaces(names) = &opts.select {
-        if st.frames == 0 {
-            let known: Vec<String> = magnet_wire::ifaces::known(k.header.as_ref())
-                .iter()
-                .map(magnet_wire::ifaces::qualified)
-                .collect();
-            let known = if known.is_empty() {
-                "the trace's header lists no interfaces".to_string()
-            } else {
-                format!("the trace knows {}", known.join(", "))
-            };
-            anyhow::bail!(
-                "-i {}: no frames on such an interface in {} ({known})",
-                names.join(","),
-                trace.display(),
-            );
-        }
-    }
-    trace_input::clear_progress();
-    if !a.input.quiet {
-        let ifs: Vec<String> = st
-            .interfaces
-            .iter()
-            .map(|(n, c)| format!("{} {c}", magnet_common::text::escape(n)))
-            .collect();
-        eprintln!(
-            "magnet: {} frames to {shown} ({}); {} with the bytes the trace kept (--snaplen), {} with IP/transport headers synthesised from the trace's fields, {} link header only; {} name their process",
-            st.frames,
-            ifs.join(", "),
-            st.captured,
-            st.synthesized_ip,
-            st.link_only,
-            st.with_process
-        );
-    }
-    Ok(trace_input::exit_code(&rd))
+}
+
+/// -i named interfaces that carried no frame: the error, with those the
+/// trace does know.
+fn no_frames(names: &[String], trace: &Path, k: &Kernel) -> anyhow::Error {
+    let known: Vec<String> = magnet_wire::ifaces::known(k.header.as_ref())
+        .iter()
+        .map(magnet_wire::ifaces::qualified)
+        .collect();
+    let known = if known.is_empty() {
+        "the trace's header lists no interfaces".to_string()
+    } else {
+        format!("the trace knows {}", known.join(", "))
+    };
+    anyhow::anyhow!(
+        "-i {}: no frames on such an interface in {} ({known})",
+        names.join(","),
+        trace.display(),
+    )
+}
+
+/// The one line that says what was written.
+fn say_written(st: &ExportStats, shown: &str) {
+    let ifs: Vec<String> = st
+        .interfaces
+        .iter()
+        .map(|(n, c)| format!("{} {c}", magnet_common::text::escape(n)))
+        .collect();
+    eprintln!(
+        "magnet: {} frames to {shown} ({}); {} with the bytes the trace kept (--snaplen), {} with IP/transport headers synthesised from the trace's fields, {} link header only; {} name their process",
+        st.frames,
+        ifs.join(", "),
+        st.captured,
+        st.synthesized_ip,
+        st.link_only,
+        st.with_process
+    );
 }

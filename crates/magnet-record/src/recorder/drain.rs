@@ -116,7 +116,7 @@ pub(super) fn run(
     rings: &[MapHandle],
     kernel: KernelMaps<'_>,
     drain: Drain,
-    mut child: Option<Child>,
+    child: Option<Child>,
     hooks: Hooks<'_>,
 ) -> Result<Drained> {
     let Hooks { mut links, meter } = hooks;
@@ -134,8 +134,7 @@ pub(super) fn run(
     let cpu_at_start = thread_cpu();
     let mut last_progress = Instant::now();
     let mut last_flush = Instant::now();
-    let mut child_status = None;
-    let mut child_exited_at: Option<Instant> = None;
+    let mut child = ChildWatch::new(child);
     let end_reason;
     loop {
         // Woken early when enough is queued; otherwise consume what is there.
@@ -162,19 +161,9 @@ pub(super) fn run(
                 break;
             }
         }
-        if let Some(c) = child.as_mut() {
-            if child_status.is_none() {
-                if let Some(st) = c.try_wait()? {
-                    child_status = Some(st);
-                    child_exited_at = Some(Instant::now());
-                }
-            }
-            // Let the last packets and state changes of the exiting command
-            // (FIN/ACK handshakes in softirq) reach the ring before stopping.
-            if child_exited_at.is_some_and(|t| t.elapsed() >= Duration::from_millis(100)) {
-                end_reason = "command exited".to_string();
-                break;
-            }
+        if child.exited_a_while_ago()? {
+            end_reason = "command exited".to_string();
+            break;
         }
         if let Some(cb) = opts.progress.as_mut() {
             if last_progress.elapsed() >= Duration::from_millis(500) {
@@ -196,12 +185,7 @@ pub(super) fn run(
     let stats = drain_leftovers(&mut d, &kernel)?;
     let drain_cpu = thread_cpu().saturating_sub(cpu_at_start);
     let measured = meter.stop();
-    if let Some(mut c) = child.take() {
-        if child_status.is_none() {
-            // Interrupted or out of time: the command keeps running on its own.
-            child_status = c.try_wait()?;
-        }
-    }
+    let child_status = child.status()?;
 
     Ok(Drained {
         drain: d,
@@ -212,6 +196,53 @@ pub(super) fn run(
         measured,
         later_devices,
     })
+}
+
+/// The command the recording follows (`magnet record -- CMD`), if any, and
+/// when it exited.
+struct ChildWatch {
+    child: Option<Child>,
+    status: Option<ExitStatus>,
+    exited_at: Option<Instant>,
+}
+
+impl ChildWatch {
+    fn new(child: Option<Child>) -> ChildWatch {
+        ChildWatch {
+            child,
+            status: None,
+            exited_at: None,
+        }
+    }
+
+    /// Whether the command exited long enough ago for the recording to stop.
+    fn exited_a_while_ago(&mut self) -> Result<bool> {
+        let Some(c) = self.child.as_mut() else {
+            return Ok(false);
+        };
+        if self.status.is_none() {
+            if let Some(st) = c.try_wait()? {
+                self.status = Some(st);
+                self.exited_at = Some(Instant::now());
+            }
+        }
+        // Let the last packets and state changes of the exiting command
+        // (FIN/ACK handshakes in softirq) reach the ring before stopping.
+        Ok(self
+            .exited_at
+            .is_some_and(|t| t.elapsed() >= Duration::from_millis(100)))
+    }
+
+    /// The command's exit status, if it has exited.
+    fn status(mut self) -> Result<Option<ExitStatus>> {
+        if let Some(mut c) = self.child.take() {
+            if self.status.is_none() {
+                // Interrupted or out of time: the command keeps running on its own.
+                self.status = c.try_wait()?;
+            }
+        }
+        Ok(self.status)
+    }
 }
 
 /// Says how the recording goes: time, records, bytes, and what the kernel

@@ -69,6 +69,18 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
         name: op_name(op),
         ..Default::default()
     };
+    // Operations 3 to 39 are NFSv4.0's (RFC 7530); 40 on came with minor
+    // versions 1 (RFC 8881) and 2 (RFC 7862).
+    if op < 40 {
+        v40_args(op, x, &mut a)?;
+    } else {
+        minor_version_args(op, x, &mut a)?;
+    }
+    Ok(a)
+}
+
+/// The arguments of an NFSv4.0 operation.
+fn v40_args(op: u32, x: &mut Xdr, a: &mut OpArgs) -> XResult<()> {
     match op {
         3 => x.skip(4)?,
         4 => x.skip(20)?,
@@ -76,13 +88,13 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
             a.offset = Some(x.u64()?);
             a.count = Some(x.u32()? as u64);
         }
-        6 => create_args(x, &mut a)?,
+        6 => create_args(x, a)?,
         7 | 30 | 57 => x.skip(8)?,
         8 | 45 | 66 | 67 => stateid(x)?,
         9 => bitmap(x)?,
         10 | 16 | 23 | 24 | 27 | 31 | 32 => {}
         11 | 15 | 28 | 33 => a.component = Some(component(x)?),
-        12 => lock_args(x, &mut a)?,
+        12 => lock_args(x, a)?,
         13 => {
             x.u32()?;
             a.offset = Some(x.u64()?);
@@ -96,7 +108,7 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
             a.count = Some(x.u64()?);
         }
         17 | 37 => fattr(x)?,
-        18 => open_args(x, &mut a)?,
+        18 => open_args(x, a)?,
         19 => x.skip(4)?,
         20 => x.skip(20)?,
         21 => x.skip(28)?,
@@ -106,7 +118,7 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
             a.offset = Some(x.u64()?);
             a.count = Some(x.u32()? as u64);
         }
-        26 => readdir_args(x, &mut a)?,
+        26 => readdir_args(x, a)?,
         29 => {
             a.component = Some(component(x)?);
             a.component2 = Some(component(x)?);
@@ -124,6 +136,14 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
             a.count = Some(x.skip_opaque()? as u64);
         }
         39 => lock_owner(x)?,
+        _ => return Err(unsupported(x)),
+    }
+    Ok(())
+}
+
+/// The arguments of an operation added by NFSv4.1 or 4.2.
+fn minor_version_args(op: u32, x: &mut Xdr, a: &mut OpArgs) -> XResult<()> {
+    match op {
         40 => {
             x.u32()?;
             cb_sec_parms(x)?;
@@ -162,7 +182,7 @@ pub(super) fn op_args(op: u32, x: &mut Xdr) -> XResult<OpArgs> {
         }
         _ => return Err(unsupported(x)),
     }
-    Ok(a)
+    Ok(())
 }
 
 /// CREATE: the object's type (a link's target, a device's numbers), its
