@@ -18,6 +18,9 @@ use crate::tcp::{Snap, TCP_ACK, TCP_FIN, TCP_SYN};
 const TCP_LISTEN: u64 = 10;
 use crate::{secs, Map, Options};
 
+mod reuseport;
+use reuseport::SharedPorts;
+
 /// Age after which per-packet state (pending dev_rx, packets waiting for their
 /// device hand-over) is given up on.
 const PKT_TTL_NS: u64 = 2_000_000_000;
@@ -34,6 +37,10 @@ struct PendingRx {
     /// A traced socket handed this frame (same id and length) to a driver: if
     /// nobody claims it, it is the peer's reception of our frame (`peer_rx`).
     peer: bool,
+    /// The recorder named a listener that shares its port: the frame is left
+    /// for its IP event (a SYN waits for the listener the kernel chose), and
+    /// counted to this listener if none claims it.
+    held: Option<u64>,
 }
 
 /// A frame a known socket handed to a driver: its id and length.
@@ -70,6 +77,7 @@ pub struct Analyzer {
     /// Flows whose SYN came in with no socket known (a listener not in the
     /// trace), until their socket is announced.
     passive: Map<FlowKey, u64>,
+    shared: SharedPorts,
     send_wait: SendWait,
     sched: SchedAcc,
     lost: Vec<LostRegion>,
@@ -96,6 +104,7 @@ impl Analyzer {
             sent_frames: Map::default(),
             orphans: VecDeque::new(),
             passive: Map::default(),
+            shared: SharedPorts::default(),
             send_wait: Map::default(),
             sched: SchedAcc::new(origin, opts.sched_bin_ns, opts.series_cap.min(4000)),
             lost: Vec::new(),
@@ -136,6 +145,9 @@ impl Analyzer {
             proto: proto.unwrap_or(6) as u8,
         };
         self.flows.insert(key, cookie);
+        if remote.port == 0 {
+            self.shared.bind(key, cookie);
+        }
         if !self.orphans.is_empty() {
             // A passive open's handshake (a SYN without ACK came in, no socket
             // known) before its socket was announced: the listener's, which is
@@ -156,7 +168,7 @@ impl Analyzer {
                 }
                 match self.flows.find(o.key) {
                     Some(c) if o.outgoing => self.conn(c, p.ts).layers[IP][OUT].unit(p.ts, p.len),
-                    Some(c) => self.ip_in_unit(c, kind::IP_LOCAL_IN, &p),
+                    Some(c) => self.ip_in_unit(c, kind::IP_LOCAL_IN, &p, Some(o.key)),
                     None => self.orphans.push_back(o),
                 }
             }
@@ -459,6 +471,11 @@ impl Analyzer {
             ..
         } = p;
         let tcp = p.proto == 6;
+        if tcp && flags & (TCP_SYN | TCP_ACK) == TCP_SYN | TCP_ACK {
+            if let Some(k) = FlowKey::of_packet(v, true) {
+                self.syn_answered(k, cookie);
+            }
+        }
         self.pkt_out.insert(pkt, OutPacket { cookie, ts });
         let mut waiting = std::mem::take(&mut self.send_wait);
         let c = self.conn(cookie, ts);
@@ -501,20 +518,25 @@ impl Analyzer {
     }
 
     fn ip_in(&mut self, k: u16, ts: u64, v: &View) {
+        let key = FlowKey::of_packet(v, false);
         let cookie = match v.u(F::Cookie) {
             Some(c) if c != 0 && k == kind::IP_LOCAL_IN => Some(c),
-            _ => FlowKey::of_packet(v, false).and_then(|key| self.flows.find(key)),
+            _ => key.and_then(|key| self.flows.find(key)),
         };
         let p = IpPacket::read(ts, v);
         match cookie {
-            Some(cookie) => self.ip_in_unit(cookie, k, &p),
+            Some(cookie) => self.ip_in_unit(cookie, k, &p, key),
             None if k == kind::IP_LOCAL_IN => self.orphan(v, p, false),
             None => {}
         }
     }
 
-    /// A received IP packet of socket `cookie` (at PRE_ROUTING or LOCAL_IN).
-    fn ip_in_unit(&mut self, cookie: u64, k: u16, p: &IpPacket) {
+    /// A received IP packet of socket `cookie` (at PRE_ROUTING or LOCAL_IN),
+    /// of flow `key`.
+    fn ip_in_unit(&mut self, cookie: u64, k: u16, p: &IpPacket, key: Option<FlowKey>) {
+        if self.syn_to_shared_port(cookie, k, p, key) {
+            return;
+        }
         // The frame this packet came in (PRE_ROUTING may have claimed it already).
         let mut arrival = p.ts;
         let claim = match self.dev_rx.get_mut(&p.pkt) {
@@ -583,7 +605,9 @@ impl Analyzer {
         // The recorder names the socket when it knows the packet's flow (any
         // namespace): counted now, and claimed so that the packet's later IP or
         // TCP events do not count it again (they still read its arrival).
-        let cookie = v.u(F::Cookie).filter(|&c| c != 0);
+        let named = v.u(F::Cookie).filter(|&c| c != 0);
+        let held = named.filter(|&c| self.shared.is_shared(c));
+        let cookie = named.filter(|_| held.is_none());
         if let Some(c) = cookie {
             self.conn(c, ts).layers[DEV][IN].unit(ts, len);
         }
@@ -597,6 +621,7 @@ impl Analyzer {
             len,
             claimed: cookie.is_some(),
             peer,
+            held,
         };
         if let Some(old) = self.dev_rx.insert(pkt, rx) {
             self.unclaimed(&old);
@@ -607,7 +632,9 @@ impl Analyzer {
     /// an attribution failure.
     fn unclaimed(&mut self, p: &PendingRx) {
         if !p.claimed {
-            if p.peer {
+            if let Some(c) = p.held {
+                self.conn(c, p.ts).layers[DEV][IN].unit(p.ts, p.len);
+            } else if p.peer {
                 self.unattributed.peer_rx += 1;
             } else {
                 self.unattributed.dev_rx += 1;
@@ -650,6 +677,9 @@ impl Analyzer {
         }
         self.pkt_out.retain(|_, p| !old(p.ts));
         self.passive.retain(|_, t| !old(*t));
+        for h in self.shared.unanswered(now.saturating_sub(PKT_TTL_NS)) {
+            self.count_held(h);
+        }
         let conns = &mut self.conns;
         self.send_wait.retain(|_, w| {
             if old(w.since) {
@@ -676,6 +706,9 @@ impl Analyzer {
     pub fn finish_with(mut self, footer: Option<&Footer>) -> Analysis {
         let end = self.last_ts;
         self.unattributed.ip += self.orphans.len() as u64;
+        for h in self.shared.drain() {
+            self.count_held(h);
+        }
         for p in std::mem::take(&mut self.dev_rx).into_values() {
             self.unclaimed(&p);
         }
