@@ -16,11 +16,13 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use magnet_testkit::{live_or_skip, tshark_frames, Capture, Need, Netns, Recorder, Veth};
+use magnet_testkit::{tshark_frames, Capture, Netns, Recorder, Veth};
 use serde_json::Value;
 
 mod common;
-use common::{enable_v6, magnet_ok, python_named, tmp, units, KillOnDrop, MAGNET};
+use common::{
+    enable_v6, live_capture_python, magnet_ok, python_named, tmp, units, KillOnDrop, MAGNET,
+};
 
 const CONNECTIONS: usize = 40;
 const SERVER_PORT: u16 = 7621;
@@ -177,42 +179,30 @@ fn case(v6: bool, by_comm: bool) {
     let _ = std::fs::remove_file(&trace);
 }
 
-fn live(name: &str) -> bool {
-    live_or_skip(
-        name,
-        &[
-            Need::Btf,
-            Need::Tool("tcpdump"),
-            Need::Tool("tshark"),
-            Need::Tool("python3"),
-        ],
-    )
-}
-
 #[test]
 fn reuseport_ipv4_by_pid() {
-    if live("reuseport_ipv4_by_pid") {
+    if live_capture_python("reuseport_ipv4_by_pid") {
         case(false, false);
     }
 }
 
 #[test]
 fn reuseport_ipv4_by_comm() {
-    if live("reuseport_ipv4_by_comm") {
+    if live_capture_python("reuseport_ipv4_by_comm") {
         case(false, true);
     }
 }
 
 #[test]
 fn reuseport_ipv6_by_pid() {
-    if live("reuseport_ipv6_by_pid") {
+    if live_capture_python("reuseport_ipv6_by_pid") {
         case(true, false);
     }
 }
 
 #[test]
 fn reuseport_ipv6_by_comm() {
-    if live("reuseport_ipv6_by_comm") {
+    if live_capture_python("reuseport_ipv6_by_comm") {
         case(true, true);
     }
 }

@@ -199,3 +199,18 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// Whether a live test that captures (tcpdump, tshark) and runs python3 can run
+/// here; says why not when it cannot.
+pub fn live_capture_python(name: &str) -> bool {
+    use magnet_testkit::Need;
+    magnet_testkit::live_or_skip(
+        name,
+        &[
+            Need::Btf,
+            Need::Tool("tcpdump"),
+            Need::Tool("tshark"),
+            Need::Tool("python3"),
+        ],
+    )
+}
