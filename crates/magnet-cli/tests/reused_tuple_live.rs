@@ -15,11 +15,11 @@
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use magnet_testkit::{live_or_skip, tshark_frames, Capture, Need, Netns, Recorder, Veth};
+use magnet_testkit::{tshark_frames, Capture, Netns, Recorder, Veth};
 use serde_json::Value;
 
 mod common;
-use common::{enable_v6, magnet_ok, tmp, MAGNET};
+use common::{enable_v6, live_capture_python, magnet_ok, python_named, tmp, units, MAGNET};
 
 const CONNECTIONS: usize = 20;
 const SERVER_PORT: u16 = 7611;
@@ -105,15 +105,6 @@ fn capture_connections(pcap: &std::path::Path, server_port: u16) -> Vec<(u64, u6
         .collect()
 }
 
-fn units(conn: &Value, layer: &str, dir: &str) -> u64 {
-    conn["modulation"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["layer"] == layer && r["dir"] == dir)
-        .map_or(0, |r| r["units"].as_u64().unwrap())
-}
-
 fn case(v6: bool, by_comm: bool) {
     let a = Netns::new().unwrap();
     let b = Netns::new().unwrap();
@@ -125,19 +116,14 @@ fn case(v6: bool, by_comm: bool) {
     } else {
         (veth.b().addr().to_string(), veth.a().addr().to_string())
     };
-    // The server runs as python3 under a name of its own, for --comm (a symlink:
-    // the task's comm is the name it was started by; python finds its library
-    // through the link).
+    // The server runs as python3 under a name of its own, for --comm.
     // One name per case: the cases may run at once, each in its own namespaces.
     let comm = format!(
         "tuplesrv{}{}",
         if v6 { 6 } else { 4 },
         if by_comm { "c" } else { "p" }
     );
-    let bin = tmp(&format!("{comm}/{comm}"));
-    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-    let _ = std::fs::remove_file(&bin);
-    std::os::unix::fs::symlink(python3(), &bin).unwrap();
+    let bin = python_named(&comm);
     let mut srv = b
         .command(bin.to_str().unwrap())
         .args(["-c", SERVER, &server, &SERVER_PORT.to_string()])
@@ -244,54 +230,30 @@ fn case(v6: bool, by_comm: bool) {
     let _ = std::fs::remove_file(&trace);
 }
 
-/// The python3 interpreter itself (not a launcher shim, which dispatches on its name).
-fn python3() -> std::path::PathBuf {
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import os,sys; print(os.path.realpath(sys.executable))",
-        ])
-        .output()
-        .unwrap();
-    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-}
-
-fn live(name: &str) -> bool {
-    live_or_skip(
-        name,
-        &[
-            Need::Btf,
-            Need::Tool("tcpdump"),
-            Need::Tool("tshark"),
-            Need::Tool("python3"),
-        ],
-    )
-}
-
 #[test]
 fn reused_tuple_ipv4_by_pid() {
-    if live("reused_tuple_ipv4_by_pid") {
+    if live_capture_python("reused_tuple_ipv4_by_pid") {
         case(false, false);
     }
 }
 
 #[test]
 fn reused_tuple_ipv4_by_comm() {
-    if live("reused_tuple_ipv4_by_comm") {
+    if live_capture_python("reused_tuple_ipv4_by_comm") {
         case(false, true);
     }
 }
 
 #[test]
 fn reused_tuple_ipv6_by_pid() {
-    if live("reused_tuple_ipv6_by_pid") {
+    if live_capture_python("reused_tuple_ipv6_by_pid") {
         case(true, false);
     }
 }
 
 #[test]
 fn reused_tuple_ipv6_by_comm() {
-    if live("reused_tuple_ipv6_by_comm") {
+    if live_capture_python("reused_tuple_ipv6_by_comm") {
         case(true, true);
     }
 }

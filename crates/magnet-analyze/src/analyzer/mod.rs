@@ -6,6 +6,7 @@
 //! sweep); this file holds the state they share, the dispatch and the summary.
 
 mod packets;
+mod reuseport;
 mod sockets;
 
 use std::collections::{HashSet, VecDeque};
@@ -19,6 +20,7 @@ use crate::latency::SendWait;
 use crate::model::{Analysis, Connection, LostRegion, TraceSummary, Unattributed};
 use crate::sched::{SchedAcc, SwitchedIn, SwitchedOut};
 use crate::{secs, Map, Options};
+use reuseport::SharedPorts;
 
 /// Age after which per-packet state (pending dev_rx, packets waiting for their
 /// device hand-over) is given up on.
@@ -36,6 +38,10 @@ struct PendingRx {
     /// A traced socket handed this frame (same id and length) to a driver: if
     /// nobody claims it, it is the peer's reception of our frame (`peer_rx`).
     peer: bool,
+    /// The recorder named a listener that shares its port: the frame is left
+    /// for its IP event (a SYN waits for the listener the kernel chose), and
+    /// counted to this listener if none claims it.
+    held: Option<u64>,
 }
 
 /// A frame a known socket handed to a driver: its id and length.
@@ -72,6 +78,7 @@ pub struct Analyzer {
     /// Flows whose SYN came in with no socket known (a listener not in the
     /// trace), until their socket is announced.
     passive: Map<FlowKey, u64>,
+    shared: SharedPorts,
     send_wait: SendWait,
     sched: SchedAcc,
     lost: Vec<LostRegion>,
@@ -98,6 +105,7 @@ impl Analyzer {
             sent_frames: Map::default(),
             orphans: VecDeque::new(),
             passive: Map::default(),
+            shared: SharedPorts::default(),
             send_wait: Map::default(),
             sched: SchedAcc::new(origin, opts.sched_bin_ns, opts.series_cap.min(4000)),
             lost: Vec::new(),
@@ -225,6 +233,9 @@ impl Analyzer {
     pub fn finish_with(mut self, footer: Option<&Footer>) -> Analysis {
         let end = self.last_ts;
         self.unattributed.ip += self.orphans.len() as u64;
+        for h in self.shared.drain() {
+            self.count_held(h);
+        }
         for p in std::mem::take(&mut self.dev_rx).into_values() {
             self.unclaimed(&p);
         }

@@ -42,6 +42,11 @@ impl Analyzer {
             ..
         } = p;
         let tcp = p.proto == 6;
+        if tcp && flags & (TCP_SYN | TCP_ACK) == TCP_SYN | TCP_ACK {
+            if let Some(k) = FlowKey::of_packet(v, true) {
+                self.syn_answered(k, cookie);
+            }
+        }
         self.pkt_out.insert(pkt, OutPacket { cookie, ts });
         let mut waiting = std::mem::take(&mut self.send_wait);
         let c = self.conn(cookie, ts);
@@ -90,7 +95,7 @@ impl Analyzer {
             }
             match self.flows.find(o.key) {
                 Some(c) if o.outgoing => self.conn(c, p.ts).layers[IP][OUT].unit(p.ts, p.len),
-                Some(c) => self.ip_in_unit(c, kind::IP_LOCAL_IN, &p),
+                Some(c) => self.ip_in_unit(c, kind::IP_LOCAL_IN, &p, Some(o.key)),
                 None => self.orphans.push_back(o),
             }
         }
@@ -115,20 +120,25 @@ impl Analyzer {
     }
 
     pub(super) fn ip_in(&mut self, k: u16, ts: u64, v: &View) {
+        let key = FlowKey::of_packet(v, false);
         let cookie = match v.u(F::Cookie) {
             Some(c) if c != 0 && k == kind::IP_LOCAL_IN => Some(c),
-            _ => FlowKey::of_packet(v, false).and_then(|key| self.flows.find(key)),
+            _ => key.and_then(|key| self.flows.find(key)),
         };
         let p = IpPacket::read(ts, v);
         match cookie {
-            Some(cookie) => self.ip_in_unit(cookie, k, &p),
+            Some(cookie) => self.ip_in_unit(cookie, k, &p, key),
             None if k == kind::IP_LOCAL_IN => self.orphan(v, p, false),
             None => {}
         }
     }
 
-    /// A received IP packet of socket `cookie` (at PRE_ROUTING or LOCAL_IN).
-    fn ip_in_unit(&mut self, cookie: u64, k: u16, p: &IpPacket) {
+    /// A received IP packet of socket `cookie` (at PRE_ROUTING or LOCAL_IN),
+    /// of flow `key`.
+    fn ip_in_unit(&mut self, cookie: u64, k: u16, p: &IpPacket, key: Option<FlowKey>) {
+        if self.syn_to_shared_port(cookie, k, p, key) {
+            return;
+        }
         // The frame this packet came in (PRE_ROUTING may have claimed it already).
         let mut arrival = p.ts;
         let claim = match self.dev_rx.get_mut(&p.pkt) {
@@ -197,7 +207,9 @@ impl Analyzer {
         // The recorder names the socket when it knows the packet's flow (any
         // namespace): counted now, and claimed so that the packet's later IP or
         // TCP events do not count it again (they still read its arrival).
-        let cookie = v.u(F::Cookie).filter(|&c| c != 0);
+        let named = v.u(F::Cookie).filter(|&c| c != 0);
+        let held = named.filter(|&c| self.shared.is_shared(c));
+        let cookie = named.filter(|_| held.is_none());
         if let Some(c) = cookie {
             self.conn(c, ts).layers[DEV][IN].unit(ts, len);
         }
@@ -211,6 +223,7 @@ impl Analyzer {
             len,
             claimed: cookie.is_some(),
             peer,
+            held,
         };
         if let Some(old) = self.dev_rx.insert(pkt, rx) {
             self.unclaimed(&old);
@@ -221,7 +234,9 @@ impl Analyzer {
     /// an attribution failure.
     pub(super) fn unclaimed(&mut self, p: &PendingRx) {
         if !p.claimed {
-            if p.peer {
+            if let Some(c) = p.held {
+                self.conn(c, p.ts).layers[DEV][IN].unit(p.ts, p.len);
+            } else if p.peer {
                 self.unattributed.peer_rx += 1;
             } else {
                 self.unattributed.dev_rx += 1;
@@ -264,6 +279,9 @@ impl Analyzer {
         }
         self.pkt_out.retain(|_, p| !old(p.ts));
         self.passive.retain(|_, t| !old(*t));
+        for h in self.shared.unanswered(now.saturating_sub(PKT_TTL_NS)) {
+            self.count_held(h);
+        }
         let conns = &mut self.conns;
         self.send_wait.retain(|_, w| {
             if old(w.since) {

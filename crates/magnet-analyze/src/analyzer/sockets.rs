@@ -35,6 +35,9 @@ impl Analyzer {
             proto: proto.unwrap_or(6) as u8,
         };
         self.flows.insert(key, cookie);
+        if remote.port == 0 {
+            self.shared.bind(key, cookie);
+        }
         self.adopt_orphans();
         self.passive.remove(&key);
     }

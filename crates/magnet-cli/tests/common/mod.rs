@@ -154,3 +154,63 @@ pub fn enable_v6(ns: &magnet_testkit::Netns, iface: &str, addr: &str) {
         .unwrap();
     assert!(st.success());
 }
+
+/// The units of `layer` (`app`, `tcp`, `ip`, `dev`) in `dir` (`in`, `out`) of a
+/// connection of `magnet analyze --json` (0 without that row).
+pub fn units(conn: &serde_json::Value, layer: &str, dir: &str) -> u64 {
+    conn["modulation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["layer"] == layer && r["dir"] == dir)
+        .map_or(0, |r| r["units"].as_u64().unwrap())
+}
+
+/// The python3 interpreter itself (not a launcher shim, which dispatches on its name).
+pub fn python3() -> std::path::PathBuf {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os,sys; print(os.path.realpath(sys.executable))",
+        ])
+        .output()
+        .unwrap();
+    std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// python3 under the name `comm` (a symlink in the scratch directory), for
+/// `--comm`: a task's comm is the name it was started by, and python finds its
+/// library through the link.
+pub fn python_named(comm: &str) -> PathBuf {
+    let bin = tmp(&format!("{comm}/{comm}"));
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    let _ = std::fs::remove_file(&bin);
+    std::os::unix::fs::symlink(python3(), &bin).unwrap();
+    bin
+}
+
+/// A child process killed (and reaped) when dropped: a server a failing test
+/// leaves behind would hold its output pipe open.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether a live test that captures (tcpdump, tshark) and runs python3 can run
+/// here; says why not when it cannot.
+pub fn live_capture_python(name: &str) -> bool {
+    use magnet_testkit::Need;
+    magnet_testkit::live_or_skip(
+        name,
+        &[
+            Need::Btf,
+            Need::Tool("tcpdump"),
+            Need::Tool("tshark"),
+            Need::Tool("python3"),
+        ],
+    )
+}

@@ -11,7 +11,7 @@
 static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64 *cookie, bool pf)
 {
 	__u64 sk;
-	*cookie = skb_cookie(skb, &sk);
+	*cookie = skb_cookie(skb, &sk, !rx);
 	if (pf && pf_len && !pf_skb(skb, rx ? PF_AT_DATA : PF_AT_NH))
 		return false;
 	if (!need_parse())
@@ -437,7 +437,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 		 * fragment whose first was not seen (yet) the sender's socket,
 		 * still on the skb over veth and loopback, may vouch. */
 		__u64 sk;
-		__u64 skb_ck = skb_cookie(skb, &sk);
+		__u64 skb_ck = skb_cookie(skb, &sk, false);
 		traced = (!later_frag || skb_ck) && pkt_traced(skb_ck, sk, &pi, true, ns);
 	} else {
 		traced = true;

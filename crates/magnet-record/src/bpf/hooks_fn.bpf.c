@@ -110,7 +110,7 @@ static __always_inline void ip_fn_event(struct sk_buff *skb, struct net_device *
 	if (pf && pf_len && !pf_skb(skb, PF_AT_NH))
 		return;
 	__u64 sk;
-	__u64 cookie = skb_cookie(skb, &sk);
+	__u64 cookie = skb_cookie(skb, &sk, !rx);
 	__u32 ns = dev ? BPF_CORE_READ(dev, nd_net.net, ns.inum) : 0;
 	if (!ns && skb->sk)
 		ns = BPF_CORE_READ(skb, sk, __sk_common.skc_net.net, ns.inum);

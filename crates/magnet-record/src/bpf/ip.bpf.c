@@ -17,7 +17,7 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 	if (pf_len && !pf_skb(skb, PF_AT_NH))
 		return NF_ACCEPT;
 	__u64 sk;
-	__u64 cookie = skb_cookie(skb, &sk);
+	__u64 cookie = skb_cookie(skb, &sk, !rx);
 	__u32 ns = ctx->state->net->ns.inum;
 	/* IP fragments (IPv6 passes LOCAL_IN before reassembly, both families
 	 * PRE_ROUTING): the later ones have no ports, their datagram's first

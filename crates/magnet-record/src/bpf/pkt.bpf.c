@@ -324,13 +324,80 @@ static __always_inline __u64 pkt_id(const struct sk_buff *skb, enum pkt_point at
 	return v;
 }
 
-/* The skb's socket and its cookie (0 when it has none or none was assigned). */
-static __always_inline __u64 skb_cookie(const struct sk_buff *skb, __u64 *sk_out)
+/* Room for request_listener's flow: its callers leave it no stack. */
+struct req_flow {
+	struct sk_tuple t;
+	struct flow_key k;
+	struct flow_val v;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct req_flow);
+} req_flows SEC(".maps");
+
+/* A SYN-ACK leaves from the request socket the kernel made for its SYN
+ * (`req`), which names the listener that took the SYN (rsk_listener): among
+ * listeners that share a port (SO_REUSEPORT) the one the kernel chose, where
+ * the flow table holds one socket per port. The SYN-ACK is that listener's,
+ * and so is the handshake ACK to come: the connection's flow names the
+ * listener until the new socket takes it over (tcp_state_change). Returns the
+ * listener's key; 0 when it is not traced, and the SYN-ACK goes by its flow as
+ * before. Its locals in a map: the programs that inline skb_cookie have no
+ * stack left (and no room for a subprogram's frame). */
+static __always_inline __u64 request_listener(const struct sock *req, __u64 *sk_out)
+{
+	__u32 zero = 0;
+	struct req_flow *f = bpf_map_lookup_elem(&req_flows, &zero);
+	if (!f || !req || !sk_out)
+		return 0;
+	/* rsk_listener: the request socket's __req_common.skc_listener */
+	f->v.sk = (__u64)BPF_CORE_READ(req, __sk_common.skc_listener);
+	if (!f->v.sk)
+		return 0;
+	const struct sock *l = (const struct sock *)f->v.sk;
+	f->v.cookie = sk_key(l, BPF_CORE_READ(l, __sk_common.skc_cookie.counter));
+	if (!f->v.cookie)
+		return 0;
+	if (filter_tasks || tuple_filtered()) {
+		__u8 *seen = bpf_map_lookup_elem(&socks, &f->v.cookie);
+		if (!seen || !(*seen & SOCK_TRACED))
+			return 0;
+		*sk_out = f->v.sk;
+	} else {
+		*sk_out = 1;
+	}
+	if (filter_tasks || track_all_flows) {
+		f->t.family = BPF_CORE_READ(req, __sk_common.skc_family);
+		f->t.protocol = IPPROTO_TCP;
+		mg_sk_ends(req, &f->t, f->t.family == AF_INET6);
+		__builtin_memset(&f->k, 0, sizeof(f->k));
+		tuple_flow_key(&f->t, &f->k);
+		f->v.netns = BPF_CORE_READ(l, __sk_common.skc_net.net, ns.inum);
+		f->v.closed = 0;
+		f->k.netns = f->v.netns;
+		if (f->k.rport)
+			flow_put(&f->k, &f->v);
+	}
+	return f->v.cookie;
+}
+
+/* The skb's socket and its cookie (0 when it has none or none was assigned).
+ * `tx`: a packet on its way out, whose request socket (a SYN-ACK's) stands
+ * for its listener. */
+static __always_inline __u64 skb_cookie(const struct sk_buff *skb, __u64 *sk_out, bool tx)
 {
 	struct sock *sk = skb->sk;
 	if (!sk) {
 		*sk_out = 0;
 		return 0;
+	}
+	if (tx && sk->__sk_common.skc_state == TCP_NEW_SYN_RECV) {
+		__u64 c = request_listener(sk, sk_out);
+		if (c)
+			return c;
 	}
 	/* The socket's address is only compared when filtering. */
 	*sk_out = (filter_tasks || port_filter || filter_host) ? addr_of(sk) : 1;

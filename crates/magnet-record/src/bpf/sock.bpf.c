@@ -80,6 +80,31 @@ static __always_inline __u64 sk_cookie(const struct sock *sk)
 	return sk_key(sk, c);
 }
 
+/* The flow key of a socket's ends `t` (its netns left to the caller). */
+static __always_inline void tuple_flow_key(const struct sk_tuple *t, struct flow_key *k)
+{
+	__builtin_memcpy(k->local, t->saddr, 16);
+	/* Unconnected and listening sockets are wildcards: an all-zero remote
+	 * end, as pkt_traced() looks them up (not ::ffff:0.0.0.0). */
+	if (t->dport)
+		__builtin_memcpy(k->remote, t->daddr, 16);
+	k->lport = t->sport;
+	k->rport = t->dport;
+	k->protocol = t->protocol;
+}
+
+/* traced_flows[k] = v, unless it holds that already. */
+static __always_inline void flow_put(const struct flow_key *k, const struct flow_val *v)
+{
+	/* Unchanged: no update, and the per-CPU flow caches stay valid. */
+	struct flow_val *old = bpf_map_lookup_elem(&traced_flows, k);
+	if (old && old->cookie == v->cookie && old->sk == v->sk && old->netns == v->netns)
+		return;
+	bpf_map_update_elem(&traced_flows, k, v, BPF_ANY);
+	/* After the update: a cache filled before this sees a newer generation. */
+	__sync_fetch_and_add(&flow_gen, 1);
+}
+
 static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie, __u64 sk)
 {
 	/* Without a local port there is no flow yet (a TCP client before its
@@ -87,25 +112,12 @@ static __always_inline void track_flow(struct sk_tuple *t, __u64 cookie, __u64 s
 	if (!t->sport)
 		return;
 	struct flow_key k = {};
-	__builtin_memcpy(k.local, t->saddr, 16);
-	/* Unconnected and listening sockets are wildcards: an all-zero remote
-	 * end, as pkt_traced() looks them up (not ::ffff:0.0.0.0). */
-	if (t->dport)
-		__builtin_memcpy(k.remote, t->daddr, 16);
-	k.lport = t->sport;
-	k.rport = t->dport;
-	k.protocol = t->protocol;
+	tuple_flow_key(t, &k);
 	struct flow_val v = { .cookie = cookie, .sk = sk };
 	if (sk)
 		v.netns = BPF_CORE_READ((const struct sock *)sk, __sk_common.skc_net.net, ns.inum);
 	k.netns = v.netns;
-	/* Unchanged: no update, and the per-CPU flow caches stay valid. */
-	struct flow_val *old = bpf_map_lookup_elem(&traced_flows, &k);
-	if (old && old->cookie == v.cookie && old->sk == v.sk && old->netns == v.netns)
-		return;
-	bpf_map_update_elem(&traced_flows, &k, &v, BPF_ANY);
-	/* After the update: a cache filled before this sees a newer generation. */
-	__sync_fetch_and_add(&flow_gen, 1);
+	flow_put(&k, &v);
 }
 
 /* A TCP socket closed: its flow is marked closed, not removed, because
