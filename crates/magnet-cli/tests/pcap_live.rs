@@ -535,3 +535,106 @@ fn packets_a_qdisc_dropped_are_no_frames() {
         "frames on {sel}: {got}, tcpdump's there {want}"
     );
 }
+
+/// A tun device (no link header) made after the recording started, as a VPN
+/// or packetdrill makes one: `-i NAME` finds it by the name the END block
+/// gives it, its interface block is raw IP, and each frame is as long as
+/// tcpdump's on it (no made-up Ethernet header), IPv4 and IPv6.
+#[test]
+fn a_tun_device_made_during_the_recording_is_raw_ip_as_tcpdump_sees_it() {
+    if !live_or_skip(
+        "a_tun_device_made_during_the_recording_is_raw_ip_as_tcpdump_sees_it",
+        &[
+            Need::Btf,
+            Need::Tool("tshark"),
+            Need::Tool("tcpdump"),
+            Need::Tool("python3"),
+            Need::File("/dev/net/tun"),
+        ],
+    ) {
+        return;
+    }
+    use std::io::BufRead;
+    let ns = Netns::new().unwrap();
+    let trace = tmp("tun.mgt");
+    let rec = magnet_testkit::Recorder::record(MAGNET, None, &trace, &["--all"]);
+    let tun = format!("mgt{}", std::process::id() % 100_000);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tun_echo.py");
+    let mut echo = ns
+        .command("python3")
+        .arg(&script)
+        .args(["serve", &tun])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufReader::new(echo.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim(), "ready", "tun_echo.py did not open {tun}");
+    // Netns::new turns IPv6 off; this device carries both.
+    ns.sysctl("net/ipv6/conf/all/disable_ipv6", "0").unwrap();
+    ns.sysctl(&format!("net/ipv6/conf/{tun}/disable_ipv6"), "0")
+        .unwrap();
+    for args in [
+        vec!["addr", "add", "10.211.0.1/24", "dev", &tun],
+        vec!["addr", "add", "fd11::1/64", "dev", &tun, "nodad"],
+        vec!["link", "set", &tun, "up"],
+    ] {
+        let st = ns.command("ip").args(&args).status().unwrap();
+        assert!(st.success(), "ip {args:?}");
+    }
+    let cap = Capture::start(Some(&ns), &tun, &["udp"]).unwrap();
+    for addr in ["10.211.0.2", "fd11::2"] {
+        let o = ns
+            .command("python3")
+            .arg(&script)
+            .args(["send", addr, "20"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let wire = cap.stop().unwrap();
+    rec.stop().success();
+    let _ = echo.kill();
+    let _ = echo.wait();
+    let out = tmp("tun.pcapng");
+    let sel = format!("{tun}@{}", {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(ns.path()).unwrap().ino()
+    });
+    pcap(&trace, &out, &["-i", &sel]);
+    let frames = |f: &Path| {
+        let mut v: Vec<Vec<String>> =
+            tshark_fields(f, "udp", &["frame.len", "ip.src", "ipv6.src", "udp.length"]).unwrap();
+        v.sort();
+        v
+    };
+    let (got, want) = (frames(&out), frames(wire.path()));
+    assert_eq!(
+        want.len(),
+        80,
+        "tcpdump on {tun}: 20 datagrams and answers, twice"
+    );
+    assert_eq!(got, want, "frames on {sel}: magnet's vs tcpdump's");
+    let encap = tshark_fields(&out, "udp", &["frame.encap_type"]).unwrap();
+    assert!(
+        encap.iter().all(|r| r[0] == "7"),
+        "raw IP (WTAP_ENCAP_RAW_IP, 7) on every frame: {encap:?}"
+    );
+    let desc = Command::new("tshark")
+        .args([
+            "-r",
+            out.to_str().unwrap(),
+            "-T",
+            "fields",
+            "-e",
+            "frame.interface_description",
+            "-c",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let desc = String::from_utf8_lossy(&desc.stdout);
+    assert!(desc.contains("made during the recording"), "{desc}");
+}

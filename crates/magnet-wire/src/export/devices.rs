@@ -36,12 +36,19 @@ fn address_netns(k: &Kernel, addr: IpAddr) -> Option<u64> {
     one
 }
 
-/// The name and description of an interface block.
+/// The link type, name and description of an interface block; `raw`: the
+/// device's frames have no link header (a tun device).
 pub(super) fn describe(
     header: Option<&magnet_trace::Header>,
     host: &str,
     key: IfKey,
+    raw: bool,
 ) -> (u32, String, String) {
+    let lt = if raw {
+        linktype::RAW
+    } else {
+        linktype::ETHERNET
+    };
     match key {
         IfKey::Dev(i, ns) => {
             let known: Vec<&magnet_trace::Interface> = header
@@ -62,21 +69,25 @@ pub(super) fn describe(
                 .join(", ");
             match name {
                 Some(name) => (
-                    linktype::ETHERNET,
+                    lt,
                     name.to_owned(),
                     match exact {
-                        Some(f) => format!("{host}: {name}, ifindex {i}, netns {}", f.netns),
+                        Some(f) => format!(
+                            "{host}: {name}, ifindex {i}, netns {}{}",
+                            f.netns,
+                            if f.later { " (made during the recording)" } else { "" }
+                        ),
                         None => format!("{host}: {name}, ifindex {i} ({list})"),
                     },
                 ),
                 None if known.is_empty() || ns != 0 => (
-                    linktype::ETHERNET,
+                    lt,
                     format!("ifindex{i}"),
                     format!("{host}: device ifindex {i}{} (not among the interfaces when the recording started)",
                         if ns != 0 { format!(" in netns {ns}") } else { String::new() }),
                 ),
                 None => (
-                    linktype::ETHERNET,
+                    lt,
                     format!("ifindex{i}"),
                     format!("{host}: device ifindex {i}: one of {list} (its events name no socket to tell the namespace)"),
                 ),

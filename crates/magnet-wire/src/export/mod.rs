@@ -362,8 +362,9 @@ impl<W: Write> PcapWriter<W> {
         if !self.selected(k, key) {
             return Ok(());
         }
-        let if_id = self.interface_id(k, key)?;
-        let link = matches!(key, IfKey::Dev(..));
+        let raw = matches!(key, IfKey::Dev(..)) && h.no_link_header;
+        let if_id = self.interface_id(k, key, raw)?;
+        let link = matches!(key, IfKey::Dev(..)) && !raw;
         let s = Sighting {
             p,
             hi,
@@ -397,7 +398,7 @@ impl<W: Write> PcapWriter<W> {
         let header = k.header.as_ref();
         let (host, wanted) = (&self.host, &self.wanted);
         *self.named.entry(key).or_insert_with(|| {
-            let (_, name, _) = describe(header, host, key);
+            let (_, name, _) = describe(header, host, key, false);
             let known = ifaces::known(header);
             match key {
                 IfKey::Dev(i, ns) => ifaces::selects(wanted, known, ns, i, &name),
@@ -408,12 +409,12 @@ impl<W: Write> PcapWriter<W> {
 
     /// The id of interface block `key`, written now if it is the first frame
     /// there; counts the frame.
-    fn interface_id(&mut self, k: &Kernel, key: IfKey) -> io::Result<u32> {
+    fn interface_id(&mut self, k: &Kernel, key: IfKey, raw: bool) -> io::Result<u32> {
         let n = self.ifaces.len();
         let entry = match self.ifaces.entry(key) {
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::btree_map::Entry::Vacant(v) => {
-                let (lt, name, desc) = describe(k.header.as_ref(), &self.host, key);
+                let (lt, name, desc) = describe(k.header.as_ref(), &self.host, key, raw);
                 let id = self
                     .out
                     .add_interface(&InterfaceDesc::new(lt).name(&name).description(&desc))?;
@@ -446,7 +447,14 @@ impl<W: Write> PcapWriter<W> {
         let orig = match (p.ip, s.link) {
             (Some(ip), true) => 14 + ip.tot_len as usize,
             (Some(ip), false) => ip.tot_len as usize,
-            (None, _) => h.len as usize + if h.kind == kind::DEV_RX { 14 } else { 0 },
+            (None, _) => {
+                h.len as usize
+                    + if h.kind == kind::DEV_RX && s.link {
+                        14
+                    } else {
+                        0
+                    }
+            }
         }
         .max(data.len());
         if p.ip.is_some() {

@@ -40,6 +40,11 @@ fn push32(d: &mut Vec<u8>, v: u32) {
 /// Writes made-up headers for `p` into `d`; returns what was made up.
 pub(super) fn synthesise(k: &Kernel, p: &KPacket, link: bool, d: &mut Vec<u8>) -> &'static str {
     let Some(ip) = p.ip else {
+        // Nothing known past the link header; a device without one (tun)
+        // gets no bytes rather than a header that reads as a bad IP packet.
+        if !link {
+            return "nothing";
+        }
         d.extend_from_slice(&[0; 12]);
         push16(d, p.ethertype);
         return "eth";

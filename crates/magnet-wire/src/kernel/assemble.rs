@@ -351,6 +351,7 @@ impl Assembler {
             tid: r.tid(),
             cpu: r.cpu(),
             other_netns: r.flags() & magnet_trace::events::FLAG_OTHER_NETNS != 0,
+            no_link_header: super::without_link_header(rec.link_type),
         });
         if let Some(et) = rec.ethertype {
             p.ethertype = et as u16;

@@ -16,6 +16,7 @@ pub(super) struct Fields {
     ifindex: Option<FieldDesc>,
     len: Option<FieldDesc>,
     ethertype: Option<FieldDesc>,
+    link_type: Option<FieldDesc>,
     reason: Option<FieldDesc>,
     ret: Option<FieldDesc>,
     comm: Option<FieldDesc>,
@@ -61,6 +62,8 @@ pub(super) struct RecordFields {
     pub(super) len: u32,
     /// `None` when 0.
     pub(super) ethertype: Option<u64>,
+    /// The device's ARPHRD type (dev records; 0: not recorded).
+    pub(super) link_type: u16,
     pub(super) reason: u64,
     pub(super) count: u64,
     pub(super) ret: i64,
@@ -91,6 +94,7 @@ impl Fields {
             ifindex: f("ifindex"),
             len: f("len").or_else(|| f("tot_len")),
             ethertype: f("ethertype"),
+            link_type: f("link_type"),
             reason: f("reason"),
             ret: f("ret"),
             comm: f("comm"),
@@ -132,6 +136,7 @@ impl Fields {
             ifindex: num(b, &self.ifindex).unwrap_or(0) as u32,
             len: num(b, &self.len).unwrap_or(0) as u32,
             ethertype: num(b, &self.ethertype).filter(|&e| e != 0),
+            link_type: num(b, &self.link_type).unwrap_or(0) as u16,
             reason: num(b, &self.reason).unwrap_or(0),
             count: num(b, &self.count).unwrap_or(0),
             ret: self

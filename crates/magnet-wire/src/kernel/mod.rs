@@ -56,6 +56,16 @@ pub struct Hop {
     /// than the device (the record's `MG_F_OTHER_NETNS`: forwarded by a
     /// router namespace, the skb still holding the sender's socket).
     pub other_netns: bool,
+    /// The device's frames start at the IP header (a tun, WireGuard or IP
+    /// tunnel device: the dev record's `link_type`); false in traces that
+    /// did not record it.
+    pub no_link_header: bool,
+}
+
+/// Whether a device of ARPHRD type `link_type` hands the stack frames without
+/// a link header: none (tun, WireGuard), raw IP, IPIP, IP6IP6, SIT.
+pub fn without_link_header(link_type: u16) -> bool {
+    matches!(link_type, 65534 | 519 | 768 | 769 | 776)
 }
 
 /// The IP and transport header fields the IP layer recorded.

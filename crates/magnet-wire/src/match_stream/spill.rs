@@ -60,7 +60,7 @@ impl Leaving {
             put_u64(w, h.cookie)?;
             w.write_all(&h.tid.to_le_bytes())?;
             w.write_all(&h.cpu.to_le_bytes())?;
-            w.write_all(&[u8::from(h.other_netns)])?;
+            w.write_all(&[u8::from(h.other_netns) | u8::from(h.no_link_header) << 1])?;
         }
         Ok(())
     }
@@ -97,8 +97,13 @@ impl Leaving {
                 cookie: u(r)?,
                 tid: u32::from_le_bytes(get(r)?),
                 cpu: u16::from_le_bytes(get(r)?),
-                other_netns: u8::from_le_bytes(get(r)?) != 0,
+                other_netns: false,
+                no_link_header: false,
             });
+            let flags = u8::from_le_bytes(get(r)?);
+            let h = hops.last_mut().expect("pushed");
+            h.other_netns = flags & 1 != 0;
+            h.no_link_header = flags & 2 != 0;
         }
         Ok(Leaving {
             id,
