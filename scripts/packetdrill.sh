@@ -161,7 +161,7 @@ with_magnet() {
     # child, and a second try's wait could read the first try's lines.
     rm -f "$dir"/{capture.pcap,tcpdump.err,record.err,record.out,trace.mgt,analyze.json}
     : >"$dir/tcpdump.err"; : >"$dir/record.err"
-    ip netns exec "$ns" tcpdump -i any -y LINUX_SLL2 -s 96 --immediate-mode -U \
+    ip netns exec "$ns" tcpdump -i any -y LINUX_SLL2 -s 160 --immediate-mode -U \
         -w "$dir/capture.pcap" tcp 2>"$dir/tcpdump.err" &
     td=$!
     if ! wait_line "$dir/tcpdump.err" "listening on" "$td"; then
