@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Google's packetdrill TCP suite (third_party/packetdrill) as an oracle for magnet.
 #
-#   scripts/packetdrill.sh [--variants LIST] [--baseline-only] [--out DIR] [--keep] [SCRIPT...]
+#   scripts/packetdrill.sh [--variants LIST] [--baseline-only] [--launched] [--out DIR] [--keep] [SCRIPT...]
 #
 # SCRIPT: paths under gtests/net/tcp (e.g. sack/sack-shift-sacked-2-6-8-3-9-nofack.pkt)
 # or directories there; default: every *.pkt of gtests/net/tcp. Each script runs in
@@ -17,7 +17,9 @@
 #     retry: the scripts' timing is tight on a busy host), and
 #     scripts/packetdrill_compare.py must find magnet's ip and dev rows (in and
 #     out, units and bytes, summed over TCP connections) equal to the capture and
-#     retrans_segs equal to the TcpRetransSegs delta.
+#     retrans_segs equal to the TcpRetransSegs delta. With --launched magnet
+#     starts packetdrill instead (`magnet record --netns self -- packetdrill …`:
+#     its sockets only), compared the same way.
 #
 # One line per run: RESULT SCRIPT VARIANT [first mismatch]. RESULT is one of
 # `fail` (fails without magnet), `exact`, `mismatch`, `broken` (passes without
@@ -34,6 +36,7 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 magnet="${MAGNET:-$target/debug/magnet}"
 variants=ipv4,ipv6
 baseline_only=0
+launched=0
 keep=0
 out="$target/packetdrill/runs"
 exceptions=$root/scripts/packetdrill-exceptions.txt
@@ -42,9 +45,10 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --variants) variants="$2"; shift 2 ;;
         --baseline-only) baseline_only=1; shift ;;
+        --launched) launched=1; shift ;;
         --out) out="$2"; shift 2 ;;
         --keep) keep=1; shift ;;
-        -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "packetdrill.sh: unknown option $1" >&2; exit 2 ;;
         *) scripts+=("$1"); shift ;;
     esac
@@ -167,19 +171,31 @@ with_magnet() {
     if ! wait_line "$dir/tcpdump.err" "listening on" "$td"; then
         echo "tcpdump did not start: $(tail -1 "$dir/tcpdump.err")"; kill "$td" 2>/dev/null; cleanup; return 2
     fi
-    ip netns exec "$ns" "$magnet" record --all --netns self -o "$dir/trace.mgt" \
-        >"$dir/record.out" 2>"$dir/record.err" &
-    rec=$!
-    if ! wait_line "$dir/record.err" "magnet: recording " "$rec"; then
-        echo "magnet record did not start: $(tail -1 "$dir/record.err")"
-        kill "$td" "$rec" 2>/dev/null; wait "$td" "$rec" 2>/dev/null; cleanup; return 2
-    fi
+    local rrc=0
     segs0=$(mib TcpRetransSegs); fail0=$(mib TcpExtTCPRetransFail)
-    run_pd "$dir" "$s" "$v"; rc=$?
+    if [ "$launched" = 1 ]; then
+        # magnet passes packetdrill's exit status on; packetdrill's lines go to
+        # record.err with magnet's.
+        # shellcheck disable=SC2046
+        (cd "$suite/$(dirname "$s")" && ip netns exec "$ns" timeout 240 "$magnet" record --netns self \
+            -o "$dir/trace.mgt" -- "$pd" --send_omit_free $(variant_args "$v") "$(basename "$s")") \
+            >"$dir/record.out" 2>"$dir/record.err"
+        rc=$?
+        cp "$dir/record.err" "$dir/packetdrill.out"
+    else
+        ip netns exec "$ns" "$magnet" record --all --netns self -o "$dir/trace.mgt" \
+            >"$dir/record.out" 2>"$dir/record.err" &
+        rec=$!
+        if ! wait_line "$dir/record.err" "magnet: recording " "$rec"; then
+            echo "magnet record did not start: $(tail -1 "$dir/record.err")"
+            kill "$td" "$rec" 2>/dev/null; wait "$td" "$rec" 2>/dev/null; cleanup; return 2
+        fi
+        run_pd "$dir" "$s" "$v"; rc=$?
+    fi
     segs=$(( $(mib TcpRetransSegs) - segs0 )); fail=$(( $(mib TcpExtTCPRetransFail) - fail0 ))
     # The stack's last events drain; tcpdump writes what it holds.
     sleep 0.3
-    kill -INT "$rec"; wait "$rec"; local rrc=$?
+    if [ "$launched" = 0 ]; then kill -INT "$rec"; wait "$rec"; rrc=$?; fi
     kill "$td"; wait "$td" 2>/dev/null
     cleanup
     if [ "$rc" -ne 0 ]; then
