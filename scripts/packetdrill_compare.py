@@ -2,6 +2,7 @@
 """Compares one packetdrill run's trace with its oracles (scripts/packetdrill.sh).
 
     packetdrill_compare.py ANALYZE_JSON CAPTURE_PCAP RETRANS_SEGS RETRANS_FAIL [ALLOWED]
+    packetdrill_compare.py --table RESULTS_TSV    (docs/packetdrill.md's table)
 
 ANALYZE_JSON is `magnet analyze --json` of the trace; CAPTURE_PCAP a LINUX_SLL2
 capture (tcpdump -i any -y LINUX_SLL2 tcp) of the run's namespace; RETRANS_SEGS and
@@ -140,7 +141,38 @@ def compare(j, cap, segs, fail):
     return out
 
 
+def table(path):
+    """results.tsv as markdown: one row per script, a column per IP version,
+    then the reasons of the runs that are not exact."""
+    rows, notes, variants = {}, [], []
+    with open(path) as f:
+        for line in f:
+            script, variant, result, detail = (line.rstrip("\n").split("\t") + [""])[:4]
+            rows.setdefault(script, {})[variant] = result
+            if variant not in variants:
+                variants.append(variant)
+            if result != "exact" and detail:
+                notes.append((script, variant, result, detail))
+    out = ["| script | " + " | ".join(variants) + " |", "|---|" + "---|" * len(variants)]
+    for script in sorted(rows):
+        out.append(f"| {script} | " + " | ".join(rows[script].get(v, "–") for v in variants) + " |")
+    out.append("")
+    out.append("Why each run that is not exact is not:")
+    out.append("")
+    for script, variant, result, detail in notes:
+        detail = detail.split(" (excepted: ")[0].replace("|", "\\|")
+        out.append(f"- `{script}` {variant}: {result}: {detail}")
+    return "\n".join(out)
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--table":
+        try:
+            print(table(argv[2]))
+        except OSError as e:
+            print(f"packetdrill_compare: {e}", file=sys.stderr)
+            return 2
+        return 0
     if len(argv) not in (5, 6):
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
