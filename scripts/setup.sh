@@ -7,8 +7,8 @@
 #   scripts/setup.sh PART...    the named parts (build, and each scripts/packages-PART.txt)
 #
 # Parts: `build` (below: clang/llvm/libelf/zlib/libpcap/pkg-config/iproute2, the
-# demo's whole need) and one per scripts/packages-PART.txt (daemon, fid-record, lab,
-# report, rpc, wire), plus `python` (scripts/requirements-*.txt).
+# demo's whole need) and one per scripts/packages-PART.txt (bench, daemon, fid-record, lab,
+# packetdrill, report, rpc, servers, wire), plus `python` (scripts/requirements-*.txt).
 #
 # Each part is installed on its own, after `apt-get -s` shows it can be: a part
 # that apt cannot install never stops another. When a part conflicts with a package

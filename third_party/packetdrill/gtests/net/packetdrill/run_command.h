@@ -1,0 +1,38 @@
+/*
+ * Copyright 2013 Google Inc.
+ *
+ * This program is free software; you can redistribute it and/or
+ * modify it under the terms of the GNU General Public License
+ * as published by the Free Software Foundation; either version 2
+ * of the License, or (at your option) any later version.
+ *
+ * This program is distributed in the hope that it will be useful,
+ * but WITHOUT ANY WARRANTY; without even the implied warranty of
+ * MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the
+ * GNU General Public License for more details.
+ *
+ * You should have received a copy of the GNU General Public License
+ * along with this program; if not, write to the Free Software
+ * Foundation, Inc., 51 Franklin Street, Fifth Floor, Boston, MA
+ * 02110-1301, USA.
+ */
+/*
+ * Author: ncardwell@google.com (Neal Cardwell)
+ *
+ * Interface for a module to execute a command from a test script.
+ */
+
+#ifndef __RUN_COMMAND_H__
+#define __RUN_COMMAND_H__
+
+#include "types.h"
+
+#include "run.h"
+#include "script.h"
+
+/* Execute the command. */
+extern void run_command_event(struct state *state,
+			      struct event *event,
+			      struct command_spec *command);
+
+#endif /* __RUN_COMMAND_H__ */
