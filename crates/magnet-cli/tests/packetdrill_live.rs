@@ -25,6 +25,8 @@ const CORE: &[&str] = &[
     "fast_retransmit/fr-4pkt-sack.pkt",
     "sack/sack-shift-sacked-2-6-8-3-9-nofack.pkt",
     "close/close-local-close-then-remote-fin.pkt",
+    // A reset sent from IPv4's TCP control socket (not the connection's).
+    "close/close-on-syn-sent.pkt",
 ];
 
 #[test]

@@ -399,6 +399,14 @@ static __always_inline __u64 skb_cookie(const struct sk_buff *skb, __u64 *sk_out
 		if (c)
 			return c;
 	}
+	/* IPv4's per-CPU TCP control socket (a raw socket of protocol TCP) sends
+	 * resets and TIME_WAIT ACKs for connections it does not own: no socket,
+	 * so that the packet's flow names its connection (IPv6 sends these with
+	 * no socket at all). */
+	if (tx && sk->sk_type == SOCK_RAW && sk->sk_protocol == IPPROTO_TCP) {
+		*sk_out = 0;
+		return 0;
+	}
 	/* The socket's address is only compared when filtering. */
 	*sk_out = (filter_tasks || port_filter || filter_host) ? addr_of(sk) : 1;
 	return sk_key(sk, sk->__sk_common.skc_cookie.counter);
