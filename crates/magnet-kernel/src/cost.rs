@@ -70,6 +70,11 @@ pub struct ProgRun {
     pub run_cnt: u64,
     /// Time it ran, ns, while statistics were on.
     pub run_time_ns: u64,
+    /// Times the kernel did not run it because it was already running on
+    /// that CPU (`recursion_misses`, 5.12+; counted whether statistics are
+    /// on or not): events it would have made are missing, and no loss
+    /// counter of ours saw them.
+    pub recursion_misses: u64,
 }
 
 impl ProgRun {
@@ -79,6 +84,9 @@ impl ProgRun {
             id: self.id,
             run_cnt: self.run_cnt.saturating_sub(earlier.run_cnt),
             run_time_ns: self.run_time_ns.saturating_sub(earlier.run_time_ns),
+            recursion_misses: self
+                .recursion_misses
+                .saturating_sub(earlier.recursion_misses),
         }
     }
 }
@@ -98,6 +106,7 @@ pub fn prog_run(fd: BorrowedFd<'_>) -> Result<ProgRun, String> {
         id: info.id,
         run_cnt: info.run_cnt,
         run_time_ns: info.run_time_ns,
+        recursion_misses: info.recursion_misses,
     })
 }
 
@@ -267,18 +276,21 @@ mod tests {
             id: 7,
             run_cnt: 10,
             run_time_ns: 1000,
+            recursion_misses: 1,
         };
         let b = ProgRun {
             id: 7,
             run_cnt: 15,
             run_time_ns: 1600,
+            recursion_misses: 3,
         };
         assert_eq!(
             b.since(&a),
             ProgRun {
                 id: 7,
                 run_cnt: 5,
-                run_time_ns: 600
+                run_time_ns: 600,
+                recursion_misses: 2,
             }
         );
     }

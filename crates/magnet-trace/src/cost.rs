@@ -16,6 +16,14 @@ pub struct ProgramCost {
     pub ns: u64,
     /// `ns / runs` (0 when it never ran).
     pub ns_per_run: f64,
+    /// Times the kernel skipped it because it was already running on that
+    /// CPU (`recursion_misses`): its events of those times are missing.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl ProgramCost {
@@ -29,6 +37,7 @@ impl ProgramCost {
             } else {
                 ns as f64 / runs as f64
             },
+            skipped: 0,
         }
     }
 }
@@ -71,6 +80,10 @@ pub struct Cost {
     /// `process_cpu_ns / machine_cpu_ns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_share: Option<f64>,
+    /// Runs the kernel skipped, every program's `skipped` summed: events
+    /// missing from the trace that no LOST record counts. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped_runs: u64,
 }
 
 // The ratios are quotients of integers with a non-zero divisor, never NaN:
@@ -122,7 +135,37 @@ impl Cost {
             machine_cpu_ns,
             bpf_share: bpf_ns.and_then(share),
             process_share: share(process_cpu_ns),
+            skipped_runs: 0,
         }
+    }
+
+    /// Records the runs the kernel skipped, by program name (those not in
+    /// `programs` are left out: not measured).
+    pub fn set_skipped(&mut self, skipped: &[(String, u64)]) {
+        for (name, n) in skipped {
+            if let Some(p) = self.programs.iter_mut().find(|p| &p.name == name) {
+                p.skipped = *n;
+            }
+        }
+        self.skipped_runs = self.programs.iter().map(|p| p.skipped).sum();
+    }
+
+    /// The warning skipped runs call for, if any (one line, no prefix).
+    pub fn skipped_line(&self) -> Option<String> {
+        if self.skipped_runs == 0 {
+            return None;
+        }
+        let mut by: Vec<&ProgramCost> = self.programs.iter().filter(|p| p.skipped > 0).collect();
+        by.sort_by(|a, b| b.skipped.cmp(&a.skipped).then_with(|| a.name.cmp(&b.name)));
+        let list: Vec<String> = by
+            .iter()
+            .map(|p| format!("{} {}", p.name, p.skipped))
+            .collect();
+        Some(format!(
+            "the kernel skipped {} runs of the programs (already running on that CPU: bpf_prog_info.recursion_misses): their events are missing, and no LOST record counts them ({})",
+            self.skipped_runs,
+            list.join(", ")
+        ))
     }
 
     /// The cost in a few lines (no prefix), with the `top` most costly
@@ -238,6 +281,31 @@ mod tests {
             "{text}"
         );
         // What the END block keeps reads back the same.
+        let back: Cost = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn skipped_runs_are_summed_and_named() {
+        let mut c = Cost::new(
+            10,
+            Ok(vec![("a".into(), 10, 5_000), ("b".into(), 4, 100)]),
+            1,
+            1,
+            1,
+        );
+        assert_eq!(c.skipped_line(), None);
+        assert!(serde_json::to_value(&c)
+            .unwrap()
+            .get("skipped_runs")
+            .is_none());
+        c.set_skipped(&[("a".into(), 2), ("b".into(), 3), ("gone".into(), 9)]);
+        assert_eq!(c.skipped_runs, 5);
+        let line = c.skipped_line().unwrap();
+        assert!(
+            line.contains("skipped 5 runs") && line.ends_with("(b 3, a 2)"),
+            "{line}"
+        );
         let back: Cost = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
     }

@@ -117,6 +117,9 @@ fn print_text(o: &mut impl Write, info: &Info) -> std::io::Result<()> {
             for l in c.lines(5) {
                 writeln!(o, "cost      {l}")?;
             }
+            if let Some(l) = c.skipped_line() {
+                writeln!(o, "skipped   {l}")?;
+            }
         }
         None if i.complete => writeln!(
             o,

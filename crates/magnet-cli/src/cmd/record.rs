@@ -521,6 +521,9 @@ fn summary_text(s: &Summary, c: &RecordConfig) -> String {
             c.buffer_bytes
         );
     }
+    if let Some(l) = s.cost.skipped_line() {
+        let _ = writeln!(out, "magnet: warning: {l}");
+    }
     let kinds: Vec<String> = s.by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
     if kinds.is_empty() {
         let _ = writeln!(out, "magnet: no event matched the filters");

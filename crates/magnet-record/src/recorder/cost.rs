@@ -27,18 +27,26 @@ impl Meter {
 impl Measured {
     pub(super) fn cost(self, events: u64, drain_cpu_ns: u64) -> Cost {
         let m = self.0;
+        let skipped: Vec<(String, u64)> = m
+            .bpf
+            .iter()
+            .flatten()
+            .map(|(name, r)| (name.clone(), r.recursion_misses))
+            .collect();
         let bpf = m.bpf.map(|progs| {
             progs
                 .into_iter()
                 .map(|(name, r)| (name, r.run_cnt, r.run_time_ns))
                 .collect()
         });
-        Cost::new(
+        let mut cost = Cost::new(
             events,
             bpf,
             drain_cpu_ns,
             m.process_cpu_ns,
             m.machine_cpu_ns,
-        )
+        );
+        cost.set_skipped(&skipped);
+        cost
     }
 }
