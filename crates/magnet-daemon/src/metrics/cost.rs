@@ -72,6 +72,19 @@ pub(super) fn cost(
             o.sample("magnet_bpf_runs_total", &[("program", &p.name)], p.runs);
         }
         o.family(
+            "magnet_bpf_skipped_runs",
+            "counter",
+            None,
+            "Runs of each of magnetd's BPF programs the kernel skipped because the program was already running on that CPU (bpf_prog_info.recursion_misses): what they would have counted is missing.",
+        );
+        for p in progs {
+            o.sample(
+                "magnet_bpf_skipped_runs_total",
+                &[("program", &p.name)],
+                p.skipped,
+            );
+        }
+        o.family(
             "magnet_bpf_ns_per_event",
             "gauge",
             None,
@@ -113,11 +126,13 @@ mod tests {
                 name: "app_send".into(),
                 runs: 10,
                 ns: 3_000,
+                skipped: 2,
             },
             ProgramTime {
                 name: "drop".into(),
                 runs: 0,
                 ns: 0,
+                skipped: 0,
             },
         ];
         let mut o = Out(String::new());
@@ -128,6 +143,7 @@ mod tests {
             "magnet_bpf_run_seconds_total{program=\"app_send\"} 0.000003\n",
             "magnet_bpf_run_seconds_total{program=\"drop\"} 0\n",
             "magnet_bpf_runs_total{program=\"app_send\"} 10\n",
+            "magnet_bpf_skipped_runs_total{program=\"app_send\"} 2\n",
             "magnet_bpf_ns_per_event 30\n",
             "magnet_daemon_cpu_seconds_total 2\n",
             "magnet_daemon_cpu_ns_per_event 20000000\n",

@@ -57,6 +57,9 @@ pub struct ProgramTime {
     pub name: String,
     pub runs: u64,
     pub ns: u64,
+    /// Runs the kernel skipped: the program was already running on that CPU
+    /// (`recursion_misses`; what it would have counted is missing).
+    pub skipped: u64,
 }
 
 /// A connection record as read, with the fields user space needs to decide
@@ -356,6 +359,7 @@ impl Reader {
                     name: name.clone(),
                     runs: r.run_cnt,
                     ns: r.run_time_ns,
+                    skipped: r.recursion_misses,
                 })
             })
             .collect()
