@@ -560,15 +560,16 @@ fn a_tun_device_made_during_the_recording_is_raw_ip_as_tcpdump_sees_it() {
     let rec = magnet_testkit::Recorder::record(MAGNET, None, &trace, &["--all"]);
     let tun = format!("mgt{}", std::process::id() % 100_000);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tun_echo.py");
-    let mut echo = ns
-        .command("python3")
-        .arg(&script)
-        .args(["serve", &tun])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut echo = KillOnDrop(
+        ns.command("python3")
+            .arg(&script)
+            .args(["serve", &tun])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let mut ready = String::new();
-    std::io::BufReader::new(echo.stdout.take().unwrap())
+    std::io::BufReader::new(echo.0.stdout.take().unwrap())
         .read_line(&mut ready)
         .unwrap();
     assert_eq!(ready.trim(), "ready", "tun_echo.py did not open {tun}");
@@ -596,8 +597,7 @@ fn a_tun_device_made_during_the_recording_is_raw_ip_as_tcpdump_sees_it() {
     }
     let wire = cap.stop().unwrap();
     rec.stop().success();
-    let _ = echo.kill();
-    let _ = echo.wait();
+    drop(echo);
     let out = tmp("tun.pcapng");
     let sel = format!("{tun}@{}", {
         use std::os::unix::fs::MetadataExt;
@@ -637,4 +637,14 @@ fn a_tun_device_made_during_the_recording_is_raw_ip_as_tcpdump_sees_it() {
         .unwrap();
     let desc = String::from_utf8_lossy(&desc.stdout);
     assert!(desc.contains("made during the recording"), "{desc}");
+}
+
+/// A helper process that must not outlive its test, even one that panics.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -18,9 +18,22 @@ pub const RECORDING_LINE: &str = "magnet: recording ";
 /// A recorder running in the background. Its stderr is drained on a thread of
 /// its own, so it never blocks on a full pipe.
 pub struct Recorder {
-    child: Child,
-    stderr: JoinHandle<String>,
+    /// None once waited for (Drop then has nothing to stop).
+    child: Option<Child>,
+    stderr: Option<JoinHandle<String>>,
     trace: Option<PathBuf>,
+}
+
+/// A recorder left running by a test that panicked would go on recording
+/// (and hold every network namespace it attached hooks in) through the
+/// tests after it: killed here.
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 /// What a recorder left when it ended.
@@ -67,10 +80,9 @@ impl Recorder {
             .arg(trace)
             .args(args)
             .stdout(Stdio::null());
-        Recorder {
-            trace: Some(trace.to_path_buf()),
-            ..Recorder::start(cmd)
-        }
+        let mut r = Recorder::start(cmd);
+        r.trace = Some(trace.to_path_buf());
+        r
     }
 
     /// Spawns `cmd` (stdin from /dev/null, stderr piped; stdout as the caller set it,
@@ -108,28 +120,30 @@ impl Recorder {
             rest
         });
         Recorder {
-            child,
-            stderr,
+            child: Some(child),
+            stderr: Some(stderr),
             trace: None,
         }
     }
 
     /// The recorder's process id.
     pub fn id(&self) -> u32 {
-        self.child.id()
+        self.child.as_ref().map_or(0, Child::id)
     }
 
     /// Sends SIGTERM (a recorder's clean stop) without waiting.
     pub fn terminate(&self) {
         let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::unistd::Pid::from_raw(self.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
         );
     }
 
     /// Sends SIGKILL (no clean stop: the trace has no END block) and waits.
     pub fn kill(mut self) -> Ended {
-        let _ = self.child.kill();
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+        }
         self.wait()
     }
 
@@ -148,17 +162,23 @@ impl Recorder {
     }
 
     /// Waits for the recorder to end by itself (`--duration`, `-- CMD`).
-    pub fn wait(self) -> Ended {
+    pub fn wait(mut self) -> Ended {
         let out = self
             .child
+            .take()
+            .expect("a recorder is waited for once")
             .wait_with_output()
             .expect("waiting for the recorder");
-        let stderr = self.stderr.join().unwrap_or_default();
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
         Ended {
             status: out.status,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr,
-            trace: self.trace,
+            trace: self.trace.take(),
         }
     }
 }
