@@ -206,3 +206,165 @@ fn reuseport_ipv6_by_comm() {
         case(true, true);
     }
 }
+
+/// A real nginx with two workers and `listen … reuseport`, started before the
+/// recorder and recorded with `--comm nginx`: nginx gives each worker a
+/// listener of its own on the port, and its access log names the worker
+/// (`$pid`) that served each request. Oracle: per worker, its requests; per
+/// listener in magnet's analysis, its handshakes (ip and dev, in 2 and out 1 per
+/// connection). The two lists must be equal as multisets (which listener is
+/// which worker's is nginx's business), and every accepted connection must name
+/// its client (`remote`), one per request of the access log.
+fn nginx_case(v6: bool) {
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let veth = Veth::pair((&a).into(), (&b).into()).unwrap();
+    let (server, listen) = if v6 {
+        enable_v6(&a, veth.a().name(), "fd21:b::1/64");
+        enable_v6(&b, veth.b().name(), "fd21:b::2/64");
+        ("fd21:b::2".to_string(), format!("[fd21:b::2]:{NGINX_PORT}"))
+    } else {
+        let s = veth.b().addr().to_string();
+        (s.clone(), format!("{s}:{NGINX_PORT}"))
+    };
+    let dir = tmp(&format!("reuseport-nginx-{v6}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("index.html"), vec![b'n'; 1000]).unwrap();
+    let cmd = magnet_testkit::nginx_workers(&b, &dir, &format!("{listen} reuseport"), 2, true);
+    let nginx = magnet_testkit::Server::spawn(cmd, &dir);
+    magnet_testkit::wait_listening(&b, NGINX_PORT);
+    let cap = Capture::start(Some(&b), veth.b().name(), &[]).unwrap();
+    let trace = tmp(&format!("reuseport-nginx-{v6}.mgt"));
+    let rec = Recorder::record(
+        MAGNET,
+        Some(&b),
+        &trace,
+        &["--layers", "app,tcp,ip,dev", "--comm", "nginx"],
+    );
+    let st = a
+        .command("python3")
+        .args([
+            "-c",
+            NGINX_CLIENT,
+            &server,
+            &NGINX_PORT.to_string(),
+            &CONNECTIONS.to_string(),
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success(), "the client failed");
+    // nginx writes a request's line as the request ends.
+    let log = dir.join("access.log");
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    let t0 = std::time::Instant::now();
+    while read_log().lines().count() < CONNECTIONS && t0.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let ended = rec.stop();
+    let pcap = cap.stop().unwrap();
+    let lines = read_log();
+    drop(nginx);
+    let mut per_worker: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut client_ports = Vec::new();
+    for line in lines.lines() {
+        let mut w = line.split_whitespace().map(|x| x.parse::<u64>().unwrap());
+        *per_worker.entry(w.next().unwrap()).or_default() += 1;
+        client_ports.push(w.next().unwrap());
+    }
+    assert_eq!(client_ports.len(), CONNECTIONS, "access log: {lines}");
+    assert_eq!(per_worker.len(), 2, "both workers served: {per_worker:?}");
+    assert_eq!(
+        capture_handshakes(pcap.path()),
+        (CONNECTIONS, CONNECTIONS),
+        "one SYN and one SYN-ACK per connection in the capture"
+    );
+
+    let trace = ended.trace.expect("trace");
+    let json: Value =
+        serde_json::from_slice(&magnet_ok(["analyze", "--json", trace.to_str().unwrap()])).unwrap();
+    let conns = json["connections"].as_array().unwrap();
+    let port_of = |c: &Value| {
+        c["local"]
+            .as_str()
+            .and_then(|l| l.rsplit(':').next())
+            .and_then(|p| p.parse::<u16>().ok())
+    };
+    let ours: Vec<&Value> = conns
+        .iter()
+        .filter(|c| port_of(c) == Some(NGINX_PORT))
+        .collect();
+    let listeners: Vec<&Value> = ours
+        .iter()
+        .copied()
+        .filter(|c| c["remote"].is_null())
+        .collect();
+    let mut got: Vec<[u64; 4]> = listeners
+        .iter()
+        .map(|l| {
+            [
+                units(l, "ip", "in"),
+                units(l, "ip", "out"),
+                units(l, "dev", "in"),
+                units(l, "dev", "out"),
+            ]
+        })
+        .collect();
+    got.sort();
+    let mut want: Vec<[u64; 4]> = per_worker.values().map(|&n| [2 * n, n, 2 * n, n]).collect();
+    want.sort();
+    assert_eq!(
+        got, want,
+        "per listener: [ip in, ip out, dev in, dev out] vs a worker's requests × (2, 1, 2, 1) \
+         (access log per worker pid: {per_worker:?})"
+    );
+    let mut remotes: Vec<u64> = ours
+        .iter()
+        .filter_map(|c| c["remote"].as_str())
+        .filter_map(|r| r.rsplit(':').next()?.parse().ok())
+        .collect();
+    remotes.sort_unstable();
+    client_ports.sort_unstable();
+    assert_eq!(
+        remotes, client_ports,
+        "one accepted connection per request, naming the client's port"
+    );
+    let _ = std::fs::remove_file(&trace);
+}
+
+const NGINX_PORT: u16 = 7622;
+
+/// `argv[3]` HTTP/1.0 requests, one connection each, read to the end.
+const NGINX_CLIENT: &str = "import socket,sys
+fam = socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET
+for i in range(int(sys.argv[3])):
+    c = socket.socket(fam)
+    c.connect((sys.argv[1], int(sys.argv[2])))
+    c.sendall(b'GET /index.html HTTP/1.0\\r\\nHost: t\\r\\n\\r\\n')
+    got = b''
+    while True:
+        d = c.recv(65536)
+        if not d: break
+        got += d
+    assert got.startswith(b'HTTP/1.1 200'), got[:100]
+    c.close()
+";
+
+fn live_nginx(name: &str) -> bool {
+    live_capture_python(name)
+        && magnet_testkit::live_or_skip(name, &[magnet_testkit::Need::Tool("nginx")])
+}
+
+#[test]
+fn reuseport_nginx_two_workers_ipv4_by_comm() {
+    if live_nginx("reuseport_nginx_two_workers_ipv4_by_comm") {
+        nginx_case(false);
+    }
+}
+
+#[test]
+fn reuseport_nginx_two_workers_ipv6_by_comm() {
+    if live_nginx("reuseport_nginx_two_workers_ipv6_by_comm") {
+        nginx_case(true);
+    }
+}

@@ -61,15 +61,33 @@ impl Drop for Server {
 /// value: `ADDR:PORT` and its options, e.g. `127.0.0.1:80 sndbuf=64k`); its
 /// configuration, pid file, error log and temporary files in `dir`.
 pub fn nginx(netns: &Netns, dir: &Path, listen: &str) -> Command {
+    nginx_workers(netns, dir, listen, 1, false)
+}
+
+/// [`nginx`] with `workers` worker processes and, with `access_log`, a log in
+/// `dir/access.log` of one line per request: the pid of the worker that served
+/// it and the client's port (`$pid $remote_port`), written as each request ends.
+pub fn nginx_workers(
+    netns: &Netns,
+    dir: &Path,
+    listen: &str,
+    workers: u32,
+    access_log: bool,
+) -> Command {
     let d = dir.display();
     let conf = dir.join("nginx.conf");
+    let log = if access_log {
+        format!("log_format workers '$pid $remote_port'; access_log {d}/access.log workers;")
+    } else {
+        "access_log off;".to_string()
+    };
     std::fs::write(
         &conf,
         format!(
-            "daemon off; master_process on; worker_processes 1; pid {d}/nginx.pid;\n\
+            "daemon off; master_process on; worker_processes {workers}; pid {d}/nginx.pid;\n\
              error_log {d}/error.log;\n\
              events {{ worker_connections 64; }}\n\
-             http {{ access_log off; sendfile on; keepalive_timeout 30;\n\
+             http {{ {log} sendfile on; keepalive_timeout 30;\n\
                client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};\n\
                uwsgi_temp_path {d}; scgi_temp_path {d};\n\
                server {{ listen {listen}; root {d}; }} }}\n"
