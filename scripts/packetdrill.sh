@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Google's packetdrill TCP suite (third_party/packetdrill) as an oracle for magnet.
 #
-#   scripts/packetdrill.sh [--variants LIST] [--baseline-only] [--launched] [--out DIR] [--keep] [SCRIPT...]
+#   scripts/packetdrill.sh [--variants LIST] [--baseline-only] [--launched | --strace] [--out DIR] [--keep] [SCRIPT...]
 #
 # SCRIPT: paths under gtests/net/tcp (e.g. sack/sack-shift-sacked-2-6-8-3-9-nofack.pkt)
 # or directories there; default: every *.pkt of gtests/net/tcp. Each script runs in
@@ -20,6 +20,13 @@
 #     retrans_segs equal to the TcpRetransSegs delta. With --launched magnet
 #     starts packetdrill instead (`magnet record --netns self -- packetdrill …`:
 #     its sockets only), compared the same way.
+#  3. with --strace instead, a passing script's app calls are checked against
+#     strace's, in a run of their own: `magnet record --netns self -- strace -f
+#     -yy … packetdrill …` (strace breaks the scripts' timing, so the script may
+#     fail here; its calls up to then are still the same calls for both), and
+#     scripts/packetdrill_calls.py must find the multiset of (direction, return
+#     value) of magnet's app_send/app_recv events equal to strace's calls on TCP
+#     and UDP sockets.
 #
 # One line per run: RESULT SCRIPT VARIANT [first mismatch]. RESULT is one of
 # `fail` (fails without magnet), `exact`, `mismatch`, `broken` (passes without
@@ -37,6 +44,7 @@ magnet="${MAGNET:-$target/debug/magnet}"
 variants=ipv4,ipv6
 baseline_only=0
 launched=0
+strace=0
 keep=0
 out="$target/packetdrill/runs"
 exceptions=$root/scripts/packetdrill-exceptions.txt
@@ -46,9 +54,10 @@ while [ $# -gt 0 ]; do
         --variants) variants="$2"; shift 2 ;;
         --baseline-only) baseline_only=1; shift ;;
         --launched) launched=1; shift ;;
+        --strace) strace=1; shift ;;
         --out) out="$2"; shift 2 ;;
         --keep) keep=1; shift ;;
-        -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "packetdrill.sh: unknown option $1" >&2; exit 2 ;;
         *) scripts+=("$1"); shift ;;
     esac
@@ -57,6 +66,8 @@ done
 for tool in ip tcpdump nstat timeout python3; do
     command -v "$tool" >/dev/null || { echo "packetdrill.sh: $tool not found (scripts/setup.sh packetdrill)" >&2; exit 2; }
 done
+[ "$strace" = 1 ] && [ "$launched" = 1 ] && { echo "packetdrill.sh: --strace and --launched are two runs: give one" >&2; exit 2; }
+[ "$strace" = 0 ] || command -v strace >/dev/null || { echo "packetdrill.sh: strace not found (scripts/setup.sh packetdrill)" >&2; exit 2; }
 if [ "$baseline_only" = 0 ] && [ ! -x "$magnet" ]; then
     echo "packetdrill.sh: no magnet at $magnet (cargo build -p magnet-cli, or MAGNET=path)" >&2; exit 2
 fi
@@ -208,6 +219,32 @@ with_magnet() {
     python3 scripts/packetdrill_compare.py "$dir/analyze.json" "$dir/capture.pcap" "$segs" "$fail" ${allowed:+"$allowed"}
 }
 
+# The socket I/O calls magnet counts as app calls (docs/FORMAT.md).
+strace_calls=read,write,readv,writev,sendto,recvfrom,sendmsg,recvmsg,sendmmsg,recvmmsg,sendfile,splice
+
+# with_strace DIR SCRIPT VARIANT: prints the comparison's line; 0 equal, 1 not,
+# 2 the run itself failed.
+with_strace() {
+    local dir="$1" s="$2" v="$3" rc note="" line
+    new_ns || return 2
+    rm -f "$dir"/{strace.out,record.err,record.out,trace.mgt,calls.jsonl,parse.err}
+    # shellcheck disable=SC2046
+    (cd "$suite/$(dirname "$s")" && ip netns exec "$ns" timeout 240 "$magnet" record --netns self \
+        -o "$dir/trace.mgt" -- strace -f -qq -yy -o "$dir/strace.out" -e trace="$strace_calls" \
+        "$pd" --send_omit_free $(variant_args "$v") "$(basename "$s")") \
+        >"$dir/record.out" 2>"$dir/record.err"
+    rc=$?
+    cleanup
+    [ -s "$dir/trace.mgt" ] || { echo "magnet record failed: $(tail -1 "$dir/record.err")"; return 2; }
+    [ "$rc" -eq 0 ] || note=" (the script failed under strace: $(first_error "$dir/record.err"))"
+    if ! "$magnet" parse --json -q --kind app_send,app_recv "$dir/trace.mgt" >"$dir/calls.jsonl" 2>"$dir/parse.err"; then
+        echo "magnet parse failed: $(tail -1 "$dir/parse.err")"; return 2
+    fi
+    line=$(python3 scripts/packetdrill_calls.py "$dir/calls.jsonl" "$dir/strace.out"); rc=$?
+    echo "$line$note"
+    return "$rc"
+}
+
 declare -A count=()
 start=$(date +%s)
 for s in "${list[@]}"; do
@@ -229,6 +266,13 @@ for s in "${list[@]}"; do
             [ "$rc" -eq 124 ] && detail="timed out after 180 s"
         elif [ "$baseline_only" = 1 ]; then
             result=pass
+        elif [ "$strace" = 1 ]; then
+            detail=$(with_strace "$dir" "$s" "$v"); rc=$?
+            case "$rc" in
+                0) result=exact ;;
+                1) result=mismatch ;;
+                *) result=broken ;;
+            esac
         else
             exc=$(exception_for "$s" "$v") || exc=""
             for try in 1 2; do
