@@ -15,7 +15,11 @@ netlink) is none, as in magnet (docs/FORMAT.md, app_send/app_recv).
 The comparison is the multiset of (direction, return value) of the calls:
 `out` for the calls that send (splice and sendfile into a socket), `in` for
 those that receive (splice from a socket); a return value is the bytes done or
--errno. Prints `exact (N calls)` or the first differences in one line; exit 0
+-errno. A call a signal interrupted is `interrupted` on both sides: magnet
+records the kernel's own return (-ERESTARTSYS and its kin, -512…-516, the call
+then restarts as a new one), strace prints `= ? ERESTARTSYS`, or, when the
+thread was killed in the call (a failing script's threads end that way), a
+bare `= ?` or `<unfinished ...>` and never its end. Prints `exact (N calls)` or the first differences in one line; exit 0
 when equal, 1 when not, 2 when an input cannot be read.
 """
 import collections
@@ -31,6 +35,11 @@ INET = re.compile(r"^\d+<(TCP|TCPv6|UDP|UDPv6|UDPLITE|UDPLITEv6):")
 START = re.compile(r"^(\d+) +(\w+)\((.*)$")
 RESUMED = re.compile(r"^(\d+) +<\.\.\. (\w+) resumed>(.*)$")
 RESULT = re.compile(r"\) += (-?\d+)(?: ([A-Z][A-Z0-9_]*))?")
+# `= ? ERESTARTSYS (…)`, or a bare `= ?` when the thread was killed in the call.
+INTERRUPTED_STRACE = re.compile(r"\) += \?(?: ERESTART\w*.*|\s*)$")
+# The kernel's restart codes (include/linux/errno.h): never seen by a program.
+RESTART = {512, 513, 514, 516}
+INTERRUPTED = "interrupted"
 
 
 def split_args(text):
@@ -88,6 +97,8 @@ def direction(name, args):
 
 
 def ret_value(tail):
+    if INTERRUPTED_STRACE.search(tail):
+        return INTERRUPTED
     m = RESULT.search(tail)
     if not m:
         return None
@@ -125,7 +136,14 @@ def strace_calls(path):
             r = ret_value(rest)
             if r is not None:
                 calls[(d, r)] += 1
+    # Calls whose end strace never saw: their thread was killed in them.
+    for d in pending.values():
+        calls[(d, INTERRUPTED)] += 1
     return calls
+
+
+def magnet_ret(ret):
+    return INTERRUPTED if -ret in RESTART else ret
 
 
 def magnet_calls(path):
@@ -136,14 +154,15 @@ def magnet_calls(path):
                 continue
             e = json.loads(line)
             if e.get("kind") == "app_send":
-                calls[("out", e["ret"])] += 1
+                calls[("out", magnet_ret(e["ret"]))] += 1
             elif e.get("kind") == "app_recv":
-                calls[("in", e["ret"])] += 1
+                calls[("in", magnet_ret(e["ret"]))] += 1
     return calls
 
 
 def describe(diff):
-    return ", ".join(f"{d} ret {r} ×{n}" for (d, r), n in sorted(diff.items())[:6])
+    items = sorted(diff.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))
+    return ", ".join(f"{d} ret {r} ×{n}" for (d, r), n in items[:6])
 
 
 def main():
