@@ -5,13 +5,16 @@
 //! kernel cannot be the oracle's host), pass again with `magnet record --all
 //! --netns self` beside it, and magnet's ip and dev rows (in and out, units and
 //! bytes, summed over TCP connections) must equal a tcpdump capture of the
-//! namespace, `retrans_segs` the namespace's TcpRetransSegs. The whole suite:
-//! `scripts/packetdrill.sh` (docs/packetdrill.md). About 60 s.
+//! namespace, `retrans_segs` the namespace's TcpRetransSegs. A second slice,
+//! chosen for the system calls it makes, runs under strace in a recording of its
+//! own, and magnet's app calls must equal strace's. The whole suite:
+//! `scripts/packetdrill.sh` (docs/packetdrill.md). About 90 s.
 
 mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 
 use common::{tmp, MAGNET};
 use magnet_testkit::{live_or_skip, Need};
@@ -29,32 +32,59 @@ const CORE: &[&str] = &[
     "close/close-on-syn-sent.pkt",
 ];
 
+/// The strace slice: each script for the calls it makes (docs/packetdrill.md).
+const CALLS: &[&str] = &[
+    // read and write, blocking
+    "blocking/blocking-read.pkt",
+    "blocking/blocking-write.pkt",
+    // sendfile into the socket, splice out of it and into it
+    "sendfile/sendfile-simple.pkt",
+    "splice/tcp_splice_loop_test.pkt",
+    // calls that fail (EFAULT on a bad buffer, an empty iovec)
+    "syscall_bad_arg/syscall-invalid-buf-ptr.pkt",
+    "syscall_bad_arg/sendmsg-empty-iov.pkt",
+    // sendmsg with MSG_ZEROCOPY and recvmsg of the error queue
+    "zerocopy/basic.pkt",
+    // sendto with data on a fast-open connect, and its errors
+    "fastopen/client/blocking-sendto-errnos.pkt",
+];
+
+const NEEDS: &[Need] = &[
+    Need::Btf,
+    Need::Tool("tcpdump"),
+    Need::Tool("nstat"),
+    Need::Tool("python3"),
+    Need::Tool("gcc"),
+    Need::Tool("make"),
+    Need::Tool("bison"),
+    Need::Tool("flex"),
+];
+
 #[test]
-fn packetdrill_core_slice_passes_under_the_recorder_and_every_layer_equals_the_capture() {
-    if !live_or_skip(
-        "packetdrill_core_slice_passes_under_the_recorder_and_every_layer_equals_the_capture",
-        &[
-            Need::Btf,
-            Need::Tool("tcpdump"),
-            Need::Tool("nstat"),
-            Need::Tool("python3"),
-            Need::Tool("gcc"),
-            Need::Tool("make"),
-            Need::Tool("bison"),
-            Need::Tool("flex"),
-        ],
-    ) {
-        return;
+fn packetdrill_app_calls_equal_strace() {
+    let mut needs = NEEDS.to_vec();
+    needs.push(Need::Tool("strace"));
+    if live_or_skip("packetdrill_app_calls_equal_strace", &needs) {
+        run_slice("packetdrill-strace", &["--strace"], CALLS);
     }
+}
+
+/// Runs `scripts/packetdrill.sh` with `args` over `slice` and checks that every
+/// run passed without magnet and came out exact.
+fn run_slice(name: &str, args: &[&str], slice: &[&str]) {
+    // One slice at a time: the scripts' timing tolerances are a few ms.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     // packetdrill is built beside the magnet under test (target/packetdrill).
     let target = Path::new(MAGNET).parent().and_then(Path::parent).unwrap();
-    let out = tmp("packetdrill");
+    let out = tmp(name);
     let run = Command::new(root.join("scripts/packetdrill.sh"))
+        .args(args)
         .arg("--out")
         .arg(&out)
         .arg("--keep")
-        .args(CORE)
+        .args(slice)
         .env("MAGNET", MAGNET)
         .env("CARGO_TARGET_DIR", target)
         .output()
@@ -66,7 +96,7 @@ fn packetdrill_core_slice_passes_under_the_recorder_and_every_layer_equals_the_c
         .unwrap_or_else(|e| panic!("no results.tsv from scripts/packetdrill.sh ({e}): {stderr}"));
     let rows: Vec<Vec<&str>> = results.lines().map(|l| l.split('\t').collect()).collect();
     // Both IP versions of every script ran: the slice cannot shrink unnoticed.
-    assert_eq!(rows.len(), CORE.len() * 2, "runs: {results}");
+    assert_eq!(rows.len(), slice.len() * 2, "runs: {results}");
     for r in &rows {
         assert_ne!(
             r[2], "fail",
@@ -84,4 +114,14 @@ fn packetdrill_core_slice_passes_under_the_recorder_and_every_layer_equals_the_c
         );
     }
     assert!(run.status.success(), "scripts/packetdrill.sh: {stderr}");
+}
+
+#[test]
+fn packetdrill_core_slice_passes_under_the_recorder_and_every_layer_equals_the_capture() {
+    if live_or_skip(
+        "packetdrill_core_slice_passes_under_the_recorder_and_every_layer_equals_the_capture",
+        NEEDS,
+    ) {
+        run_slice("packetdrill", &[], CORE);
+    }
 }
