@@ -27,10 +27,12 @@ impl Analyzer {
         if cookie == 0 || local.port == 0 {
             return;
         }
+        // An IPv6 socket connected to an IPv4 peer (`::ffff:a.b.c.d`) sends and
+        // receives IPv4 packets: its flow is theirs.
         let key = FlowKey {
-            local: local.addr,
+            local: local.addr.to_canonical(),
             lport: local.port,
-            remote: remote.addr,
+            remote: remote.addr.to_canonical(),
             rport: remote.port,
             proto: proto.unwrap_or(6) as u8,
         };
