@@ -47,10 +47,11 @@ fn trimmed(h: &[u32]) -> Vec<u64> {
     h[..n].iter().map(|&c| u64::from(c)).collect()
 }
 
-/// The rows of one `struct mg_layers` (layers that saw units only).
-pub fn decode(raw: &[u8]) -> Vec<LayerRow> {
+/// The rows of one `struct mg_layers` (layers that saw units only), and
+/// whether the peer's FIN arrived (TCP).
+pub fn decode(raw: &[u8]) -> (Vec<LayerRow>, bool) {
     if raw.len() < std::mem::size_of::<types::mg_layers>() {
-        return Vec::new();
+        return (Vec::new(), false);
     }
     // SAFETY: length checked; mg_layers is plain old data generated from
     // the BPF object's BTF, valid for any bit pattern.
@@ -75,20 +76,21 @@ pub fn decode(raw: &[u8]) -> Vec<LayerRow> {
             });
         }
     }
-    rows
+    (rows, t.fin_in != 0)
 }
 
 /// The tcp rows of a connection whose wire counters are the socket's own
 /// (units: data segments; bytes: payload bytes sent, retransmits included,
-/// and received).
-fn tcp_rows(c: &Connection) -> Vec<LayerRow> {
+/// and received, without the FIN's sequence number, which bytes_received
+/// counts once `fin_in`).
+fn tcp_rows(c: &Connection, fin_in: bool) -> Vec<LayerRow> {
     if !matches!(c.wire.source.as_str(), "tcp_sock" | "tcp_info") {
         return Vec::new();
     }
     let w = &c.wire;
     [
         ("out", w.tx_data_segs, w.tx_bytes),
-        ("in", w.rx_data_segs, w.rx_bytes),
+        ("in", w.rx_data_segs, w.rx_bytes.saturating_sub(u64::from(fin_in))),
     ]
     .into_iter()
     .filter(|&(_, units, _)| units > 0)
@@ -121,25 +123,25 @@ impl LayerTables {
         }
     }
 
-    fn kernel_rows(&self, cookie: u64) -> Vec<LayerRow> {
-        match self.map.lookup(&cookie.to_ne_bytes(), MapFlags::ANY) {
+    /// Every row of `c`'s table: the kernel's layers and tcp.
+    fn rows(&self, c: &Connection) -> Vec<LayerRow> {
+        let (mut rows, fin_in) = match self.map.lookup(&c.cookie.to_ne_bytes(), MapFlags::ANY) {
             Ok(Some(raw)) => decode(&raw),
-            _ => Vec::new(),
-        }
+            _ => (Vec::new(), false),
+        };
+        rows.extend(tcp_rows(c, fin_in));
+        ordered(rows)
     }
 
     /// Fills `c.layers` (after its wire counters are final).
     pub fn fill(&self, c: &mut Connection) {
-        let mut rows = self.kernel_rows(c.cookie);
-        rows.extend(tcp_rows(c));
-        c.layers = ordered(rows);
+        c.layers = self.rows(c);
     }
 
     /// A record is being reaped: its table joins its cgroup's reaped total
     /// and leaves the map.
     pub fn reap(&self, c: &Connection) {
-        let mut rows = self.kernel_rows(c.cookie);
-        rows.extend(tcp_rows(c));
+        let rows = self.rows(c);
         if let Ok(mut reaped) = self.reaped.lock() {
             add_rows(reaped.entry(c.cgroup_id).or_default(), &rows);
         }
@@ -235,7 +237,9 @@ mod tests {
                 std::mem::size_of::<types::mg_layers>(),
             )
         };
-        let rows = decode(raw);
+        t.fin_in = 1;
+        let (rows, fin_in) = decode(raw);
+        assert!(fin_in);
         assert_eq!(rows.len(), 2);
         assert_eq!((rows[0].layer.as_str(), rows[0].dir.as_str()), ("app", "out"));
         assert_eq!((rows[0].units, rows[0].bytes), (3, 3000));
@@ -243,7 +247,7 @@ mod tests {
         assert_eq!(rows[0].gap_hist, vec![0, 0, 0, 0, 0, 2]);
         assert_eq!(rows[0].span_s, 0.002);
         assert_eq!((rows[1].layer.as_str(), rows[1].dir.as_str()), ("ip", "in"));
-        assert!(decode(&raw[..100]).is_empty());
+        assert!(decode(&raw[..100]).0.is_empty());
     }
 
     #[test]

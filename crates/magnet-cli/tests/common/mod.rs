@@ -109,18 +109,26 @@ pub fn magnetd_conf(dir: &Path, http: u16, extra: &str) -> PathBuf {
 pub struct Magnetd {
     proc: Option<magnet_testkit::Recorder>,
     dir: tempfile::TempDir,
+    /// Its HTTP port (`/metrics`).
+    pub http: u16,
 }
 
 impl Magnetd {
     pub fn start() -> Magnetd {
+        Magnetd::start_with("")
+    }
+
+    /// Started with `extra` added to its config (TOML lines).
+    pub fn start_with(extra: &str) -> Magnetd {
         let dir = tempfile::tempdir().unwrap();
-        let conf = magnetd_conf(dir.path(), free_port(), "");
+        let http = free_port();
+        let conf = magnetd_conf(dir.path(), http, extra);
         let mut cmd = Command::new(MAGNET);
         cmd.args(["daemon", "--config"])
             .arg(&conf)
             .stdout(Stdio::null());
         let proc = Some(magnet_testkit::Recorder::start_until(cmd, MAGNETD_READY));
-        Magnetd { proc, dir }
+        Magnetd { proc, dir, http }
     }
 
     /// magnetd's Unix socket.

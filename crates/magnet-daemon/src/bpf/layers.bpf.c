@@ -76,6 +76,17 @@ static __always_inline void layers_create(__u64 cookie)
 		bpf_map_update_elem(&layers, &cookie, z, BPF_NOEXIST);
 }
 
+/* At a TCP state change: the peer's FIN has arrived (tcp_fin sets
+ * SOCK_DONE, bit 1 of sk_flags, before it changes the state). */
+static __always_inline void layers_tcp_state(struct sock *sk, __u64 cookie)
+{
+	if (!cookie || !(BPF_CORE_READ(sk, __sk_common.skc_flags) & 2))
+		return;
+	struct mg_layers *t = bpf_map_lookup_elem(&layers, &cookie);
+	if (t)
+		t->fin_in = 1;
+}
+
 /* One unit of `size` bytes at `now` in `layer`, direction out (tx) or in. */
 static __always_inline void layer_unit(__u64 cookie, __u32 layer, int tx, __u64 size, __u64 now)
 {

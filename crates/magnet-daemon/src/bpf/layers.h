@@ -39,6 +39,9 @@ struct mg_layer_dir {
 /* Per connection: [layer][direction], direction 0 = out (sent), 1 = in. */
 struct mg_layers {
 	struct mg_layer_dir d[MG_LAYERS][2];
+	/* TCP: the peer's FIN was received (SOCK_DONE at a state change): the
+	 * socket's bytes_received counts it as one byte, the tcp row does not */
+	__u64 fin_in;
 };
 
 #endif

@@ -432,10 +432,9 @@ int BPF_PROG(tcp_state, struct sock *sk, const int oldstate, const int newstate)
 		}
 		return 0;
 	}
-	if (newstate != TCP_CLOSE)
-		return 0;
 	__u64 cookie = mg_sk_cookie_read(sk);
-	if (!cookie)
+	layers_tcp_state(sk, cookie);
+	if (newstate != TCP_CLOSE || !cookie)
 		return 0;
 	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
 	if (!c)
