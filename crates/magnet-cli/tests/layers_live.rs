@@ -45,7 +45,12 @@ fn compare_dist(what: &str, stats: &Value, unit: u64, hist: &[u64], out: &mut Ve
     if count == 0 {
         return;
     }
-    for (field, p) in [("min", 0.0), ("median", 50.0), ("p99", 99.0), ("max", 100.0)] {
+    for (field, p) in [
+        ("min", 0.0),
+        ("median", 50.0),
+        ("p99", 99.0),
+        ("max", 100.0),
+    ] {
         let v = stats[field].as_u64().unwrap();
         let want = layer_bucket(v / unit) as i64;
         let got = rank_bucket(hist, p).unwrap() as i64;
@@ -70,7 +75,11 @@ fn compare(live: &Connection, rec: &Value) -> Vec<String> {
     for r in &rows {
         let (layer, dir) = (r["layer"].as_str().unwrap(), r["dir"].as_str().unwrap());
         let what = format!("{layer} {dir}");
-        let Some(l) = live.layers.iter().find(|l| l.layer == layer && l.dir == dir) else {
+        let Some(l) = live
+            .layers
+            .iter()
+            .find(|l| l.layer == layer && l.dir == dir)
+        else {
             out.push(format!("{what}: no live row"));
             continue;
         };
@@ -80,8 +89,8 @@ fn compare(live: &Connection, rec: &Value) -> Vec<String> {
         // and once per MSS live. No recorded segment above 1448 B: none
         // was larger than the MSS (at least 1448 on loopback).
         let gso = layer == "tcp" && r["size"]["max"].as_u64().unwrap() > 1448;
-        if gso && l.bytes == bytes && l.units >= units {
-        } else if (l.units, l.bytes) != (units, bytes) {
+        let split = gso && l.bytes == bytes && l.units >= units;
+        if !split && (l.units, l.bytes) != (units, bytes) {
             out.push(format!(
                 "{what}: recorded {units} units, {bytes} B; live {} units, {} B",
                 l.units, l.bytes
@@ -90,18 +99,33 @@ fn compare(live: &Connection, rec: &Value) -> Vec<String> {
         if layer == "tcp" {
             continue; // units and bytes only (the socket's counters)
         }
-        compare_dist(&format!("{what} size"), &r["size"], 1, &l.size_hist, &mut out);
+        compare_dist(
+            &format!("{what} size"),
+            &r["size"],
+            1,
+            &l.size_hist,
+            &mut out,
+        );
         let gaps = &r["interval_ns"];
         if gaps.is_null() {
             if l.gap_hist.iter().sum::<u64>() != 0 {
                 out.push(format!("{what}: live gaps, none recorded"));
             }
         } else {
-            compare_dist(&format!("{what} gap"), gaps, GAP_UNIT_NS, &l.gap_hist, &mut out);
+            compare_dist(
+                &format!("{what} gap"),
+                gaps,
+                GAP_UNIT_NS,
+                &l.gap_hist,
+                &mut out,
+            );
         }
     }
     for l in &live.layers {
-        if !rows.iter().any(|r| r["layer"] == l.layer && r["dir"] == l.dir) {
+        if !rows
+            .iter()
+            .any(|r| r["layer"] == l.layer && r["dir"] == l.dir)
+        {
             out.push(format!("{} {}: live row, none recorded", l.layer, l.dir));
         }
     }
@@ -133,7 +157,10 @@ fn check_port(d: &Magnetd, recorded: &[Value], port: u16, want_conns: usize) {
     };
     let mut checked = 0;
     let mut diffs = Vec::new();
-    for rec in recorded.iter().filter(|c| with_port(c) && !c["remote"].is_null()) {
+    for rec in recorded
+        .iter()
+        .filter(|c| with_port(c) && !c["remote"].is_null())
+    {
         let cookie = rec["cookie"].as_u64().unwrap();
         let Some(l) = live.iter().find(|l| l.cookie == cookie) else {
             diffs.push(format!("cookie {cookie}: recorded, not in magnetd"));
@@ -144,7 +171,11 @@ fn check_port(d: &Magnetd, recorded: &[Value], port: u16, want_conns: usize) {
         }
         checked += 1;
     }
-    assert!(diffs.is_empty(), "live and recorded tables differ:\n{}", diffs.join("\n"));
+    assert!(
+        diffs.is_empty(),
+        "live and recorded tables differ:\n{}",
+        diffs.join("\n")
+    );
     assert_eq!(checked, want_conns, "connections compared");
 }
 
@@ -194,7 +225,10 @@ fn check_metrics(d: &Magnetd, c: &Connection) {
         assert_eq!(inf, Some(sizes as f64));
         assert_eq!(get("layer_size_bytes_count"), sizes as f64);
         assert_eq!(get("layer_size_bytes_sum"), r.bytes as f64);
-        assert_eq!(get("layer_gap_seconds_count"), r.gap_hist.iter().sum::<u64>() as f64);
+        assert_eq!(
+            get("layer_gap_seconds_count"),
+            r.gap_hist.iter().sum::<u64>() as f64
+        );
     }
 }
 
@@ -246,14 +280,25 @@ fn live_layer_table_equals_the_recorded_one() {
 fn live_layer_table_of_redis_equals_the_recorded_one() {
     if !live_or_skip(
         "live_layer_table_of_redis_equals_the_recorded_one",
-        &[Need::Btf, Need::Tool("redis-server"), Need::Tool("redis-benchmark")],
+        &[
+            Need::Btf,
+            Need::Tool("redis-server"),
+            Need::Tool("redis-benchmark"),
+        ],
     ) {
         return;
     }
     let port = free_port();
     let dir = tempfile::tempdir().unwrap();
     let mut server = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
         .args(["--appendonly", "no", "--dir", dir.path().to_str().unwrap()])
         .stdout(Stdio::null())
         .spawn()
@@ -265,9 +310,8 @@ fn live_layer_table_of_redis_equals_the_recorded_one() {
     });
     assert!(ready, "redis-server on {port} did not start");
     let d = Magnetd::start_with("packet_hooks = \"always\"\n");
-    let script = format!(
-        "redis-benchmark -p {port} -c 3 -n 600 -d 300 -t set,get,lpush -q >/dev/null"
-    );
+    let script =
+        format!("redis-benchmark -p {port} -c 3 -n 600 -d 300 -t set,get,lpush -q >/dev/null");
     let recorded = record_and_analyze(port, &script);
     let _ = server.kill();
     let _ = server.wait();
@@ -275,7 +319,9 @@ fn live_layer_table_of_redis_equals_the_recorded_one() {
     // connection, a CONFIG GET, too: counted by what was recorded).
     let conns = recorded
         .iter()
-        .filter(|c| !c["remote"].is_null() && c["modulation"].as_array().is_some_and(|m| !m.is_empty()))
+        .filter(|c| {
+            !c["remote"].is_null() && c["modulation"].as_array().is_some_and(|m| !m.is_empty())
+        })
         .count();
     assert!(conns >= 6, "{conns} connections recorded");
     check_port(&d, &recorded, port, conns);

@@ -90,7 +90,11 @@ fn tcp_rows(c: &Connection, fin_in: bool) -> Vec<LayerRow> {
     let w = &c.wire;
     [
         ("out", w.tx_data_segs, w.tx_bytes),
-        ("in", w.rx_data_segs, w.rx_bytes.saturating_sub(u64::from(fin_in))),
+        (
+            "in",
+            w.rx_data_segs,
+            w.rx_bytes.saturating_sub(u64::from(fin_in)),
+        ),
     ]
     .into_iter()
     .filter(|&(_, units, _)| units > 0)
@@ -231,17 +235,20 @@ mod tests {
         t.d[1][1].units = 1;
         t.d[1][1].bytes = 52;
         t.d[1][1].size_hist[4 * 4 + 2] = 1;
+        t.fin_in = 1;
         let raw: &[u8] = unsafe {
             std::slice::from_raw_parts(
                 (&t as *const types::mg_layers).cast(),
                 std::mem::size_of::<types::mg_layers>(),
             )
         };
-        t.fin_in = 1;
         let (rows, fin_in) = decode(raw);
         assert!(fin_in);
         assert_eq!(rows.len(), 2);
-        assert_eq!((rows[0].layer.as_str(), rows[0].dir.as_str()), ("app", "out"));
+        assert_eq!(
+            (rows[0].layer.as_str(), rows[0].dir.as_str()),
+            ("app", "out")
+        );
         assert_eq!((rows[0].units, rows[0].bytes), (3, 3000));
         assert_eq!(rows[0].size_hist.len(), 31);
         assert_eq!(rows[0].gap_hist, vec![0, 0, 0, 0, 0, 2]);
@@ -264,6 +271,9 @@ mod tests {
         add_rows(&mut a, &[row("app", 1), row("ip", 3)]);
         let a = ordered(a);
         assert_eq!(a[0].layer, "app");
-        assert_eq!((a[1].units, a[1].bytes, a[1].size_hist.clone()), (5, 50, vec![0, 5]));
+        assert_eq!(
+            (a[1].units, a[1].bytes, a[1].size_hist.clone()),
+            (5, 50, vec![0, 5])
+        );
     }
 }

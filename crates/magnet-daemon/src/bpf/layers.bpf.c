@@ -4,7 +4,7 @@
  * record helpers. The hooks that already see a unit call in here:
  *
  *   app   app_call (sock_send_length / sock_recv_length) for a call of one
- *         send or recv, app_sys_exit for sendfile/splice/*mmsg (their sends
+ *         send or recv, app_sys_exit for sendfile, splice and the mmsg calls (their sends
  *         summed), app_uring for an io_uring request (its result): one unit
  *         per app call that moved bytes (> 0), as `magnet analyze` counts
  *   ip    wire (cgroup_skb egress / ingress): one unit per packet, IP
@@ -67,6 +67,13 @@ static __always_inline __u32 mg_layer_bucket(__u64 v)
 	return b < MG_LAYER_BUCKETS ? b : MG_LAYER_BUCKETS - 1;
 }
 
+/* Increments bucket `b` of `hist`, with a bound the verifier sees (layers.h). */
+static __always_inline void mg_hist_add(__u32 *hist, __u64 b)
+{
+	asm volatile("" : "+r"(b));
+	__sync_fetch_and_add(&hist[b & MG_LAYER_MASK], 1);
+}
+
 /* A connection's table is made with its record (conn_of). */
 static __always_inline void layers_create(__u64 cookie)
 {
@@ -96,16 +103,12 @@ static __always_inline void layer_unit(__u64 cookie, __u32 layer, int tx, __u64 
 	struct mg_layer_dir *d = &t->d[layer][tx ? 0 : 1];
 	__sync_fetch_and_add(&d->units, 1);
 	__sync_fetch_and_add(&d->bytes, size);
-	__u32 b = mg_layer_bucket(size);
-	if (b < MG_LAYER_BUCKETS)
-		__sync_fetch_and_add(&d->size_hist[b], 1);
+	mg_hist_add(d->size_hist, mg_layer_bucket(size));
 	__u64 prev = d->last_ns;
 	d->last_ns = now;
 	if (!prev) {
 		d->first_ns = now;
 		return;
 	}
-	b = mg_layer_bucket(now > prev ? (now - prev) >> MG_GAP_SHIFT : 0);
-	if (b < MG_LAYER_BUCKETS)
-		__sync_fetch_and_add(&d->gap_hist[b], 1);
+	mg_hist_add(d->gap_hist, mg_layer_bucket(now > prev ? (now - prev) >> MG_GAP_SHIFT : 0));
 }

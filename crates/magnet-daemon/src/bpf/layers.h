@@ -19,6 +19,12 @@
 #define MAGNET_LAYERS_H
 
 #define MG_LAYER_BUCKETS 96
+/* What the verifier is shown of a bucket index: b & MG_LAYER_MASK. The index
+ * is < MG_LAYER_BUCKETS by construction, but a bound the 6.1 verifier can
+ * see must come from the register that addresses the map value; the spare
+ * room at the end of `struct mg_layers` keeps even index 127 of the last
+ * row's gap histogram inside the value. */
+#define MG_LAYER_MASK 127
 #define MG_GAP_SHIFT 10
 
 /* The layers magnetd has hooks for, in the order of `struct mg_layers`. */
@@ -42,6 +48,7 @@ struct mg_layers {
 	/* TCP: the peer's FIN was received (SOCK_DONE at a state change): the
 	 * socket's bytes_received counts it as one byte, the tcp row does not */
 	__u64 fin_in;
+	__u32 _spare[MG_LAYER_MASK + 1 - MG_LAYER_BUCKETS];
 };
 
 #endif

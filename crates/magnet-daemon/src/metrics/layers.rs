@@ -190,8 +190,12 @@ mod tests {
         assert_eq!(n("1.279e3"), "1");
         assert_eq!(n("1.535e3"), "3");
         assert_eq!(n("+Inf"), "3");
-        assert!(t.contains("m_layer_size_bytes_sum{cgroup=\"7\",layer=\"ip\",direction=\"out\"} 3000\n"));
-        assert!(t.contains("m_layer_size_bytes_count{cgroup=\"7\",layer=\"ip\",direction=\"out\"} 3\n"));
+        assert!(t.contains(
+            "m_layer_size_bytes_sum{cgroup=\"7\",layer=\"ip\",direction=\"out\"} 3000\n"
+        ));
+        assert!(
+            t.contains("m_layer_size_bytes_count{cgroup=\"7\",layer=\"ip\",direction=\"out\"} 3\n")
+        );
         assert_eq!(t.matches("_bucket{").count(), LAYER_BUCKETS);
     }
 }

@@ -111,7 +111,10 @@ pub fn render(shared: &Shared) -> String {
     write_tcp_and_drops(&mut o, shared, &host);
     let records = shared.reader.all();
     write_health(&mut o, shared, &host, &records);
-    let labelled: Vec<_> = records.iter().map(|r| shared.label(r.conn.clone())).collect();
+    let labelled: Vec<_> = records
+        .iter()
+        .map(|r| shared.label(r.conn.clone()))
+        .collect();
     let cgroups = shared.reader.cgroup_layers(&labelled);
     let selected = selected_connections(shared, records);
     write_connections(&mut o, &selected, app);
