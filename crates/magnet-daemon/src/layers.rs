@@ -38,6 +38,9 @@ pub struct LayerTables {
     reaped: Mutex<BTreeMap<u64, Vec<LayerRow>>>,
 }
 
+/// Most cgroups whose reaped connections are kept apart (about 3 KiB each).
+const MAX_REAPED_CGROUPS: usize = 4096;
+
 /// (name, unit) of the kernel's layers, in `struct mg_layers` order.
 const KERNEL_LAYERS: [(&str, &str); 2] = [("app", "call"), ("ip", "packet")];
 const DIRS: [&str; 2] = ["out", "in"];
@@ -147,7 +150,14 @@ impl LayerTables {
     pub fn reap(&self, c: &Connection) {
         let rows = self.rows(c);
         if let Ok(mut reaped) = self.reaped.lock() {
-            add_rows(reaped.entry(c.cgroup_id).or_default(), &rows);
+            // Bounded: past MAX_REAPED_CGROUPS cgroups, a new one's reaped
+            // connections are summed under cgroup 0.
+            let id = if reaped.len() >= MAX_REAPED_CGROUPS && !reaped.contains_key(&c.cgroup_id) {
+                0
+            } else {
+                c.cgroup_id
+            };
+            add_rows(reaped.entry(id).or_default(), &rows);
         }
         let _ = self.map.delete(&c.cookie.to_ne_bytes());
     }
