@@ -700,8 +700,40 @@ fn daemon_case(d: &Magnetd, mode: &str, n: u32, strace_sees_sends: bool) {
             assert_eq!(got, theirs.calls, "{mode} {dir}: magnetd's calls vs strace");
         }
         eprintln!("magnetd {mode} {dir}: {got} calls ({want:?})");
+        layer_table_case(&conns, pid, dir, &want, mode);
     }
     let _ = std::fs::remove_dir_all(prefix.parent().unwrap());
+}
+
+/// The live layer table's app row of `pid`'s connections in `dir`: one unit
+/// per call that moved bytes (a sendfile() of 1 MiB is one unit of 1 MiB,
+/// summed at its sys_exit; an io_uring send one of its result), so its bytes
+/// are the program's own and its units the calls less the failed ones and
+/// at most one read at the end of the stream (0 bytes: no unit).
+fn layer_table_case(
+    conns: &[magnet_client::Connection],
+    pid: u32,
+    dir: &str,
+    want: &Calls,
+    mode: &str,
+) {
+    let row_dir = if dir == "send" { "out" } else { "in" };
+    let rows: Vec<_> = conns
+        .iter()
+        .filter(|c| c.pid == pid && c.protocol != "unix")
+        .flat_map(|c| c.layers.iter())
+        .filter(|r| r.layer == "app" && r.dir == row_dir)
+        .collect();
+    let units: u64 = rows.iter().map(|r| r.units).sum();
+    let bytes: u64 = rows.iter().map(|r| r.bytes).sum();
+    let sizes: u64 = rows.iter().flat_map(|r| r.size_hist.iter()).sum();
+    let moved = want.calls - want.failed;
+    eprintln!("magnetd {mode} {dir}: layer table {units} units, {bytes} B");
+    assert_eq!(bytes, want.ret, "{mode} {dir}: layer table bytes {rows:?}");
+    assert!(
+        units <= moved && units + 1 >= moved && sizes == units,
+        "{mode} {dir}: {units} units ({sizes} sized) for {moved} calls that did not fail: {rows:?}"
+    );
 }
 
 /// magnetd counts app calls as the recorder does: one per system call

@@ -24,7 +24,7 @@ use magnet_client::{socket_cookie, Client, Connection};
 use magnet_testkit::{live_or_skip, Need};
 
 mod common;
-use common::{free_port, magnetd_conf, MAGNETD_READY};
+use common::{free_port, magnetd_conf, prom_query, prom_value, prometheus, MAGNETD_READY};
 
 /// A magnetd process with its own config, socket and port.
 struct Daemon {
@@ -223,74 +223,8 @@ fn http_get(port: u16, path: &str) -> (String, String) {
     (head.to_string(), body.to_string())
 }
 
-fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// Polls an instant query on Prometheus until it returns a series; its value.
-fn prom_value(port: u16, query: &str, deadline: Instant) -> Option<String> {
-    while Instant::now() < deadline {
-        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
-            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-            let _ = write!(
-                s,
-                "GET /api/v1/query?query={} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
-                urlencode(query)
-            );
-            let mut out = String::new();
-            let _ = s.read_to_string(&mut out);
-            if let Some((_, body)) = out.split_once("\r\n\r\n") {
-                if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
-                    let res = &v["data"]["result"];
-                    if let Some(first) = res.as_array().and_then(|a| a.first()) {
-                        assert_eq!(res.as_array().unwrap().len(), 1, "{query}: {res}");
-                        return first["value"][1].as_str().map(String::from);
-                    }
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    None
-}
-
 fn live(name: &str) -> bool {
     live_or_skip(name, &[Need::Btf, Need::File("/proc/self/mountinfo")])
-}
-
-/// A real Prometheus scraping magnetd's `/metrics` on `http` every second: the
-/// process, its query port and its directory (removed on drop).
-fn prometheus(http: u16) -> (std::process::Child, u16, tempfile::TempDir) {
-    let pdir = tempfile::tempdir().unwrap();
-    let pport = free_port();
-    std::fs::write(
-        pdir.path().join("prometheus.yml"),
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: magnetd\n    static_configs:\n      - targets: ['127.0.0.1:{http}']\n"
-        ),
-    )
-    .unwrap();
-    let prom = Command::new("prometheus")
-        .arg(format!(
-            "--config.file={}",
-            pdir.path().join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            pdir.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-        .arg("--log.level=warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting prometheus");
-    (prom, pport, pdir)
 }
 
 /// The latency histograms of a selected connection, scraped by a real Prometheus:
@@ -380,22 +314,6 @@ fn prometheus_reads_the_latency_histograms() {
     );
     drop((client, server));
     assert!(d.stop().success());
-}
-
-/// An instant query's whole answer (`status`, `data.result`), or why not.
-fn prom_query(port: u16, query: &str) -> Result<serde_json::Value, String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    write!(
-        s,
-        "GET /api/v1/query?query={} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
-        urlencode(query)
-    )
-    .map_err(|e| e.to_string())?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).map_err(|e| e.to_string())?;
-    let (_, body) = out.split_once("\r\n\r\n").ok_or("no HTTP body")?;
-    serde_json::from_str(body).map_err(|e| format!("{e}: {body}"))
 }
 
 /// The Grafana dashboard (grafana/magnet.json): every panel's query, with the

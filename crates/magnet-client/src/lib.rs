@@ -34,6 +34,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub mod layers;
+pub use layers::{CgroupLayers, LayerRow};
+
 /// Where magnetd listens unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/magnet/magnetd.sock";
 
@@ -71,6 +74,8 @@ pub enum Request {
     /// Write the flight recorder's last seconds as trace files into a
     /// directory (root only; needs `[recorder]` in magnetd's config).
     Dump { dir: String },
+    /// The layer table of every cgroup (root only): see [`CgroupLayers`].
+    Cgroups,
 }
 
 /// Bytes and calls at the application layer (send/recv system calls).
@@ -187,6 +192,10 @@ pub struct Connection {
     pub drops: u64,
     pub tcp: TcpState,
     pub latency: Latency,
+    /// The live layer table (see [`layers`]): one row per layer and
+    /// direction magnetd sees; absent when magnetd has none for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<LayerRow>,
 }
 
 /// Host totals per layer and magnetd's health.
@@ -276,6 +285,8 @@ pub struct Response {
     /// The trace files a dump wrote, oldest first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dumped: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroups: Option<Vec<CgroupLayers>>,
 }
 
 impl Response {
@@ -470,6 +481,11 @@ impl Client {
             .call(&Request::Connections { container: None })?
             .connections
             .unwrap_or_default())
+    }
+
+    /// The layer table of every cgroup (root only).
+    pub fn cgroups(&mut self) -> Result<Vec<CgroupLayers>, Error> {
+        Ok(self.call(&Request::Cgroups)?.cgroups.unwrap_or_default())
     }
 
     /// Has the flight recorder write what it holds into `dir` (root only).

@@ -55,6 +55,7 @@ pub fn answer(shared: &Shared, uid: u32, req: &Request) -> Response {
                 ..Response::default()
             }
         }
+        Request::Cgroups => crate::layers::answer_cgroups(shared, uid),
         Request::Host => Response {
             ok: true,
             host: Some(shared.host()),

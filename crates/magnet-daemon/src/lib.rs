@@ -22,6 +22,7 @@ pub mod container;
 pub mod daemon;
 pub mod flight;
 pub mod http;
+pub mod layers;
 pub mod metrics;
 pub mod slots;
 pub mod summaries;

@@ -2,6 +2,7 @@
 //! and give each test binary its own scratch directory.
 #![allow(dead_code)] // each test binary uses its own subset
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -109,18 +110,26 @@ pub fn magnetd_conf(dir: &Path, http: u16, extra: &str) -> PathBuf {
 pub struct Magnetd {
     proc: Option<magnet_testkit::Recorder>,
     dir: tempfile::TempDir,
+    /// Its HTTP port (`/metrics`).
+    pub http: u16,
 }
 
 impl Magnetd {
     pub fn start() -> Magnetd {
+        Magnetd::start_with("")
+    }
+
+    /// Started with `extra` added to its config (TOML lines).
+    pub fn start_with(extra: &str) -> Magnetd {
         let dir = tempfile::tempdir().unwrap();
-        let conf = magnetd_conf(dir.path(), free_port(), "");
+        let http = free_port();
+        let conf = magnetd_conf(dir.path(), http, extra);
         let mut cmd = Command::new(MAGNET);
         cmd.args(["daemon", "--config"])
             .arg(&conf)
             .stdout(Stdio::null());
         let proc = Some(magnet_testkit::Recorder::start_until(cmd, MAGNETD_READY));
-        Magnetd { proc, dir }
+        Magnetd { proc, dir, http }
     }
 
     /// magnetd's Unix socket.
@@ -213,4 +222,86 @@ pub fn live_capture_python(name: &str) -> bool {
             Need::Tool("python3"),
         ],
     )
+}
+
+pub fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Polls an instant query on Prometheus until it returns a series; its value.
+pub fn prom_value(port: u16, query: &str, deadline: std::time::Instant) -> Option<String> {
+    while std::time::Instant::now() < deadline {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            let _ = write!(
+                s,
+                "GET /api/v1/query?query={} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
+                urlencode(query)
+            );
+            let mut out = String::new();
+            let _ = s.read_to_string(&mut out);
+            if let Some((_, body)) = out.split_once("\r\n\r\n") {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
+                    let res = &v["data"]["result"];
+                    if let Some(first) = res.as_array().and_then(|a| a.first()) {
+                        assert_eq!(res.as_array().unwrap().len(), 1, "{query}: {res}");
+                        return first["value"][1].as_str().map(String::from);
+                    }
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    None
+}
+
+/// A real Prometheus scraping magnetd's `/metrics` on `http` every second: the
+/// process, its query port and its directory (removed on drop).
+pub fn prometheus(http: u16) -> (std::process::Child, u16, tempfile::TempDir) {
+    let pdir = tempfile::tempdir().unwrap();
+    let pport = free_port();
+    std::fs::write(
+        pdir.path().join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: magnetd\n    static_configs:\n      - targets: ['127.0.0.1:{http}']\n"
+        ),
+    )
+    .unwrap();
+    let prom = Command::new("prometheus")
+        .arg(format!(
+            "--config.file={}",
+            pdir.path().join("prometheus.yml").display()
+        ))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            pdir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+        .arg("--log.level=warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting prometheus");
+    (prom, pport, pdir)
+}
+
+/// An instant query's whole answer (`status`, `data.result`), or why not.
+pub fn prom_query(port: u16, query: &str) -> Result<serde_json::Value, String> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+    write!(
+        s,
+        "GET /api/v1/query?query={} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n",
+        urlencode(query)
+    )
+    .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).map_err(|e| e.to_string())?;
+    let (_, body) = out.split_once("\r\n\r\n").ok_or("no HTTP body")?;
+    serde_json::from_str(body).map_err(|e| format!("{e}: {body}"))
 }

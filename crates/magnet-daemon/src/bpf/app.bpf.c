@@ -15,6 +15,7 @@ struct app_pending {
 	__u64 cookie;
 	__u32 tx;
 	__u32 _pad;
+	__u64 bytes; /* the call's sends or recvs so far (the layer table's unit) */
 };
 
 struct {
@@ -85,6 +86,7 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 			struct app_pending *p = bpf_task_storage_get(
 				&app_pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 			if (p) {
+				p->bytes = (p->sk ? p->bytes : 0) + bytes;
 				p->cookie = cookie;
 				p->tx = tx;
 				p->sk = 1;
@@ -105,6 +107,8 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	if (!c)
 		return 0;
 	c->last_ns = now;
+	if (call && bytes)
+		layer_unit(cookie, MG_LAYER_APP, tx, bytes, now);
 	kstats_track(c, sk, cookie);
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	if (c->pid != pid) {
@@ -233,6 +237,8 @@ int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	p->sk = 0;
 	count_call(p->cookie, p->tx);
+	if (p->bytes)
+		layer_unit(p->cookie, MG_LAYER_APP, p->tx, p->bytes, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -262,7 +268,13 @@ int BPF_PROG(app_uring, struct io_ring_ctx *ring, void *req_, struct io_uring_cq
 		return 0;
 	/* set by the request's sends (bpf_get_socket_cookie in app_call) */
 	__u64 cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
-	if (cookie)
-		count_call(cookie, tx);
+	if (!cookie)
+		return 0;
+	count_call(cookie, tx);
+	if (bpf_core_field_exists(req->cqe.res)) {
+		int res = BPF_CORE_READ(req, cqe.res);
+		if (res > 0)
+			layer_unit(cookie, MG_LAYER_APP, tx, res, bpf_ktime_get_ns());
+	}
 	return 0;
 }

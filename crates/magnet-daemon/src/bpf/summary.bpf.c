@@ -17,6 +17,8 @@
  *   cgroup_skb/ingress (root cgroup)  4.10+   wire rx bytes and segments
  *   tp_btf/tcp_retransmit_skb         5.5+    retransmits
  *   tp_btf/kfree_skb (with reason)    5.17+   drops by reason, host and per connection
+ *   (the hooks above)                          the layer table (layers.bpf.c): app and
+ *                                             ip units, bytes, sizes and gaps
  *   tp_btf/inet_sock_set_state        5.5+    creates TCP records at the handshake;
  *                                             close time and the final TCP counters
  *                                             (records of closed connections are
@@ -140,6 +142,8 @@ struct {
 	__type(value, struct mg_conn);
 } scratch SEC(".maps");
 
+#include "layers.bpf.c"
+
 static __always_inline struct mg_host *host_totals(void)
 {
 	__u32 k = 0;
@@ -227,6 +231,7 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 	n->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 	mg_sk_ends(sk, n, n->family == AF_INET6);
 	if (bpf_map_update_elem(&conns, &cookie, n, BPF_NOEXIST) == 0) {
+		layers_create(cookie);
 		if (h)
 			h->conns_new++;
 	} else if (h && !bpf_map_lookup_elem(&conns, &cookie)) {
@@ -272,6 +277,8 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
 	if (!c)
 		return;
+	if (count_packets)
+		layer_unit(cookie, MG_LAYER_IP, tx, len, bpf_ktime_get_ns());
 	if (c->kstats || !count_packets) {
 		/* TCP: counted by the kernel (tcp_sock), copied by tcp_kstats;
 		 * sampled: not counted (it would be a part of the packets) */
@@ -425,10 +432,9 @@ int BPF_PROG(tcp_state, struct sock *sk, const int oldstate, const int newstate)
 		}
 		return 0;
 	}
-	if (newstate != TCP_CLOSE)
-		return 0;
 	__u64 cookie = mg_sk_cookie_read(sk);
-	if (!cookie)
+	layers_tcp_state(sk, cookie);
+	if (newstate != TCP_CLOSE || !cookie)
 		return 0;
 	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
 	if (!c)

@@ -55,19 +55,23 @@ pub(super) fn write_connections(o: &mut Out, selected: &[Connection], app: bool)
     }
 }
 
+/// The labels that name a connection in every per-connection family.
+pub(super) fn identity(c: &Connection) -> Vec<(&'static str, String)> {
+    vec![
+        ("cookie", c.cookie.to_string()),
+        ("protocol", c.protocol.clone()),
+        ("local", c.local.clone()),
+        ("remote", c.remote.clone()),
+        ("comm", c.comm.clone()),
+        ("uid", c.uid.to_string()),
+        ("container", c.container.clone().unwrap_or_default()),
+    ]
+}
+
 /// The series of family `name` for one connection.
 fn write_connection(o: &mut Out, name: &str, c: &Connection) {
-    let cookie = c.cookie.to_string();
-    let uid = c.uid.to_string();
-    let base = [
-        ("cookie", cookie.as_str()),
-        ("protocol", c.protocol.as_str()),
-        ("local", c.local.as_str()),
-        ("remote", c.remote.as_str()),
-        ("comm", c.comm.as_str()),
-        ("uid", uid.as_str()),
-        ("container", c.container.as_deref().unwrap_or("")),
-    ];
+    let owned = identity(c);
+    let base: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let with = |d: &'static str| {
         let mut l = base.to_vec();
         l.push(("direction", d));
@@ -139,22 +143,8 @@ const LATENCY_SLOTS: usize = 32;
 /// One latency histogram as OpenMetrics writes it: cumulative `_bucket`s up to
 /// `+Inf`, and `_count`. No `_sum`: magnetd keeps slots, not the samples' sum.
 fn write_histogram(o: &mut Out, name: &str, base: &[(&str, &str)], slots: &[u64]) {
-    let bucket = format!("{name}_bucket");
-    let mut cumulative = 0u64;
-    for i in 0..LATENCY_SLOTS {
-        cumulative += slots.get(i).copied().unwrap_or(0);
-        let le = format!("{:e}", (1u64 << (i + 1)) as f64 / 1e6);
-        let mut l = base.to_vec();
-        l.push(("le", le.as_str()));
-        o.sample(&bucket, &l, cumulative);
-    }
-    // Slots past the last bucket cannot exist (the BPF side has 32), but a
-    // count is a count: whatever is left lands in +Inf.
-    let total: u64 = slots.iter().sum();
-    let mut l = base.to_vec();
-    l.push(("le", "+Inf"));
-    o.sample(&bucket, &l, total);
-    o.sample(&format!("{name}_count"), base, total);
+    let le = |i: usize| Some((1u64 << (i + 1)) as f64 / 1e6);
+    super::layers::write_buckets(o, name, base, slots, LATENCY_SLOTS, &le, None);
 }
 
 /// The per-connection families: name, type, unit, help.

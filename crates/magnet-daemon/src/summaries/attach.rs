@@ -162,6 +162,7 @@ pub fn attach(
     let reader = Reader {
         windows: windows.clone(),
         conns: handle(&skel.maps.conns, "connection")?,
+        layers: crate::layers::LayerTables::new(handle(&skel.maps.layers, "layer table")?),
         host: handle(&skel.maps.host, "host totals")?,
         drops: handle(&skel.maps.drop_reasons, "drop reason")?,
         tcp,

@@ -174,6 +174,7 @@ pub(super) fn open_for<'obj>(
         .conns
         .set_max_entries(spec.max_connections.max(1))
         .map_err(|e| Error::bpf("sizing the connection map", e))?;
+    crate::layers::size_map(&mut open.maps.layers, spec.max_connections)?;
     open.maps
         .tcp_socks
         .set_autocreate(spec.kstats && spec.storage)

@@ -25,6 +25,8 @@ pub struct Reader {
     /// When the per-packet programs were attached (latency coverage).
     pub windows: Arc<Mutex<WindowLog>>,
     pub(super) conns: MapHandle,
+    /// The layer tables (per connection) and the reaped ones (per cgroup).
+    pub(super) layers: crate::layers::LayerTables,
     pub(super) host: MapHandle,
     pub(super) drops: MapHandle,
     pub(super) tcp: TcpSource,
@@ -193,6 +195,7 @@ pub(super) fn decode(cookie: u64, raw: &[u8], now: u64, windows: &WindowLog) -> 
             coverage: windows
                 .coverage(c.first_ns, if c.closed_ns != 0 { c.closed_ns } else { now }),
         },
+        layers: Vec::new(),
     };
     Some(Record {
         conn,
@@ -372,6 +375,12 @@ impl Reader {
         Some(now.saturating_sub(self.cost.machine0?))
     }
 
+    /// Every cgroup's layer table, from `conns` (as [`Reader::all`] gives
+    /// them, labelled) and the connections reaped since the start.
+    pub fn cgroup_layers(&self, conns: &[Connection]) -> Vec<magnet_client::CgroupLayers> {
+        self.layers.cgroups(conns)
+    }
+
     pub fn plan(&self) -> &Plan {
         &self.plan
     }
@@ -387,7 +396,8 @@ impl Reader {
         let mut r = [decode(cookie, &raw, monotonic_ns(), &w)?];
         drop(w);
         self.overlay(&mut r);
-        let [r] = r;
+        let [mut r] = r;
+        self.layers.fill(&mut r.conn);
         Some(r)
     }
 
@@ -395,6 +405,9 @@ impl Reader {
     pub fn all(&self) -> Vec<Record> {
         let mut out = self.all_raw();
         self.overlay(&mut out);
+        for r in &mut out {
+            self.layers.fill(&mut r.conn);
+        }
         out
     }
 
@@ -433,6 +446,8 @@ impl Reader {
             let idle = now.saturating_sub(r.last_ns) > idle_for.as_nanos() as u64;
             if !(closed || idle) || self.conns.delete(&r.conn.cookie.to_ne_bytes()).is_err() {
                 kept.push(r.conn.cgroup_id);
+            } else {
+                self.layers.reap(&r.conn);
             }
         }
         kept.sort_unstable();
