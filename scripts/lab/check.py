@@ -70,7 +70,11 @@ LACKS = {
         "funcs": "bpf_get_func_ip",
         # magnetd's hooks (sock_send_length, 6.3+; socket-storage iterator)
         "daemon": True,
+        # sock_ops TX timestamp callbacks (6.15+)
+        "tx_timestamps": True,
     },
+    "6.1.0-": {"tx_timestamps": True},
+    "6.12.": {"tx_timestamps": True},
 }
 
 
@@ -532,6 +536,37 @@ def judge(path, ref_udp=None):
                 if app_missing and k[2] == "app":
                     continue
                 need(got.get(k) == v, f"magnetd {' '.join(k)} bytes {got.get(k)}, want {v}")
+            # The live layer table: app rows (where the app part loads) and tcp
+            # rows of the same connection, bytes each way.
+            rows = {}
+            methods = {}
+            for l in dm:
+                m = re.match(r'open magnet_connection_(layer_bytes_total|send_latency_method)\{(.*)\} (\d+)$', l)
+                if not m:
+                    continue
+                lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+                side = "server" if lab.get("local", "").endswith(":7001") else "client"
+                if m.group(1) == "layer_bytes_total":
+                    rows[(side, lab.get("layer"), lab.get("direction"))] = int(m.group(3))
+                else:
+                    methods[side] = lab.get("method")
+            want_rows = {("server", "tcp", "in"): 30000}
+            if not app_missing:
+                want_rows.update({("client", "app", "out"): 30000, ("server", "app", "in"): 30000})
+            for k, v in want_rows.items():
+                need(rows.get(k) == v, f"magnetd layer table {' '.join(k)} bytes {rows.get(k)}, want {v}")
+            # tcp out is the kernel's bytes_sent: retransmissions included (a slow
+            # emulated guest can retransmit on loopback)
+            need((rows.get(("client", "tcp", "out")) or 0) >= 30000,
+                 f"magnetd layer table client tcp out bytes {rows.get(('client', 'tcp', 'out'))}, want >= 30000")
+            # Send-path latency: the TX timestamp callbacks where the kernel has
+            # them, else the sampled method, named per connection.
+            want_method = "sampled" if lack.get("tx_timestamps") else "tx_timestamps"
+            need(methods and all(v == want_method for v in methods.values()),
+                 f"magnetd's send latency method on {kernel}: {methods}, want {want_method}")
+            if lack.get("tx_timestamps"):
+                need(any("stack_latency" in l for l in leftout) or any("stack_latency" in l for l in dm),
+                     f"magnetd on {kernel} does not name the send stages it could not time: {leftout}")
 
     if "leftovers" in s:
         lo = dict(l.split(" ", 1) for l in s["leftovers"] if " " in l)

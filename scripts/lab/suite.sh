@@ -129,7 +129,10 @@ if [ "$2" = "--leftovers" ]; then
         sleep 1
         ( dd if=/dev/zero bs=1000 count=30 2>/dev/null; sleep 5 ) | nc 127.0.0.1 7001 &
         sleep 3
-        wget -q -O- http://127.0.0.1:9595/metrics | grep -E '^magnet_connection_(app|wire)_bytes_total' \
+        # the live layer table (app, tcp rows) and how each connection's send
+        # path is timed (TX timestamp callbacks where the kernel has them)
+        wget -q -O- http://127.0.0.1:9595/metrics \
+            | grep -E '^magnet_connection_((app|wire|layer)_bytes_total|send_latency_method)' \
             | sed 's/^/open /'
         sleep 8
         wget -q -O- http://127.0.0.1:9595/metrics | grep -E '^magnet_connection_(app|wire)_bytes_total' \
@@ -139,6 +142,8 @@ if [ "$2" = "--leftovers" ]; then
         echo "rc $?"
         # parts the kernel refused, each named in one line
         grep " left out: " "$dir/magnetd.err" | sed 's/^/leftout /'
+        # how the send stages are timed where the kernel lacks the callbacks
+        grep "stack_latency" "$dir/magnetd.err" | sed 's/^/stages /'
         # the default packet_hooks = "sampled": windows opened and closed
         echo "windows $(grep -o 'packet windows: [0-9]* opened ([0-9]* failed)' "$dir/magnetd.err")"
     else
