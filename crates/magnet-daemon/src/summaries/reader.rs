@@ -27,6 +27,8 @@ pub struct Reader {
     pub(super) conns: MapHandle,
     pub(super) host: MapHandle,
     pub(super) drops: MapHandle,
+    /// The send stages per connection (the `stack_latency` part's map).
+    pub(super) stages: Option<MapHandle>,
     pub(super) tcp: TcpSource,
     /// Reads of the TCP counters that failed (health, served in /metrics).
     pub(super) refresh_failures: std::sync::atomic::AtomicU64,
@@ -190,6 +192,8 @@ pub(super) fn decode(cookie: u64, raw: &[u8], now: u64, windows: &WindowLog) -> 
             app_to_wire: hist(&c.app_to_wire_hist),
             wire_to_app: hist(&c.wire_to_app_hist),
             mode: windows.mode.name().to_string(),
+            method: String::new(),
+            stages: None,
             coverage: windows
                 .coverage(c.first_ns, if c.closed_ns != 0 { c.closed_ns } else { now }),
         },
@@ -281,6 +285,7 @@ impl Reader {
     /// cookie. A record whose socket the dump does not show (closed since)
     /// says its counters are "absent" until its close is seen.
     fn overlay(&self, recs: &mut [Record]) {
+        self.add_stages(recs);
         if !matches!(self.tcp, TcpSource::SockDiag) {
             return;
         }
@@ -435,6 +440,13 @@ impl Reader {
                 kept.push(r.conn.cgroup_id);
             }
         }
+        let live: std::collections::BTreeSet<u64> = self
+            .conns
+            .keys()
+            .filter_map(|k| <[u8; 8]>::try_from(k.as_slice()).ok())
+            .map(u64::from_ne_bytes)
+            .collect();
+        self.reap_stages(&live);
         kept.sort_unstable();
         kept.dedup();
         kept
@@ -516,6 +528,11 @@ impl Reader {
         }
         h.health.left_out = self.plan.left_out();
         h.health.fallbacks = self.plan.fallbacks();
+        h.health.send_latency = super::stages::host_method(
+            &self.plan,
+            self.windows.lock().map_or(PacketHooks::Off, |w| w.mode),
+        )
+        .to_string();
         h.health.tcp_counters_error = self.last_refresh_error.lock().ok().and_then(|e| e.clone());
         h.interfaces = interfaces(&std::fs::read_to_string("/proc/net/dev").unwrap_or_default());
         h

@@ -1,0 +1,149 @@
+//! The send path's stages (`bpf/stages.bpf.c`, the `stack_latency` part):
+//! attaching its sock_ops program on the cgroup v2 root and its tracepoint
+//! program, reading each connection's stage histograms, and saying which
+//! method times each connection.
+
+use std::os::fd::AsRawFd;
+
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
+use magnet_client::SendStages;
+use magnet_kernel::plan::{Candidate, Plan, Refusals};
+
+use crate::config::PacketHooks;
+use crate::skel::{types, SummarySkel};
+
+use super::reader::{hist, Reader, Record};
+
+/// The part's name.
+pub const PART: &str = "stack_latency";
+
+/// The part's programs, in the order of its first candidate.
+pub const PROGS: [&str; 2] = ["stages_ops", "stages_send"];
+
+/// The method that times send paths with the part's first candidate.
+pub const TX_TIMESTAMPS: &str = "tx_timestamps";
+
+/// Attaches the part's programs when the plan chose them: the sock_ops
+/// program on the cgroup v2 root `cgroup`, the tracepoint program. Where the kernel refuses a link, the part falls back (to the
+/// sampled `app_to_wire`) with the kernel's words in the plan.
+pub(super) fn attach(
+    plan: &mut Plan,
+    skel: &SummarySkel<'static>,
+    cgroup: &std::fs::File,
+) -> Vec<Link> {
+    let chosen = plan.used(PART).is_some_and(|c| c.has_prog(PROGS[0]));
+    if !chosen {
+        return Vec::new();
+    }
+    let p = &skel.progs;
+    let res = p
+        .stages_ops
+        .attach_cgroup(cgroup.as_raw_fd())
+        .map_err(|e| format!("sock_ops: the kernel refused its link: {e}"))
+        .and_then(|ops| {
+            p.stages_send
+                .attach()
+                .map(|send| vec![ops, send])
+                .map_err(|e| format!("tp_btf/tcp_sendmsg_locked: the kernel refused its link: {e}"))
+        });
+    match res {
+        Ok(links) => links,
+        Err(why) => {
+            if let Some(c) = plan.get_mut(PART) {
+                let mut refused = Refusals::new();
+                refused.insert((c.part.name, 0), why);
+                let (next, passed) = c.part.choose_from(0, &|_| None, &refused);
+                c.chosen = next.ok_or_else(|| passed.join("; "));
+                c.passed = passed;
+            }
+            Vec::new()
+        }
+    }
+}
+
+/// How send paths are timed with this plan and `packet_hooks` (as run):
+/// `tx_timestamps`, `sampled` or `off` (/health's `send_latency`).
+pub fn host_method(plan: &Plan, packet_hooks: PacketHooks) -> &'static str {
+    if plan.used(PART).is_some_and(|c| c.has_prog(PROGS[0])) {
+        TX_TIMESTAMPS
+    } else {
+        sampled_or_off(packet_hooks)
+    }
+}
+
+fn sampled_or_off(packet_hooks: PacketHooks) -> &'static str {
+    if packet_hooks.ever() {
+        "sampled"
+    } else {
+        "off"
+    }
+}
+
+/// A connection's stages as the map holds them.
+fn decode(raw: &[u8]) -> Option<SendStages> {
+    if raw.len() < std::mem::size_of::<types::mg_stages>() {
+        return None;
+    }
+    // SAFETY: length checked; plain old data.
+    let s: types::mg_stages = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
+    Some(SendStages {
+        sends: s.sends,
+        unmatched: s.unmatched,
+        to_qdisc: hist(&s.hist[0]),
+        qdisc_to_device: hist(&s.hist[1]),
+        device_to_ack: hist(&s.hist[2]),
+        send_to_ack: hist(&s.hist[3]),
+    })
+}
+
+impl Reader {
+    /// Gives each record its send path's method, and its stages where the
+    /// TX timestamp callbacks time it.
+    pub(super) fn add_stages(&self, recs: &mut [Record]) {
+        let fallback = self
+            .windows
+            .lock()
+            .map_or("off", |w| sampled_or_off(w.mode));
+        for r in recs {
+            let l = &mut r.conn.latency;
+            l.stages = self.stages.as_ref().and_then(|m| {
+                let raw = m
+                    .lookup(&r.conn.cookie.to_ne_bytes(), MapFlags::ANY)
+                    .ok()??;
+                decode(&raw)
+            });
+            l.method = if l.stages.is_some() {
+                TX_TIMESTAMPS
+            } else {
+                fallback
+            }
+            .to_string();
+        }
+    }
+
+    /// Removes the stages of connections whose records are gone (`kept`:
+    /// the cookies of the records still in the connection map).
+    pub(super) fn reap_stages(&self, kept: &std::collections::BTreeSet<u64>) {
+        let Some(m) = &self.stages else {
+            return;
+        };
+        let gone: Vec<Vec<u8>> = m
+            .keys()
+            .filter(|k| {
+                <[u8; 8]>::try_from(k.as_slice())
+                    .is_ok_and(|b| !kept.contains(&u64::from_ne_bytes(b)))
+            })
+            .collect();
+        for k in gone {
+            let _ = m.delete(&k);
+        }
+    }
+}
+
+/// The stage map's handle when the part's programs were loaded.
+pub(super) fn map_handle(plan: &Plan, skel: &SummarySkel<'static>) -> Option<MapHandle> {
+    plan.used(PART)
+        .is_some_and(|c: &Candidate| c.has_prog(PROGS[0]))
+        .then(|| MapHandle::try_from(&skel.maps.stages).ok())
+        .flatten()
+}
