@@ -33,14 +33,23 @@ fn stall_watched(r: &crate::summaries::Record, ports: &[u16]) -> bool {
 }
 
 /// Samples in histogram slots at or above `threshold` (slot i holds
-/// [2^i, 2^(i+1)) microseconds).
+/// [2^i, 2^(i+1)) microseconds): app→wire, wire→app, and the send stages
+/// inside this host (to the qdisc, qdisc to device; not the network's
+/// device→ACK).
 fn slow_samples(c: &magnet_client::Connection, threshold: Duration) -> u64 {
     let us = threshold.as_micros().max(1) as u64;
     let first = 63 - us.leading_zeros() as usize; // floor(log2(us))
-    [&c.latency.app_to_wire, &c.latency.wire_to_app]
-        .iter()
-        .map(|h| h.iter().skip(first).sum::<u64>())
-        .sum()
+    let stages = c.latency.stages.as_ref();
+    [
+        Some(&c.latency.app_to_wire),
+        Some(&c.latency.wire_to_app),
+        stages.map(|s| &s.to_qdisc),
+        stages.map(|s| &s.qdisc_to_device),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|h| h.iter().skip(first).sum::<u64>())
+    .sum()
 }
 
 impl Triggers {

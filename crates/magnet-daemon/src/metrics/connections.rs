@@ -55,19 +55,29 @@ pub(super) fn write_connections(o: &mut Out, selected: &[Connection], app: bool)
     }
 }
 
-/// The series of family `name` for one connection.
-fn write_connection(o: &mut Out, name: &str, c: &Connection) {
-    let cookie = c.cookie.to_string();
-    let uid = c.uid.to_string();
-    let base = [
-        ("cookie", cookie.as_str()),
+/// The labels every per-connection series has (`cookie` and `uid` as
+/// text, kept by the caller).
+pub(super) fn connection_labels<'a>(
+    c: &'a Connection,
+    cookie: &'a str,
+    uid: &'a str,
+) -> Vec<(&'static str, &'a str)> {
+    vec![
+        ("cookie", cookie),
         ("protocol", c.protocol.as_str()),
         ("local", c.local.as_str()),
         ("remote", c.remote.as_str()),
         ("comm", c.comm.as_str()),
-        ("uid", uid.as_str()),
+        ("uid", uid),
         ("container", c.container.as_deref().unwrap_or("")),
-    ];
+    ]
+}
+
+/// The series of family `name` for one connection.
+fn write_connection(o: &mut Out, name: &str, c: &Connection) {
+    let cookie = c.cookie.to_string();
+    let uid = c.uid.to_string();
+    let base = connection_labels(c, &cookie, &uid);
     let with = |d: &'static str| {
         let mut l = base.to_vec();
         l.push(("direction", d));
@@ -138,7 +148,7 @@ const LATENCY_SLOTS: usize = 32;
 
 /// One latency histogram as OpenMetrics writes it: cumulative `_bucket`s up to
 /// `+Inf`, and `_count`. No `_sum`: magnetd keeps slots, not the samples' sum.
-fn write_histogram(o: &mut Out, name: &str, base: &[(&str, &str)], slots: &[u64]) {
+pub(super) fn write_histogram(o: &mut Out, name: &str, base: &[(&str, &str)], slots: &[u64]) {
     let bucket = format!("{name}_bucket");
     let mut cumulative = 0u64;
     for i in 0..LATENCY_SLOTS {

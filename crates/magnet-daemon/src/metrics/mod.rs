@@ -16,12 +16,14 @@
 //! | `magnet_events_total`, `magnet_lost_events_total`, `magnet_connection_map_full_total`, `magnet_connection_map_entries`, `magnet_connection_map_capacity`, `magnet_connections_created_total` | — | magnetd's health |
 //! | `magnet_connection_*` | cookie, protocol, local, remote, comm, uid, container | per connection, **only** for connections selected by `[metrics]` (ports, containers), at most `max_connection_series` connections |
 //! | `magnet_connection_app_to_wire_seconds`, `magnet_connection_wire_to_app_seconds` | the same, `le` | the latency histograms of those connections (log2 µs buckets, `histogram_quantile` reads them) |
+//! | `magnet_connection_send_latency_method` | the same, `method` (`tx_timestamps`, `sampled`, `off`) | 1: how that connection's send path is timed |
+//! | `magnet_connection_send_stage_seconds` | the same, `stage` (`to_qdisc`, `qdisc_to_device`, `device_to_ack`, `send_to_ack`), `le` | the send path of every send call in stages, from the kernel's TX timestamp callbacks (connections with method `tx_timestamps`) |
 //! | `magnet_sample_runs_total`, `magnet_sample_last_*` | interface, interval | the sampler under the daemon: runs stored, last run's totals and peaks, its BPF ns per packet |
 //! | `magnet_bpf_stats_enabled`, `magnet_bpf_run_seconds_total`, `magnet_bpf_runs_total`, `magnet_bpf_ns_per_event`, `magnet_daemon_cpu_seconds_total`, `magnet_daemon_cpu_ns_per_event`, `magnet_cpu_share_ratio` | program (per-program families), part (`bpf`, `daemon`) | what magnetd costs: its programs' run time and runs (the kernel's run-time statistics), its process's CPU, per event and as a share of the machine's CPU since it started |
 //!
 //! Cardinality: host families have at most 2 series each (direction), drops
 //! at most 256, interfaces at most 2 × 256; per-connection families at most
-//! `max_connection_series` × 2, the latency histograms 34 series per connection each.
+//! `max_connection_series` × 2, the latency histograms 34 series per connection each (the send stages 4 × 34).
 
 use std::fmt::Write;
 
@@ -31,6 +33,7 @@ use crate::daemon::Shared;
 mod connections;
 mod cost;
 mod host;
+mod stages;
 
 use connections::{selected_connections, write_connections};
 use host::{
@@ -107,6 +110,7 @@ pub fn render(shared: &Shared) -> String {
     write_health(&mut o, shared, &host, &records);
     let selected = selected_connections(shared, records);
     write_connections(&mut o, &selected, app);
+    stages::write_stages(&mut o, &selected);
     write_sampler(&mut o, shared);
     o.0.push_str("# EOF\n");
     o.0
