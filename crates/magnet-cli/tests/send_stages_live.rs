@@ -1,16 +1,19 @@
 //! magnetd's send stages (the `stack_latency` part: the kernel's TX timestamp
 //! callbacks, Linux 6.15+) against the same sends timed by the application
-//! itself with SO_TIMESTAMPING (tests/send_stages_oracle.py), and the
+//! itself with SO_TIMESTAMPING (tests/fixtures/send_stages.c), and the
 //! fallback when the callbacks are denied.
 //!
 //! Agreement "within one bucket", precisely: both count the same sends in
 //! every stage, and with C(k) the number of sends in slots 0..=k (cumulative),
 //! for every k: C_magnetd(k) >= C_oracle(k-1) and C_oracle(k) >= C_magnetd(k-1).
 //! That holds exactly when the two sorted lists of samples can be paired so
-//! that the slots of each pair differ by at most one. The oracle's
+//! that the slots of each pair differ by at most one (for the two stages
+//! that start at the call, one send may be further apart, and none may be
+//! later than the oracle's: see the test). The oracle's
 //! `to_qdisc` (and `send_to_ack`) start before its send() call, magnetd's at
 //! the call's first pass through TCP's copy loop: the system call's entry
-//! (~1-2 µs) is in the first and not in the second.
+//! (under a microsecond; a log2 slot k is 2^k µs wide, so this moves a
+//! sample by at most one slot) is in the first and not in the second.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -20,15 +23,34 @@ use magnet_testkit::{live_or_skip, Need, Netns, Recorder};
 use serde_json::Value;
 
 mod common;
-use common::{free_port, magnetd_conf, Magnetd, MAGNET, MAGNETD_READY};
+use common::{free_port, magnetd_conf, tmp, Magnetd, MAGNET, MAGNETD_READY};
+
+/// tests/fixtures/send_stages.c, built.
+fn oracle_bin() -> std::path::PathBuf {
+    let bin = tmp("send_stages");
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/send_stages.c");
+    let out = Command::new("cc")
+        .args(["-O2", "-Wall", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(src)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "building {src}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bin
+}
 
 /// Sends made by the oracle: sizes from 100 B to 1 MB in turn, behind a
 /// 100 Mbit/s token bucket, so the stages spread over many slots.
 const SENDS: usize = 36;
 
 /// Why `magnetd` and `oracle` (slot counts) do not agree within one slot
-/// (see the head of this file); None when they do.
-fn within_one_slot(magnetd: &[u64], oracle: &[u64]) -> Option<String> {
+/// (see the head of this file), allowing `spare` samples more than one slot
+/// apart; None when they do.
+fn within_one_slot(magnetd: &[u64], oracle: &[u64], spare: u64) -> Option<String> {
     let (tm, to): (u64, u64) = (magnetd.iter().sum(), oracle.iter().sum());
     if tm != to {
         return Some(format!("{tm} samples, the oracle {to}"));
@@ -41,7 +63,7 @@ fn within_one_slot(magnetd: &[u64], oracle: &[u64]) -> Option<String> {
         } else {
             (cum(magnetd, k - 1), cum(oracle, k - 1))
         };
-        if m < o1 || o < m1 {
+        if m + spare < o1 || o + spare < m1 {
             return Some(format!(
                 "more than one slot apart at slot {k}: {m} samples up to it, the oracle {o} \
                  (up to the slot before: {m1}, the oracle {o1})"
@@ -49,6 +71,22 @@ fn within_one_slot(magnetd: &[u64], oracle: &[u64]) -> Option<String> {
         }
     }
     None
+}
+
+/// Why some of magnetd's samples are later than the oracle's (in slots:
+/// fewer samples up to some slot), for a stage the oracle starts earlier
+/// (before the system call) and ends at the same stamp.
+fn later_than_oracle(magnetd: &[u64], oracle: &[u64]) -> Option<String> {
+    let cum = |h: &[u64], k: usize| h.iter().take(k + 1).sum::<u64>();
+    (0..magnetd.len().max(oracle.len()))
+        .find(|&k| cum(magnetd, k) < cum(oracle, k))
+        .map(|k| {
+            format!(
+                "later than the oracle's: {} samples up to slot {k}, the oracle {}",
+                cum(magnetd, k),
+                cum(oracle, k)
+            )
+        })
 }
 
 fn slots(v: &Value) -> Vec<u64> {
@@ -67,7 +105,7 @@ fn send_stages_agree_with_so_timestamping() {
         "send_stages_agree_with_so_timestamping",
         &[
             Need::Btf,
-            Need::Tool("python3"),
+            Need::Tool("cc"),
             Need::Tool("tc"),
             Need::Qdisc("tbf"),
         ],
@@ -87,10 +125,9 @@ fn send_stages_agree_with_so_timestamping() {
     // each send its own segment: no corking behind the qdisc
     ns.sysctl("net/ipv4/tcp_autocorking", "0").unwrap();
     magnet_testkit::tbf(Some(&ns), "lo", "100mbit", "100kb", "1s").unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/send_stages_oracle.py");
+    let bin = oracle_bin();
     let mut oracle = ns
-        .command("python3")
-        .arg(script)
+        .command(bin.to_str().unwrap())
         .arg(SENDS.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -120,7 +157,17 @@ fn send_stages_agree_with_so_timestamping() {
     let mut bad = Vec::new();
     for (stage, mine) in got.named() {
         let theirs = slots(&want["stages"][stage]);
-        if let Some(why) = within_one_slot(mine, &theirs) {
+        // The stages that start at the call: the oracle's clock is read
+        // before it, in user space, where the scheduler may also stop the
+        // oracle for a while on a busy machine: one such send of SENDS is
+        // let through, and none may come out later than the oracle's.
+        let from_call = stage == "to_qdisc" || stage == "send_to_ack";
+        let why = within_one_slot(mine, &theirs, u64::from(from_call)).or_else(|| {
+            from_call
+                .then(|| later_than_oracle(mine, &theirs))
+                .flatten()
+        });
+        if let Some(why) = why {
             bad.push(format!(
                 "{stage}: {why}: magnetd {mine:?}, the oracle {theirs:?}"
             ));

@@ -29,7 +29,8 @@
  *
  * A call whose last skb is later extended by the next call (a small send
  * while data waits: the kernel moves the tskey to the new last byte) loses
- * its stamps; its pending entry ages out of the LRU map.
+ * its stamps; its pending entry is reused when the socket's ring of
+ * MG_STAGE_PENDING calls comes round to it (and counted in `unmatched`).
  */
 
 #define MG_STAGE_TO_QDISC 0
@@ -42,29 +43,37 @@
 #define SOL_SOCKET 1
 #endif
 
-/* One per timed connection (socket cookie); removed by user space with
- * the connection's record. */
+/* One per timed connection (socket cookie): what user space reads; removed
+ * by user space with the connection's record. */
 struct mg_stages {
-	__u64 send_start_ns;     /* start of the send call now in the socket
-				    (0: none) */
-	__u64 send_msg;          /* that call's msghdr (the call's identity) */
 	__u64 sends;             /* send calls stamped (TSTAMP_SENDMSG) */
-	__u64 unmatched;         /* callbacks whose send was not found */
+	__u64 unmatched;         /* sends whose stamps were lost: a callback
+				    whose send was not found, or a send pushed
+				    out of its socket's pending list */
 	__u32 hist[MG_STAGES][MG_HIST_SLOTS];
 };
 
-/* A send call waiting for its stamps: by socket and the sequence number of
- * its last byte. */
-struct mg_send_key {
-	__u64 cookie;
-	__u32 tskey;
-	__u32 _pad;
-};
+/* Send calls waiting for their stamps, per socket (socket storage: found
+ * from the socket itself, gone with it). A ring of the last
+ * MG_STAGE_PENDING calls; a call still waiting when the ring comes round
+ * to it again is lost (counted in `unmatched`). */
+#define MG_STAGE_PENDING 32
 
-struct mg_send_val {
+struct mg_send_slot {
+	__u32 tskey;             /* sequence number of the call's last byte */
+	__u32 busy;
 	__u64 start_ns;
 	__u64 sched_ns;
 	__u64 sw_ns;
+};
+
+struct mg_stage_sk {
+	__u64 send_start_ns;     /* start of the send call now in the socket
+				    (0: none) */
+	__u64 send_msg;          /* that call's msghdr (the call's identity) */
+	__u32 next;              /* calls stamped: the ring's write position */
+	__u32 _pad;
+	struct mg_send_slot slot[MG_STAGE_PENDING];
 };
 
 struct mg_stages mg_stages_layout SEC(".data.layout");
@@ -77,12 +86,13 @@ struct {
 } stages SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 32768);
-	__type(key, struct mg_send_key);
-	__type(value, struct mg_send_val);
-} stage_sends SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct mg_stage_sk);
+} stage_socks SEC(".maps");
 
+/* A zeroed record to insert (too big for the BPF stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -133,59 +143,85 @@ static __always_inline void stages_established(struct bpf_sock_ops *skops, __u64
 	int on = SK_BPF_CB_TX_TIMESTAMPING;
 	if (skops->family != AF_INET && skops->family != AF_INET6)
 		return;
+	struct bpf_sock *sk = skops->sk;
+	if (!sk || !bpf_sk_storage_get(&stage_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE))
+		return;
 	if (bpf_setsockopt(skops, SOL_SOCKET, SK_BPF_CB_FLAGS, &on, sizeof(on)))
 		return;
 	stages_of(cookie);
 }
 
-static __always_inline void stages_sendmsg(struct bpf_sock_ops *skops, __u64 cookie, __u64 now)
+static __always_inline void stages_sendmsg(struct bpf_sock_ops *skops, __u64 cookie)
 {
 	struct bpf_sock_ops_kern *k = bpf_cast_to_kern_ctx(skops);
-	if (bpf_sock_ops_enable_tx_tstamp(k, 0))
+	struct bpf_sock *sk = skops->sk;
+	if (!sk || bpf_sock_ops_enable_tx_tstamp(k, 0))
 		return;
-	struct mg_send_key key = { .cookie = cookie, .tskey = skops_tskey(k) };
+	struct mg_stage_sk *p = bpf_sk_storage_get(&stage_socks, sk, 0, 0);
 	struct mg_stages *s = stages_of(cookie);
-	if (!s)
+	if (!p || !s)
 		return;
-	struct mg_send_val v = { .start_ns = s->send_start_ns ? s->send_start_ns : now };
-	s->send_start_ns = 0;
-	s->send_msg = 0;
+	struct mg_send_slot *q = &p->slot[p->next & (MG_STAGE_PENDING - 1)];
+	if (q->busy)
+		__sync_fetch_and_add(&s->unmatched, 1);
+	q->tskey = skops_tskey(k);
+	q->busy = 1;
+	q->start_ns = p->send_start_ns ? p->send_start_ns : bpf_ktime_get_ns();
+	q->sched_ns = 0;
+	q->sw_ns = 0;
+	p->next++;
+	p->send_start_ns = 0;
+	p->send_msg = 0;
 	s->sends++;
-	bpf_map_update_elem(&stage_sends, &key, &v, BPF_ANY);
 }
 
-static __always_inline void stages_stamp(struct bpf_sock_ops *skops, __u64 cookie, __u64 now)
+/* The pending call whose last byte is `tskey`: newest first (the stamps of
+ * the qdisc and the driver come soon after the call), oldest first for an
+ * ACK (they come in order). */
+static __always_inline struct mg_send_slot *pending(struct mg_stage_sk *p, __u32 tskey, int oldest)
+{
+	for (__u32 i = 0; i < MG_STAGE_PENDING; i++) {
+		__u32 at = oldest ? p->next + i : p->next - 1 - i;
+		struct mg_send_slot *q = &p->slot[at & (MG_STAGE_PENDING - 1)];
+		if (q->busy && q->tskey == tskey)
+			return q;
+	}
+	return NULL;
+}
+
+static __always_inline void stages_stamp(struct bpf_sock_ops *skops, __u64 cookie)
 {
 	struct bpf_sock_ops_kern *k = bpf_cast_to_kern_ctx(skops);
-	struct mg_send_key key = { .cookie = cookie, .tskey = skops_tskey(k) };
-	struct mg_stages *s = bpf_map_lookup_elem(&stages, &cookie);
-	if (!s)
+	struct bpf_sock *sk = skops->sk;
+	if (!sk)
 		return;
-	struct mg_send_val *v = bpf_map_lookup_elem(&stage_sends, &key);
-	if (!v) {
+	struct mg_stage_sk *p = bpf_sk_storage_get(&stage_socks, sk, 0, 0);
+	struct mg_stages *s = bpf_map_lookup_elem(&stages, &cookie);
+	if (!p || !s)
+		return;
+	__u32 op = skops->op;
+	struct mg_send_slot *q = pending(p, skops_tskey(k), op == BPF_SOCK_OPS_TSTAMP_ACK_CB);
+	if (!q) {
 		__sync_fetch_and_add(&s->unmatched, 1);
 		return;
 	}
-	switch (skops->op) {
-	case BPF_SOCK_OPS_TSTAMP_SCHED_CB:
+	__u64 now = bpf_ktime_get_ns();
+	if (op == BPF_SOCK_OPS_TSTAMP_SCHED_CB) {
 		/* a retransmission passes the qdisc again: the first counts */
-		if (!v->sched_ns) {
-			v->sched_ns = now;
-			stage_add(s, MG_STAGE_TO_QDISC, v->start_ns, now);
+		if (!q->sched_ns) {
+			q->sched_ns = now;
+			stage_add(s, MG_STAGE_TO_QDISC, q->start_ns, now);
 		}
-		break;
-	case BPF_SOCK_OPS_TSTAMP_SND_SW_CB:
-		if (v->sched_ns && !v->sw_ns) {
-			v->sw_ns = now;
-			stage_add(s, MG_STAGE_QDISC_TO_DEVICE, v->sched_ns, now);
+	} else if (op == BPF_SOCK_OPS_TSTAMP_SND_SW_CB) {
+		if (q->sched_ns && !q->sw_ns) {
+			q->sw_ns = now;
+			stage_add(s, MG_STAGE_QDISC_TO_DEVICE, q->sched_ns, now);
 		}
-		break;
-	case BPF_SOCK_OPS_TSTAMP_ACK_CB:
-		if (v->sw_ns)
-			stage_add(s, MG_STAGE_DEVICE_TO_ACK, v->sw_ns, now);
-		stage_add(s, MG_STAGE_SEND_TO_ACK, v->start_ns, now);
-		bpf_map_delete_elem(&stage_sends, &key);
-		break;
+	} else {
+		if (q->sw_ns)
+			stage_add(s, MG_STAGE_DEVICE_TO_ACK, q->sw_ns, now);
+		stage_add(s, MG_STAGE_SEND_TO_ACK, q->start_ns, now);
+		q->busy = 0;
 	}
 }
 
@@ -193,7 +229,9 @@ SEC("sockops")
 int stages_ops(struct bpf_sock_ops *skops)
 {
 	__u32 op = skops->op;
-	__u64 now = bpf_ktime_get_ns();
+	if (op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB && op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB &&
+	    (op < BPF_SOCK_OPS_TSTAMP_SCHED_CB || op > BPF_SOCK_OPS_TSTAMP_SENDMSG_CB))
+		return 1;
 	__u64 cookie = bpf_get_socket_cookie(skops);
 	if (!cookie)
 		return 1;
@@ -203,12 +241,12 @@ int stages_ops(struct bpf_sock_ops *skops)
 		stages_established(skops, cookie);
 		break;
 	case BPF_SOCK_OPS_TSTAMP_SENDMSG_CB:
-		stages_sendmsg(skops, cookie, now);
+		stages_sendmsg(skops, cookie);
 		break;
 	case BPF_SOCK_OPS_TSTAMP_SCHED_CB:
 	case BPF_SOCK_OPS_TSTAMP_SND_SW_CB:
 	case BPF_SOCK_OPS_TSTAMP_ACK_CB:
-		stages_stamp(skops, cookie, now);
+		stages_stamp(skops, cookie);
 		break;
 	}
 	return 1;
@@ -219,17 +257,16 @@ int stages_ops(struct bpf_sock_ops *skops)
  * call is known by its msghdr). Its callbacks come at the end of the call,
  * after the data is copied. */
 SEC("tp_btf/tcp_sendmsg_locked")
-int BPF_PROG(stages_send, const struct sock *sk, const struct msghdr *msg)
+int BPF_PROG(stages_send, struct sock *sk, const struct msghdr *msg)
 {
 	if (!bpf_core_field_exists(sk->sk_bpf_cb_flags))
 		return 0;
 	if (!(BPF_CORE_READ(sk, sk_bpf_cb_flags) & SK_BPF_CB_TX_TIMESTAMPING))
 		return 0;
-	__u64 cookie = sk_cookie(sk);
-	struct mg_stages *s = bpf_map_lookup_elem(&stages, &cookie);
-	if (s && (!s->send_start_ns || s->send_msg != (__u64)msg)) {
-		s->send_start_ns = bpf_ktime_get_ns();
-		s->send_msg = (__u64)msg;
+	struct mg_stage_sk *p = bpf_sk_storage_get(&stage_socks, sk, 0, 0);
+	if (p && (!p->send_start_ns || p->send_msg != (__u64)msg)) {
+		p->send_start_ns = bpf_ktime_get_ns();
+		p->send_msg = (__u64)msg;
 	}
 	return 0;
 }

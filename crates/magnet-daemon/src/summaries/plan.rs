@@ -104,7 +104,8 @@ pub const PARTS: &[Part] = &[
             Candidate::progs(&[
                 ("stages_ops", Attach::SockOps),
                 ("stages_send", tp("tcp_sendmsg_locked")),
-            ]),
+            ])
+            .with_maps(&["sk_storage"]),
             Candidate::user("sampled"),
         ],
         optional: true,
@@ -200,7 +201,7 @@ pub(super) fn open_for<'obj>(
     let stages = spec.progs.contains(&super::stages::PROGS[0]);
     for m in [
         &mut open.maps.stages,
-        &mut open.maps.stage_sends,
+        &mut open.maps.stage_socks,
         &mut open.maps.stages_scratch,
     ] {
         m.set_autocreate(stages)
