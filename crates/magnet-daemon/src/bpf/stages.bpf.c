@@ -132,9 +132,8 @@ static __always_inline __u32 skops_tskey(struct bpf_sock_ops_kern *k)
 	struct sk_buff *skb = k->skb;
 	if (!skb)
 		return 0;
-	struct skb_shared_info *sh =
-		bpf_core_cast(BPF_CORE_READ(skb, head) + BPF_CORE_READ(skb, end),
-			      struct skb_shared_info);
+	/* direct loads from the trusted context, no helper calls */
+	struct skb_shared_info *sh = bpf_core_cast(skb->head + skb->end, struct skb_shared_info);
 	return sh ? sh->tskey : 0;
 }
 
@@ -261,7 +260,7 @@ int BPF_PROG(stages_send, struct sock *sk, const struct msghdr *msg)
 {
 	if (!bpf_core_field_exists(sk->sk_bpf_cb_flags))
 		return 0;
-	if (!(BPF_CORE_READ(sk, sk_bpf_cb_flags) & SK_BPF_CB_TX_TIMESTAMPING))
+	if (!(sk->sk_bpf_cb_flags & SK_BPF_CB_TX_TIMESTAMPING))
 		return 0;
 	struct mg_stage_sk *p = bpf_sk_storage_get(&stage_socks, sk, 0, 0);
 	if (p && (!p->send_start_ns || p->send_msg != (__u64)msg)) {
