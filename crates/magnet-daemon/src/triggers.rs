@@ -224,3 +224,32 @@ fn dump(f: &Flight, shared: &Shared, why: &str) {
         Err(e) => shared.log(&format!("trigger {why}: dump into {}: {e}", dir.display())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use magnet_client::{Connection, Latency, SendStages};
+
+    /// The host's own send stages count towards the latency trigger; the
+    /// network's (device → ACK) and the whole path do not.
+    #[test]
+    fn slow_samples_count_the_hosts_send_stages() {
+        let mut c = Connection {
+            latency: Latency {
+                app_to_wire: vec![0, 0, 0, 0, 1],
+                ..Latency::default()
+            },
+            ..Connection::default()
+        };
+        let t = Duration::from_micros(16);
+        assert_eq!(slow_samples(&c, t), 1);
+        c.latency.stages = Some(SendStages {
+            to_qdisc: vec![5, 0, 0, 0, 2],
+            qdisc_to_device: vec![0, 0, 0, 0, 0, 3],
+            device_to_ack: vec![0, 0, 0, 0, 0, 0, 7],
+            send_to_ack: vec![0, 0, 0, 0, 0, 0, 0, 9],
+            ..SendStages::default()
+        });
+        assert_eq!(slow_samples(&c, t), 1 + 2 + 3);
+    }
+}

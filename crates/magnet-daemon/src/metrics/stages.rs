@@ -41,3 +41,83 @@ pub(super) fn write_stages(o: &mut Out, selected: &[Connection]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use magnet_client::{Latency, SendStages};
+
+    fn conn(cookie: u64, method: &str, stages: Option<SendStages>) -> Connection {
+        Connection {
+            cookie,
+            protocol: "tcp".into(),
+            latency: Latency {
+                method: method.into(),
+                stages,
+                ..Latency::default()
+            },
+            ..Connection::default()
+        }
+    }
+
+    /// Each connection names its method; only those timed by TX timestamps
+    /// have stage histograms, one per stage, cumulative up to +Inf.
+    #[test]
+    fn stages_are_histograms_by_stage_and_the_method_a_label() {
+        let timed = conn(
+            7,
+            "tx_timestamps",
+            Some(SendStages {
+                sends: 3,
+                unmatched: 0,
+                to_qdisc: vec![2, 1],
+                qdisc_to_device: vec![3],
+                device_to_ack: vec![0, 0, 3],
+                send_to_ack: vec![0, 0, 1, 2],
+            }),
+        );
+        let sampled = conn(8, "sampled", None);
+        let mut o = Out(String::new());
+        write_stages(&mut o, &[timed, sampled]);
+        let t = o.0;
+        let l = |cookie: u64| {
+            format!(
+                "cookie=\"{cookie}\",protocol=\"tcp\",local=\"\",remote=\"\",comm=\"\",uid=\"0\",container=\"\""
+            )
+        };
+        for want in [
+            format!(
+                "magnet_connection_send_latency_method{{{},method=\"tx_timestamps\"}} 1\n",
+                l(7)
+            ),
+            format!(
+                "magnet_connection_send_latency_method{{{},method=\"sampled\"}} 1\n",
+                l(8)
+            ),
+            format!(
+                "magnet_connection_send_stage_seconds_bucket{{{},stage=\"to_qdisc\",le=\"2e-6\"}} 2\n",
+                l(7)
+            ),
+            format!(
+                "magnet_connection_send_stage_seconds_bucket{{{},stage=\"to_qdisc\",le=\"4e-6\"}} 3\n",
+                l(7)
+            ),
+            format!(
+                "magnet_connection_send_stage_seconds_bucket{{{},stage=\"send_to_ack\",le=\"+Inf\"}} 3\n",
+                l(7)
+            ),
+            format!(
+                "magnet_connection_send_stage_seconds_count{{{},stage=\"device_to_ack\"}} 3\n",
+                l(7)
+            ),
+            "# TYPE magnet_connection_send_stage_seconds histogram\n".to_string(),
+        ] {
+            assert!(t.contains(&want), "{want} in\n{t}");
+        }
+        assert!(
+            !t.contains(&format!("send_stage_seconds_count{{{}", l(8))),
+            "{t}"
+        );
+        assert_eq!(t.matches("_count{").count(), 4, "{t}");
+    }
+}

@@ -147,3 +147,46 @@ pub(super) fn map_handle(plan: &Plan, skel: &SummarySkel<'static>) -> Option<Map
         .then(|| MapHandle::try_from(&skel.maps.stages).ok())
         .flatten()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AppCalls;
+    use magnet_kernel::plan::Refusals;
+
+    /// The part's first candidate is TX timestamps; refused (as on a kernel
+    /// without the callbacks), send latency is the sampled app_to_wire with
+    /// one fallback line, or off without the per-packet programs.
+    #[test]
+    fn refused_callbacks_fall_back_to_sampled() {
+        if std::env::var_os(magnet_kernel::deny::VAR).is_some() {
+            eprintln!("skipped: MAGNET_HOOKS_DENY is set");
+            return;
+        }
+        let hooks = PacketHooks::Always;
+        let (plan, progs) = super::super::plan::choose(hooks, AppCalls::Syscalls, &Refusals::new());
+        assert!(PROGS.iter().all(|p| progs.contains(p)), "{progs:?}");
+        assert_eq!(host_method(&plan, hooks), TX_TIMESTAMPS);
+        let mut refused = Refusals::new();
+        refused.insert(
+            (PART, 0),
+            "the kernel refused sock_ops+tp_btf/tcp_sendmsg_locked: Invalid argument (os error 22)"
+                .to_string(),
+        );
+        let (plan, progs) = super::super::plan::choose(hooks, AppCalls::Syscalls, &refused);
+        assert!(!progs.contains(&PROGS[0]) && !progs.contains(&PROGS[1]));
+        assert_eq!(
+            plan.used(PART).map(Candidate::name).as_deref(),
+            Some("sampled")
+        );
+        assert_eq!(host_method(&plan, hooks), "sampled");
+        assert_eq!(host_method(&plan, PacketHooks::Off), "off");
+        assert_eq!(
+            plan.fallbacks(),
+            [
+                "stack_latency through sampled: sock_ops+tp_btf/tcp_sendmsg_locked: the kernel \
+              refused sock_ops+tp_btf/tcp_sendmsg_locked: Invalid argument (os error 22)"
+            ]
+        );
+    }
+}
