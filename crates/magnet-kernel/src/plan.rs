@@ -486,6 +486,7 @@ mod tests {
             "cgroup_skb/ingress"
         );
         assert_eq!(attach_name(Attach::Tcx(Direction::Egress)), "tcx/egress");
+        assert_eq!(attach_name(Attach::SockOps), "sock_ops");
         assert_eq!(
             attach_name(Attach::Clsact(Direction::Ingress)),
             "clsact/ingress"

@@ -3,7 +3,10 @@
 
 use super::connections::{connection_labels, write_histogram};
 use super::Out;
-use magnet_client::Connection;
+use std::collections::BTreeMap;
+
+use crate::daemon::Shared;
+use magnet_client::{Connection, SendStages};
 
 /// The method of each selected connection, and the stage histograms of
 /// those timed by TX timestamps.
@@ -42,10 +45,43 @@ pub(super) fn write_stages(o: &mut Out, selected: &[Connection]) {
     }
 }
 
+/// Cgroups with per-cgroup stage series, at most.
+const MAX_CGROUP_SERIES: usize = 256;
+
+/// The stage histograms per cgroup (`by`: cgroup id → its connections'
+/// stages, reaped ones included), labelled with the cgroup's container.
+pub(super) fn write_cgroup_stages(o: &mut Out, shared: &Shared, by: &BTreeMap<u64, SendStages>) {
+    let name = "magnet_cgroup_send_stage_seconds";
+    o.family(
+        name,
+        "histogram",
+        Some("seconds"),
+        "magnet_connection_send_stage_seconds summed over the connections whose last caller is in this cgroup, reaped connections included (every connection timed by TX timestamps, not only those [metrics] selects).",
+    );
+    for (cgroup, s) in by.iter().take(MAX_CGROUP_SERIES) {
+        let id = cgroup.to_string();
+        let container = shared
+            .label(Connection {
+                cgroup_id: *cgroup,
+                ..Connection::default()
+            })
+            .container
+            .unwrap_or_default();
+        for (stage, slots) in s.named() {
+            let l = [
+                ("cgroup", id.as_str()),
+                ("container", container.as_str()),
+                ("stage", stage),
+            ];
+            write_histogram(o, name, &l, slots);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use magnet_client::{Latency, SendStages};
+    use magnet_client::Latency;
 
     fn conn(cookie: u64, method: &str, stages: Option<SendStages>) -> Connection {
         Connection {

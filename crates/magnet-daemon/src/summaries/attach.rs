@@ -166,6 +166,7 @@ pub fn attach(
         host: handle(&skel.maps.host, "host totals")?,
         drops: handle(&skel.maps.drop_reasons, "drop reason")?,
         stages: super::stages::map_handle(&plan, &skel),
+        stages_gone: Mutex::new(BTreeMap::new()),
         tcp,
         refresh_failures: std::sync::atomic::AtomicU64::new(0),
         last_refresh_error: Mutex::new(None),

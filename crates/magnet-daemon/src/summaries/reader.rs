@@ -29,6 +29,8 @@ pub struct Reader {
     pub(super) drops: MapHandle,
     /// The send stages per connection (the `stack_latency` part's map).
     pub(super) stages: Option<MapHandle>,
+    /// The send stages of reaped connections, summed per cgroup.
+    pub(super) stages_gone: Mutex<BTreeMap<u64, magnet_client::SendStages>>,
     pub(super) tcp: TcpSource,
     /// Reads of the TCP counters that failed (health, served in /metrics).
     pub(super) refresh_failures: std::sync::atomic::AtomicU64,
@@ -432,7 +434,12 @@ impl Reader {
     pub fn reap(&self, closed_for: Duration, idle_for: Duration) -> Vec<u64> {
         let now = monotonic_ns();
         let mut kept = Vec::new();
-        for r in self.all_raw() {
+        let all = self.all_raw();
+        let cgroups: BTreeMap<u64, u64> = all
+            .iter()
+            .map(|r| (r.conn.cookie, r.conn.cgroup_id))
+            .collect();
+        for r in all {
             let closed =
                 r.closed_ns != 0 && now.saturating_sub(r.closed_ns) > closed_for.as_nanos() as u64;
             let idle = now.saturating_sub(r.last_ns) > idle_for.as_nanos() as u64;
@@ -446,7 +453,7 @@ impl Reader {
             .filter_map(|k| <[u8; 8]>::try_from(k.as_slice()).ok())
             .map(u64::from_ne_bytes)
             .collect();
-        self.reap_stages(&live);
+        self.reap_stages(&live, &cgroups);
         kept.sort_unstable();
         kept.dedup();
         kept

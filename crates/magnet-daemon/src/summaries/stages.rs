@@ -3,10 +3,11 @@
 //! program, reading each connection's stage histograms, and saying which
 //! method times each connection.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::AsRawFd;
 
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
-use magnet_client::SendStages;
+use magnet_client::{Connection, SendStages};
 use magnet_kernel::plan::{Candidate, Plan, Refusals};
 
 use crate::config::PacketHooks;
@@ -79,6 +80,26 @@ fn sampled_or_off(packet_hooks: PacketHooks) -> &'static str {
     }
 }
 
+/// Adds `b`'s counts into `a`, slot by slot.
+pub(crate) fn add(a: &mut SendStages, b: &SendStages) {
+    a.sends += b.sends;
+    a.unmatched += b.unmatched;
+    let pairs = [
+        (&mut a.to_qdisc, &b.to_qdisc),
+        (&mut a.qdisc_to_device, &b.qdisc_to_device),
+        (&mut a.device_to_ack, &b.device_to_ack),
+        (&mut a.send_to_ack, &b.send_to_ack),
+    ];
+    for (x, y) in pairs {
+        if x.len() < y.len() {
+            x.resize(y.len(), 0);
+        }
+        for (i, n) in y.iter().enumerate() {
+            x[i] += n;
+        }
+    }
+}
+
 /// A connection's stages as the map holds them.
 fn decode(raw: &[u8]) -> Option<SendStages> {
     if raw.len() < std::mem::size_of::<types::mg_stages>() {
@@ -122,21 +143,53 @@ impl Reader {
     }
 
     /// Removes the stages of connections whose records are gone (`kept`:
-    /// the cookies of the records still in the connection map).
-    pub(super) fn reap_stages(&self, kept: &std::collections::BTreeSet<u64>) {
+    /// the cookies of the records still in the connection map), adding them
+    /// to their cgroup's (`cgroups`: cookie → cgroup id, as read before the
+    /// reap) so that per-cgroup histograms only grow.
+    pub(super) fn reap_stages(&self, kept: &BTreeSet<u64>, cgroups: &BTreeMap<u64, u64>) {
         let Some(m) = &self.stages else {
             return;
         };
-        let gone: Vec<Vec<u8>> = m
+        let gone: Vec<(u64, Vec<u8>)> = m
             .keys()
-            .filter(|k| {
-                <[u8; 8]>::try_from(k.as_slice())
-                    .is_ok_and(|b| !kept.contains(&u64::from_ne_bytes(b)))
+            .filter_map(|k| {
+                let cookie = u64::from_ne_bytes(<[u8; 8]>::try_from(k.as_slice()).ok()?);
+                (!kept.contains(&cookie)).then_some((cookie, k))
             })
             .collect();
-        for k in gone {
-            let _ = m.delete(&k);
+        for (cookie, k) in gone {
+            let stages = m.lookup(&k, MapFlags::ANY).ok().flatten();
+            if m.delete(&k).is_err() {
+                continue;
+            }
+            let (Some(cg), Some(s)) = (cgroups.get(&cookie), stages.as_deref().and_then(decode))
+            else {
+                continue;
+            };
+            if let Ok(mut g) = self.stages_gone.lock() {
+                add(g.entry(*cg).or_default(), &s);
+            }
         }
+    }
+
+    /// Send stages per cgroup: those of its connections now (`conns`) and
+    /// of its reaped ones. Only cgroups with stamped sends.
+    pub fn cgroup_stages<'a>(
+        &self,
+        conns: impl IntoIterator<Item = &'a Connection>,
+    ) -> BTreeMap<u64, SendStages> {
+        let mut by = self
+            .stages_gone
+            .lock()
+            .map(|g| g.clone())
+            .unwrap_or_default();
+        for c in conns {
+            if let Some(s) = &c.latency.stages {
+                add(by.entry(c.cgroup_id).or_default(), s);
+            }
+        }
+        by.retain(|_, s| s.sends > 0);
+        by
     }
 }
 
@@ -153,6 +206,37 @@ mod tests {
     use super::*;
     use crate::config::AppCalls;
     use magnet_kernel::plan::Refusals;
+
+    /// Per-cgroup sums add slot by slot, whatever the lengths.
+    #[test]
+    fn stages_add_slot_by_slot() {
+        let mut a = SendStages {
+            sends: 2,
+            to_qdisc: vec![1, 1],
+            send_to_ack: vec![0, 2],
+            ..SendStages::default()
+        };
+        let b = SendStages {
+            sends: 3,
+            unmatched: 1,
+            to_qdisc: vec![0, 1, 0, 2],
+            qdisc_to_device: vec![3],
+            device_to_ack: vec![0, 3],
+            send_to_ack: vec![1],
+        };
+        add(&mut a, &b);
+        assert_eq!(
+            a,
+            SendStages {
+                sends: 5,
+                unmatched: 1,
+                to_qdisc: vec![1, 2, 0, 2],
+                qdisc_to_device: vec![3],
+                device_to_ack: vec![0, 3],
+                send_to_ack: vec![1, 2],
+            }
+        );
+    }
 
     /// The part's first candidate is TX timestamps; refused (as on a kernel
     /// without the callbacks), send latency is the sampled app_to_wire with
