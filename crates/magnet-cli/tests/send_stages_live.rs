@@ -7,9 +7,10 @@
 //! every stage, and with C(k) the number of sends in slots 0..=k (cumulative),
 //! for every k: C_magnetd(k) >= C_oracle(k-1) and C_oracle(k) >= C_magnetd(k-1).
 //! That holds exactly when the two sorted lists of samples can be paired so
-//! that the slots of each pair differ by at most one (for the two stages
-//! that start at the call, one send may be further apart, and none may be
-//! later than the oracle's: see the test). The oracle's
+//! that the slots of each pair differ by at most one, but for one send of
+//! the 36 (an interrupt between the two stamps of one event on a busy
+//! machine), or two for the stages that start at the call (and none of
+//! those may be later than the oracle's: see the test). The oracle's
 //! `to_qdisc` (and `send_to_ack`) start before its send() call, magnetd's at
 //! the call's first pass through TCP's copy loop: the system call's entry
 //! (under a microsecond; a log2 slot k is 2^k µs wide, so this moves a
@@ -106,6 +107,7 @@ fn send_stages_agree_with_so_timestamping() {
         &[
             Need::Btf,
             Need::Tool("cc"),
+            Need::Tool("chrt"),
             Need::Tool("tc"),
             Need::Qdisc("tbf"),
         ],
@@ -126,8 +128,12 @@ fn send_stages_agree_with_so_timestamping() {
     ns.sysctl("net/ipv4/tcp_autocorking", "0").unwrap();
     magnet_testkit::tbf(Some(&ns), "lo", "100mbit", "100kb", "1s").unwrap();
     let bin = oracle_bin();
+    // real-time priority: fewer preemptions between its clock read and the
+    // system call (it never spins: it blocks in poll and read)
     let mut oracle = ns
-        .command(bin.to_str().unwrap())
+        .command("chrt")
+        .args(["-f", "10"])
+        .arg(&bin)
         .arg(SENDS.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -157,12 +163,15 @@ fn send_stages_agree_with_so_timestamping() {
     let mut bad = Vec::new();
     for (stage, mine) in got.named() {
         let theirs = slots(&want["stages"][stage]);
-        // The stages that start at the call: the oracle's clock is read
-        // before it, in user space, where the scheduler may also stop the
-        // oracle for a while on a busy machine: one such send of SENDS is
-        // let through, and none may come out later than the oracle's.
+        // The two stamps of one event (magnetd's in the callback, the
+        // kernel's for the application just after it) are a few hundred ns
+        // apart, unless an interrupt (or the hypervisor) comes between
+        // them: one send of SENDS is let through. The stages that start at
+        // the call: the oracle's clock is read before it, in user space,
+        // where the scheduler may also stop the oracle for a while on a
+        // busy machine: two, and none may come out later than the oracle's.
         let from_call = stage == "to_qdisc" || stage == "send_to_ack";
-        let why = within_one_slot(mine, &theirs, u64::from(from_call)).or_else(|| {
+        let why = within_one_slot(mine, &theirs, if from_call { 2 } else { 1 }).or_else(|| {
             from_call
                 .then(|| later_than_oracle(mine, &theirs))
                 .flatten()
@@ -219,4 +228,56 @@ fn denied_tx_timestamps_fall_back_to_sampled() {
     let said: Vec<&str> = ended.stderr.lines().filter(|l| l.contains(line)).collect();
     assert_eq!(said.len(), 1, "{}", ended.stderr);
     assert!(!ended.stderr.contains("libbpf"), "{}", ended.stderr);
+}
+
+/// A connection established under an earlier magnetd keeps its socket's
+/// setting: after a restart its sends are timed again.
+#[test]
+fn a_restart_times_connections_established_before_it() {
+    if !live_or_skip(
+        "a_restart_times_connections_established_before_it",
+        &[Need::Btf],
+    ) {
+        return;
+    }
+    let first = Magnetd::start();
+    if first.client().host().unwrap().health.send_latency != "tx_timestamps" {
+        eprintln!("skipped: no TX timestamp callbacks here");
+        return;
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (mut peer, _) = l.accept().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while std::io::Read::read(&mut peer, &mut buf).unwrap_or(0) > 0 {}
+    });
+    drop(first);
+    let d = Magnetd::start();
+    for _ in 0..3 {
+        std::io::Write::write_all(&mut c, &[7u8; 1000]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut client = d.client();
+    let mut conn = client.connection_of(&c).unwrap();
+    for _ in 0..100 {
+        let acked = conn
+            .latency
+            .stages
+            .as_ref()
+            .map_or(0, |s| s.send_to_ack.iter().sum());
+        if acked >= 3 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        conn = client.connection_of(&c).unwrap();
+    }
+    assert_eq!(conn.latency.method, "tx_timestamps", "{conn:?}");
+    let s = conn.latency.stages.expect("stages");
+    assert_eq!(s.sends, 3, "{s:?}");
+    for (stage, slots) in s.named() {
+        assert_eq!(slots.iter().sum::<u64>(), 3, "{stage}: {s:?}");
+    }
+    drop(c);
+    reader.join().unwrap();
 }

@@ -154,11 +154,14 @@ static __always_inline void stages_sendmsg(struct bpf_sock_ops *skops, __u64 coo
 {
 	struct bpf_sock_ops_kern *k = bpf_cast_to_kern_ctx(skops);
 	struct bpf_sock *sk = skops->sk;
-	if (!sk || bpf_sock_ops_enable_tx_tstamp(k, 0))
+	if (!sk)
 		return;
-	struct mg_stage_sk *p = bpf_sk_storage_get(&stage_socks, sk, 0, 0);
+	/* created here too: a socket whose callbacks an earlier magnetd turned
+	 * on is timed from its next call on */
+	struct mg_stage_sk *p =
+		bpf_sk_storage_get(&stage_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	struct mg_stages *s = stages_of(cookie);
-	if (!p || !s)
+	if (!p || !s || bpf_sock_ops_enable_tx_tstamp(k, 0))
 		return;
 	struct mg_send_slot *q = &p->slot[p->next & (MG_STAGE_PENDING - 1)];
 	if (q->busy)
