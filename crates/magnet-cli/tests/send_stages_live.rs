@@ -44,9 +44,15 @@ fn oracle_bin() -> std::path::PathBuf {
     bin
 }
 
-/// Sends made by the oracle: sizes from 100 B to 1 MB in turn, behind a
-/// 100 Mbit/s token bucket, so the stages spread over many slots.
+/// Sends made by the oracle one at a time: sizes from 100 B to 1 MB in
+/// turn, behind a 100 Mbit/s token bucket, so the stages spread over many
+/// slots.
 const SENDS: usize = 36;
+
+/// Then bursts of three calls in flight together, the first two corked
+/// (MSG_MORE): only the third's last byte is stamped (for both), so the
+/// stamps must be matched to their call by that byte (tskey), not by order.
+const BURSTS: usize = 6;
 
 /// Why `magnetd` and `oracle` (slot counts) do not agree within one slot
 /// (see the head of this file), allowing `spare` samples more than one slot
@@ -135,6 +141,7 @@ fn send_stages_agree_with_so_timestamping() {
         .args(["-f", "10"])
         .arg(&bin)
         .arg(SENDS.to_string())
+        .arg(BURSTS.to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -151,7 +158,16 @@ fn send_stages_agree_with_so_timestamping() {
     let _ = oracle.wait();
     assert_eq!(conn.latency.method, "tx_timestamps", "{conn:?}");
     let got: SendStages = conn.latency.stages.clone().expect("stages");
-    assert_eq!(got.sends, SENDS as u64, "{got:?}");
+    let (calls, stamped) = (
+        want["calls"].as_u64().unwrap(),
+        want["stamped"].as_u64().unwrap(),
+    );
+    assert_eq!(calls, (SENDS + 3 * BURSTS) as u64, "{want}");
+    assert!(
+        stamped < calls,
+        "the bursts' corked calls were stamped: nothing here needs the tskey: {want}"
+    );
+    assert_eq!(got.sends, calls, "{got:?}");
     assert_eq!(got.unmatched, 0, "{got:?}");
     // The sends spread (so a stage measured between the wrong stamps could
     // not agree by luck): send_to_ack over at least four slots.
