@@ -33,14 +33,23 @@ fn stall_watched(r: &crate::summaries::Record, ports: &[u16]) -> bool {
 }
 
 /// Samples in histogram slots at or above `threshold` (slot i holds
-/// [2^i, 2^(i+1)) microseconds).
+/// [2^i, 2^(i+1)) microseconds): app→wire, wire→app, and the send stages
+/// inside this host (to the qdisc, qdisc to device; not the network's
+/// device→ACK).
 fn slow_samples(c: &magnet_client::Connection, threshold: Duration) -> u64 {
     let us = threshold.as_micros().max(1) as u64;
     let first = 63 - us.leading_zeros() as usize; // floor(log2(us))
-    [&c.latency.app_to_wire, &c.latency.wire_to_app]
-        .iter()
-        .map(|h| h.iter().skip(first).sum::<u64>())
-        .sum()
+    let stages = c.latency.stages.as_ref();
+    [
+        Some(&c.latency.app_to_wire),
+        Some(&c.latency.wire_to_app),
+        stages.map(|s| &s.to_qdisc),
+        stages.map(|s| &s.qdisc_to_device),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|h| h.iter().skip(first).sum::<u64>())
+    .sum()
 }
 
 impl Triggers {
@@ -213,5 +222,34 @@ fn dump(f: &Flight, shared: &Shared, why: &str) {
             dir.display()
         )),
         Err(e) => shared.log(&format!("trigger {why}: dump into {}: {e}", dir.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use magnet_client::{Connection, Latency, SendStages};
+
+    /// The host's own send stages count towards the latency trigger; the
+    /// network's (device → ACK) and the whole path do not.
+    #[test]
+    fn slow_samples_count_the_hosts_send_stages() {
+        let mut c = Connection {
+            latency: Latency {
+                app_to_wire: vec![0, 0, 0, 0, 1],
+                ..Latency::default()
+            },
+            ..Connection::default()
+        };
+        let t = Duration::from_micros(16);
+        assert_eq!(slow_samples(&c, t), 1);
+        c.latency.stages = Some(SendStages {
+            to_qdisc: vec![5, 0, 0, 0, 2],
+            qdisc_to_device: vec![0, 0, 0, 0, 0, 3],
+            device_to_ack: vec![0, 0, 0, 0, 0, 0, 7],
+            send_to_ack: vec![0, 0, 0, 0, 0, 0, 0, 9],
+            ..SendStages::default()
+        });
+        assert_eq!(slow_samples(&c, t), 1 + 2 + 3);
     }
 }

@@ -15,7 +15,7 @@
 //! | netfilter links | `netfilter/HOOK` | `netfilter`, `netfilter/LOCAL_OUT` |
 //! | TCX links | `tcx/ingress`, `tcx/egress` | `tcx` |
 //! | clsact filters | `clsact/ingress`, `clsact/egress` | `clsact` |
-//! | cgroup programs | `cgroup_skb/egress`, `cgroup_skb/ingress`, `cgroup/sock_create` | `cgroup_skb` |
+//! | cgroup programs | `cgroup_skb/egress`, `cgroup_skb/ingress`, `cgroup/sock_create`, `sock_ops` | `cgroup_skb`, `sock_ops` |
 //! | perf events | `perf_event/cpu_clock` | `perf_event` |
 //! | map types | `ringbuf`, `sk_storage`, `task_storage` | `sk_storage` |
 //! | run-time statistics | `bpf_stats` (`BPF_ENABLE_STATS`, and the sysctl read as off) | `bpf_stats` |

@@ -43,6 +43,8 @@ pub enum Attach {
     Iter(&'static str),
     /// A cgroup_skb program on a cgroup (magnetd: the cgroup v2 root).
     CgroupSkb(Direction),
+    /// A sock_ops program on a cgroup (magnetd: the cgroup v2 root).
+    SockOps,
     /// A TCX link on an interface (Linux 6.6+).
     Tcx(Direction),
     /// A classic tc filter on an interface's clsact qdisc.
@@ -79,6 +81,7 @@ pub fn attach_name(a: Attach) -> String {
         Attach::KretprobeMulti(f) => format!("kretprobe_multi/{f}"),
         Attach::Iter(t) => format!("iter/{t}"),
         Attach::CgroupSkb(d) => format!("cgroup_skb/{}", d.name()),
+        Attach::SockOps => "sock_ops".to_string(),
         Attach::Tcx(d) => format!("tcx/{}", d.name()),
         Attach::Clsact(d) => format!("clsact/{}", d.name()),
         Attach::Netfilter(h) => format!(
@@ -483,6 +486,7 @@ mod tests {
             "cgroup_skb/ingress"
         );
         assert_eq!(attach_name(Attach::Tcx(Direction::Egress)), "tcx/egress");
+        assert_eq!(attach_name(Attach::SockOps), "sock_ops");
         assert_eq!(
             attach_name(Attach::Clsact(Direction::Ingress)),
             "clsact/ingress"

@@ -336,7 +336,7 @@ impl Kernel {
             }
             // The recorder's table has none of these (function probes
             // are `crate::funcs::FUNC_PARTS`'s, planned on their own).
-            Iter(_) | CgroupSkb(_) | Tcx(_) | Clsact(_) => None,
+            Iter(_) | CgroupSkb(_) | SockOps | Tcx(_) | Clsact(_) => None,
             Kprobe(_) | Kretprobe(_) | KprobeMulti(_) | KretprobeMulti(_) => None,
         }
     }

@@ -31,6 +31,10 @@
  *                                             space reads the same counters through
  *                                             sock_diag (tcp_info), as `ss -ti` does
  *
+ *   sockops (root cgroup) + tp_btf/tcp_sendmsg_locked   6.15+   the send path's
+ *                                             stages from TX timestamp callbacks
+ *                                             (stages.bpf.c, the stack_latency part)
+ *
  * The first four (the app part) are in app.bpf.c, included below.
  *
  * TCP's wire counters are the kernel's own (tcp_sock bytes_sent, bytes_acked,
@@ -241,6 +245,7 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 }
 
 #include "app.bpf.c"
+#include "stages.bpf.c"
 
 /* TCP sequence number and payload length of an IP packet, 0 if not TCP data
  * (cgroup_skb: the data starts at the IP header). */

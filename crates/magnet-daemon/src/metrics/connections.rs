@@ -142,7 +142,7 @@ const LATENCY_SLOTS: usize = 32;
 
 /// One latency histogram as OpenMetrics writes it: cumulative `_bucket`s up to
 /// `+Inf`, and `_count`. No `_sum`: magnetd keeps slots, not the samples' sum.
-fn write_histogram(o: &mut Out, name: &str, base: &[(&str, &str)], slots: &[u64]) {
+pub(super) fn write_histogram(o: &mut Out, name: &str, base: &[(&str, &str)], slots: &[u64]) {
     let le = |i: usize| Some((1u64 << (i + 1)) as f64 / 1e6);
     super::layers::write_buckets(o, name, base, slots, LATENCY_SLOTS, &le, None);
 }

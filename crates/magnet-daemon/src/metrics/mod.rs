@@ -19,14 +19,17 @@
 //! | `magnet_connection_layer_units_total`, `magnet_connection_layer_bytes_total` | the same, layer, direction | the live layer table of those connections (layer `app`, `tcp`, `ip`; direction `out`, `in`) |
 //! | `magnet_connection_layer_size_bytes`, `magnet_connection_layer_gap_seconds` | the same, `le` | its unit sizes and gaps between units (`app`, `ip`): histograms with `_sum` and `_count`, log2 buckets with 4 sub-buckets (96 `le` each) |
 //! | `magnet_cgroup_layer_units_total`, `magnet_cgroup_layer_bytes_total`, `magnet_cgroup_layer_size_bytes`, `magnet_cgroup_layer_gap_seconds` | cgroup, container, layer, direction (`le`) | the same per cgroup v2 id (the last caller's), live connections plus those reaped since magnetd started; at most 256 cgroups |
+//! | `magnet_connection_send_latency_method` | the same, `method` (`tx_timestamps`, `sampled`, `off`) | 1: how that connection's send path is timed |
+//! | `magnet_connection_send_stage_seconds` | the same, `stage` (`to_qdisc`, `qdisc_to_device`, `device_to_ack`, `send_to_ack`), `le` | the send path of every send call in stages, from the kernel's TX timestamp callbacks (connections with method `tx_timestamps`) |
+//! | `magnet_cgroup_send_stage_seconds` | cgroup, container, stage, `le` | the same summed per cgroup (the last caller's), reaped connections included; at most 256 cgroups |
 //! | `magnet_sample_runs_total`, `magnet_sample_last_*` | interface, interval | the sampler under the daemon: runs stored, last run's totals and peaks, its BPF ns per packet |
 //! | `magnet_bpf_stats_enabled`, `magnet_bpf_run_seconds_total`, `magnet_bpf_runs_total`, `magnet_bpf_ns_per_event`, `magnet_daemon_cpu_seconds_total`, `magnet_daemon_cpu_ns_per_event`, `magnet_cpu_share_ratio` | program (per-program families), part (`bpf`, `daemon`) | what magnetd costs: its programs' run time and runs (the kernel's run-time statistics), its process's CPU, per event and as a share of the machine's CPU since it started |
 //!
 //! Cardinality: host families have at most 2 series each (direction), drops
 //! at most 256, interfaces at most 2 × 256; per-connection families at most
-//! `max_connection_series` × 2, the latency histograms 34 series per connection each,
-//! the layer histograms 98 series per layer and direction (2 layers × 2 directions × 2
-//! histograms per connection or cgroup: about 800 series each).
+//! `max_connection_series` × 2, the latency histograms 34 series per connection each
+//! (the send stages 4 × 34), the layer histograms 98 series per layer and direction
+//! (2 layers × 2 directions × 2 histograms per connection or cgroup: about 800 series each).
 
 use std::fmt::Write;
 
@@ -37,6 +40,7 @@ mod connections;
 mod cost;
 mod host;
 mod layers;
+mod stages;
 
 use connections::{selected_connections, write_connections};
 use host::{
@@ -116,10 +120,13 @@ pub fn render(shared: &Shared) -> String {
         .map(|r| shared.label(r.conn.clone()))
         .collect();
     let cgroups = shared.reader.cgroup_layers(&labelled);
+    let cgroup_stages = shared.reader.cgroup_stages(records.iter().map(|r| &r.conn));
     let selected = selected_connections(shared, records);
     write_connections(&mut o, &selected, app);
     layers::write_connection_layers(&mut o, &selected, &connections::identity);
     layers::write_cgroup_layers(&mut o, &cgroups);
+    stages::write_stages(&mut o, &selected);
+    stages::write_cgroup_stages(&mut o, shared, &cgroup_stages);
     write_sampler(&mut o, shared);
     o.0.push_str("# EOF\n");
     o.0

@@ -142,6 +142,7 @@ pub fn attach(
     })?;
     let mut links = attach_tp_btf(&mut plan, &skel);
     let tcp = attach_tcp_counters(&mut plan, &skel, &mut links);
+    links.extend(super::stages::attach(&mut plan, &skel, &cgroup));
     let handle = |m: &libbpf_rs::Map<'_>, what: &str| {
         MapHandle::try_from(m).map_err(|e| Error::bpf(format!("opening the {what} map"), e))
     };
@@ -165,6 +166,8 @@ pub fn attach(
         layers: crate::layers::LayerTables::new(handle(&skel.maps.layers, "layer table")?),
         host: handle(&skel.maps.host, "host totals")?,
         drops: handle(&skel.maps.drop_reasons, "drop reason")?,
+        stages: super::stages::map_handle(&plan, &skel),
+        stages_gone: Mutex::new(BTreeMap::new()),
         tcp,
         refresh_failures: std::sync::atomic::AtomicU64::new(0),
         last_refresh_error: Mutex::new(None),

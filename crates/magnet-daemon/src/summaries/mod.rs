@@ -12,8 +12,10 @@ mod attach;
 mod interfaces;
 mod plan;
 mod reader;
+mod stages;
 
 pub use attach::*;
 pub use interfaces::*;
 pub use plan::*;
 pub use reader::*;
+pub use stages::{host_method, PART as STACK_LATENCY_PART};

@@ -95,6 +95,22 @@ pub const PARTS: &[Part] = &[
         optional: false,
         default_on: true,
     },
+    Part {
+        name: super::stages::PART,
+        group: GROUP,
+        feeds: "the send path's stages per connection (to the qdisc, to the device, to the ACK) \
+                from TX timestamp callbacks; without them send latency is the sampled app_to_wire",
+        candidates: &[
+            Candidate::progs(&[
+                ("stages_ops", Attach::SockOps),
+                ("stages_send", tp("tcp_sendmsg_locked")),
+            ])
+            .with_maps(&["sk_storage"]),
+            Candidate::user("sampled"),
+        ],
+        optional: true,
+        default_on: true,
+    },
 ];
 
 /// The group magnetd's parts are in (the first column of `daemon --check`).
@@ -115,6 +131,8 @@ pub(super) fn prog_of<'a, 'obj>(
         "drop" => &mut p.drop,
         "tcp_state" => &mut p.tcp_state,
         "tcp_kstats" => &mut p.tcp_kstats,
+        "stages_ops" => &mut p.stages_ops,
+        "stages_send" => &mut p.stages_send,
         _ => return None,
     })
 }
@@ -134,6 +152,8 @@ pub(super) fn loaded_prog<'a, 'obj>(
         "drop" => &p.drop,
         "tcp_state" => &p.tcp_state,
         "tcp_kstats" => &p.tcp_kstats,
+        "stages_ops" => &p.stages_ops,
+        "stages_send" => &p.stages_send,
         _ => return None,
     })
 }
@@ -179,6 +199,19 @@ pub(super) fn open_for<'obj>(
         .tcp_socks
         .set_autocreate(spec.kstats && spec.storage)
         .map_err(|e| Error::bpf("leaving out the socket-storage map", e))?;
+    let stages = spec.progs.contains(&super::stages::PROGS[0]);
+    for m in [
+        &mut open.maps.stages,
+        &mut open.maps.stage_socks,
+        &mut open.maps.stages_scratch,
+    ] {
+        m.set_autocreate(stages)
+            .map_err(|e| Error::bpf("leaving out the send stages' maps", e))?;
+    }
+    open.maps
+        .stages
+        .set_max_entries(spec.max_connections.max(1))
+        .map_err(|e| Error::bpf("sizing the send stages' map", e))?;
     for part in PARTS {
         for c in part.candidates {
             for (prog, _) in c.progs {

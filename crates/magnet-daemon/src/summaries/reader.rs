@@ -29,6 +29,10 @@ pub struct Reader {
     pub(super) layers: crate::layers::LayerTables,
     pub(super) host: MapHandle,
     pub(super) drops: MapHandle,
+    /// The send stages per connection (the `stack_latency` part's map).
+    pub(super) stages: Option<MapHandle>,
+    /// The send stages of reaped connections, summed per cgroup.
+    pub(super) stages_gone: Mutex<BTreeMap<u64, magnet_client::SendStages>>,
     pub(super) tcp: TcpSource,
     /// Reads of the TCP counters that failed (health, served in /metrics).
     pub(super) refresh_failures: std::sync::atomic::AtomicU64,
@@ -192,6 +196,8 @@ pub(super) fn decode(cookie: u64, raw: &[u8], now: u64, windows: &WindowLog) -> 
             app_to_wire: hist(&c.app_to_wire_hist),
             wire_to_app: hist(&c.wire_to_app_hist),
             mode: windows.mode.name().to_string(),
+            method: String::new(),
+            stages: None,
             coverage: windows
                 .coverage(c.first_ns, if c.closed_ns != 0 { c.closed_ns } else { now }),
         },
@@ -284,6 +290,7 @@ impl Reader {
     /// cookie. A record whose socket the dump does not show (closed since)
     /// says its counters are "absent" until its close is seen.
     fn overlay(&self, recs: &mut [Record]) {
+        self.add_stages(recs);
         if !matches!(self.tcp, TcpSource::SockDiag) {
             return;
         }
@@ -440,7 +447,12 @@ impl Reader {
     pub fn reap(&self, closed_for: Duration, idle_for: Duration) -> Vec<u64> {
         let now = monotonic_ns();
         let mut kept = Vec::new();
-        for r in self.all_raw() {
+        let all = self.all_raw();
+        let cgroups: BTreeMap<u64, u64> = all
+            .iter()
+            .map(|r| (r.conn.cookie, r.conn.cgroup_id))
+            .collect();
+        for r in all {
             let closed =
                 r.closed_ns != 0 && now.saturating_sub(r.closed_ns) > closed_for.as_nanos() as u64;
             let idle = now.saturating_sub(r.last_ns) > idle_for.as_nanos() as u64;
@@ -450,6 +462,13 @@ impl Reader {
                 self.layers.reap(&r.conn);
             }
         }
+        let live: std::collections::BTreeSet<u64> = self
+            .conns
+            .keys()
+            .filter_map(|k| <[u8; 8]>::try_from(k.as_slice()).ok())
+            .map(u64::from_ne_bytes)
+            .collect();
+        self.reap_stages(&live, &cgroups);
         kept.sort_unstable();
         kept.dedup();
         kept
@@ -531,6 +550,11 @@ impl Reader {
         }
         h.health.left_out = self.plan.left_out();
         h.health.fallbacks = self.plan.fallbacks();
+        h.health.send_latency = super::stages::host_method(
+            &self.plan,
+            self.windows.lock().map_or(PacketHooks::Off, |w| w.mode),
+        )
+        .to_string();
         h.health.tcp_counters_error = self.last_refresh_error.lock().ok().and_then(|e| e.clone());
         h.interfaces = interfaces(&std::fs::read_to_string("/proc/net/dev").unwrap_or_default());
         h

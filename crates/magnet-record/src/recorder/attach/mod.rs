@@ -159,7 +159,11 @@ fn attach_chosen(
                 Attach::TpBtf { .. } | Attach::Fentry(_) | Attach::Fexit(_) => {
                     prog.attach().map(|l| vec![l]).map_err(Into::into)
                 }
-                Attach::Iter(_) | Attach::CgroupSkb(_) | Attach::Tcx(_) | Attach::Clsact(_) => {
+                Attach::Iter(_)
+                | Attach::CgroupSkb(_)
+                | Attach::SockOps
+                | Attach::Tcx(_)
+                | Attach::Clsact(_) => {
                     bail!("{name}: the recorder attaches no iterator, cgroup or tc programs")
                 }
                 Attach::Kprobe(_)

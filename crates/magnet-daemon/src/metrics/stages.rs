@@ -1,0 +1,157 @@
+//! The send path's families: per selected connection, how its send path is
+//! timed, and its stages (TX timestamp callbacks) as histograms.
+
+use super::connections::{identity, write_histogram};
+use super::Out;
+use std::collections::BTreeMap;
+
+use crate::daemon::Shared;
+use magnet_client::{Connection, SendStages};
+
+/// The method of each selected connection, and the stage histograms of
+/// those timed by TX timestamps.
+pub(super) fn write_stages(o: &mut Out, selected: &[Connection]) {
+    o.family(
+        "magnet_connection_send_latency_method",
+        "gauge",
+        None,
+        "1 for the method that times this connection's send path: tx_timestamps (every send call, the kernel's TX timestamp callbacks: magnet_connection_send_stage_seconds), sampled (magnet_connection_app_to_wire_seconds only) or off.",
+    );
+    for c in selected {
+        let owned = identity(c);
+        let mut l: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        l.push(("method", c.latency.method.as_str()));
+        o.sample("magnet_connection_send_latency_method", &l, 1);
+    }
+    let name = "magnet_connection_send_stage_seconds";
+    o.family(
+        name,
+        "histogram",
+        Some("seconds"),
+        "Each send call's last byte through the send path, by stage: to_qdisc (call start to the device's queue), qdisc_to_device (queue to driver), device_to_ack (driver to its ACK), send_to_ack (call start to the ACK); buckets of log2 microseconds; only connections whose method is tx_timestamps.",
+    );
+    for c in selected {
+        let Some(s) = &c.latency.stages else {
+            continue;
+        };
+        let owned = identity(c);
+        for (stage, slots) in s.named() {
+            let mut l: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            l.push(("stage", stage));
+            write_histogram(o, name, &l, slots);
+        }
+    }
+}
+
+/// Cgroups with per-cgroup stage series, at most.
+const MAX_CGROUP_SERIES: usize = 256;
+
+/// The stage histograms per cgroup (`by`: cgroup id → its connections'
+/// stages, reaped ones included), labelled with the cgroup's container.
+pub(super) fn write_cgroup_stages(o: &mut Out, shared: &Shared, by: &BTreeMap<u64, SendStages>) {
+    let name = "magnet_cgroup_send_stage_seconds";
+    o.family(
+        name,
+        "histogram",
+        Some("seconds"),
+        "magnet_connection_send_stage_seconds summed over the connections whose last caller is in this cgroup, reaped connections included (every connection timed by TX timestamps, not only those [metrics] selects).",
+    );
+    for (cgroup, s) in by.iter().take(MAX_CGROUP_SERIES) {
+        let id = cgroup.to_string();
+        let container = shared
+            .label(Connection {
+                cgroup_id: *cgroup,
+                ..Connection::default()
+            })
+            .container
+            .unwrap_or_default();
+        for (stage, slots) in s.named() {
+            let l = [
+                ("cgroup", id.as_str()),
+                ("container", container.as_str()),
+                ("stage", stage),
+            ];
+            write_histogram(o, name, &l, slots);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use magnet_client::Latency;
+
+    fn conn(cookie: u64, method: &str, stages: Option<SendStages>) -> Connection {
+        Connection {
+            cookie,
+            protocol: "tcp".into(),
+            latency: Latency {
+                method: method.into(),
+                stages,
+                ..Latency::default()
+            },
+            ..Connection::default()
+        }
+    }
+
+    /// Each connection names its method; only those timed by TX timestamps
+    /// have stage histograms, one per stage, cumulative up to +Inf.
+    #[test]
+    fn stages_are_histograms_by_stage_and_the_method_a_label() {
+        let timed = conn(
+            7,
+            "tx_timestamps",
+            Some(SendStages {
+                sends: 3,
+                unmatched: 0,
+                to_qdisc: vec![2, 1],
+                qdisc_to_device: vec![3],
+                device_to_ack: vec![0, 0, 3],
+                send_to_ack: vec![0, 0, 1, 2],
+            }),
+        );
+        let sampled = conn(8, "sampled", None);
+        let mut o = Out(String::new());
+        write_stages(&mut o, &[timed, sampled]);
+        let t = o.0;
+        let l = |cookie: u64| {
+            format!(
+                "cookie=\"{cookie}\",protocol=\"tcp\",local=\"\",remote=\"\",comm=\"\",uid=\"0\",container=\"\""
+            )
+        };
+        for want in [
+            format!(
+                "magnet_connection_send_latency_method{{{},method=\"tx_timestamps\"}} 1\n",
+                l(7)
+            ),
+            format!(
+                "magnet_connection_send_latency_method{{{},method=\"sampled\"}} 1\n",
+                l(8)
+            ),
+            format!(
+                "magnet_connection_send_stage_seconds_bucket{{{},stage=\"to_qdisc\",le=\"2e-6\"}} 2\n",
+                l(7)
+            ),
+            format!(
+                "magnet_connection_send_stage_seconds_bucket{{{},stage=\"to_qdisc\",le=\"4e-6\"}} 3\n",
+                l(7)
+            ),
+            format!(
+                "magnet_connection_send_stage_seconds_bucket{{{},stage=\"send_to_ack\",le=\"+Inf\"}} 3\n",
+                l(7)
+            ),
+            format!(
+                "magnet_connection_send_stage_seconds_count{{{},stage=\"device_to_ack\"}} 3\n",
+                l(7)
+            ),
+            "# TYPE magnet_connection_send_stage_seconds histogram\n".to_string(),
+        ] {
+            assert!(t.contains(&want), "{want} in\n{t}");
+        }
+        assert!(
+            !t.contains(&format!("send_stage_seconds_count{{{}", l(8))),
+            "{t}"
+        );
+        assert_eq!(t.matches("_count{").count(), 4, "{t}");
+    }
+}
