@@ -131,6 +131,48 @@ fn top_rates_and_totals_match_a_known_sender() {
         (calls_b - 25.0).abs() < 0.01,
         "calls over the interval {calls_b}: {r:#}"
     );
+    // The layer table over the same interval: burst B's calls and bytes at
+    // the app layer exactly; TCP sent at least those bytes (its bytes_sent
+    // counts retransmissions too) in data segments, per call as many as it made.
+    let layer = |l: &str, d: &str| {
+        r["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["layer"] == l && x["dir"] == d)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {l} {d} row: {r:#}"))
+    };
+    let app = layer("app", "out");
+    assert!(
+        (app["units_per_s"].as_f64().unwrap() * secs - 25.0).abs() < 0.01
+            && (app["bytes_per_s"].as_f64().unwrap() * secs - 100_000.0).abs() < 0.5,
+        "app out over the interval: {app:#}"
+    );
+    let tcp = layer("tcp", "out");
+    let tcp_units = tcp["units_per_s"].as_f64().unwrap() * secs;
+    assert!(
+        tcp["bytes_per_s"].as_f64().unwrap() * secs >= 100_000.0 - 0.5 && tcp_units >= 1.0,
+        "tcp out over the interval: {tcp:#}"
+    );
+    assert!(
+        (tcp["units_per_call"].as_f64().unwrap() - tcp_units / 25.0).abs() < 0.01,
+        "tcp segments per call: {tcp:#}"
+    );
+    // The send path: timed by the kernel's TX timestamp callbacks where
+    // magnetd says it has them (the connection was made after it started),
+    // else no stamped sends.
+    let method = d.client().host().unwrap().health.send_latency;
+    assert_eq!(r["send_method"], method.as_str(), "{r:#}");
+    let stamped = r["stages"]["stamped_sends"].as_u64().unwrap();
+    if method == "tx_timestamps" {
+        assert!(
+            (1..=35).contains(&stamped) && r["stages"]["send_to_ack_p99_us"].as_u64().is_some(),
+            "35 send calls, each stamped unless its last byte merged into the next's: {r:#}"
+        );
+    } else {
+        assert_eq!(stamped, 0, "{r:#}");
+    }
     assert!(
         rows.iter()
             .all(|x| x["pid"].as_u64().unwrap().to_string() == pid),
@@ -183,6 +225,21 @@ fn top_rates_and_totals_match_a_known_sender() {
         text.lines().nth(1).unwrap().starts_with("CONNECTION"),
         "{text}"
     );
+    for (view, column) in [("layers", "TCP OUT"), ("stages", "S>A p99")] {
+        let out = Command::new(MAGNET)
+            .arg("top")
+            .arg("--socket")
+            .arg(d.socket())
+            .args(["--batch", "-c", "1", "--interval", "200ms", "--view", view])
+            .args(["--port", &port_s])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.lines().nth(1).unwrap().contains(column) && text.contains(&format!(":{port}")),
+            "--view {view}: {text}"
+        );
+    }
 
     writeln!(input).unwrap();
     let _ = sender.wait();

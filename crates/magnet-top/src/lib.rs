@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 use magnet_client::Connection;
 use serde::Serialize;
 
+mod views;
+pub use views::{LayerRate, StageQuantiles, View};
+
 /// What a row stands for (`magnet top --by`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Group {
@@ -117,6 +120,13 @@ pub struct Row {
     pub total_tx_calls: u64,
     pub total_rx_calls: u64,
     pub wire_source: String,
+    /// The live layer table over the interval (`--view layers`).
+    pub layers: Vec<LayerRate>,
+    /// How the send path is timed: `tx_timestamps`, `sampled` or `off`
+    /// (comma-separated when a row's connections differ).
+    pub send_method: String,
+    /// The send path in stages, since the connections began (`--view stages`).
+    pub stages: StageQuantiles,
 }
 
 /// The `q` quantile (0..=1) of a log2-µs histogram (`counts[i]`: samples in
@@ -164,6 +174,7 @@ struct Acc {
     w2a: Vec<u64>,
     tot: [u64; 4],
     open: bool,
+    views: views::LayerAcc,
 }
 
 impl Acc {
@@ -191,6 +202,7 @@ impl Acc {
             *t += v;
         }
         self.open |= now.open;
+        self.views.add(now, before);
         if self.first.is_none() {
             self.first = Some(now.clone());
         }
@@ -231,6 +243,9 @@ impl Acc {
             total_tx_calls: self.tot[2],
             total_rx_calls: self.tot[3],
             wire_source: c.wire.source.clone(),
+            layers: self.views.layer_rates(secs),
+            send_method: self.views.method(),
+            stages: self.views.stage_quantiles(),
         }
     }
 }
@@ -300,17 +315,34 @@ fn ratio(v: Option<f64>) -> String {
 
 /// The table as `magnet top` prints it: a header, then one line per row;
 /// `width` cuts each line (0: no cut).
-pub fn render(rows: &[Row], group: Group, width: usize) -> String {
+pub fn render(rows: &[Row], group: Group, view: View, width: usize) -> String {
     let who = match group {
         Group::Connection => "CONNECTION",
         Group::Pid => "PID",
         Group::Comm => "COMM",
         Group::Cgroup => "CGROUP",
     };
-    let mut s = format!(
-        "{:<44} {:>7} {:<15} {:>10} {:>10} {:>8} {:>8} {:>6} {:>6} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7}\n",
-        who, "PID", "COMM", "APP TX", "APP RX", "CALLS/s", "SEGS/s", "SEG/TC", "SEG/RC", "RETR", "A>W p50", "A>W p99", "W>A p50", "W>A p99", "SRTT"
-    );
+    let mut s = format!("{who:<44} {:>7} {:<15}", "PID", "COMM");
+    s.push_str(&match view {
+        View::Main => format!(
+            " {:>10} {:>10} {:>8} {:>8} {:>6} {:>6} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7}",
+            "APP TX",
+            "APP RX",
+            "CALLS/s",
+            "SEGS/s",
+            "SEG/TC",
+            "SEG/RC",
+            "RETR",
+            "A>W p50",
+            "A>W p99",
+            "W>A p50",
+            "W>A p99",
+            "SRTT"
+        ),
+        View::Layers => views::layers_header(),
+        View::Stages => views::stages_header(),
+    });
+    s.push('\n');
     for r in rows {
         let name = match group {
             Group::Connection => format!(
@@ -322,24 +354,17 @@ pub fn render(rows: &[Row], group: Group, width: usize) -> String {
             ),
             _ => format!("{} ({} conn)", r.key, r.connections),
         };
-        let line = format!(
-            "{:<44} {:>7} {:<15} {:>10} {:>10} {:>8.0} {:>8.0} {:>6} {:>6} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        let mut line = format!(
+            "{:<44} {:>7} {:<15}",
             magnet_common::text::escape(&name),
             r.pid,
             magnet_common::text::escape(&r.comm),
-            rate(r.app_tx_bytes_per_s),
-            rate(r.app_rx_bytes_per_s),
-            r.app_tx_calls_per_s + r.app_rx_calls_per_s,
-            r.wire_tx_segs_per_s + r.wire_rx_segs_per_s,
-            ratio(r.tx_segs_per_call),
-            ratio(r.rx_segs_per_call),
-            r.retransmits,
-            us(r.app_to_wire_p50_us),
-            us(r.app_to_wire_p99_us),
-            us(r.wire_to_app_p50_us),
-            us(r.wire_to_app_p99_us),
-            if r.srtt_us > 0 { magnet_common::units::dur(r.srtt_us as f64 * 1e3) } else { "-".into() },
         );
+        line.push_str(&match view {
+            View::Main => main_cells(r),
+            View::Layers => views::layers_cells(&r.layers),
+            View::Stages => views::stages_cells(&r.send_method, &r.stages),
+        });
         if width > 0 && line.chars().count() > width {
             s.extend(line.chars().take(width));
         } else {
@@ -348,6 +373,29 @@ pub fn render(rows: &[Row], group: Group, width: usize) -> String {
         s.push('\n');
     }
     s
+}
+
+/// The main view's cells after a row's name, PID and COMM.
+fn main_cells(r: &Row) -> String {
+    format!(
+        " {:>10} {:>10} {:>8.0} {:>8.0} {:>6} {:>6} {:>5} {:>9} {:>9} {:>9} {:>9} {:>7}",
+        rate(r.app_tx_bytes_per_s),
+        rate(r.app_rx_bytes_per_s),
+        r.app_tx_calls_per_s + r.app_rx_calls_per_s,
+        r.wire_tx_segs_per_s + r.wire_rx_segs_per_s,
+        ratio(r.tx_segs_per_call),
+        ratio(r.rx_segs_per_call),
+        r.retransmits,
+        us(r.app_to_wire_p50_us),
+        us(r.app_to_wire_p99_us),
+        us(r.wire_to_app_p50_us),
+        us(r.wire_to_app_p99_us),
+        if r.srtt_us > 0 {
+            magnet_common::units::dur(r.srtt_us as f64 * 1e3)
+        } else {
+            "-".into()
+        },
+    )
 }
 
 /// The latency histograms' method, as magnetd names it, for the header.
@@ -489,7 +537,7 @@ mod tests {
             SortKey::Rate,
             0,
         );
-        let t = render(&r, Group::Connection, 0);
+        let t = render(&r, Group::Connection, View::Main, 0);
         assert!(!t.contains('\x1b'), "{t:?}");
         assert_eq!(t.lines().count(), 2);
     }

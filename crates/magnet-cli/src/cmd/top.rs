@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use magnet_top::{Filter, Group, SortKey};
+use magnet_top::{Filter, Group, SortKey, View};
 
 const AFTER_HELP: &str = "\
 Reads magnetd (`magnet daemon`) through its Unix socket every interval and shows
@@ -20,10 +20,21 @@ magnetd's app-to-wire (A>W) and wire-to-app (W>A) latency histograms: log2
 buckets, so a quantile is its bucket's upper bound. On a terminal the screen is
 redrawn until Ctrl-C; piped, or with --batch, each update is printed after the last.
 
+--view layers: the live layer table instead: per layer (APP calls, TCP data
+segments, IP packets) and direction, bytes and units per second, and each
+layer's units per app call (/CALL: how TCP and IP split or merged the calls).
+--view stages: the send path in stages from the kernel's TX timestamp callbacks
+(Linux 6.15+, connections made after magnetd started): p50/p99 of call start to
+the qdisc (Q), qdisc to the driver (DEV), driver to the ACK (ACK) and the whole
+(S>A); METHOD says how each connection's send path is timed (tx_timestamps,
+sampled, off).
+
 Examples:
   magnet top                          every connection, busiest first
   magnet top --by comm --interval 5s  per command, every 5 s
   magnet top -p 1234 --port 443       that process's connections on port 443
+  magnet top --view layers --port 80  the layer table of port 80's connections
+  magnet top --view stages --by comm  where each command's sends wait
   magnet top -c 3 --json              three JSON documents, one per line";
 
 /// Watch magnetd's connections live: rates per layer, segments per call, latency.
@@ -42,6 +53,10 @@ pub struct TopArgs {
     /// One line per connection, process, command or cgroup.
     #[arg(long = "by", value_enum, default_value_t = Group::Connection)]
     by: Group,
+    /// Columns: main (app rates, segments per call, sampled latency), layers
+    /// (each layer's rates and units per call) or stages (the send path).
+    #[arg(long, value_enum, default_value_t = View::Main)]
+    view: View,
     /// The column to sort by, largest first.
     #[arg(long, value_enum, default_value_t = SortKey::Rate)]
     sort: SortKey,
@@ -163,7 +178,7 @@ pub fn run(a: TopArgs) -> anyhow::Result<ExitCode> {
                     m => m,
                 }
             )?;
-            write!(out, "{}", magnet_top::render(&rows, group, width))?;
+            write!(out, "{}", magnet_top::render(&rows, group, a.view, width))?;
             if !live {
                 writeln!(out)?;
             }
