@@ -370,7 +370,7 @@ fn grafana_dashboard_queries_run_on_prometheus() {
     client.shutdown(Shutdown::Write).unwrap();
     let server = reader.join().unwrap();
     std::thread::sleep(Duration::from_secs(1));
-    let must_fill = [
+    let mut must_fill = vec![
         "Application: bytes per second",
         "Application: calls per second",
         "Interfaces: bits per second",
@@ -378,7 +378,16 @@ fn grafana_dashboard_queries_run_on_prometheus() {
         "Selected connections: app bytes per second",
         "Selected connections: wire-to-app latency p50 / p99",
         "What magnetd costs: share of the machine's CPU",
+        "Selected connections: layer table, units per second",
+        "Selected connections: unit size p50 (app calls, IP packets)",
+        "Layer table per cgroup: bits per second",
     ];
+    // The send stages where this kernel has the TX timestamp callbacks (the
+    // connection was made after magnetd started).
+    let (_, health) = http_get(d.http, "/health");
+    if health.contains("\"send_latency\":\"tx_timestamps\"") {
+        must_fill.push("Send path p99 by stage (TX timestamps)");
+    }
     let mut problems = Vec::new();
     let panels = dash["panels"].as_array().unwrap();
     assert!(panels.len() >= 10, "{} panels", panels.len());
