@@ -538,7 +538,7 @@ def judge(path, ref_udp=None):
                 need(got.get(k) == v, f"magnetd {' '.join(k)} bytes {got.get(k)}, want {v}")
             # The live layer table: app rows (where the app part loads) and tcp
             # rows of the same connection, bytes each way.
-            rows = {}
+            layer_rows = {}
             methods = {}
             for l in dm:
                 m = re.match(r'open magnet_connection_(layer_bytes_total|send_latency_method)\{(.*)\} (\d+)$', l)
@@ -547,18 +547,18 @@ def judge(path, ref_udp=None):
                 lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
                 side = "server" if lab.get("local", "").endswith(":7001") else "client"
                 if m.group(1) == "layer_bytes_total":
-                    rows[(side, lab.get("layer"), lab.get("direction"))] = int(m.group(3))
+                    layer_rows[(side, lab.get("layer"), lab.get("direction"))] = int(m.group(3))
                 else:
                     methods[side] = lab.get("method")
             want_rows = {("server", "tcp", "in"): 30000}
             if not app_missing:
                 want_rows.update({("client", "app", "out"): 30000, ("server", "app", "in"): 30000})
             for k, v in want_rows.items():
-                need(rows.get(k) == v, f"magnetd layer table {' '.join(k)} bytes {rows.get(k)}, want {v}")
+                need(layer_rows.get(k) == v, f"magnetd layer table {' '.join(k)} bytes {layer_rows.get(k)}, want {v}")
             # tcp out is the kernel's bytes_sent: retransmissions included (a slow
             # emulated guest can retransmit on loopback)
-            need((rows.get(("client", "tcp", "out")) or 0) >= 30000,
-                 f"magnetd layer table client tcp out bytes {rows.get(('client', 'tcp', 'out'))}, want >= 30000")
+            need((layer_rows.get(("client", "tcp", "out")) or 0) >= 30000,
+                 f"magnetd layer table client tcp out bytes {layer_rows.get(('client', 'tcp', 'out'))}, want >= 30000")
             # Send-path latency: the TX timestamp callbacks where the kernel has
             # them, else the sampled method, named per connection.
             want_method = "sampled" if lack.get("tx_timestamps") else "tx_timestamps"
