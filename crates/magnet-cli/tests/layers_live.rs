@@ -413,3 +413,55 @@ fn live_layer_table_of_redis_equals_the_recorded_one() {
     assert!(conns >= 6, "{conns} connections recorded");
     check_port(&d, &recorded, port, conns);
 }
+
+/// nginx (started before magnetd, in a namespace of its own) serving a 1 MiB
+/// file with sendfile to curl, one connection per fetch, all of the
+/// namespace's tasks recorded: both ends of every connection as recorded
+/// (nginx's sendfile calls are one app unit each, as the recorder's).
+#[test]
+fn live_layer_table_of_nginx_equals_the_recorded_one() {
+    if !live_or_skip(
+        "live_layer_table_of_nginx_equals_the_recorded_one",
+        &[Need::Btf, Need::Tool("nginx"), Need::Tool("curl")],
+    ) {
+        return;
+    }
+    let ns = magnet_testkit::Netns::new().unwrap();
+    let port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("big"), vec![b'n'; 1 << 20]).unwrap();
+    let nginx = magnet_testkit::Server::spawn(
+        magnet_testkit::nginx(&ns, dir.path(), &format!("127.0.0.1:{port}")),
+        dir.path(),
+    );
+    magnet_testkit::wait_listening(&ns, port);
+    let d = Magnetd::start_with("packet_hooks = \"always\"\n");
+    let trace = dir.path().join("t.mgt");
+    let port_s = port.to_string();
+    let rec = magnet_testkit::Recorder::record(
+        MAGNET,
+        Some(&ns),
+        &trace,
+        &["--all", "--netns", "self", "--port", &port_s],
+    );
+    for _ in 0..3 {
+        let st = ns
+            .command("curl")
+            .args(["-sf", "-o", "/dev/null"])
+            .arg(format!("http://127.0.0.1:{port}/big"))
+            .status()
+            .unwrap();
+        assert!(st.success(), "curl failed");
+    }
+    // The last FIN's ACK on both ends before the stop.
+    std::thread::sleep(Duration::from_millis(300));
+    let ended = rec.stop();
+    let trace = ended.trace.expect("trace");
+    let a: Value =
+        serde_json::from_slice(&magnet_ok(["analyze", "--json", trace.to_str().unwrap()])).unwrap();
+    // nginx's scratch directory (the trace's too) goes with it.
+    drop(nginx);
+    let recorded = a["connections"].as_array().unwrap().clone();
+    // 3 fetches, both ends.
+    check_port(&d, &recorded, port, 6);
+}
