@@ -11,7 +11,6 @@
 //! programs nobody here wrote, traced by strace.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -21,7 +20,8 @@ use serde_json::Value;
 
 mod common;
 use common::strace::{
-    magnet_calls, same_as_strace, strace, strace_calls, strace_prefix, sum_of, term, Calls,
+    magnet_calls, same_as_strace, strace, strace_attach, strace_calls, strace_prefix, sum_of, term,
+    Calls,
 };
 use common::{tmp, Magnetd, MAGNET};
 
@@ -265,17 +265,7 @@ fn app_calls_nginx_sendfile_worker_matches_strace() {
     let trace = tmp("nginx.mgt");
     let prefix = strace_prefix("nginx");
     let rec = record(&trace, &["--comm", "nginx"]);
-    let mut strace = strace(None, &prefix)
-        .args(["-p", &worker.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut serr = BufReader::new(strace.stderr.take().unwrap());
-    let mut line = String::new();
-    serr.read_line(&mut line).unwrap();
-    assert!(line.contains("attached"), "strace: {line}");
+    let mut strace = strace_attach(&prefix, worker);
     // A slow reader (curl --limit-rate) fills the socket: nginx's sendfile()
     // returns short and then EAGAIN, and it waits for the socket in epoll.
     let urls: Vec<String> = (0..3)

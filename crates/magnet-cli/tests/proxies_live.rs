@@ -20,7 +20,6 @@
 //!   port per request).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -29,7 +28,9 @@ use magnet_testkit::{live_or_skip, wait_listening, Capture, Need, Netns, Recorde
 use serde_json::Value;
 
 mod common;
-use common::strace::{magnet_calls, same_as_strace, split_args, strace, strace_prefix, term};
+use common::strace::{
+    magnet_calls, same_as_strace, split_args, strace_attach, strace_prefix, term,
+};
 use common::{capture_connections, enable_v6, magnet_ok, tmp, units, MAGNET};
 
 const HAPROXY_PORT: u16 = 7641;
@@ -97,18 +98,7 @@ fn haproxy_case(by_comm: bool) {
     args.extend(filter);
     let rec = Recorder::record(MAGNET, None, &trace, &args);
     let prefix = strace_prefix(&format!("haproxy-{by_comm}"));
-    let mut st = strace(None, &prefix)
-        .args(["-p", &pid.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(st.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.contains("attached"), "strace: {line}");
+    let mut st = strace_attach(&prefix, pid);
 
     let mut curl = a.command("curl");
     curl.args([

@@ -3,8 +3,9 @@
 //! of a magnet trace. Shared by app_calls_live.rs and proxies_live.rs.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 
 use magnet_testkit::Netns;
 use serde_json::Value;
@@ -196,6 +197,24 @@ pub fn strace_prefix(name: &str) -> PathBuf {
 pub fn strace(netns: Option<&Netns>, prefix: &Path) -> Command {
     let mut c = magnet_testkit::command(netns, "strace");
     c.args(["-ff", "-yy", "-s", "64", "-o"]).arg(prefix);
+    c
+}
+
+/// [`strace`] attached to process `pid` (`-p`), returned once it says so; the
+/// rest of its stderr drained (a closed pipe would kill it at its detach).
+pub fn strace_attach(prefix: &Path, pid: u32) -> Child {
+    let mut c = strace(None, prefix)
+        .args(["-p", &pid.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(c.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("attached"), "strace: {line}");
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     c
 }
 
