@@ -31,7 +31,7 @@ mod common;
 use common::strace::{
     magnet_calls, same_as_strace, split_args, strace_attach, strace_prefix, term,
 };
-use common::{capture_connections, enable_v6, magnet_ok, tmp, units, MAGNET};
+use common::{bytes, capture_connections, enable_v6, magnet_ok, tmp, units, MAGNET};
 
 const HAPROXY_PORT: u16 = 7641;
 const BACKEND_PORT: u16 = 7642;
@@ -94,9 +94,9 @@ fn haproxy_case(by_comm: bool) {
     } else {
         ["-p".to_string(), pid.to_string()]
     };
-    let mut args = vec!["--layers".to_string(), "app".to_string()];
+    let mut args = vec!["--layers".to_string(), "app,tcp,ip,dev".to_string()];
     args.extend(filter);
-    let rec = Recorder::record(MAGNET, None, &trace, &args);
+    let rec = Recorder::record(MAGNET, Some(&b), &trace, &args);
     let prefix = strace_prefix(&format!("haproxy-{by_comm}"));
     let mut st = strace_attach(&prefix, pid);
 
@@ -120,6 +120,7 @@ fn haproxy_case(by_comm: bool) {
     let body: u64 = counted.chunks(3).map(|c| c[0]).sum();
     assert_eq!(body, (FILES as u64) * (3 << 20) + 3000, "curl's bodies");
     let client_bytes: u64 = counted.iter().sum();
+    let requests: u64 = counted.chunks(3).map(|c| c[2]).sum();
     std::thread::sleep(Duration::from_millis(300));
     term(&st);
     let _ = st.wait();
@@ -139,6 +140,39 @@ fn haproxy_case(by_comm: bool) {
         assert_eq!(
             c.ret, client_bytes,
             "haproxy's {dir} bytes vs curl's requests, headers and bodies ({got:?})"
+        );
+    }
+    // Per side, each way: the spliced bytes on the sockets they went through.
+    let json: Value =
+        serde_json::from_slice(&magnet_ok(["analyze", "--json", trace.to_str().unwrap()])).unwrap();
+    let ends = |c: &Value, key: &str, port: u16| {
+        c[key]
+            .as_str()
+            .is_some_and(|a| a.ends_with(&format!(":{port}")))
+    };
+    let sum = |pick: &dyn Fn(&Value) -> bool, layer: &str, dir: &str| -> u64 {
+        json["connections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["protocol"] == "tcp" && pick(c))
+            .map(|c| bytes(c, layer, dir))
+            .sum()
+    };
+    let client = |c: &Value| ends(c, "local", HAPROXY_PORT) && c["remote"].is_string();
+    let backend = |c: &Value| ends(c, "remote", BACKEND_PORT);
+    let responses = client_bytes - requests;
+    for layer in ["app", "tcp"] {
+        assert_eq!(
+            [
+                sum(&client, layer, "in"),
+                sum(&client, layer, "out"),
+                sum(&backend, layer, "in"),
+                sum(&backend, layer, "out"),
+            ],
+            [requests, responses, responses, requests],
+            "{layer} bytes [client side in, out, backend side in, out] vs curl's \
+             [requests, responses, responses, requests]"
         );
     }
     same_as_strace("haproxy", pid, &prefix, &trace);

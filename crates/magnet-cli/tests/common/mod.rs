@@ -251,6 +251,17 @@ pub fn capture_connections(pcap: &Path, server_port: u16) -> Vec<CapturedConn> {
         .collect()
 }
 
+/// The bytes of `layer` in `dir` of a connection of `magnet analyze --json`
+/// (0 without that row).
+pub fn bytes(conn: &serde_json::Value, layer: &str, dir: &str) -> u64 {
+    conn["modulation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["layer"] == layer && r["dir"] == dir)
+        .map_or(0, |r| r["bytes"].as_u64().unwrap())
+}
+
 /// The python3 interpreter itself (not a launcher shim, which dispatches on its name).
 pub fn python3() -> std::path::PathBuf {
     let out = std::process::Command::new("python3")
