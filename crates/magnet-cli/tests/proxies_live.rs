@@ -33,6 +33,8 @@ use common::strace::{
 };
 use common::{bytes, capture_connections, enable_v6, magnet_ok, tmp, units, MAGNET};
 
+/// haproxy's and nginx's ports with `-p`; with `--comm` 2 more (the cases may
+/// run at once, and `--comm haproxy` sees the other case's haproxy too).
 const HAPROXY_PORT: u16 = 7641;
 const BACKEND_PORT: u16 = 7642;
 const FILES: usize = 3;
@@ -55,10 +57,12 @@ fn strace_splices(prefix: &Path) -> (u64, u64) {
 }
 
 fn haproxy_case(by_comm: bool) {
+    let shift = if by_comm { 2 } else { 0 };
+    let (haproxy_port, backend_port) = (HAPROXY_PORT + shift, BACKEND_PORT + shift);
     let a = Netns::new().unwrap();
     let b = Netns::new().unwrap();
     let veth = Veth::pair((&a).into(), (&b).into()).unwrap();
-    let front = format!("{}:{HAPROXY_PORT}", veth.b().addr());
+    let front = format!("{}:{haproxy_port}", veth.b().addr());
     let dir = tmp(&format!("haproxy-{by_comm}"));
     let (www, hdir) = (dir.join("www"), dir.join("haproxy"));
     for d in [&www, &hdir] {
@@ -71,20 +75,20 @@ fn haproxy_case(by_comm: bool) {
             .collect();
         std::fs::write(www.join(format!("f{i}.bin")), body).unwrap();
     }
-    let mut cmd = magnet_testkit::nginx(&b, &www, &format!("127.0.0.1:{BACKEND_PORT}"));
+    let mut cmd = magnet_testkit::nginx(&b, &www, &format!("127.0.0.1:{backend_port}"));
     cmd.stdout(Stdio::null());
     let nginx = Server::spawn(cmd, &www);
     let mut cmd = magnet_testkit::haproxy(
         &b,
         &hdir,
         &front,
-        &format!("127.0.0.1:{BACKEND_PORT}"),
+        &format!("127.0.0.1:{backend_port}"),
         &["option splice-auto", "option splice-response"],
     );
     cmd.stdout(Stdio::null());
     let haproxy = Server::spawn(cmd, &hdir);
-    wait_listening(&b, BACKEND_PORT);
-    wait_listening(&b, HAPROXY_PORT);
+    wait_listening(&b, backend_port);
+    wait_listening(&b, haproxy_port);
     // `ip netns exec` execs haproxy: the child is haproxy itself, one thread.
     let pid = haproxy.id();
 
@@ -159,8 +163,8 @@ fn haproxy_case(by_comm: bool) {
             .map(|c| bytes(c, layer, dir))
             .sum()
     };
-    let client = |c: &Value| ends(c, "local", HAPROXY_PORT) && c["remote"].is_string();
-    let backend = |c: &Value| ends(c, "remote", BACKEND_PORT);
+    let client = |c: &Value| ends(c, "local", haproxy_port) && c["remote"].is_string();
+    let backend = |c: &Value| ends(c, "remote", backend_port);
     let responses = client_bytes - requests;
     for layer in ["app", "tcp"] {
         assert_eq!(
@@ -210,7 +214,8 @@ fn haproxy_splice_by_pid_matches_strace() {
     }
 }
 
-const NGINX_PORT: u16 = 7643;
+/// nginx's port for IPv4, the next for IPv6 (the cases may run at once).
+const NGINX_PORT: u16 = 7645;
 /// ab's requests, each on a connection of its own, 8 at a time, from 50 ports.
 const REQUESTS: usize = 1500;
 
@@ -237,6 +242,7 @@ fn access_log(dir: &Path) -> (BTreeMap<u64, u64>, BTreeMap<u16, usize>) {
 }
 
 fn ab_case(v6: bool) {
+    let nginx_port = NGINX_PORT + u16::from(v6);
     let a = Netns::new().unwrap();
     let b = Netns::new().unwrap();
     let veth = Veth::pair((&a).into(), (&b).into()).unwrap();
@@ -244,14 +250,14 @@ fn ab_case(v6: bool) {
         enable_v6(&a, veth.a().name(), "fd21:c::1/64");
         enable_v6(&b, veth.b().name(), "fd21:c::2/64");
         (
-            format!("http://[fd21:c::2]:{NGINX_PORT}/index.html"),
-            format!("[fd21:c::2]:{NGINX_PORT}"),
+            format!("http://[fd21:c::2]:{nginx_port}/index.html"),
+            format!("[fd21:c::2]:{nginx_port}"),
         )
     } else {
         let s = veth.b().addr().to_string();
         (
-            format!("http://{s}:{NGINX_PORT}/index.html"),
-            format!("{s}:{NGINX_PORT}"),
+            format!("http://{s}:{nginx_port}/index.html"),
+            format!("{s}:{nginx_port}"),
         )
     };
     // The report's client: 50 ports (IPv6 takes its range from the same key).
@@ -265,7 +271,7 @@ fn ab_case(v6: bool) {
     let mut cmd = magnet_testkit::nginx_workers(&b, &dir, &format!("{listen} reuseport"), 2, true);
     cmd.stdout(Stdio::null());
     let nginx = Server::spawn(cmd, &dir);
-    wait_listening(&b, NGINX_PORT);
+    wait_listening(&b, nginx_port);
     // Headers are enough (tcp.len comes from the IP header), and short
     // frames keep 18,000 of them in 0.3 s within tcpdump's ring: in
     // immediate mode each slot is as large as the snap length.
@@ -303,7 +309,7 @@ fn ab_case(v6: bool) {
 
     // The capture's connections per client port, in order.
     let mut want: BTreeMap<u16, Vec<(u64, u64)>> = BTreeMap::new();
-    for c in capture_connections(pcap.path(), NGINX_PORT) {
+    for c in capture_connections(pcap.path(), nginx_port) {
         want.entry(c.client_port)
             .or_default()
             .push((c.from_client, c.from_server));
@@ -328,7 +334,7 @@ fn ab_case(v6: bool) {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|c| c["protocol"] == "tcp" && port_of(c["local"].as_str()) == Some(NGINX_PORT))
+        .filter(|c| c["protocol"] == "tcp" && port_of(c["local"].as_str()) == Some(nginx_port))
         .collect();
     let (accepted, listeners): (Vec<&Value>, Vec<&Value>) =
         ours.iter().partition(|c| c["remote"].is_string());
