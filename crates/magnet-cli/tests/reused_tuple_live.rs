@@ -15,11 +15,14 @@
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use magnet_testkit::{tshark_frames, Capture, Netns, Recorder, Veth};
+use magnet_testkit::{Capture, Netns, Recorder, Veth};
 use serde_json::Value;
 
 mod common;
-use common::{enable_v6, live_capture_python, magnet_ok, python_named, tmp, units, MAGNET};
+use common::{
+    capture_connections, enable_v6, live_capture_python, magnet_ok, python_named, tmp, units,
+    MAGNET,
+};
 
 const CONNECTIONS: usize = 20;
 const SERVER_PORT: u16 = 7611;
@@ -48,62 +51,6 @@ for i in range(int(sys.argv[4])):
     c.close()
     time.sleep(0.02)
 ";
-
-/// Frames per tshark stream after the handshake: (from the client, from the server).
-fn capture_connections(pcap: &std::path::Path, server_port: u16) -> Vec<(u64, u64)> {
-    let rows = tshark_frames(
-        pcap,
-        &[
-            "tcp.stream",
-            "tcp.srcport",
-            "tcp.flags.syn",
-            "tcp.len",
-            "tcp.flags.ack",
-        ],
-    )
-    .unwrap();
-    let mut streams: std::collections::BTreeMap<u64, Vec<(bool, bool, u64)>> = Default::default();
-    for r in rows {
-        let Ok(stream) = r[0].parse::<u64>() else {
-            continue;
-        };
-        let from_server = r[1] == server_port.to_string();
-        let syn = r[2] == "1" || r[2] == "True";
-        streams
-            .entry(stream)
-            .or_default()
-            .push((from_server, syn, r[3].parse().unwrap_or(0)));
-    }
-    streams
-        .values()
-        .map(|frames| {
-            // The handshake: SYN, SYN-ACK, then the client's first frame, a pure ACK.
-            let syns = frames.iter().filter(|f| f.1).count();
-            assert_eq!(syns, 2, "a stream without its handshake: {frames:?}");
-            let first_ack = frames
-                .iter()
-                .position(|f| !f.0 && !f.1)
-                .expect("handshake ACK");
-            assert_eq!(
-                frames[first_ack].2, 0,
-                "the handshake ACK carries no data: {frames:?}"
-            );
-            let rest = frames
-                .iter()
-                .enumerate()
-                .filter(|(i, f)| !f.1 && *i != first_ack);
-            let (mut cin, mut sout) = (0, 0);
-            for (_, f) in rest {
-                if f.0 {
-                    sout += 1
-                } else {
-                    cin += 1
-                }
-            }
-            (cin, sout)
-        })
-        .collect()
-}
 
 fn case(v6: bool, by_comm: bool) {
     let a = Netns::new().unwrap();
@@ -209,10 +156,10 @@ fn case(v6: bool, by_comm: bool) {
         })
         .collect();
     got.sort_by(|x, y| x.0.total_cmp(&y.0));
-    for (i, ((_, ip_in, ip_out), (cin, sout))) in got.iter().zip(&want).enumerate() {
+    for (i, ((_, ip_in, ip_out), w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(
             (*ip_in, *ip_out),
-            (*cin, *sout),
+            (w.from_client, w.from_server),
             "connection {i}: ip in/out vs the capture after the handshake"
         );
     }

@@ -64,7 +64,7 @@ pub use link::{
 pub use netns::{command, run_in_netns, Netns};
 pub use recorder::{Ended, Recorder, RECORDING_LINE, SETTLE};
 pub use scratch::scratch_dir;
-pub use server::{nginx, nginx_workers, wait_listening, Server};
+pub use server::{haproxy, nginx, nginx_workers, wait_listening, Server};
 pub use topo::{Chain, Rack};
 pub use wire::{wire_frames, Frame};
 

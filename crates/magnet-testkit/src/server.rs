@@ -1,5 +1,6 @@
-//! Real server programs (nginx, redis-server, sshd, …) started by a live test,
-//! stopped on drop, and the nginx configuration the tests share.
+//! Real server programs (nginx, haproxy, redis-server, sshd, …) started by a
+//! live test, stopped on drop, and the nginx and haproxy configurations the
+//! tests share.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -96,6 +97,29 @@ pub fn nginx_workers(
     .unwrap_or_else(|e| panic!("writing {}: {e}", conf.display()));
     let mut c = netns.command("nginx");
     c.args(["-e", &format!("{d}/error.log"), "-c"]).arg(&conf);
+    c
+}
+
+/// `haproxy` in `netns` (in the foreground, one thread, `mode tcp`) forwarding
+/// each connection to `bind` (`ADDR:PORT`) to `server` (`ADDR:PORT`), with
+/// `options` as lines of its `defaults` section (e.g. `option splice-auto`); its
+/// configuration in `dir/haproxy.cfg`.
+pub fn haproxy(netns: &Netns, dir: &Path, bind: &str, server: &str, options: &[&str]) -> Command {
+    let conf = dir.join("haproxy.cfg");
+    let options: String = options.iter().map(|o| format!("  {o}\n")).collect();
+    std::fs::write(
+        &conf,
+        format!(
+            "global\n  nbthread 1\n\
+             defaults\n  mode tcp\n  timeout connect 5s\n  timeout client 30s\n  \
+             timeout server 30s\n{options}\
+             frontend fe\n  bind {bind}\n  default_backend be\n\
+             backend be\n  server s1 {server}\n"
+        ),
+    )
+    .unwrap_or_else(|e| panic!("writing {}: {e}", conf.display()));
+    let mut c = netns.command("haproxy");
+    c.arg("-db").arg("-f").arg(&conf);
     c
 }
 

@@ -6,6 +6,8 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub mod strace;
+
 pub const MAGNET: &str = env!("CARGO_BIN_EXE_magnet");
 
 /// Runs `magnet ARGS` to completion with no standard input.
@@ -173,6 +175,91 @@ pub fn units(conn: &serde_json::Value, layer: &str, dir: &str) -> u64 {
         .iter()
         .find(|r| r["layer"] == layer && r["dir"] == dir)
         .map_or(0, |r| r["units"].as_u64().unwrap())
+}
+
+/// One TCP connection of a capture (a tshark `tcp.stream`): the client's port
+/// and its frames after the handshake (SYN, SYN-ACK and the client's first
+/// frame, a pure ACK, which a server's listener handles), from the client and
+/// from the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CapturedConn {
+    pub client_port: u16,
+    pub from_client: u64,
+    pub from_server: u64,
+}
+
+/// The connections to `server_port` in a capture, in the order of their first
+/// frames; panics on a connection without its whole handshake.
+pub fn capture_connections(pcap: &Path, server_port: u16) -> Vec<CapturedConn> {
+    let rows = magnet_testkit::tshark_frames(
+        pcap,
+        &[
+            "tcp.stream",
+            "tcp.srcport",
+            "tcp.dstport",
+            "tcp.flags.syn",
+            "tcp.len",
+        ],
+    )
+    .unwrap();
+    // Per stream: its client port, then (from the server, SYN, payload) per frame.
+    type Frames = (u16, Vec<(bool, bool, u64)>);
+    let mut streams: std::collections::BTreeMap<u64, Frames> = Default::default();
+    for r in rows {
+        let Ok(stream) = r[0].parse::<u64>() else {
+            continue;
+        };
+        let from_server = r[1] == server_port.to_string();
+        let client = if from_server { &r[2] } else { &r[1] };
+        let syn = r[3] == "1" || r[3] == "True";
+        let s = streams
+            .entry(stream)
+            .or_insert_with(|| (client.parse().unwrap_or(0), Vec::new()));
+        s.1.push((from_server, syn, r[4].parse().unwrap_or(0)));
+    }
+    streams
+        .values()
+        .map(|(client_port, frames)| {
+            let syns = frames.iter().filter(|f| f.1).count();
+            assert_eq!(syns, 2, "a stream without its handshake: {frames:?}");
+            let first_ack = frames
+                .iter()
+                .position(|f| !f.0 && !f.1)
+                .expect("handshake ACK");
+            assert_eq!(
+                frames[first_ack].2, 0,
+                "the handshake ACK carries no data: {frames:?}"
+            );
+            let rest = frames
+                .iter()
+                .enumerate()
+                .filter(|(i, f)| !f.1 && *i != first_ack);
+            let (mut from_client, mut from_server) = (0, 0);
+            for (_, f) in rest {
+                if f.0 {
+                    from_server += 1
+                } else {
+                    from_client += 1
+                }
+            }
+            CapturedConn {
+                client_port: *client_port,
+                from_client,
+                from_server,
+            }
+        })
+        .collect()
+}
+
+/// The bytes of `layer` in `dir` of a connection of `magnet analyze --json`
+/// (0 without that row).
+pub fn bytes(conn: &serde_json::Value, layer: &str, dir: &str) -> u64 {
+    conn["modulation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["layer"] == layer && r["dir"] == dir)
+        .map_or(0, |r| r["bytes"].as_u64().unwrap())
 }
 
 /// The python3 interpreter itself (not a launcher shim, which dispatches on its name).
