@@ -120,7 +120,8 @@ fn send_stages_agree_with_so_timestamping() {
     ) {
         return;
     }
-    let d = Magnetd::start();
+    // every send call timed (the default times one in 16)
+    let d = Magnetd::start_with("send_stages_every = 1\n");
     let health = d.client().host().unwrap().health;
     if health.send_latency != "tx_timestamps" {
         eprintln!(
@@ -168,6 +169,7 @@ fn send_stages_agree_with_so_timestamping() {
         "the bursts' corked calls were stamped: nothing here needs the tskey: {want}"
     );
     assert_eq!(got.sends, calls, "{got:?}");
+    assert_eq!(got.sample_every, 1, "{got:?}");
     assert_eq!(got.unmatched, 0, "{got:?}");
     // The sends spread (so a stage measured between the wrong stamps could
     // not agree by luck): send_to_ack over at least four slots.
@@ -256,7 +258,7 @@ fn a_restart_times_connections_established_before_it() {
     ) {
         return;
     }
-    let first = Magnetd::start();
+    let first = Magnetd::start_with("send_stages_every = 1\n");
     if first.client().host().unwrap().health.send_latency != "tx_timestamps" {
         eprintln!("skipped: no TX timestamp callbacks here");
         return;
@@ -269,7 +271,7 @@ fn a_restart_times_connections_established_before_it() {
         while std::io::Read::read(&mut peer, &mut buf).unwrap_or(0) > 0 {}
     });
     drop(first);
-    let d = Magnetd::start();
+    let d = Magnetd::start_with("send_stages_every = 1\n");
     for _ in 0..3 {
         std::io::Write::write_all(&mut c, &[7u8; 1000]).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
