@@ -168,6 +168,48 @@ pub struct Latency {
     /// The send path's stages (with `method` `"tx_timestamps"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<SendStages>,
+    /// The receive path's stages of a sample of this connection's TCP data
+    /// packets (with /health's `receive_latency` `"rx_stamps"`; absent
+    /// until one sampled packet was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive: Option<ReceiveStages>,
+}
+
+/// The receive path of a sample of TCP data packets (one in `sample_every`
+/// per CPU): from the kernel's receive stamp on the skb (the device, or IP
+/// delivery for traffic from the same host), to TCP queueing it on the
+/// socket, to the read call that returned its last byte. Histograms in the
+/// same log2-µs slots as [`Latency`]'s.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ReceiveStages {
+    /// Sampled packets whose read was seen (`queue_to_read`'s count).
+    pub packets: u64,
+    /// magnetd times one data packet in this many per CPU
+    /// (`receive_stages_every`; 1: every packet).
+    pub sample_every: u32,
+    /// Of `packets`, those without the kernel's receive stamp (only
+    /// `queue_to_read` has them).
+    pub unstamped: u64,
+    /// Sampled packets never seen read (pushed out of the socket's ring
+    /// of 32 pending ones, or read some other way such as splice).
+    pub lost: u64,
+    /// Receive stamp → TCP queues the packet on the socket.
+    pub device_to_queue: Vec<u64>,
+    /// Queued → the read call that returned its last byte returns.
+    pub queue_to_read: Vec<u64>,
+    /// Receive stamp → that read's return.
+    pub device_to_read: Vec<u64>,
+}
+
+impl ReceiveStages {
+    /// The stages by name, in path order.
+    pub fn named(&self) -> [(&'static str, &[u64]); 3] {
+        [
+            ("device_to_queue", &self.device_to_queue),
+            ("queue_to_read", &self.queue_to_read),
+            ("device_to_read", &self.device_to_read),
+        ]
+    }
 }
 
 /// The send path of every send call, in stages, from the kernel's TX
@@ -175,8 +217,13 @@ pub struct Latency {
 /// the same log2-µs slots as [`Latency`]'s.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct SendStages {
-    /// Send calls stamped.
+    /// Send calls stamped: one in `sample_every` of the connection's send
+    /// calls (the histograms are that sample).
     pub sends: u64,
+    /// magnetd times one send call in this many per connection
+    /// (`send_stages_every`; 1: every call).
+    #[serde(default)]
+    pub sample_every: u32,
     /// Stamps whose send call was no longer known (its pending entry was
     /// evicted, or its last byte was merged into a later call's).
     pub unmatched: u64,
@@ -313,6 +360,12 @@ pub struct Health {
     /// got), `"sampled"` (the per-packet programs' `app_to_wire`) or `"off"`.
     #[serde(default)]
     pub send_latency: String,
+    /// How receive paths are timed (the `receive_latency` part):
+    /// `"rx_stamps"` (a sample of TCP data packets, each connection's
+    /// `latency.receive`), `"sampled"` (the per-packet programs'
+    /// `wire_to_app`) or `"off"`.
+    #[serde(default)]
+    pub receive_latency: String,
     /// The last failed read of the TCP counters (iterator or sock_diag).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_counters_error: Option<String>,

@@ -14,6 +14,8 @@
 //! packet_window = "100ms"              # sampled: attached this long …
 //! packet_period = "2s"                 # … at the start of every period
 //! app_calls = "syscalls"               # an app call: "syscalls" (one per system call or io_uring request) | "sends"
+//! send_stages_every = 16               # time one send call in this many per connection (1 to 65536; stack_latency)
+//! receive_stages_every = 16            # time one received TCP data packet in this many per CPU (1 to 65536)
 //!
 //! [metrics]
 //! connection_ports = [5432]            # per-connection series for these local or remote ports
@@ -133,9 +135,32 @@ pub struct Config {
     pub request_timeout: Duration,
     pub packet_hooks: PacketHooks,
     pub app_calls: AppCalls,
+    /// Stage timing: one send call in this many per connection, one
+    /// received data packet in this many per CPU.
+    pub stages_every: StagesEvery,
     pub metrics: MetricsConfig,
     pub sample: Option<SampleSettings>,
     pub recorder: Option<crate::flight::FlightConfig>,
+}
+
+/// How many send calls and received packets per one timed (1: all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagesEvery {
+    pub send: u32,
+    pub receive: u32,
+}
+
+impl StagesEvery {
+    /// Every call and packet (the tests' setting).
+    pub const ALL: StagesEvery = StagesEvery {
+        send: 1,
+        receive: 1,
+    };
+    /// The defaults (docs/daemon.md and bench/notes have the costs).
+    pub const DEFAULT: StagesEvery = StagesEvery {
+        send: 16,
+        receive: 16,
+    };
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -167,6 +192,7 @@ impl Default for Config {
             request_timeout: Duration::from_secs(5),
             packet_hooks: PacketHooks::DEFAULT,
             app_calls: AppCalls::Syscalls,
+            stages_every: StagesEvery::DEFAULT,
             metrics: MetricsConfig {
                 connection_ports: Vec::new(),
                 connection_containers: Vec::new(),
@@ -194,6 +220,8 @@ struct RawConfig {
     packet_window: Option<String>,
     packet_period: Option<String>,
     app_calls: Option<String>,
+    send_stages_every: Option<u64>,
+    receive_stages_every: Option<u64>,
     #[serde(default)]
     metrics: RawMetrics,
     sample: Option<RawSample>,
@@ -425,6 +453,24 @@ impl Origin<'_> {
             }
             c.max_connections = n;
         }
+        for (k, v, to) in [
+            (
+                "send_stages_every",
+                raw.send_stages_every,
+                &mut c.stages_every.send,
+            ),
+            (
+                "receive_stages_every",
+                raw.receive_stages_every,
+                &mut c.stages_every.receive,
+            ),
+        ] {
+            match v {
+                Some(n @ 1..=65536) => *to = n as u32,
+                Some(n) => return Err(self.bad(format!("{k} = {n}: give 1 to 65536"))),
+                None => {}
+            }
+        }
         if let Some(v) = &raw.retain_closed {
             c.retain_closed = self.dur("retain_closed", v)?;
         }
@@ -555,6 +601,11 @@ mod tests {
             ("http = \"nope\"", "http"),
             ("retain_closed = \"3 weeks\"", "retain_closed"),
             ("max_connections = 0", "max_connections"),
+            (
+                "send_stages_every = 0",
+                "send_stages_every = 0: give 1 to 65536",
+            ),
+            ("receive_stages_every = 65537", "receive_stages_every"),
             ("bogus = 1", "bogus"),
             ("packet_hooks = \"no\"", "packet_hooks = \"no\": give"),
             ("packet_hooks = 1", "packet_hooks"),

@@ -103,6 +103,7 @@ mod tests {
             "tx_timestamps",
             Some(SendStages {
                 sends: 3,
+                sample_every: 1,
                 unmatched: 0,
                 to_qdisc: vec![2, 1],
                 qdisc_to_device: vec![3],

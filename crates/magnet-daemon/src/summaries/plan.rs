@@ -111,6 +111,23 @@ pub const PARTS: &[Part] = &[
         optional: true,
         default_on: true,
     },
+    Part {
+        name: super::receive::PART,
+        group: GROUP,
+        feeds: "the receive path's stages per connection (receive stamp to the socket's queue \
+                to the read) for a sample of TCP data packets; without them receive latency \
+                is the sampled wire_to_app",
+        candidates: &[
+            Candidate::progs(&[
+                ("rx_queue", tp("tcp_probe")),
+                ("rx_read", tp("sock_recv_length")),
+            ])
+            .with_maps(&["sk_storage"]),
+            Candidate::user("sampled"),
+        ],
+        optional: true,
+        default_on: true,
+    },
 ];
 
 /// The group magnetd's parts are in (the first column of `daemon --check`).
@@ -133,6 +150,8 @@ pub(super) fn prog_of<'a, 'obj>(
         "tcp_kstats" => &mut p.tcp_kstats,
         "stages_ops" => &mut p.stages_ops,
         "stages_send" => &mut p.stages_send,
+        "rx_queue" => &mut p.rx_queue,
+        "rx_read" => &mut p.rx_read,
         _ => return None,
     })
 }
@@ -154,6 +173,8 @@ pub(super) fn loaded_prog<'a, 'obj>(
         "tcp_kstats" => &p.tcp_kstats,
         "stages_ops" => &p.stages_ops,
         "stages_send" => &p.stages_send,
+        "rx_queue" => &p.rx_queue,
+        "rx_read" => &p.rx_read,
         _ => return None,
     })
 }
@@ -168,6 +189,8 @@ pub(super) struct LoadSpec<'a> {
     kstats: bool,
     /// … through socket storage and the iterator.
     storage: bool,
+    /// Stage timing's sampling.
+    every: crate::config::StagesEvery,
 }
 
 /// Opens the object and sets it up for `spec` (not loaded yet).
@@ -185,6 +208,8 @@ pub(super) fn open_for<'obj>(
         ro.kstats_on = spec.kstats;
         ro.kstats_storage = spec.kstats && spec.storage;
         ro.calls_at_exit = spec.progs.contains(&"app_sys_exit");
+        ro.stage_every = spec.every.send;
+        ro.rx_every = spec.every.receive;
     }
     open.maps
         .app_pending
@@ -212,6 +237,21 @@ pub(super) fn open_for<'obj>(
         .stages
         .set_max_entries(spec.max_connections.max(1))
         .map_err(|e| Error::bpf("sizing the send stages' map", e))?;
+    let rx = spec.progs.contains(&super::receive::PROGS[0]);
+    for m in [
+        &mut open.maps.rx_stages,
+        &mut open.maps.rx_socks,
+        &mut open.maps.rx_scratch,
+        &mut open.maps.rx_count,
+        &mut open.maps.rx_clock,
+    ] {
+        m.set_autocreate(rx)
+            .map_err(|e| Error::bpf("leaving out the receive stages' maps", e))?;
+    }
+    open.maps
+        .rx_stages
+        .set_max_entries(spec.max_connections.max(1))
+        .map_err(|e| Error::bpf("sizing the receive stages' map", e))?;
     for part in PARTS {
         for c in part.candidates {
             for (prog, _) in c.progs {
@@ -234,6 +274,7 @@ pub(super) fn trial(c: &Candidate, packet_hooks: PacketHooks) -> Option<String> 
         packet_hooks,
         kstats: true,
         storage: c.maps.contains(&"sk_storage"),
+        every: crate::config::StagesEvery::ALL,
     };
     let mut storage = MaybeUninit::uninit();
     let open = match open_for(&mut storage, &spec) {
@@ -290,6 +331,7 @@ pub(super) fn load(
     max_connections: u32,
     packet_hooks: PacketHooks,
     app_calls: AppCalls,
+    every: crate::config::StagesEvery,
 ) -> Result<(Plan, SummarySkel<'static>, PacketHooks), Error> {
     let mut refused = Refusals::new();
     let mut tried = false;
@@ -313,6 +355,7 @@ pub(super) fn load(
             packet_hooks: hooks,
             kstats: tcp.is_some(),
             storage: tcp.as_deref() == Some("iter/bpf_sk_storage_map"),
+            every,
         };
         // The skeleton borrows its object storage for its whole life; magnetd
         // loads it once per process (twice when the kernel refuses a
@@ -357,7 +400,7 @@ pub(super) fn load(
 /// when it starts, and nothing is attached. Needs root.
 pub fn check(packet_hooks: PacketHooks, app_calls: AppCalls) -> Result<Plan, Error> {
     magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
-    let (plan, skel, _) = load(1, packet_hooks, app_calls)?;
+    let (plan, skel, _) = load(1, packet_hooks, app_calls, crate::config::StagesEvery::ALL)?;
     drop(skel);
     Ok(plan)
 }

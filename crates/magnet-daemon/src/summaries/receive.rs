@@ -1,0 +1,186 @@
+//! The receive path's stages (`bpf/rx.bpf.c`, the `receive_latency` part):
+//! the kernel's receive stamp on each skb, kept on (a socket of magnetd's
+//! asks for receive stamps, so the kernel stamps every packet), the clock
+//! offset the programs need, and each connection's stage histograms.
+
+use std::collections::BTreeSet;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+use magnet_client::ReceiveStages;
+use magnet_kernel::plan::Plan;
+
+use crate::config::PacketHooks;
+use crate::skel::{types, SummarySkel};
+
+use super::reader::{hist, Reader, Record};
+
+/// The part's name.
+pub const PART: &str = "receive_latency";
+
+/// The part's programs, in the order of its first candidate.
+pub const PROGS: [&str; 2] = ["rx_queue", "rx_read"];
+
+/// The method that times receive paths with the part's first candidate.
+pub const RX_STAMPS: &str = "rx_stamps";
+
+/// The part's maps, when its programs were loaded.
+pub(super) struct RxMaps {
+    stages: MapHandle,
+    clock: MapHandle,
+    /// A UDP socket with SO_TIMESTAMP on: while one exists the kernel puts
+    /// its receive stamp on every packet (net_enable_timestamp).
+    _stamps_on: Option<OwnedFd>,
+}
+
+fn chosen(plan: &Plan) -> bool {
+    plan.used(PART).is_some_and(|c| c.has_prog(PROGS[0]))
+}
+
+/// How receive paths are timed with this plan and `packet_hooks` (as run):
+/// `rx_stamps`, `sampled` or `off` (/health's `receive_latency`).
+pub fn host_method(plan: &Plan, packet_hooks: PacketHooks) -> &'static str {
+    if chosen(plan) {
+        RX_STAMPS
+    } else if packet_hooks.ever() {
+        "sampled"
+    } else {
+        "off"
+    }
+}
+
+/// A socket that asks for receive stamps, so that the kernel stamps every
+/// packet it receives (its `netstamp_needed` key); None if refused.
+fn stamps_on() -> Option<OwnedFd> {
+    // SAFETY: plain socket calls on a descriptor this function owns.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return None;
+        }
+        let fd = OwnedFd::from_raw_fd(fd);
+        let on: libc::c_int = 1;
+        let r = libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&fd),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMP,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        (r == 0).then_some(fd)
+    }
+}
+
+/// CLOCK_REALTIME − CLOCK_MONOTONIC in ns (the skb stamp's clock to the
+/// programs' clock).
+fn clock_offset() -> i64 {
+    let ns =
+        |id| nix::time::clock_gettime(id).map_or(0, |t| t.tv_sec() * 1_000_000_000 + t.tv_nsec());
+    let mono = ns(nix::time::ClockId::CLOCK_MONOTONIC);
+    ns(nix::time::ClockId::CLOCK_REALTIME) - mono
+}
+
+/// The part's maps when the plan chose its programs, with the receive
+/// stamps turned on and the clock offset written.
+pub(super) fn maps(plan: &Plan, skel: &SummarySkel<'static>) -> Option<RxMaps> {
+    if !chosen(plan) {
+        return None;
+    }
+    let m = RxMaps {
+        stages: MapHandle::try_from(&skel.maps.rx_stages).ok()?,
+        clock: MapHandle::try_from(&skel.maps.rx_clock).ok()?,
+        _stamps_on: stamps_on(),
+    };
+    m.set_clock();
+    Some(m)
+}
+
+impl RxMaps {
+    /// Writes the clock offset (again: a step of the wall clock moves it).
+    fn set_clock(&self) {
+        let _ = self.clock.update(
+            &0u32.to_ne_bytes(),
+            &clock_offset().to_ne_bytes(),
+            MapFlags::ANY,
+        );
+    }
+}
+
+/// A connection's receive stages as the map holds them.
+fn decode(raw: &[u8]) -> Option<ReceiveStages> {
+    if raw.len() < std::mem::size_of::<types::mg_rx_stages>() {
+        return None;
+    }
+    // SAFETY: length checked; plain old data.
+    let s: types::mg_rx_stages = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
+    Some(ReceiveStages {
+        packets: s.packets,
+        sample_every: 0,
+        unstamped: s.unstamped,
+        lost: s.lost,
+        device_to_queue: hist(&s.hist[0]),
+        queue_to_read: hist(&s.hist[1]),
+        device_to_read: hist(&s.hist[2]),
+    })
+}
+
+impl Reader {
+    /// Gives each record its receive stages, where it has any.
+    pub(super) fn add_receive(&self, recs: &mut [Record]) {
+        let Some(m) = &self.rx else {
+            return;
+        };
+        m.set_clock();
+        for r in recs {
+            r.conn.latency.receive = m
+                .stages
+                .lookup(&r.conn.cookie.to_ne_bytes(), MapFlags::ANY)
+                .ok()
+                .flatten()
+                .and_then(|raw| decode(&raw))
+                .map(|mut s| {
+                    s.sample_every = self.every.receive;
+                    s
+                });
+        }
+    }
+
+    /// Removes the receive stages of connections whose records are gone
+    /// (`kept`: the cookies still in the connection map).
+    pub(super) fn reap_receive(&self, kept: &BTreeSet<u64>) {
+        let Some(m) = &self.rx else {
+            return;
+        };
+        for k in m.stages.keys() {
+            let gone = <[u8; 8]>::try_from(k.as_slice())
+                .is_ok_and(|c| !kept.contains(&u64::from_ne_bytes(c)));
+            if gone {
+                let _ = m.stages.delete(&k);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The offset turns a wall-clock stamp into the monotonic clock: now in
+    /// both clocks, within a millisecond.
+    #[test]
+    fn clock_offset_maps_realtime_to_monotonic() {
+        let off = clock_offset();
+        let real = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i64;
+        let mono = super::super::reader::monotonic_ns() as i64;
+        assert!((real - off - mono).abs() < 1_000_000, "{real} {off} {mono}");
+    }
+
+    /// The receive stamps are turned on by an ordinary socket option.
+    #[test]
+    fn a_socket_turns_receive_stamps_on() {
+        assert!(stamps_on().is_some());
+    }
+}
