@@ -24,24 +24,13 @@ use magnet_testkit::{live_or_skip, Need, Netns, Recorder};
 use serde_json::Value;
 
 mod common;
-use common::{free_port, magnetd_conf, tmp, Magnetd, MAGNET, MAGNETD_READY};
+use common::{
+    build_fixture, free_port, magnetd_conf, slots, within_one_slot, Magnetd, MAGNET, MAGNETD_READY,
+};
 
 /// tests/fixtures/send_stages.c, built.
 fn oracle_bin() -> std::path::PathBuf {
-    let bin = tmp("send_stages");
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/send_stages.c");
-    let out = Command::new("cc")
-        .args(["-O2", "-Wall", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "building {src}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    bin
+    build_fixture("send_stages")
 }
 
 /// Sends made by the oracle one at a time: sizes from 100 B to 1 MB in
@@ -53,32 +42,6 @@ const SENDS: usize = 36;
 /// (MSG_MORE): only the third's last byte is stamped (for both), so the
 /// stamps must be matched to their call by that byte (tskey), not by order.
 const BURSTS: usize = 6;
-
-/// Why `magnetd` and `oracle` (slot counts) do not agree within one slot
-/// (see the head of this file), allowing `spare` samples more than one slot
-/// apart; None when they do.
-fn within_one_slot(magnetd: &[u64], oracle: &[u64], spare: u64) -> Option<String> {
-    let (tm, to): (u64, u64) = (magnetd.iter().sum(), oracle.iter().sum());
-    if tm != to {
-        return Some(format!("{tm} samples, the oracle {to}"));
-    }
-    let cum = |h: &[u64], k: usize| h.iter().take(k + 1).sum::<u64>();
-    for k in 0..magnetd.len().max(oracle.len()) {
-        let (m, o) = (cum(magnetd, k), cum(oracle, k));
-        let (m1, o1) = if k == 0 {
-            (0, 0)
-        } else {
-            (cum(magnetd, k - 1), cum(oracle, k - 1))
-        };
-        if m + spare < o1 || o + spare < m1 {
-            return Some(format!(
-                "more than one slot apart at slot {k}: {m} samples up to it, the oracle {o} \
-                 (up to the slot before: {m1}, the oracle {o1})"
-            ));
-        }
-    }
-    None
-}
 
 /// Why some of magnetd's samples are later than the oracle's (in slots:
 /// fewer samples up to some slot), for a stage the oracle starts earlier
@@ -94,14 +57,6 @@ fn later_than_oracle(magnetd: &[u64], oracle: &[u64]) -> Option<String> {
                 cum(oracle, k)
             )
         })
-}
-
-fn slots(v: &Value) -> Vec<u64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect()
 }
 
 /// Every send of a connection made after magnetd started is in its stages,
