@@ -23,8 +23,12 @@
  *   device_to_read   device → read
  *
  * The sampled packets wait for their read in a ring of MG_RX_PENDING in
- * the socket's storage; one pushed out unread (a socket read some other way,
- * such as splice, or a long backlog) is counted in `lost`. Hooks: tp_btf
+ * the socket's storage, in the order TCP took them; a read takes them from
+ * the oldest while their last byte has been read (so a packet that arrived
+ * out of order waits for the ones before it in the ring). One pushed out
+ * unread (a socket read some other way, such as splice, or a long backlog)
+ * is counted in `lost`. A read on a socket with nothing waiting costs one
+ * storage lookup. Hooks: tp_btf
  * (5.5+) on tracepoints 5.10 has (sock_recv_length: 6.0+); no kprobes.
  */
 
@@ -49,14 +53,16 @@ struct mg_rx_stages {
 
 struct mg_rx_slot {
 	__u32 end_seq;
-	__u32 busy;
+	__u32 _pad;
 	__u64 dev_ns;   /* 0: not stamped */
 	__u64 queue_ns;
 };
 
 struct mg_rx_sk {
-	__u32 next;
+	__u32 next;     /* packets taken: the ring's write position */
+	__u32 head;     /* the oldest packet not yet read (head == next: none) */
 	__u32 lost;     /* not yet added to the connection's record */
+	__u32 _pad;
 	struct mg_rx_slot slot[MG_RX_PENDING];
 };
 
@@ -153,10 +159,12 @@ int BPF_PROG(rx_queue, struct sock *sk, struct sk_buff *skb)
 			dev = 0;
 	}
 	struct mg_rx_slot *q = &p->slot[p->next & (MG_RX_PENDING - 1)];
-	if (q->busy)
+	if (p->next - p->head >= MG_RX_PENDING) {
+		/* the oldest is pushed out unread */
 		p->lost++;
+		p->head = p->next - MG_RX_PENDING + 1;
+	}
 	q->end_seq = seq[1];
-	q->busy = 1;
 	q->dev_ns = dev;
 	q->queue_ns = now;
 	p->next++;
@@ -169,7 +177,7 @@ int BPF_PROG(rx_read, struct sock *sk, int ret, int flags)
 	if (ret <= 0 || (flags & 2 /* MSG_PEEK */) || !sk)
 		return 0;
 	struct mg_rx_sk *p = bpf_sk_storage_get(&rx_socks, sk, 0, 0);
-	if (!p)
+	if (!p || (p->head == p->next && !p->lost))
 		return 0;
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 	if (!tp)
@@ -181,14 +189,17 @@ int BPF_PROG(rx_read, struct sock *sk, int ret, int flags)
 	struct mg_rx_stages *s = NULL;
 	__u64 now = bpf_ktime_get_ns();
 	for (__u32 i = 0; i < MG_RX_PENDING; i++) {
-		struct mg_rx_slot *q = &p->slot[i & (MG_RX_PENDING - 1)];
-		if (!q->busy || (__s32)(copied - q->end_seq) < 0)
-			continue;
+		__u32 head = p->head;
+		if (head == p->next)
+			break;
+		struct mg_rx_slot *q = &p->slot[head & (MG_RX_PENDING - 1)];
+		if ((__s32)(copied - q->end_seq) < 0)
+			break;
 		if (!s)
 			s = rx_of(cookie);
 		if (!s)
 			return 0;
-		q->busy = 0;
+		p->head = head + 1;
 		s->packets++;
 		rx_add(s, MG_RX_QUEUE_TO_READ, q->queue_ns, now);
 		if (q->dev_ns) {
@@ -198,7 +209,7 @@ int BPF_PROG(rx_read, struct sock *sk, int ret, int flags)
 			s->unstamped++;
 		}
 	}
-	if (s && p->lost) {
+	if (p->lost && (s || (s = rx_of(cookie)))) {
 		s->lost += p->lost;
 		p->lost = 0;
 	}

@@ -257,6 +257,16 @@ int stages_ops(struct bpf_sock_ops *skops)
 	if (op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB && op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB &&
 	    (op < BPF_SOCK_OPS_TSTAMP_SCHED_CB || op > BPF_SOCK_OPS_TSTAMP_SENDMSG_CB))
 		return 1;
+	/* an untimed send call's SENDMSG callback: one storage lookup */
+	if (op == BPF_SOCK_OPS_TSTAMP_SENDMSG_CB) {
+		struct bpf_sock *sk = skops->sk;
+		struct mg_stage_sk *p = sk ? bpf_sk_storage_get(&stage_socks, sk, 0, 0) : NULL;
+		if (p && (p->open ? !p->timed : p->calls != 0)) {
+			p->open = 0;
+			p->timed = 0;
+			return 1;
+		}
+	}
 	__u64 cookie = bpf_get_socket_cookie(skops);
 	if (!cookie)
 		return 1;

@@ -43,6 +43,28 @@ pub(super) fn write_stages(o: &mut Out, selected: &[Connection]) {
     }
 }
 
+/// The receive stage histograms of each selected connection that has any.
+pub(super) fn write_receive_stages(o: &mut Out, selected: &[Connection]) {
+    let name = "magnet_connection_receive_stage_seconds";
+    o.family(
+        name,
+        "histogram",
+        Some("seconds"),
+        "A sample of the connection's TCP data packets (one in receive_stages_every per CPU) through the receive path, by stage: device_to_queue (the kernel's receive stamp to TCP queueing it on the socket), queue_to_read (to the return of the read that got its last byte), device_to_read (both); buckets of log2 microseconds; only connections with a sampled packet read (/health receive_latency rx_stamps).",
+    );
+    for c in selected {
+        let Some(s) = &c.latency.receive else {
+            continue;
+        };
+        let owned = identity(c);
+        for (stage, slots) in s.named() {
+            let mut l: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            l.push(("stage", stage));
+            write_histogram(o, name, &l, slots);
+        }
+    }
+}
+
 /// Cgroups with per-cgroup stage series, at most.
 const MAX_CGROUP_SERIES: usize = 256;
 
@@ -154,5 +176,33 @@ mod tests {
             "{t}"
         );
         assert_eq!(t.matches("_count{").count(), 4, "{t}");
+    }
+
+    /// Receive stages are histograms by stage, only for connections that
+    /// have them.
+    #[test]
+    fn receive_stages_are_histograms_by_stage() {
+        let mut timed = conn(7, "tx_timestamps", None);
+        timed.latency.receive = Some(magnet_client::ReceiveStages {
+            packets: 2,
+            sample_every: 16,
+            device_to_queue: vec![2],
+            queue_to_read: vec![0, 1, 1],
+            device_to_read: vec![0, 0, 2],
+            ..Default::default()
+        });
+        let mut o = Out(String::new());
+        write_receive_stages(&mut o, &[timed, conn(8, "sampled", None)]);
+        let t = o.0;
+        for want in [
+            "# TYPE magnet_connection_receive_stage_seconds histogram\n",
+            "stage=\"queue_to_read\",le=\"4e-6\"} 1\n",
+            "stage=\"queue_to_read\",le=\"8e-6\"} 2\n",
+            "stage=\"device_to_read\",le=\"+Inf\"} 2\n",
+        ] {
+            assert!(t.contains(want), "{want} in\n{t}");
+        }
+        assert_eq!(t.matches("_count{").count(), 3, "{t}");
+        assert!(!t.contains("cookie=\"8\""), "{t}");
     }
 }
