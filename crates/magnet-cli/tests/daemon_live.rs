@@ -1737,9 +1737,12 @@ fn deny_matrix_each_single_denial() {
     // without the TX timestamp callbacks (or their socket storage): send
     // latency is the sampled app_to_wire
     let sampled = "stack_latency through sampled: sock_ops+tp_btf/tcp_sendmsg_locked: ";
+    // without the receive stages' hooks (or their socket storage): receive
+    // latency is the sampled wire_to_app
+    let rx = "receive_latency through sampled: tp_btf/tcp_probe+tp_btf/sock_recv_length: ";
     let cases: &[(&str, &[&str], &[&str])] = &[
         ("iter", &[], &[sock_diag]),
-        ("sk_storage", &[], &[sock_diag, sampled]),
+        ("sk_storage", &[], &[sock_diag, sampled, rx]),
         ("tp_btf/sock_send_length", &["app"], &[]),
         ("tp_btf/sys_exit", &[], &[per_send]),
         ("tp_btf/io_uring_complete", &[], &[per_send]),
@@ -1747,6 +1750,7 @@ fn deny_matrix_each_single_denial() {
         ("tp_btf/tcp_retransmit_skb", &["retransmits"], &[]),
         ("tp_btf/kfree_skb", &["drops"], &[]),
         ("tp_btf/tcp_sendmsg_locked", &[], &[sampled]),
+        ("tp_btf/tcp_probe", &[], &[rx]),
         ("cgroup_skb", &["packets"], &[]),
         ("sock_ops", &[], &[sampled]),
         // kinds magnetd does not use: nothing changes

@@ -160,8 +160,8 @@ pub struct Latency {
     /// 0 with `"off"`, e.g. about 0.05 with the default 100 ms of every 2 s.
     #[serde(default)]
     pub coverage: f64,
-    /// How this connection's send path is timed: `"tx_timestamps"` (every
-    /// send call, by the kernel's TX timestamp callbacks: `stages`),
+    /// How this connection's send path is timed: `"tx_timestamps"` (a
+    /// sample of send calls, by the kernel's TX timestamp callbacks: `stages`),
     /// `"sampled"` (`app_to_wire` only) or `"off"` (neither).
     #[serde(default)]
     pub method: String,
@@ -212,7 +212,7 @@ impl ReceiveStages {
     }
 }
 
-/// The send path of every send call, in stages, from the kernel's TX
+/// The send path of a sample of send calls (one in `sample_every`), in stages, from the kernel's TX
 /// timestamp callbacks (Linux 6.15+) at the call's last byte: histograms in
 /// the same log2-µs slots as [`Latency`]'s.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]

@@ -15,7 +15,7 @@ pub(super) fn write_stages(o: &mut Out, selected: &[Connection]) {
         "magnet_connection_send_latency_method",
         "gauge",
         None,
-        "1 for the method that times this connection's send path: tx_timestamps (every send call, the kernel's TX timestamp callbacks: magnet_connection_send_stage_seconds), sampled (magnet_connection_app_to_wire_seconds only) or off.",
+        "1 for the method that times this connection's send path: tx_timestamps (one send call in send_stages_every, the kernel's TX timestamp callbacks: magnet_connection_send_stage_seconds), sampled (magnet_connection_app_to_wire_seconds only) or off.",
     );
     for c in selected {
         let owned = identity(c);

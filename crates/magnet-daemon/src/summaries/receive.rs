@@ -178,6 +178,34 @@ mod tests {
         assert!((real - off - mono).abs() < 1_000_000, "{real} {off} {mono}");
     }
 
+    /// Refused (as on 5.10, without tp_btf/sock_recv_length), receive
+    /// latency is the sampled wire_to_app, with one fallback line.
+    #[test]
+    fn refused_receive_stages_fall_back_to_sampled() {
+        if std::env::var_os(magnet_kernel::deny::VAR).is_some() {
+            eprintln!("skipped: MAGNET_HOOKS_DENY is set");
+            return;
+        }
+        let hooks = PacketHooks::Always;
+        let app = crate::config::AppCalls::Syscalls;
+        let (plan, progs) = super::super::plan::choose(hooks, app, &Default::default());
+        assert!(PROGS.iter().all(|p| progs.contains(p)), "{progs:?}");
+        assert_eq!(host_method(&plan, hooks), RX_STAMPS);
+        let mut refused = magnet_kernel::plan::Refusals::new();
+        refused.insert((PART, 0), "no tracepoint sock_recv_length".to_string());
+        let (plan, progs) = super::super::plan::choose(hooks, app, &refused);
+        assert!(!PROGS.iter().any(|p| progs.contains(p)), "{progs:?}");
+        assert_eq!(host_method(&plan, hooks), "sampled");
+        assert_eq!(host_method(&plan, PacketHooks::Off), "off");
+        assert_eq!(
+            plan.fallbacks(),
+            [
+                "receive_latency through sampled: tp_btf/tcp_probe+tp_btf/sock_recv_length: \
+              no tracepoint sock_recv_length"
+            ]
+        );
+    }
+
     /// The receive stamps are turned on by an ordinary socket option.
     #[test]
     fn a_socket_turns_receive_stamps_on() {
