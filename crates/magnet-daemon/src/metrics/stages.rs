@@ -31,15 +31,19 @@ pub(super) fn write_stages(o: &mut Out, selected: &[Connection]) {
         "Each send call's last byte through the send path, by stage: to_qdisc (call start to the device's queue), qdisc_to_device (queue to driver), device_to_ack (driver to its ACK), send_to_ack (call start to the ACK); buckets of log2 microseconds; only connections whose method is tx_timestamps.",
     );
     for c in selected {
-        let Some(s) = &c.latency.stages else {
-            continue;
-        };
-        let owned = identity(c);
-        for (stage, slots) in s.named() {
-            let mut l: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            l.push(("stage", stage));
-            write_histogram(o, name, &l, slots);
+        if let Some(s) = &c.latency.stages {
+            write_by_stage(o, name, c, &s.named());
         }
+    }
+}
+
+/// One histogram per stage of connection `c`, labelled with its identity.
+fn write_by_stage(o: &mut Out, name: &str, c: &Connection, stages: &[(&str, &[u64])]) {
+    let owned = identity(c);
+    for (stage, slots) in stages {
+        let mut l: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        l.push(("stage", stage));
+        write_histogram(o, name, &l, slots);
     }
 }
 
@@ -53,14 +57,8 @@ pub(super) fn write_receive_stages(o: &mut Out, selected: &[Connection]) {
         "A sample of the connection's TCP data packets (one in receive_stages_every per CPU) through the receive path, by stage: device_to_queue (the kernel's receive stamp to TCP queueing it on the socket), queue_to_read (to the return of the read that got its last byte), device_to_read (both); buckets of log2 microseconds; only connections with a sampled packet read (/health receive_latency rx_stamps).",
     );
     for c in selected {
-        let Some(s) = &c.latency.receive else {
-            continue;
-        };
-        let owned = identity(c);
-        for (stage, slots) in s.named() {
-            let mut l: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            l.push(("stage", stage));
-            write_histogram(o, name, &l, slots);
+        if let Some(s) = &c.latency.receive {
+            write_by_stage(o, name, c, &s.named());
         }
     }
 }

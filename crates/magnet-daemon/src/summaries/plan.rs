@@ -224,34 +224,25 @@ pub(super) fn open_for<'obj>(
         .tcp_socks
         .set_autocreate(spec.kstats && spec.storage)
         .map_err(|e| Error::bpf("leaving out the socket-storage map", e))?;
-    let stages = spec.progs.contains(&super::stages::PROGS[0]);
-    for m in [
-        &mut open.maps.stages,
-        &mut open.maps.stage_socks,
-        &mut open.maps.stages_scratch,
-    ] {
-        m.set_autocreate(stages)
-            .map_err(|e| Error::bpf("leaving out the send stages' maps", e))?;
-    }
-    open.maps
-        .stages
-        .set_max_entries(spec.max_connections.max(1))
-        .map_err(|e| Error::bpf("sizing the send stages' map", e))?;
-    let rx = spec.progs.contains(&super::receive::PROGS[0]);
-    for m in [
-        &mut open.maps.rx_stages,
-        &mut open.maps.rx_socks,
-        &mut open.maps.rx_scratch,
-        &mut open.maps.rx_count,
-        &mut open.maps.rx_clock,
-    ] {
-        m.set_autocreate(rx)
-            .map_err(|e| Error::bpf("leaving out the receive stages' maps", e))?;
-    }
-    open.maps
-        .rx_stages
-        .set_max_entries(spec.max_connections.max(1))
-        .map_err(|e| Error::bpf("sizing the receive stages' map", e))?;
+    let m = &mut open.maps;
+    part_maps(
+        spec.progs.contains(&super::stages::PROGS[0]),
+        [&mut m.stages, &mut m.stage_socks, &mut m.stages_scratch],
+        spec.max_connections,
+        "the send stages'",
+    )?;
+    part_maps(
+        spec.progs.contains(&super::receive::PROGS[0]),
+        [
+            &mut m.rx_stages,
+            &mut m.rx_socks,
+            &mut m.rx_scratch,
+            &mut m.rx_count,
+            &mut m.rx_clock,
+        ],
+        spec.max_connections,
+        "the receive stages'",
+    )?;
     for part in PARTS {
         for c in part.candidates {
             for (prog, _) in c.progs {
@@ -262,6 +253,25 @@ pub(super) fn open_for<'obj>(
         }
     }
     Ok(open)
+}
+
+/// A part's maps (`maps[0]`: its per-connection map, sized to
+/// `max_connections`), created only when the part's programs load (`on`).
+fn part_maps<const N: usize>(
+    on: bool,
+    maps: [&mut libbpf_rs::OpenMapMut<'_>; N],
+    max_connections: u32,
+    what: &str,
+) -> Result<(), Error> {
+    for (i, m) in maps.into_iter().enumerate() {
+        m.set_autocreate(on)
+            .map_err(|e| Error::bpf(format!("leaving out {what} maps"), e))?;
+        if i == 0 {
+            m.set_max_entries(max_connections.max(1))
+                .map_err(|e| Error::bpf(format!("sizing {what} map"), e))?;
+        }
+    }
+    Ok(())
 }
 
 /// Loads `candidate`'s programs alone (a small connection map): what the
