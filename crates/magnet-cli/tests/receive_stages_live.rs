@@ -103,3 +103,36 @@ fn receive_stages_agree_with_so_timestamping() {
         );
     }
 }
+
+/// magnetd turns the kernel's receive stamps on itself: a connection whose
+/// application never asks for them has its packets stamped too (unless the
+/// stamps were off, `unstamped` would count them all: nothing else here asks
+/// for stamps, on a host where no other program does).
+#[test]
+fn packets_are_stamped_without_the_application_asking() {
+    if !live_or_skip(
+        "packets_are_stamped_without_the_application_asking",
+        &[Need::Btf],
+    ) {
+        return;
+    }
+    let d = Magnetd::start_with("receive_stages_every = 1\n");
+    if d.client().host().unwrap().health.receive_latency != "rx_stamps" {
+        eprintln!("skipped: no receive stages here");
+        return;
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (mut peer, _) = l.accept().unwrap();
+    let mut buf = [0u8; 100];
+    for _ in 0..5 {
+        std::io::Write::write_all(&mut c, &buf).unwrap();
+        std::io::Read::read_exact(&mut peer, &mut buf).unwrap();
+    }
+    let conn = d.client().connection_of(&peer).unwrap();
+    let got = conn.latency.receive.expect("receive stages");
+    assert_eq!((got.packets, got.unstamped, got.lost), (5, 0, 0), "{got:?}");
+    for (stage, h) in got.named() {
+        assert_eq!(h.iter().sum::<u64>(), 5, "{stage}: {got:?}");
+    }
+}
