@@ -18,7 +18,7 @@ use magnet_testkit::{live_or_skip, Need, Netns, Side, Veth};
 use serde_json::Value;
 
 mod common;
-use common::{build_fixture, slots, within_one_slot, Magnetd};
+use common::{build_fixture, http_get, slots, within_one_slot, Magnetd};
 
 const MESSAGES: usize = 30;
 const SIZE: usize = 1000;
@@ -135,4 +135,19 @@ fn packets_are_stamped_without_the_application_asking() {
     for (stage, h) in got.named() {
         assert_eq!(h.iter().sum::<u64>(), 5, "{stage}: {got:?}");
     }
+    // and per cgroup in /metrics (this test's cgroup: at least these 5)
+    let (_, body) = http_get(d.http, "/metrics");
+    let want = format!(
+        "magnet_cgroup_receive_stage_seconds_count{{cgroup=\"{}\",",
+        conn.cgroup_id
+    );
+    let counts: Vec<u64> = body
+        .lines()
+        .filter(|l| l.starts_with(&want))
+        .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+        .collect();
+    assert!(
+        counts.len() == 3 && counts.iter().all(|&n| n >= 5),
+        "{want}: {counts:?} in\n{body}"
+    );
 }

@@ -358,3 +358,15 @@ pub fn within_one_slot(magnetd: &[u64], oracle: &[u64], spare: u64) -> Option<St
     }
     None
 }
+
+/// GET `path` from 127.0.0.1:`port` (HTTP/1.0): the head and the body.
+pub fn http_get(port: u16, path: &str) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (head.to_string(), body.to_string())
+}

@@ -6,7 +6,7 @@ use super::Out;
 use std::collections::BTreeMap;
 
 use crate::daemon::Shared;
-use magnet_client::{Connection, SendStages};
+use magnet_client::{Connection, ReceiveStages, SendStages};
 
 /// The method of each selected connection, and the stage histograms of
 /// those timed by TX timestamps.
@@ -76,16 +76,45 @@ pub(super) fn write_cgroup_stages(o: &mut Out, shared: &Shared, by: &BTreeMap<u6
         Some("seconds"),
         "magnet_connection_send_stage_seconds summed over the connections whose last caller is in this cgroup, reaped connections included (every connection timed by TX timestamps, not only those [metrics] selects).",
     );
-    for (cgroup, s) in by.iter().take(MAX_CGROUP_SERIES) {
+    let rows = by.iter().map(|(c, s)| (*c, s.named().to_vec()));
+    write_per_cgroup(o, shared, name, rows);
+}
+
+/// The receive stage histograms per cgroup, as [`write_cgroup_stages`].
+pub(super) fn write_cgroup_receive(
+    o: &mut Out,
+    shared: &Shared,
+    by: &BTreeMap<u64, ReceiveStages>,
+) {
+    let name = "magnet_cgroup_receive_stage_seconds";
+    o.family(
+        name,
+        "histogram",
+        Some("seconds"),
+        "magnet_connection_receive_stage_seconds summed over the connections whose last caller is in this cgroup, reaped connections included (every connection with sampled packets, not only those [metrics] selects).",
+    );
+    let rows = by.iter().map(|(c, s)| (*c, s.named().to_vec()));
+    write_per_cgroup(o, shared, name, rows);
+}
+
+/// One histogram per cgroup and stage (`rows`: cgroup id → its stages), at
+/// most MAX_CGROUP_SERIES cgroups, labelled with the cgroup's container.
+fn write_per_cgroup<'a>(
+    o: &mut Out,
+    shared: &Shared,
+    name: &str,
+    rows: impl Iterator<Item = (u64, Vec<(&'static str, &'a [u64])>)>,
+) {
+    for (cgroup, stages) in rows.take(MAX_CGROUP_SERIES) {
         let id = cgroup.to_string();
         let container = shared
             .label(Connection {
-                cgroup_id: *cgroup,
+                cgroup_id: cgroup,
                 ..Connection::default()
             })
             .container
             .unwrap_or_default();
-        for (stage, slots) in s.named() {
+        for (stage, slots) in stages {
             let l = [
                 ("cgroup", id.as_str()),
                 ("container", container.as_str()),

@@ -169,6 +169,7 @@ pub fn attach(
         drops: handle(&skel.maps.drop_reasons, "drop reason")?,
         stages: super::stages::map_handle(&plan, &skel),
         rx: super::receive::maps(&plan, &skel),
+        rx_gone: Mutex::new(BTreeMap::new()),
         stages_gone: Mutex::new(BTreeMap::new()),
         every,
         tcp,

@@ -37,6 +37,8 @@ pub struct Reader {
     pub(super) every: crate::config::StagesEvery,
     /// The receive stages' maps (the `receive_latency` part).
     pub(super) rx: Option<super::receive::RxMaps>,
+    /// The receive stages of reaped connections, summed per cgroup.
+    pub(super) rx_gone: Mutex<BTreeMap<u64, magnet_client::ReceiveStages>>,
     pub(super) tcp: TcpSource,
     /// Reads of the TCP counters that failed (health, served in /metrics).
     pub(super) refresh_failures: std::sync::atomic::AtomicU64,
@@ -475,7 +477,7 @@ impl Reader {
             .map(u64::from_ne_bytes)
             .collect();
         self.reap_stages(&live, &cgroups);
-        self.reap_receive(&live);
+        self.reap_receive(&live, &cgroups);
         kept.sort_unstable();
         kept.dedup();
         kept

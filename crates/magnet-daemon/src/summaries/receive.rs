@@ -3,11 +3,11 @@
 //! asks for receive stamps, so the kernel stamps every packet), the clock
 //! offset the programs need, and each connection's stage histograms.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{FromRawFd, OwnedFd};
 
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
-use magnet_client::ReceiveStages;
+use magnet_client::{Connection, ReceiveStages};
 use magnet_kernel::plan::Plan;
 
 use crate::config::PacketHooks;
@@ -124,6 +124,17 @@ fn decode(raw: &[u8]) -> Option<ReceiveStages> {
     })
 }
 
+/// Adds `b`'s counts into `a`, slot by slot.
+fn add(a: &mut ReceiveStages, b: &ReceiveStages) {
+    a.packets += b.packets;
+    a.unstamped += b.unstamped;
+    a.lost += b.lost;
+    a.sample_every = a.sample_every.max(b.sample_every);
+    super::stages::add_slots(&mut a.device_to_queue, &b.device_to_queue);
+    super::stages::add_slots(&mut a.queue_to_read, &b.queue_to_read);
+    super::stages::add_slots(&mut a.device_to_read, &b.device_to_read);
+}
+
 impl Reader {
     /// Gives each record its receive stages, where it has any.
     pub(super) fn add_receive(&self, recs: &mut [Record]) {
@@ -146,18 +157,47 @@ impl Reader {
     }
 
     /// Removes the receive stages of connections whose records are gone
-    /// (`kept`: the cookies still in the connection map).
-    pub(super) fn reap_receive(&self, kept: &BTreeSet<u64>) {
+    /// (`kept`: the cookies still in the connection map), adding them to
+    /// their cgroup's (`cgroups`: cookie → cgroup id, read before the reap).
+    pub(super) fn reap_receive(&self, kept: &BTreeSet<u64>, cgroups: &BTreeMap<u64, u64>) {
         let Some(m) = &self.rx else {
             return;
         };
         for k in m.stages.keys() {
-            let gone = <[u8; 8]>::try_from(k.as_slice())
-                .is_ok_and(|c| !kept.contains(&u64::from_ne_bytes(c)));
-            if gone {
-                let _ = m.stages.delete(&k);
+            let Ok(c) = <[u8; 8]>::try_from(k.as_slice()) else {
+                continue;
+            };
+            let cookie = u64::from_ne_bytes(c);
+            if kept.contains(&cookie) {
+                continue;
+            }
+            let s = m.stages.lookup(&k, MapFlags::ANY).ok().flatten();
+            if m.stages.delete(&k).is_err() {
+                continue;
+            }
+            if let (Some(cg), Some(mut s)) = (cgroups.get(&cookie), s.as_deref().and_then(decode)) {
+                s.sample_every = self.every.receive;
+                if let Ok(mut g) = self.rx_gone.lock() {
+                    add(g.entry(*cg).or_default(), &s);
+                }
             }
         }
+    }
+
+    /// Receive stages per cgroup: those of its connections now (`conns`)
+    /// and of its reaped ones. Only cgroups with sampled packets.
+    pub fn cgroup_receive<'a>(
+        &self,
+        conns: impl IntoIterator<Item = &'a Connection>,
+    ) -> BTreeMap<u64, ReceiveStages> {
+        let mut by = self.rx_gone.lock().map(|g| g.clone()).unwrap_or_default();
+        for c in conns {
+            if let Some(s) = &c.latency.receive {
+                add(by.entry(c.cgroup_id).or_default(), s);
+            }
+        }
+        by.retain(|_, s| s.packets > 0);
+        by
     }
 }
 

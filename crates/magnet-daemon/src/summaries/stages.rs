@@ -92,12 +92,17 @@ pub(crate) fn add(a: &mut SendStages, b: &SendStages) {
         (&mut a.send_to_ack, &b.send_to_ack),
     ];
     for (x, y) in pairs {
-        if x.len() < y.len() {
-            x.resize(y.len(), 0);
-        }
-        for (i, n) in y.iter().enumerate() {
-            x[i] += n;
-        }
+        add_slots(x, y);
+    }
+}
+
+/// Adds histogram `y` into `x`, slot by slot, whatever the lengths.
+pub(super) fn add_slots(x: &mut Vec<u64>, y: &[u64]) {
+    if x.len() < y.len() {
+        x.resize(y.len(), 0);
+    }
+    for (i, n) in y.iter().enumerate() {
+        x[i] += n;
     }
 }
 
