@@ -254,3 +254,43 @@ fn a_restart_times_connections_established_before_it() {
     drop(c);
     reader.join().unwrap();
 }
+
+/// With `send_stages_every = 4` one send call in four is timed, the first
+/// included: 5 of 20, each through every stage, and the API says 4.
+#[test]
+fn one_send_call_in_n_is_timed() {
+    if !live_or_skip("one_send_call_in_n_is_timed", &[Need::Btf]) {
+        return;
+    }
+    let d = Magnetd::start_with("send_stages_every = 4\n");
+    if d.client().host().unwrap().health.send_latency != "tx_timestamps" {
+        eprintln!("skipped: no TX timestamp callbacks here");
+        return;
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    c.set_nodelay(true).unwrap();
+    let (mut peer, _) = l.accept().unwrap();
+    let mut buf = [7u8; 1000];
+    for _ in 0..20 {
+        // each call's data read (and so acked) before the next
+        std::io::Write::write_all(&mut c, &buf).unwrap();
+        std::io::Read::read_exact(&mut peer, &mut buf).unwrap();
+    }
+    let mut client = d.client();
+    let mut s = None;
+    for _ in 0..100 {
+        s = client.connection_of(&c).unwrap().latency.stages;
+        if s.as_ref()
+            .is_some_and(|s| s.send_to_ack.iter().sum::<u64>() >= 5)
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let s = s.expect("stages");
+    assert_eq!((s.sends, s.sample_every, s.unmatched), (5, 4, 0), "{s:?}");
+    for (stage, slots) in s.named() {
+        assert_eq!(slots.iter().sum::<u64>(), 5, "{stage}: {s:?}");
+    }
+}
