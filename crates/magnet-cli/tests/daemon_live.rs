@@ -24,7 +24,9 @@ use magnet_client::{socket_cookie, Client, Connection};
 use magnet_testkit::{live_or_skip, Need};
 
 mod common;
-use common::{free_port, magnetd_conf, prom_query, prom_value, prometheus, MAGNETD_READY};
+use common::{
+    free_port, http_get, magnetd_conf, prom_query, prom_value, prometheus, MAGNETD_READY,
+};
 
 /// A magnetd process with its own config, socket and port.
 struct Daemon {
@@ -215,16 +217,6 @@ fn transfer(listener: TcpListener, n: usize, size: usize) -> (TcpStream, TcpStre
     c.shutdown(Shutdown::Write).unwrap();
     let (s, reads) = server.join().unwrap();
     (c, s, reads)
-}
-
-fn http_get(port: u16, path: &str) -> (String, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
-    (head.to_string(), body.to_string())
 }
 
 fn live(name: &str) -> bool {
@@ -1746,9 +1738,12 @@ fn deny_matrix_each_single_denial() {
     // without the TX timestamp callbacks (or their socket storage): send
     // latency is the sampled app_to_wire
     let sampled = "stack_latency through sampled: sock_ops+tp_btf/tcp_sendmsg_locked: ";
+    // without the receive stages' hooks (or their socket storage): receive
+    // latency is the sampled wire_to_app
+    let rx = "receive_latency through sampled: tp_btf/tcp_probe+tp_btf/sock_recv_length: ";
     let cases: &[(&str, &[&str], &[&str])] = &[
         ("iter", &[], &[sock_diag]),
-        ("sk_storage", &[], &[sock_diag, sampled]),
+        ("sk_storage", &[], &[sock_diag, sampled, rx]),
         ("tp_btf/sock_send_length", &["app"], &[]),
         ("tp_btf/sys_exit", &[], &[per_send]),
         ("tp_btf/io_uring_complete", &[], &[per_send]),
@@ -1756,6 +1751,7 @@ fn deny_matrix_each_single_denial() {
         ("tp_btf/tcp_retransmit_skb", &["retransmits"], &[]),
         ("tp_btf/kfree_skb", &["drops"], &[]),
         ("tp_btf/tcp_sendmsg_locked", &[], &[sampled]),
+        ("tp_btf/tcp_probe", &[], &[rx]),
         ("cgroup_skb", &["packets"], &[]),
         ("sock_ops", &[], &[sampled]),
         // kinds magnetd does not use: nothing changes

@@ -24,24 +24,13 @@ use magnet_testkit::{live_or_skip, Need, Netns, Recorder};
 use serde_json::Value;
 
 mod common;
-use common::{free_port, magnetd_conf, tmp, Magnetd, MAGNET, MAGNETD_READY};
+use common::{
+    build_fixture, free_port, magnetd_conf, slots, within_one_slot, Magnetd, MAGNET, MAGNETD_READY,
+};
 
 /// tests/fixtures/send_stages.c, built.
 fn oracle_bin() -> std::path::PathBuf {
-    let bin = tmp("send_stages");
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/send_stages.c");
-    let out = Command::new("cc")
-        .args(["-O2", "-Wall", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "building {src}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    bin
+    build_fixture("send_stages")
 }
 
 /// Sends made by the oracle one at a time: sizes from 100 B to 1 MB in
@@ -53,32 +42,6 @@ const SENDS: usize = 36;
 /// (MSG_MORE): only the third's last byte is stamped (for both), so the
 /// stamps must be matched to their call by that byte (tskey), not by order.
 const BURSTS: usize = 6;
-
-/// Why `magnetd` and `oracle` (slot counts) do not agree within one slot
-/// (see the head of this file), allowing `spare` samples more than one slot
-/// apart; None when they do.
-fn within_one_slot(magnetd: &[u64], oracle: &[u64], spare: u64) -> Option<String> {
-    let (tm, to): (u64, u64) = (magnetd.iter().sum(), oracle.iter().sum());
-    if tm != to {
-        return Some(format!("{tm} samples, the oracle {to}"));
-    }
-    let cum = |h: &[u64], k: usize| h.iter().take(k + 1).sum::<u64>();
-    for k in 0..magnetd.len().max(oracle.len()) {
-        let (m, o) = (cum(magnetd, k), cum(oracle, k));
-        let (m1, o1) = if k == 0 {
-            (0, 0)
-        } else {
-            (cum(magnetd, k - 1), cum(oracle, k - 1))
-        };
-        if m + spare < o1 || o + spare < m1 {
-            return Some(format!(
-                "more than one slot apart at slot {k}: {m} samples up to it, the oracle {o} \
-                 (up to the slot before: {m1}, the oracle {o1})"
-            ));
-        }
-    }
-    None
-}
 
 /// Why some of magnetd's samples are later than the oracle's (in slots:
 /// fewer samples up to some slot), for a stage the oracle starts earlier
@@ -94,14 +57,6 @@ fn later_than_oracle(magnetd: &[u64], oracle: &[u64]) -> Option<String> {
                 cum(oracle, k)
             )
         })
-}
-
-fn slots(v: &Value) -> Vec<u64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect()
 }
 
 /// Every send of a connection made after magnetd started is in its stages,
@@ -120,7 +75,8 @@ fn send_stages_agree_with_so_timestamping() {
     ) {
         return;
     }
-    let d = Magnetd::start();
+    // every send call timed (the default times one in 16)
+    let d = Magnetd::start_with("send_stages_every = 1\n");
     let health = d.client().host().unwrap().health;
     if health.send_latency != "tx_timestamps" {
         eprintln!(
@@ -168,6 +124,7 @@ fn send_stages_agree_with_so_timestamping() {
         "the bursts' corked calls were stamped: nothing here needs the tskey: {want}"
     );
     assert_eq!(got.sends, calls, "{got:?}");
+    assert_eq!(got.sample_every, 1, "{got:?}");
     assert_eq!(got.unmatched, 0, "{got:?}");
     // The sends spread (so a stage measured between the wrong stamps could
     // not agree by luck): send_to_ack over at least four slots.
@@ -256,7 +213,7 @@ fn a_restart_times_connections_established_before_it() {
     ) {
         return;
     }
-    let first = Magnetd::start();
+    let first = Magnetd::start_with("send_stages_every = 1\n");
     if first.client().host().unwrap().health.send_latency != "tx_timestamps" {
         eprintln!("skipped: no TX timestamp callbacks here");
         return;
@@ -269,7 +226,7 @@ fn a_restart_times_connections_established_before_it() {
         while std::io::Read::read(&mut peer, &mut buf).unwrap_or(0) > 0 {}
     });
     drop(first);
-    let d = Magnetd::start();
+    let d = Magnetd::start_with("send_stages_every = 1\n");
     for _ in 0..3 {
         std::io::Write::write_all(&mut c, &[7u8; 1000]).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -296,4 +253,44 @@ fn a_restart_times_connections_established_before_it() {
     }
     drop(c);
     reader.join().unwrap();
+}
+
+/// With `send_stages_every = 4` one send call in four is timed, the first
+/// included: 5 of 20, each through every stage, and the API says 4.
+#[test]
+fn one_send_call_in_n_is_timed() {
+    if !live_or_skip("one_send_call_in_n_is_timed", &[Need::Btf]) {
+        return;
+    }
+    let d = Magnetd::start_with("send_stages_every = 4\n");
+    if d.client().host().unwrap().health.send_latency != "tx_timestamps" {
+        eprintln!("skipped: no TX timestamp callbacks here");
+        return;
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    c.set_nodelay(true).unwrap();
+    let (mut peer, _) = l.accept().unwrap();
+    let mut buf = [7u8; 1000];
+    for _ in 0..20 {
+        // each call's data read (and so acked) before the next
+        std::io::Write::write_all(&mut c, &buf).unwrap();
+        std::io::Read::read_exact(&mut peer, &mut buf).unwrap();
+    }
+    let mut client = d.client();
+    let mut s = None;
+    for _ in 0..100 {
+        s = client.connection_of(&c).unwrap().latency.stages;
+        if s.as_ref()
+            .is_some_and(|s| s.send_to_ack.iter().sum::<u64>() >= 5)
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let s = s.expect("stages");
+    assert_eq!((s.sends, s.sample_every, s.unmatched), (5, 4, 0), "{s:?}");
+    for (stage, slots) in s.named() {
+        assert_eq!(slots.iter().sum::<u64>(), 5, "{stage}: {s:?}");
+    }
 }

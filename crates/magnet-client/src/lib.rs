@@ -34,6 +34,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod stages;
+pub use stages::{ReceiveStages, SendStages};
+
 pub mod layers;
 pub use layers::{CgroupLayers, LayerRow};
 
@@ -160,48 +163,19 @@ pub struct Latency {
     /// 0 with `"off"`, e.g. about 0.05 with the default 100 ms of every 2 s.
     #[serde(default)]
     pub coverage: f64,
-    /// How this connection's send path is timed: `"tx_timestamps"` (every
-    /// send call, by the kernel's TX timestamp callbacks: `stages`),
+    /// How this connection's send path is timed: `"tx_timestamps"` (a
+    /// sample of send calls, by the kernel's TX timestamp callbacks: `stages`),
     /// `"sampled"` (`app_to_wire` only) or `"off"` (neither).
     #[serde(default)]
     pub method: String,
     /// The send path's stages (with `method` `"tx_timestamps"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<SendStages>,
-}
-
-/// The send path of every send call, in stages, from the kernel's TX
-/// timestamp callbacks (Linux 6.15+) at the call's last byte: histograms in
-/// the same log2-µs slots as [`Latency`]'s.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct SendStages {
-    /// Send calls stamped.
-    pub sends: u64,
-    /// Stamps whose send call was no longer known (its pending entry was
-    /// evicted, or its last byte was merged into a later call's).
-    pub unmatched: u64,
-    /// From the start of the send call to its last byte reaching the
-    /// device's queue (qdisc): TCP/IP.
-    pub to_qdisc: Vec<u64>,
-    /// From the queue to the driver (the qdisc's own delay).
-    pub qdisc_to_device: Vec<u64>,
-    /// From the driver to the ACK of the last byte (the network and the
-    /// peer).
-    pub device_to_ack: Vec<u64>,
-    /// From the start of the send call to the ACK of its last byte.
-    pub send_to_ack: Vec<u64>,
-}
-
-impl SendStages {
-    /// The stages by name, in path order.
-    pub fn named(&self) -> [(&'static str, &[u64]); 4] {
-        [
-            ("to_qdisc", &self.to_qdisc),
-            ("qdisc_to_device", &self.qdisc_to_device),
-            ("device_to_ack", &self.device_to_ack),
-            ("send_to_ack", &self.send_to_ack),
-        ]
-    }
+    /// The receive path's stages of a sample of this connection's TCP data
+    /// packets (with /health's `receive_latency` `"rx_stamps"`; absent
+    /// until one sampled packet was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive: Option<ReceiveStages>,
 }
 
 /// What magnetd knows about one connection.
@@ -313,6 +287,12 @@ pub struct Health {
     /// got), `"sampled"` (the per-packet programs' `app_to_wire`) or `"off"`.
     #[serde(default)]
     pub send_latency: String,
+    /// How receive paths are timed (the `receive_latency` part):
+    /// `"rx_stamps"` (a sample of TCP data packets, each connection's
+    /// `latency.receive`), `"sampled"` (the per-packet programs'
+    /// `wire_to_app`) or `"off"`.
+    #[serde(default)]
+    pub receive_latency: String,
     /// The last failed read of the TCP counters (iterator or sock_diag).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_counters_error: Option<String>,

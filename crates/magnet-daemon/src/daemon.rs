@@ -232,6 +232,7 @@ pub fn run(
         config.max_connections,
         config.packet_hooks,
         config.app_calls,
+        config.stages_every,
     )?;
     log_attached(&attached, &reader, &config, &log);
     let unix = match &config.socket {
@@ -494,9 +495,10 @@ fn reload(shared: &Arc<Shared>, config_path: Option<&Path>, sampler: &mut Option
         || new.max_connections != old.max_connections
         || new.packet_hooks != old.packet_hooks
         || new.app_calls != old.app_calls
+        || new.stages_every != old.stages_every
     {
         shared.log(
-            "reload: http, socket, max_connections, app_calls and packet_hooks/packet_window/packet_period change only on restart",
+            "reload: http, socket, max_connections, app_calls, *_stages_every and packet_hooks/packet_window/packet_period change only on restart",
         );
     }
     if new.sample != old.sample {

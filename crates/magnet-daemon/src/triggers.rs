@@ -33,9 +33,9 @@ fn stall_watched(r: &crate::summaries::Record, ports: &[u16]) -> bool {
 }
 
 /// Samples in histogram slots at or above `threshold` (slot i holds
-/// [2^i, 2^(i+1)) microseconds): app→wire, wire→app, and the send stages
+/// [2^i, 2^(i+1)) microseconds): app→wire, wire→app, the send stages
 /// inside this host (to the qdisc, qdisc to device; not the network's
-/// device→ACK).
+/// device→ACK) and the receive path (device → read, the sampled packets).
 fn slow_samples(c: &magnet_client::Connection, threshold: Duration) -> u64 {
     let us = threshold.as_micros().max(1) as u64;
     let first = 63 - us.leading_zeros() as usize; // floor(log2(us))
@@ -45,6 +45,7 @@ fn slow_samples(c: &magnet_client::Connection, threshold: Duration) -> u64 {
         Some(&c.latency.wire_to_app),
         stages.map(|s| &s.to_qdisc),
         stages.map(|s| &s.qdisc_to_device),
+        c.latency.receive.as_ref().map(|r| &r.device_to_read),
     ]
     .into_iter()
     .flatten()
@@ -251,5 +252,12 @@ mod tests {
             ..SendStages::default()
         });
         assert_eq!(slow_samples(&c, t), 1 + 2 + 3);
+        c.latency.receive = Some(magnet_client::ReceiveStages {
+            device_to_queue: vec![0, 0, 0, 0, 9],
+            queue_to_read: vec![0, 0, 0, 0, 9],
+            device_to_read: vec![4, 0, 0, 0, 0, 4],
+            ..Default::default()
+        });
+        assert_eq!(slow_samples(&c, t), 1 + 2 + 3 + 4);
     }
 }

@@ -392,3 +392,68 @@ pub fn prom_query(port: u16, query: &str) -> Result<serde_json::Value, String> {
     let (_, body) = out.split_once("\r\n\r\n").ok_or("no HTTP body")?;
     serde_json::from_str(body).map_err(|e| format!("{e}: {body}"))
 }
+
+/// tests/fixtures/NAME.c, built (cc -O2) into the scratch directory.
+pub fn build_fixture(name: &str) -> PathBuf {
+    let bin = tmp(name);
+    let src = format!("{}/tests/fixtures/{name}.c", env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("cc")
+        .args(["-O2", "-Wall", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "building {src}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bin
+}
+
+/// A JSON array of slot counts.
+pub fn slots(v: &serde_json::Value) -> Vec<u64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+/// Why `magnetd` and `oracle` (slot counts) do not agree within one slot
+/// (both count the same samples, and with C(k) the samples in slots 0..=k, for every k: C_magnetd(k) + spare >= C_oracle(k-1) and C_oracle(k) + spare >= C_magnetd(k-1)), allowing `spare` samples more than one slot
+/// apart; None when they do.
+pub fn within_one_slot(magnetd: &[u64], oracle: &[u64], spare: u64) -> Option<String> {
+    let (tm, to): (u64, u64) = (magnetd.iter().sum(), oracle.iter().sum());
+    if tm != to {
+        return Some(format!("{tm} samples, the oracle {to}"));
+    }
+    let cum = |h: &[u64], k: usize| h.iter().take(k + 1).sum::<u64>();
+    for k in 0..magnetd.len().max(oracle.len()) {
+        let (m, o) = (cum(magnetd, k), cum(oracle, k));
+        let (m1, o1) = if k == 0 {
+            (0, 0)
+        } else {
+            (cum(magnetd, k - 1), cum(oracle, k - 1))
+        };
+        if m + spare < o1 || o + spare < m1 {
+            return Some(format!(
+                "more than one slot apart at slot {k}: {m} samples up to it, the oracle {o} \
+                 (up to the slot before: {m1}, the oracle {o1})"
+            ));
+        }
+    }
+    None
+}
+
+/// GET `path` from 127.0.0.1:`port` (HTTP/1.0): the head and the body.
+pub fn http_get(port: u16, path: &str) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (head.to_string(), body.to_string())
+}

@@ -18,9 +18,11 @@
  *   tp_btf/tcp_sendmsg_locked         6.5+     the start of each send call of such a
  *                                              socket (the callbacks come at its end)
  *
- * Every send call of a timed connection is measured (no sampling): the
- * stamps of the call's last byte (skb tskey = its sequence number), as
- * SO_TIMESTAMPING with OPT_ID reports them to an application:
+ * One send call in `stage_every` of a timed connection is measured (chosen
+ * at the call's start in stages_send; the others ask for no stamps, so the
+ * kernel makes no SCHED/SND_SW/ACK callbacks for them): the stamps of the
+ * call's last byte (skb tskey = its sequence number), as SO_TIMESTAMPING
+ * with OPT_ID reports them to an application:
  *
  *   to_qdisc         call start → SCHED (the skb reaches the device's queue)
  *   qdisc_to_device  SCHED → SND_SW (the driver takes it)
@@ -38,6 +40,10 @@
 #define MG_STAGE_DEVICE_TO_ACK 2
 #define MG_STAGE_SEND_TO_ACK 3
 #define MG_STAGES 4
+
+/* Time one send call in this many per socket (1: every call); set by user
+ * space before load (config `send_stages_every`). */
+const volatile __u32 stage_every = 1;
 
 #ifndef SOL_SOCKET
 #define SOL_SOCKET 1
@@ -68,11 +74,14 @@ struct mg_send_slot {
 };
 
 struct mg_stage_sk {
-	__u64 send_start_ns;     /* start of the send call now in the socket
-				    (0: none) */
+	__u64 send_start_ns;     /* start of the send call now in the socket,
+				    when it is timed */
 	__u64 send_msg;          /* that call's msghdr (the call's identity) */
 	__u32 next;              /* calls stamped: the ring's write position */
-	__u32 _pad;
+	__u32 calls;             /* calls started (the sampling's count) */
+	__u32 open;              /* a call is in the socket (its SENDMSG
+				    callback not yet seen) */
+	__u32 timed;             /* … and it is one of the sample */
 	struct mg_send_slot slot[MG_STAGE_PENDING];
 };
 
@@ -160,20 +169,34 @@ static __always_inline void stages_sendmsg(struct bpf_sock_ops *skops, __u64 coo
 	 * on is timed from its next call on */
 	struct mg_stage_sk *p =
 		bpf_sk_storage_get(&stage_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!p)
+		return;
+	/* the call's start was seen and it is one of the sample: the others
+	 * ask for no stamps. A socket whose callbacks an earlier magnetd
+	 * turned on has its storage made here, at its first call's end: that
+	 * call is the first of the sample, timed from here. */
+	int timed = p->open ? p->timed : !p->calls;
+	if (!p->open && !p->calls)
+		p->calls = 1;
+	__u64 start = p->send_start_ns;
+	p->open = 0;
+	p->timed = 0;
+	p->send_start_ns = 0;
+	p->send_msg = 0;
+	if (!timed)
+		return;
 	struct mg_stages *s = stages_of(cookie);
-	if (!p || !s || bpf_sock_ops_enable_tx_tstamp(k, 0))
+	if (!s || bpf_sock_ops_enable_tx_tstamp(k, 0))
 		return;
 	struct mg_send_slot *q = &p->slot[p->next & (MG_STAGE_PENDING - 1)];
 	if (q->busy)
 		__sync_fetch_and_add(&s->unmatched, 1);
 	q->tskey = skops_tskey(k);
 	q->busy = 1;
-	q->start_ns = p->send_start_ns ? p->send_start_ns : bpf_ktime_get_ns();
+	q->start_ns = start ? start : bpf_ktime_get_ns();
 	q->sched_ns = 0;
 	q->sw_ns = 0;
 	p->next++;
-	p->send_start_ns = 0;
-	p->send_msg = 0;
 	s->sends++;
 }
 
@@ -234,6 +257,16 @@ int stages_ops(struct bpf_sock_ops *skops)
 	if (op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB && op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB &&
 	    (op < BPF_SOCK_OPS_TSTAMP_SCHED_CB || op > BPF_SOCK_OPS_TSTAMP_SENDMSG_CB))
 		return 1;
+	/* an untimed send call's SENDMSG callback: one storage lookup */
+	if (op == BPF_SOCK_OPS_TSTAMP_SENDMSG_CB) {
+		struct bpf_sock *sk = skops->sk;
+		struct mg_stage_sk *p = sk ? bpf_sk_storage_get(&stage_socks, sk, 0, 0) : NULL;
+		if (p && (p->open ? !p->timed : p->calls != 0)) {
+			p->open = 0;
+			p->timed = 0;
+			return 1;
+		}
+	}
 	__u64 cookie = bpf_get_socket_cookie(skops);
 	if (!cookie)
 		return 1;
@@ -256,8 +289,10 @@ int stages_ops(struct bpf_sock_ops *skops)
 
 /* The start of a send call on a timed socket: the first pass of
  * tcp_sendmsg_locked's copy loop (the tracepoint fires at every pass; a
- * call is known by its msghdr). Its callbacks come at the end of the call,
- * after the data is copied. */
+ * call is known by its msghdr while its SENDMSG callback has not come).
+ * Here the call is chosen for the sample or not (one in `stage_every`, the
+ * socket's first call included); its callbacks come at the end of the
+ * call, after the data is copied. */
 SEC("tp_btf/tcp_sendmsg_locked")
 int BPF_PROG(stages_send, struct sock *sk, const struct msghdr *msg)
 {
@@ -266,9 +301,13 @@ int BPF_PROG(stages_send, struct sock *sk, const struct msghdr *msg)
 	if (!(sk->sk_bpf_cb_flags & SK_BPF_CB_TX_TIMESTAMPING))
 		return 0;
 	struct mg_stage_sk *p = bpf_sk_storage_get(&stage_socks, sk, 0, 0);
-	if (p && (!p->send_start_ns || p->send_msg != (__u64)msg)) {
-		p->send_start_ns = bpf_ktime_get_ns();
-		p->send_msg = (__u64)msg;
-	}
+	if (!p || (p->open && p->send_msg == (__u64)msg))
+		return 0;
+	__u32 every = stage_every;
+	__u32 n = p->calls++;
+	p->open = 1;
+	p->send_msg = (__u64)msg;
+	p->timed = every <= 1 || n % every == 0;
+	p->send_start_ns = p->timed ? bpf_ktime_get_ns() : 0;
 	return 0;
 }

@@ -20,7 +20,9 @@
 //! | `magnet_connection_layer_size_bytes`, `magnet_connection_layer_gap_seconds` | the same, `le` | its unit sizes and gaps between units (`app`, `ip`): histograms with `_sum` and `_count`, log2 buckets with 4 sub-buckets (96 `le` each) |
 //! | `magnet_cgroup_layer_units_total`, `magnet_cgroup_layer_bytes_total`, `magnet_cgroup_layer_size_bytes`, `magnet_cgroup_layer_gap_seconds` | cgroup, container, layer, direction (`le`) | the same per cgroup v2 id (the last caller's), live connections plus those reaped since magnetd started; at most 256 cgroups |
 //! | `magnet_connection_send_latency_method` | the same, `method` (`tx_timestamps`, `sampled`, `off`) | 1: how that connection's send path is timed |
-//! | `magnet_connection_send_stage_seconds` | the same, `stage` (`to_qdisc`, `qdisc_to_device`, `device_to_ack`, `send_to_ack`), `le` | the send path of every send call in stages, from the kernel's TX timestamp callbacks (connections with method `tx_timestamps`) |
+//! | `magnet_connection_send_stage_seconds` | the same, `stage` (`to_qdisc`, `qdisc_to_device`, `device_to_ack`, `send_to_ack`), `le` | the send path of one send call in `send_stages_every` in stages, from the kernel's TX timestamp callbacks (connections with method `tx_timestamps`) |
+//! | `magnet_connection_receive_stage_seconds` | the same, `stage` (`device_to_queue`, `queue_to_read`, `device_to_read`), `le` | a sample of the connection's TCP data packets (one in `receive_stages_every` per CPU) through the receive path: the kernel's receive stamp, TCP queueing it, the read that returned it |
+//! | `magnet_cgroup_receive_stage_seconds` | cgroup, container, stage, `le` | the receive stages summed per cgroup (the last caller's), reaped connections included; at most 256 cgroups |
 //! | `magnet_cgroup_send_stage_seconds` | cgroup, container, stage, `le` | the same summed per cgroup (the last caller's), reaped connections included; at most 256 cgroups |
 //! | `magnet_sample_runs_total`, `magnet_sample_last_*` | interface, interval | the sampler under the daemon: runs stored, last run's totals and peaks, its BPF ns per packet |
 //! | `magnet_bpf_stats_enabled`, `magnet_bpf_run_seconds_total`, `magnet_bpf_runs_total`, `magnet_bpf_ns_per_event`, `magnet_daemon_cpu_seconds_total`, `magnet_daemon_cpu_ns_per_event`, `magnet_cpu_share_ratio` | program (per-program families), part (`bpf`, `daemon`) | what magnetd costs: its programs' run time and runs (the kernel's run-time statistics), its process's CPU, per event and as a share of the machine's CPU since it started |
@@ -121,12 +123,17 @@ pub fn render(shared: &Shared) -> String {
         .collect();
     let cgroups = shared.reader.cgroup_layers(&labelled);
     let cgroup_stages = shared.reader.cgroup_stages(records.iter().map(|r| &r.conn));
+    let cgroup_receive = shared
+        .reader
+        .cgroup_receive(records.iter().map(|r| &r.conn));
     let selected = selected_connections(shared, records);
     write_connections(&mut o, &selected, app);
     layers::write_connection_layers(&mut o, &selected, &connections::identity);
     layers::write_cgroup_layers(&mut o, &cgroups);
     stages::write_stages(&mut o, &selected);
+    stages::write_receive_stages(&mut o, &selected);
     stages::write_cgroup_stages(&mut o, shared, &cgroup_stages);
+    stages::write_cgroup_receive(&mut o, shared, &cgroup_receive);
     write_sampler(&mut o, shared);
     o.0.push_str("# EOF\n");
     o.0

@@ -6,7 +6,7 @@ use super::Out;
 use std::collections::BTreeMap;
 
 use crate::daemon::Shared;
-use magnet_client::{Connection, SendStages};
+use magnet_client::{Connection, ReceiveStages, SendStages};
 
 /// The method of each selected connection, and the stage histograms of
 /// those timed by TX timestamps.
@@ -15,7 +15,7 @@ pub(super) fn write_stages(o: &mut Out, selected: &[Connection]) {
         "magnet_connection_send_latency_method",
         "gauge",
         None,
-        "1 for the method that times this connection's send path: tx_timestamps (every send call, the kernel's TX timestamp callbacks: magnet_connection_send_stage_seconds), sampled (magnet_connection_app_to_wire_seconds only) or off.",
+        "1 for the method that times this connection's send path: tx_timestamps (one send call in send_stages_every, the kernel's TX timestamp callbacks: magnet_connection_send_stage_seconds), sampled (magnet_connection_app_to_wire_seconds only) or off.",
     );
     for c in selected {
         let owned = identity(c);
@@ -31,14 +31,34 @@ pub(super) fn write_stages(o: &mut Out, selected: &[Connection]) {
         "Each send call's last byte through the send path, by stage: to_qdisc (call start to the device's queue), qdisc_to_device (queue to driver), device_to_ack (driver to its ACK), send_to_ack (call start to the ACK); buckets of log2 microseconds; only connections whose method is tx_timestamps.",
     );
     for c in selected {
-        let Some(s) = &c.latency.stages else {
-            continue;
-        };
-        let owned = identity(c);
-        for (stage, slots) in s.named() {
-            let mut l: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            l.push(("stage", stage));
-            write_histogram(o, name, &l, slots);
+        if let Some(s) = &c.latency.stages {
+            write_by_stage(o, name, c, &s.named());
+        }
+    }
+}
+
+/// One histogram per stage of connection `c`, labelled with its identity.
+fn write_by_stage(o: &mut Out, name: &str, c: &Connection, stages: &[(&str, &[u64])]) {
+    let owned = identity(c);
+    for (stage, slots) in stages {
+        let mut l: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        l.push(("stage", stage));
+        write_histogram(o, name, &l, slots);
+    }
+}
+
+/// The receive stage histograms of each selected connection that has any.
+pub(super) fn write_receive_stages(o: &mut Out, selected: &[Connection]) {
+    let name = "magnet_connection_receive_stage_seconds";
+    o.family(
+        name,
+        "histogram",
+        Some("seconds"),
+        "A sample of the connection's TCP data packets (one in receive_stages_every per CPU) through the receive path, by stage: device_to_queue (the kernel's receive stamp to TCP queueing it on the socket), queue_to_read (to the return of the read that got its last byte), device_to_read (both); buckets of log2 microseconds; only connections with a sampled packet read (/health receive_latency rx_stamps).",
+    );
+    for c in selected {
+        if let Some(s) = &c.latency.receive {
+            write_by_stage(o, name, c, &s.named());
         }
     }
 }
@@ -56,16 +76,45 @@ pub(super) fn write_cgroup_stages(o: &mut Out, shared: &Shared, by: &BTreeMap<u6
         Some("seconds"),
         "magnet_connection_send_stage_seconds summed over the connections whose last caller is in this cgroup, reaped connections included (every connection timed by TX timestamps, not only those [metrics] selects).",
     );
-    for (cgroup, s) in by.iter().take(MAX_CGROUP_SERIES) {
+    let rows = by.iter().map(|(c, s)| (*c, s.named().to_vec()));
+    write_per_cgroup(o, shared, name, rows);
+}
+
+/// The receive stage histograms per cgroup, as [`write_cgroup_stages`].
+pub(super) fn write_cgroup_receive(
+    o: &mut Out,
+    shared: &Shared,
+    by: &BTreeMap<u64, ReceiveStages>,
+) {
+    let name = "magnet_cgroup_receive_stage_seconds";
+    o.family(
+        name,
+        "histogram",
+        Some("seconds"),
+        "magnet_connection_receive_stage_seconds summed over the connections whose last caller is in this cgroup, reaped connections included (every connection with sampled packets, not only those [metrics] selects).",
+    );
+    let rows = by.iter().map(|(c, s)| (*c, s.named().to_vec()));
+    write_per_cgroup(o, shared, name, rows);
+}
+
+/// One histogram per cgroup and stage (`rows`: cgroup id → its stages), at
+/// most MAX_CGROUP_SERIES cgroups, labelled with the cgroup's container.
+fn write_per_cgroup<'a>(
+    o: &mut Out,
+    shared: &Shared,
+    name: &str,
+    rows: impl Iterator<Item = (u64, Vec<(&'static str, &'a [u64])>)>,
+) {
+    for (cgroup, stages) in rows.take(MAX_CGROUP_SERIES) {
         let id = cgroup.to_string();
         let container = shared
             .label(Connection {
-                cgroup_id: *cgroup,
+                cgroup_id: cgroup,
                 ..Connection::default()
             })
             .container
             .unwrap_or_default();
-        for (stage, slots) in s.named() {
+        for (stage, slots) in stages {
             let l = [
                 ("cgroup", id.as_str()),
                 ("container", container.as_str()),
@@ -103,6 +152,7 @@ mod tests {
             "tx_timestamps",
             Some(SendStages {
                 sends: 3,
+                sample_every: 1,
                 unmatched: 0,
                 to_qdisc: vec![2, 1],
                 qdisc_to_device: vec![3],
@@ -153,5 +203,33 @@ mod tests {
             "{t}"
         );
         assert_eq!(t.matches("_count{").count(), 4, "{t}");
+    }
+
+    /// Receive stages are histograms by stage, only for connections that
+    /// have them.
+    #[test]
+    fn receive_stages_are_histograms_by_stage() {
+        let mut timed = conn(7, "tx_timestamps", None);
+        timed.latency.receive = Some(magnet_client::ReceiveStages {
+            packets: 2,
+            sample_every: 16,
+            device_to_queue: vec![2],
+            queue_to_read: vec![0, 1, 1],
+            device_to_read: vec![0, 0, 2],
+            ..Default::default()
+        });
+        let mut o = Out(String::new());
+        write_receive_stages(&mut o, &[timed, conn(8, "sampled", None)]);
+        let t = o.0;
+        for want in [
+            "# TYPE magnet_connection_receive_stage_seconds histogram\n",
+            "stage=\"queue_to_read\",le=\"4e-6\"} 1\n",
+            "stage=\"queue_to_read\",le=\"8e-6\"} 2\n",
+            "stage=\"device_to_read\",le=\"+Inf\"} 2\n",
+        ] {
+            assert!(t.contains(want), "{want} in\n{t}");
+        }
+        assert_eq!(t.matches("_count{").count(), 3, "{t}");
+        assert!(!t.contains("cookie=\"8\""), "{t}");
     }
 }

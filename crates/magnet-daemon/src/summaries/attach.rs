@@ -123,6 +123,7 @@ pub fn attach(
     max_connections: u32,
     packet_hooks: PacketHooks,
     app_calls: AppCalls,
+    every: crate::config::StagesEvery,
 ) -> Result<(Attached, Reader), Error> {
     magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
     let cgroup_root = magnet_kernel::cgroup::root().ok_or_else(|| {
@@ -135,7 +136,7 @@ pub fn attach(
     // Run-time statistics on before any program is loaded: magnetd's BPF
     // time counters (/metrics) start at its start.
     let stats = magnet_kernel::cost::enable_run_time_stats();
-    let (mut plan, skel, mut packet_hooks) = load(max_connections, packet_hooks, app_calls)?;
+    let (mut plan, skel, mut packet_hooks) = load(max_connections, packet_hooks, app_calls, every)?;
     let cgroup = std::fs::File::open(&cgroup_root).map_err(|source| Error::Io {
         path: cgroup_root.display().to_string(),
         source,
@@ -167,7 +168,10 @@ pub fn attach(
         host: handle(&skel.maps.host, "host totals")?,
         drops: handle(&skel.maps.drop_reasons, "drop reason")?,
         stages: super::stages::map_handle(&plan, &skel),
+        rx: super::receive::maps(&plan, &skel),
+        rx_gone: Mutex::new(BTreeMap::new()),
         stages_gone: Mutex::new(BTreeMap::new()),
+        every,
         tcp,
         refresh_failures: std::sync::atomic::AtomicU64::new(0),
         last_refresh_error: Mutex::new(None),

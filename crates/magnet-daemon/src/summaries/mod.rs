@@ -12,10 +12,12 @@ mod attach;
 mod interfaces;
 mod plan;
 mod reader;
+mod receive;
 mod stages;
 
 pub use attach::*;
 pub use interfaces::*;
 pub use plan::*;
 pub use reader::*;
+pub use receive::{host_method as receive_method, PART as RECEIVE_LATENCY_PART};
 pub use stages::{host_method, PART as STACK_LATENCY_PART};

@@ -111,6 +111,23 @@ pub const PARTS: &[Part] = &[
         optional: true,
         default_on: true,
     },
+    Part {
+        name: super::receive::PART,
+        group: GROUP,
+        feeds: "the receive path's stages per connection (receive stamp to the socket's queue \
+                to the read) for a sample of TCP data packets; without them receive latency \
+                is the sampled wire_to_app",
+        candidates: &[
+            Candidate::progs(&[
+                ("rx_queue", tp("tcp_probe")),
+                ("rx_read", tp("sock_recv_length")),
+            ])
+            .with_maps(&["sk_storage"]),
+            Candidate::user("sampled"),
+        ],
+        optional: true,
+        default_on: true,
+    },
 ];
 
 /// The group magnetd's parts are in (the first column of `daemon --check`).
@@ -133,6 +150,8 @@ pub(super) fn prog_of<'a, 'obj>(
         "tcp_kstats" => &mut p.tcp_kstats,
         "stages_ops" => &mut p.stages_ops,
         "stages_send" => &mut p.stages_send,
+        "rx_queue" => &mut p.rx_queue,
+        "rx_read" => &mut p.rx_read,
         _ => return None,
     })
 }
@@ -154,6 +173,8 @@ pub(super) fn loaded_prog<'a, 'obj>(
         "tcp_kstats" => &p.tcp_kstats,
         "stages_ops" => &p.stages_ops,
         "stages_send" => &p.stages_send,
+        "rx_queue" => &p.rx_queue,
+        "rx_read" => &p.rx_read,
         _ => return None,
     })
 }
@@ -168,6 +189,8 @@ pub(super) struct LoadSpec<'a> {
     kstats: bool,
     /// … through socket storage and the iterator.
     storage: bool,
+    /// Stage timing's sampling.
+    every: crate::config::StagesEvery,
 }
 
 /// Opens the object and sets it up for `spec` (not loaded yet).
@@ -185,6 +208,8 @@ pub(super) fn open_for<'obj>(
         ro.kstats_on = spec.kstats;
         ro.kstats_storage = spec.kstats && spec.storage;
         ro.calls_at_exit = spec.progs.contains(&"app_sys_exit");
+        ro.stage_every = spec.every.send;
+        ro.rx_every = spec.every.receive;
     }
     open.maps
         .app_pending
@@ -199,19 +224,25 @@ pub(super) fn open_for<'obj>(
         .tcp_socks
         .set_autocreate(spec.kstats && spec.storage)
         .map_err(|e| Error::bpf("leaving out the socket-storage map", e))?;
-    let stages = spec.progs.contains(&super::stages::PROGS[0]);
-    for m in [
-        &mut open.maps.stages,
-        &mut open.maps.stage_socks,
-        &mut open.maps.stages_scratch,
-    ] {
-        m.set_autocreate(stages)
-            .map_err(|e| Error::bpf("leaving out the send stages' maps", e))?;
-    }
-    open.maps
-        .stages
-        .set_max_entries(spec.max_connections.max(1))
-        .map_err(|e| Error::bpf("sizing the send stages' map", e))?;
+    let m = &mut open.maps;
+    part_maps(
+        spec.progs.contains(&super::stages::PROGS[0]),
+        [&mut m.stages, &mut m.stage_socks, &mut m.stages_scratch],
+        spec.max_connections,
+        "the send stages'",
+    )?;
+    part_maps(
+        spec.progs.contains(&super::receive::PROGS[0]),
+        [
+            &mut m.rx_stages,
+            &mut m.rx_socks,
+            &mut m.rx_scratch,
+            &mut m.rx_count,
+            &mut m.rx_clock,
+        ],
+        spec.max_connections,
+        "the receive stages'",
+    )?;
     for part in PARTS {
         for c in part.candidates {
             for (prog, _) in c.progs {
@@ -224,6 +255,25 @@ pub(super) fn open_for<'obj>(
     Ok(open)
 }
 
+/// A part's maps (`maps[0]`: its per-connection map, sized to
+/// `max_connections`), created only when the part's programs load (`on`).
+fn part_maps<const N: usize>(
+    on: bool,
+    maps: [&mut libbpf_rs::OpenMapMut<'_>; N],
+    max_connections: u32,
+    what: &str,
+) -> Result<(), Error> {
+    for (i, m) in maps.into_iter().enumerate() {
+        m.set_autocreate(on)
+            .map_err(|e| Error::bpf(format!("leaving out {what} maps"), e))?;
+        if i == 0 {
+            m.set_max_entries(max_connections.max(1))
+                .map_err(|e| Error::bpf(format!("sizing {what} map"), e))?;
+        }
+    }
+    Ok(())
+}
+
 /// Loads `candidate`'s programs alone (a small connection map): what the
 /// kernel says to them, or None when it takes them.
 pub(super) fn trial(c: &Candidate, packet_hooks: PacketHooks) -> Option<String> {
@@ -234,6 +284,7 @@ pub(super) fn trial(c: &Candidate, packet_hooks: PacketHooks) -> Option<String> 
         packet_hooks,
         kstats: true,
         storage: c.maps.contains(&"sk_storage"),
+        every: crate::config::StagesEvery::ALL,
     };
     let mut storage = MaybeUninit::uninit();
     let open = match open_for(&mut storage, &spec) {
@@ -290,6 +341,7 @@ pub(super) fn load(
     max_connections: u32,
     packet_hooks: PacketHooks,
     app_calls: AppCalls,
+    every: crate::config::StagesEvery,
 ) -> Result<(Plan, SummarySkel<'static>, PacketHooks), Error> {
     let mut refused = Refusals::new();
     let mut tried = false;
@@ -313,6 +365,7 @@ pub(super) fn load(
             packet_hooks: hooks,
             kstats: tcp.is_some(),
             storage: tcp.as_deref() == Some("iter/bpf_sk_storage_map"),
+            every,
         };
         // The skeleton borrows its object storage for its whole life; magnetd
         // loads it once per process (twice when the kernel refuses a
@@ -357,7 +410,7 @@ pub(super) fn load(
 /// when it starts, and nothing is attached. Needs root.
 pub fn check(packet_hooks: PacketHooks, app_calls: AppCalls) -> Result<Plan, Error> {
     magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
-    let (plan, skel, _) = load(1, packet_hooks, app_calls)?;
+    let (plan, skel, _) = load(1, packet_hooks, app_calls, crate::config::StagesEvery::ALL)?;
     drop(skel);
     Ok(plan)
 }

@@ -33,6 +33,12 @@ pub struct Reader {
     pub(super) stages: Option<MapHandle>,
     /// The send stages of reaped connections, summed per cgroup.
     pub(super) stages_gone: Mutex<BTreeMap<u64, magnet_client::SendStages>>,
+    /// Stage timing's sampling (served with the stages).
+    pub(super) every: crate::config::StagesEvery,
+    /// The receive stages' maps (the `receive_latency` part).
+    pub(super) rx: Option<super::receive::RxMaps>,
+    /// The receive stages of reaped connections, summed per cgroup.
+    pub(super) rx_gone: Mutex<BTreeMap<u64, magnet_client::ReceiveStages>>,
     pub(super) tcp: TcpSource,
     /// Reads of the TCP counters that failed (health, served in /metrics).
     pub(super) refresh_failures: std::sync::atomic::AtomicU64,
@@ -198,6 +204,7 @@ pub(super) fn decode(cookie: u64, raw: &[u8], now: u64, windows: &WindowLog) -> 
             mode: windows.mode.name().to_string(),
             method: String::new(),
             stages: None,
+            receive: None,
             coverage: windows
                 .coverage(c.first_ns, if c.closed_ns != 0 { c.closed_ns } else { now }),
         },
@@ -291,6 +298,7 @@ impl Reader {
     /// says its counters are "absent" until its close is seen.
     fn overlay(&self, recs: &mut [Record]) {
         self.add_stages(recs);
+        self.add_receive(recs);
         if !matches!(self.tcp, TcpSource::SockDiag) {
             return;
         }
@@ -469,6 +477,7 @@ impl Reader {
             .map(u64::from_ne_bytes)
             .collect();
         self.reap_stages(&live, &cgroups);
+        self.reap_receive(&live, &cgroups);
         kept.sort_unstable();
         kept.dedup();
         kept
@@ -551,6 +560,11 @@ impl Reader {
         h.health.left_out = self.plan.left_out();
         h.health.fallbacks = self.plan.fallbacks();
         h.health.send_latency = super::stages::host_method(
+            &self.plan,
+            self.windows.lock().map_or(PacketHooks::Off, |w| w.mode),
+        )
+        .to_string();
+        h.health.receive_latency = super::receive::host_method(
             &self.plan,
             self.windows.lock().map_or(PacketHooks::Off, |w| w.mode),
         )

@@ -83,6 +83,7 @@ fn sampled_or_off(packet_hooks: PacketHooks) -> &'static str {
 /// Adds `b`'s counts into `a`, slot by slot.
 pub(crate) fn add(a: &mut SendStages, b: &SendStages) {
     a.sends += b.sends;
+    a.sample_every = a.sample_every.max(b.sample_every);
     a.unmatched += b.unmatched;
     let pairs = [
         (&mut a.to_qdisc, &b.to_qdisc),
@@ -91,12 +92,17 @@ pub(crate) fn add(a: &mut SendStages, b: &SendStages) {
         (&mut a.send_to_ack, &b.send_to_ack),
     ];
     for (x, y) in pairs {
-        if x.len() < y.len() {
-            x.resize(y.len(), 0);
-        }
-        for (i, n) in y.iter().enumerate() {
-            x[i] += n;
-        }
+        add_slots(x, y);
+    }
+}
+
+/// Adds histogram `y` into `x`, slot by slot, whatever the lengths.
+pub(super) fn add_slots(x: &mut Vec<u64>, y: &[u64]) {
+    if x.len() < y.len() {
+        x.resize(y.len(), 0);
+    }
+    for (i, n) in y.iter().enumerate() {
+        x[i] += n;
     }
 }
 
@@ -108,6 +114,7 @@ fn decode(raw: &[u8]) -> Option<SendStages> {
     // SAFETY: length checked; plain old data.
     let s: types::mg_stages = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
     Some(SendStages {
+        sample_every: 0,
         sends: s.sends,
         unmatched: s.unmatched,
         to_qdisc: hist(&s.hist[0]),
@@ -133,6 +140,9 @@ impl Reader {
                     .ok()??;
                 decode(&raw)
             });
+            if let Some(s) = &mut l.stages {
+                s.sample_every = self.every.send;
+            }
             l.method = if l.stages.is_some() {
                 TX_TIMESTAMPS
             } else {
@@ -218,6 +228,7 @@ mod tests {
         };
         let b = SendStages {
             sends: 3,
+            sample_every: 4,
             unmatched: 1,
             to_qdisc: vec![0, 1, 0, 2],
             qdisc_to_device: vec![3],
@@ -229,6 +240,7 @@ mod tests {
             a,
             SendStages {
                 sends: 5,
+                sample_every: 4,
                 unmatched: 1,
                 to_qdisc: vec![1, 2, 0, 2],
                 qdisc_to_device: vec![3],
