@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use magnet_client::{Connection, SendStages};
+use magnet_client::{Connection, ReceiveStages, SendStages};
 use serde::Serialize;
 
 use crate::{quantile_us, rate, us};
@@ -47,6 +47,14 @@ pub struct StageQuantiles {
     pub device_to_ack_p99_us: Option<u64>,
     pub send_to_ack_p50_us: Option<u64>,
     pub send_to_ack_p99_us: Option<u64>,
+    /// The receive path's sampled data packets whose read was seen.
+    pub received_packets: u64,
+    pub device_to_queue_p50_us: Option<u64>,
+    pub device_to_queue_p99_us: Option<u64>,
+    pub queue_to_read_p50_us: Option<u64>,
+    pub queue_to_read_p99_us: Option<u64>,
+    pub device_to_read_p50_us: Option<u64>,
+    pub device_to_read_p99_us: Option<u64>,
 }
 
 /// The layer and stage sums of a row's connections.
@@ -55,6 +63,7 @@ pub(crate) struct LayerAcc {
     /// (layer, dir) → (units, bytes) over the interval.
     deltas: BTreeMap<(String, String), (u64, u64)>,
     stages: SendStages,
+    receive: ReceiveStages,
     methods: std::collections::BTreeSet<String>,
 }
 
@@ -91,6 +100,12 @@ impl LayerAcc {
             add_hist(&mut self.stages.qdisc_to_device, &s.qdisc_to_device);
             add_hist(&mut self.stages.device_to_ack, &s.device_to_ack);
             add_hist(&mut self.stages.send_to_ack, &s.send_to_ack);
+        }
+        if let Some(r) = &now.latency.receive {
+            self.receive.packets += r.packets;
+            add_hist(&mut self.receive.device_to_queue, &r.device_to_queue);
+            add_hist(&mut self.receive.queue_to_read, &r.queue_to_read);
+            add_hist(&mut self.receive.device_to_read, &r.device_to_read);
         }
         if !now.latency.method.is_empty() {
             self.methods.insert(now.latency.method.clone());
@@ -135,6 +150,13 @@ impl LayerAcc {
             device_to_ack_p99_us: quantile_us(&s.device_to_ack, 0.99),
             send_to_ack_p50_us: quantile_us(&s.send_to_ack, 0.5),
             send_to_ack_p99_us: quantile_us(&s.send_to_ack, 0.99),
+            received_packets: self.receive.packets,
+            device_to_queue_p50_us: quantile_us(&self.receive.device_to_queue, 0.5),
+            device_to_queue_p99_us: quantile_us(&self.receive.device_to_queue, 0.99),
+            queue_to_read_p50_us: quantile_us(&self.receive.queue_to_read, 0.5),
+            queue_to_read_p99_us: quantile_us(&self.receive.queue_to_read, 0.99),
+            device_to_read_p50_us: quantile_us(&self.receive.device_to_read, 0.5),
+            device_to_read_p99_us: quantile_us(&self.receive.device_to_read, 0.99),
         }
     }
 
@@ -193,33 +215,37 @@ pub(crate) fn layers_cells(rates: &[LayerRate]) -> String {
 
 pub(crate) fn stages_header() -> String {
     format!(
-        " {:<13} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        " {:<13} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9}",
         "METHOD",
         "SENDS",
-        "Q p50",
         "Q p99",
-        "DEV p50",
         "DEV p99",
-        "ACK p50",
         "ACK p99",
         "S>A p50",
-        "S>A p99"
+        "S>A p99",
+        "RX PKTS",
+        "D>Q p99",
+        "Q>R p99",
+        "D>R p50",
+        "D>R p99"
     )
 }
 
 pub(crate) fn stages_cells(method: &str, q: &StageQuantiles) -> String {
     format!(
-        " {:<13} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        " {:<13} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9}",
         if method.is_empty() { "-" } else { method },
         q.stamped_sends,
-        us(q.to_qdisc_p50_us),
         us(q.to_qdisc_p99_us),
-        us(q.qdisc_to_device_p50_us),
         us(q.qdisc_to_device_p99_us),
-        us(q.device_to_ack_p50_us),
         us(q.device_to_ack_p99_us),
         us(q.send_to_ack_p50_us),
         us(q.send_to_ack_p99_us),
+        q.received_packets,
+        us(q.device_to_queue_p99_us),
+        us(q.queue_to_read_p99_us),
+        us(q.device_to_read_p50_us),
+        us(q.device_to_read_p99_us),
     )
 }
 
@@ -289,5 +315,19 @@ mod tests {
         assert_eq!(q.send_to_ack_p99_us, Some(16));
         assert_eq!(q.qdisc_to_device_p50_us, None);
         assert_eq!(acc.method(), "tx_timestamps");
+        assert_eq!(q.received_packets, 0);
+        assert_eq!(q.device_to_read_p99_us, None);
+        let mut c = Connection::default();
+        c.latency.receive = Some(ReceiveStages {
+            packets: 4,
+            device_to_read: vec![0, 4],
+            queue_to_read: vec![4],
+            ..Default::default()
+        });
+        acc.add(&c, None);
+        let q = acc.stage_quantiles();
+        assert_eq!(q.received_packets, 4);
+        assert_eq!(q.device_to_read_p50_us, Some(4));
+        assert_eq!(q.queue_to_read_p99_us, Some(2));
     }
 }

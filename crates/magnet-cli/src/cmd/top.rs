@@ -24,10 +24,13 @@ redrawn until Ctrl-C; piped, or with --batch, each update is printed after the l
 segments, IP packets) and direction, bytes and units per second, and each
 layer's units per app call (/CALL: how TCP and IP split or merged the calls).
 --view stages: the send path in stages from the kernel's TX timestamp callbacks
-(Linux 6.15+, connections made after magnetd started): p50/p99 of call start to
-the qdisc (Q), qdisc to the driver (DEV), driver to the ACK (ACK) and the whole
-(S>A); METHOD says how each connection's send path is timed (tx_timestamps,
-sampled, off).
+(Linux 6.15+, connections made after magnetd started, one call in
+send_stages_every): p99 of call start to the qdisc (Q), qdisc to the driver
+(DEV), driver to the ACK (ACK), p50/p99 of the whole (S>A); METHOD says how
+each connection's send path is timed (tx_timestamps, sampled, off). Then the
+receive path of a sample of data packets (RX PKTS): p99 of the kernel's receive
+stamp to TCP queueing it (D>Q), queued to the read that returned it (Q>R), and
+p50/p99 of the whole (D>R).
 
 Examples:
   magnet top                          every connection, busiest first
