@@ -21,7 +21,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 
-use common::{magnet_ok, tmp, units, MAGNET};
+use common::{bytes, magnet_ok, tmp, units, MAGNET};
 use magnet_testkit::{
     live_or_skip, run_in_netns, tshark_frames, Capture, Need, Netns, Recorder, Side, Veth,
 };
@@ -58,16 +58,6 @@ fn nft_count(ns: &Netns, chain: &str) -> u64 {
         .nth(1)
         .unwrap_or_else(|| panic!("no counter in {chain}: {text}"));
     after.split_whitespace().next().unwrap().parse().unwrap()
-}
-
-/// The bytes of `layer` in `dir` of a connection of `magnet analyze --json`.
-fn layer_bytes(conn: &Value, layer: &str, dir: &str) -> u64 {
-    conn["modulation"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["layer"] == layer && r["dir"] == dir)
-        .map_or(0, |r| r["bytes"].as_u64().unwrap())
 }
 
 fn mib(ns: &Netns, group: &str, key: &str) -> u64 {
@@ -202,7 +192,7 @@ fn nft_drops_are_drops_and_the_layers_equal_the_capture() {
     let header = *data_headers.iter().next().unwrap();
     want(
         "sender ip out bytes + a header per GSO segment vs the capture's IP bytes",
-        layer_bytes(client, "ip", "out") + sent.saturating_sub(ip_out) * header,
+        bytes(client, "ip", "out") + sent.saturating_sub(ip_out) * header,
         sent_bytes,
     );
     want(

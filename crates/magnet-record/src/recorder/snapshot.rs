@@ -63,7 +63,11 @@ pub(super) fn take(config: &RecordConfig, target: &Target, tasks: &Tasks) -> Res
             .values()
             .flat_map(|(_, inodes)| inodes.iter().map(|(&i, &p)| (i, p)))
             .collect();
-        for entry in std::fs::read_dir("/run/netns").into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir("/run/netns")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             if let Ok(m) = std::fs::metadata(entry.path()) {
                 by_ns
                     .entry(m.ino())
