@@ -49,6 +49,11 @@ impl Flows {
         self.by_key.insert(key, cookie);
     }
 
+    /// The socket of exactly this flow (no wildcard).
+    pub fn find_exact(&self, key: FlowKey) -> Option<u64> {
+        self.by_key.get(&key).copied()
+    }
+
     /// The socket of a flow: exact, then bound to the local address and port
     /// with any remote, then to the port on any address (for an IPv4 packet,
     /// last an IPv6 socket bound to `::`: a dual-stack listener takes IPv4).

@@ -95,6 +95,10 @@ fn funcs_without_function_probes_fail_before_recording() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(trace.exists() && marker.exists());
+    // Recorded without ip: the trace says that it has no tcp out rows.
+    let info = magnet(&["info", trace.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(text.contains("no tcp out rows"), "{text}");
 }
 
 #[test]

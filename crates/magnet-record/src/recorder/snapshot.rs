@@ -265,14 +265,25 @@ pub(super) fn flow_val(f: &Found) -> [u8; 24] {
 /// Tells the kernel (before any program is attached): each socket traced and
 /// announced, and its flow, so that its packets are known before its first
 /// socket event.
-pub(super) fn install(found: &[Found], socks: &dyn MapCore, flows: &dyn MapCore) -> Result<()> {
+///
+/// `with_flows`: the sockets' flows too (task filters: a traced listener's
+/// wildcard flow traces the connections it accepts). Not for the listeners
+/// `--all` announces: in the kernel a wildcard flow would give its cookie to
+/// any packet to the port, also those of connections opened before the
+/// recording, whose own sockets are not known yet.
+pub(super) fn install(
+    found: &[Found],
+    socks: &dyn MapCore,
+    flows: &dyn MapCore,
+    with_flows: bool,
+) -> Result<()> {
     let v = [SOCK_ANNOUNCED | SOCK_TRACED];
     let mut keys = BTreeSet::new();
     for f in found {
         socks
             .update(&f.sock.cookie.to_ne_bytes(), &v, MapFlags::ANY)
             .with_context(|| format!("marking socket {} traced", f.sock.cookie))?;
-        if f.sock.local.port() == 0 {
+        if !with_flows || f.sock.local.port() == 0 {
             continue;
         }
         let k = flow_key(&f.sock, f.netns);

@@ -69,6 +69,17 @@ pub(super) fn attach<'s>(
             s.notes.push(netns.scope());
         }
     }
+    // TCP's segments out are counted where IP sends them (the ip layer's
+    // LOCAL_OUT records): a trace without ip has no tcp out row, which
+    // nothing else would say.
+    if !config.layers.contains(&Layer::Ip) {
+        if let Some(s) = sources.get_mut(&Layer::Tcp) {
+            s.notes.push(
+                "no tcp out rows: TCP's segments out are counted where IP sends them;                  add ip to --layers for them"
+                    .into(),
+            );
+        }
+    }
     fed.name_hooks(header);
     header.layers = sources.values().cloned().collect();
     header.layers.extend(func_source);
