@@ -49,35 +49,27 @@ impl Flows {
         self.by_key.insert(key, cookie);
     }
 
-    /// The socket of exactly this flow (no wildcard).
-    pub fn find_exact(&self, key: FlowKey) -> Option<u64> {
-        self.by_key.get(&key).copied()
-    }
-
     /// The socket of a flow: exact, then bound to the local address and port
-    /// with any remote, then to the port on any address (for an IPv4 packet,
-    /// last an IPv6 socket bound to `::`: a dual-stack listener takes IPv4).
+    /// with any remote, then to the port on any address.
     pub fn find(&self, key: FlowKey) -> Option<u64> {
         if let Some(&c) = self.by_key.get(&key) {
             return Some(c);
         }
-        let any6 = IpAddr::from([0u16; 8]);
         let any = if key.local.is_ipv4() {
             IpAddr::from([0u8; 4])
         } else {
-            any6
+            IpAddr::from([0u16; 8])
         };
-        let bound = |local, remote| FlowKey {
-            local,
-            remote,
-            rport: 0,
-            ..key
-        };
-        let dual_stack = key.local.is_ipv4().then(|| bound(any6, any6));
-        [bound(key.local, any), bound(any, any)]
-            .into_iter()
-            .chain(dual_stack)
-            .find_map(|k| self.by_key.get(&k).copied())
+        [key.local, any].into_iter().find_map(|local| {
+            self.by_key
+                .get(&FlowKey {
+                    local,
+                    remote: any,
+                    rport: 0,
+                    ..key
+                })
+                .copied()
+        })
     }
 }
 

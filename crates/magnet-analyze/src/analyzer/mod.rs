@@ -78,10 +78,6 @@ pub struct Analyzer {
     /// Flows whose SYN came in with no socket known (a listener not in the
     /// trace), until their socket is announced.
     passive: Map<FlowKey, u64>,
-    /// Flows whose SYN a known listener took (by its wildcard flow), until
-    /// their own socket is known: the rest of their handshake is the
-    /// listener's too.
-    listener_handshakes: std::collections::HashSet<FlowKey>,
     shared: SharedPorts,
     send_wait: SendWait,
     sched: SchedAcc,
@@ -109,7 +105,6 @@ impl Analyzer {
             sent_frames: Map::default(),
             orphans: VecDeque::new(),
             passive: Map::default(),
-            listener_handshakes: Default::default(),
             shared: SharedPorts::default(),
             send_wait: Map::default(),
             sched: SchedAcc::new(origin, opts.sched_bin_ns, opts.series_cap.min(4000)),

@@ -27,11 +27,9 @@ impl Analyzer {
                 }
                 Some(c)
             }
-            _ => None,
+            _ => FlowKey::of_packet(v, true).and_then(|k| self.flows.find(k)),
         };
         let p = IpPacket::read(ts, v);
-        let cookie = cookie
-            .or_else(|| FlowKey::of_packet(v, true).and_then(|k| self.socket_of_flow(k, &p, true)));
         let Some(cookie) = cookie else {
             self.orphan(v, p, true);
             return;
@@ -95,7 +93,7 @@ impl Analyzer {
                 }
                 continue;
             }
-            match self.socket_of_flow(o.key, &p, o.outgoing) {
+            match self.flows.find(o.key) {
                 Some(c) if o.outgoing => self.conn(c, p.ts).layers[IP][OUT].unit(p.ts, p.len),
                 Some(c) => self.ip_in_unit(c, kind::IP_LOCAL_IN, &p, Some(o.key)),
                 None => self.orphans.push_back(o),
@@ -121,35 +119,13 @@ impl Analyzer {
         }
     }
 
-    /// The socket of a packet that names none, by its flow: the flow's own
-    /// socket; else, for TCP, a listener's wildcard flow only for a handshake
-    /// (a SYN in, a SYN-ACK out, and the rest of a handshake whose SYN the
-    /// listener took). Any other packet there belongs to a connection not
-    /// known yet (one open before the recording) or gone (a reset sent for
-    /// it): it waits as an orphan for its own flow, never the listener's.
-    fn socket_of_flow(&mut self, key: FlowKey, p: &IpPacket, outgoing: bool) -> Option<u64> {
-        if let Some(c) = self.flows.find_exact(key) {
-            return Some(c);
-        }
-        let c = self.flows.find(key)?;
-        if p.proto != 6 {
-            return Some(c);
-        }
-        let syn = p.flags & TCP_SYN != 0;
-        if !outgoing && syn && p.flags & TCP_ACK == 0 {
-            self.listener_handshakes.insert(key);
-            return Some(c);
-        }
-        (syn || self.listener_handshakes.contains(&key)).then_some(c)
-    }
-
     pub(super) fn ip_in(&mut self, k: u16, ts: u64, v: &View) {
         let key = FlowKey::of_packet(v, false);
-        let p = IpPacket::read(ts, v);
         let cookie = match v.u(F::Cookie) {
             Some(c) if c != 0 && k == kind::IP_LOCAL_IN => Some(c),
-            _ => key.and_then(|key| self.socket_of_flow(key, &p, false)),
+            _ => key.and_then(|key| self.flows.find(key)),
         };
+        let p = IpPacket::read(ts, v);
         match cookie {
             Some(cookie) => self.ip_in_unit(cookie, k, &p, key),
             None if k == kind::IP_LOCAL_IN => self.orphan(v, p, false),

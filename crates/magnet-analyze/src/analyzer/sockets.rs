@@ -37,7 +37,6 @@ impl Analyzer {
             proto: proto.unwrap_or(6) as u8,
         };
         self.flows.insert(key, cookie);
-        self.listener_handshakes.remove(&key);
         if remote.port == 0 {
             self.shared.bind(key, cookie);
         }

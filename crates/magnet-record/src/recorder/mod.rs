@@ -161,12 +161,7 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     // Sockets the traced tasks hold already (a running server's listeners
     // and connections): known to the kernel before the first program runs.
     let found = snapshot::take(config, &opts.target, &tasks)?;
-    snapshot::install(
-        &found,
-        &skel.maps.socks,
-        &skel.maps.traced_flows,
-        tasks.filter_tasks,
-    )?;
+    snapshot::install(&found, &skel.maps.socks, &skel.maps.traced_flows)?;
     let links = attach::attach(&mut plan, &needs, &skel, &mut header)?;
     let (tx, writer) = drain::spawn_writer(early, &config.output, &header)?;
     // Ready once every hook is attached and, for -p, the processes are in

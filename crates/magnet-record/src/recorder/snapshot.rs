@@ -43,40 +43,12 @@ pub(super) struct Found {
 const SOCK_ANNOUNCED: u8 = 1;
 const SOCK_TRACED: u8 = 2;
 
-/// The sockets of the processes the task filters choose, that exist now;
-/// with no task filter (`--all`), every TCP listener of the namespaces the
-/// recording covers: a listener whose cookie nobody asked for yet has none
-/// (the kernel assigns it lazily; sock_diag's answer assigns it), so the
-/// handshakes it answers would name no socket. None when the target is a
-/// command not yet started. A process that ends while it is read is skipped.
+/// The sockets of the processes the task filters choose, that exist now
+/// (none when there is no task filter, or the target is a command not yet
+/// started). A process that ends while it is read is skipped.
 pub(super) fn take(config: &RecordConfig, target: &Target, tasks: &Tasks) -> Result<Vec<Found>> {
-    if matches!(target, Target::Command(_)) {
+    if !tasks.filter_tasks || matches!(target, Target::Command(_)) {
         return Ok(vec![]);
-    }
-    if !tasks.filter_tasks {
-        let mut by_ns = sockets_by_namespace(all_pids(), |_| true);
-        // A socket may live in a namespace none of its holders is in (made
-        // there through a thread that entered it); the named namespaces
-        // (`ip netns`) are visited too, and a socket's holder is looked up
-        // in every namespace's descriptors.
-        let holders: BTreeMap<u64, u32> = by_ns
-            .values()
-            .flat_map(|(_, inodes)| inodes.iter().map(|(&i, &p)| (i, p)))
-            .collect();
-        for entry in std::fs::read_dir("/run/netns")
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if let Ok(m) = std::fs::metadata(entry.path()) {
-                by_ns
-                    .entry(m.ino())
-                    .or_insert_with(|| (entry.path(), BTreeMap::new()));
-            }
-        }
-        return found_in(config, by_ns, Some(&holders), |s| {
-            s.protocol == libc::IPPROTO_TCP as u8 && s.state == TCP_LISTEN
-        });
     }
     let candidates: Vec<u32> = if tasks.filter_pids {
         let mut v: Vec<u32> = config
@@ -91,37 +63,26 @@ pub(super) fn take(config: &RecordConfig, target: &Target, tasks: &Tasks) -> Res
     } else {
         all_pids()
     };
+    let me = std::process::id();
     let cgroup_root = tasks.cgroup.and_then(|_| match Cgroup2Root::find() {
         Cgroup2Root::Mounted(p) => Some(p),
         Cgroup2Root::Private => None,
     });
-    let by_ns = sockets_by_namespace(candidates, |pid| {
-        config
-            .filters
-            .comm
-            .as_ref()
-            .is_none_or(|comm| any_thread_named(pid, comm))
-            && tasks.cgroup.is_none_or(|id| {
-                cgroup_root.as_deref().and_then(|root| cgroup_of(pid, root)) == Some(id)
-            })
-    });
-    found_in(config, by_ns, None, |_| true)
-}
-
-/// The TCP state of a listening socket (include/net/tcp_states.h).
-const TCP_LISTEN: u8 = 10;
-
-/// netns inode -> (a path to enter it, socket inode -> the pid holding it)
-type ByNamespace = BTreeMap<u64, (PathBuf, BTreeMap<u64, u32>)>;
-
-/// The socket descriptors of `candidates` that `keep` keeps (not this
-/// process), by network namespace.
-fn sockets_by_namespace(candidates: Vec<u32>, keep: impl Fn(u32) -> bool) -> ByNamespace {
-    let me = std::process::id();
-    let mut by_ns: ByNamespace = BTreeMap::new();
+    // netns inode -> (a path to enter it, socket inode -> pid)
+    let mut by_ns: BTreeMap<u64, (PathBuf, BTreeMap<u64, u32>)> = BTreeMap::new();
     for pid in candidates {
-        if pid == me || !keep(pid) {
+        if pid == me {
             continue;
+        }
+        if let Some(comm) = &config.filters.comm {
+            if !any_thread_named(pid, comm) {
+                continue;
+            }
+        }
+        if let Some(id) = tasks.cgroup {
+            if cgroup_root.as_deref().and_then(|root| cgroup_of(pid, root)) != Some(id) {
+                continue;
+            }
         }
         let ns_path = PathBuf::from(format!("/proc/{pid}/ns/net"));
         let (Ok(ns), Ok(inodes)) = (std::fs::metadata(&ns_path), sockdiag::socket_inodes(pid))
@@ -138,18 +99,6 @@ fn sockets_by_namespace(candidates: Vec<u32>, keep: impl Fn(u32) -> bool) -> ByN
             e.1.entry(i).or_insert(pid);
         }
     }
-    by_ns
-}
-
-/// The sockets of `by_ns` that `choose`, `--port`, `--host` and `--netns`
-/// keep, from sock_diag in each namespace; a socket's holder is looked up
-/// in its namespace's descriptors, or in `holders` (every namespace's).
-fn found_in(
-    config: &RecordConfig,
-    by_ns: ByNamespace,
-    holders: Option<&BTreeMap<u64, u32>>,
-    choose: impl Fn(&InetSocket) -> bool,
-) -> Result<Vec<Found>> {
     let own_ns = std::fs::metadata("/proc/self/ns/net")
         .context("reading this process's network namespace")?
         .ino();
@@ -172,9 +121,8 @@ fn found_in(
             }
         };
         for s in socks {
-            let inode = s.inode as u64;
-            if let Some(&pid) = holders.unwrap_or(&inodes).get(&inode) {
-                if choose(&s) && tuple_chosen(config, &s) {
+            if let Some(&pid) = inodes.get(&(s.inode as u64)) {
+                if tuple_chosen(config, &s) {
                     out.push(Found {
                         pid,
                         netns: ns as u32,
@@ -265,25 +213,14 @@ pub(super) fn flow_val(f: &Found) -> [u8; 24] {
 /// Tells the kernel (before any program is attached): each socket traced and
 /// announced, and its flow, so that its packets are known before its first
 /// socket event.
-///
-/// `with_flows`: the sockets' flows too (task filters: a traced listener's
-/// wildcard flow traces the connections it accepts). Not for the listeners
-/// `--all` announces: in the kernel a wildcard flow would give its cookie to
-/// any packet to the port, also those of connections opened before the
-/// recording, whose own sockets are not known yet.
-pub(super) fn install(
-    found: &[Found],
-    socks: &dyn MapCore,
-    flows: &dyn MapCore,
-    with_flows: bool,
-) -> Result<()> {
+pub(super) fn install(found: &[Found], socks: &dyn MapCore, flows: &dyn MapCore) -> Result<()> {
     let v = [SOCK_ANNOUNCED | SOCK_TRACED];
     let mut keys = BTreeSet::new();
     for f in found {
         socks
             .update(&f.sock.cookie.to_ne_bytes(), &v, MapFlags::ANY)
             .with_context(|| format!("marking socket {} traced", f.sock.cookie))?;
-        if !with_flows || f.sock.local.port() == 0 {
+        if f.sock.local.port() == 0 {
             continue;
         }
         let k = flow_key(&f.sock, f.netns);
