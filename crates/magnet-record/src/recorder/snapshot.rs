@@ -14,6 +14,18 @@
 //! flow in `traced_flows` (a listener's as a wildcard, so that connections it
 //! accepts are traced from their SYN, record.bpf.c `tcp_state_change`). Their
 //! SOCK records open the trace.
+//!
+//! `--all` (no task filter) needs the same for TCP listeners: the kernel
+//! assigns a socket's cookie lazily, and a listener made before the recording
+//! that nobody asked the cookie of has none, so the handshakes it answers
+//! would name no socket (`no_listener_*`). The dump assigns it. A listener's
+//! wildcard flow would then also take the packets of connections on its port
+//! that were opened before the recording (their own sockets are not known to
+//! the kernel yet): so every TCP socket on a listener's port is announced
+//! with its exact flow too — connections held by a process, those waiting in
+//! the accept queue and those in TIME_WAIT (no process: pid 0), whose flow is
+//! marked closed as if the recorder had seen it close, so that a new
+//! connection on the same 4-tuple starts at the listener (`forget_flow`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
@@ -43,13 +55,15 @@ pub(super) struct Found {
 const SOCK_ANNOUNCED: u8 = 1;
 const SOCK_TRACED: u8 = 2;
 
-/// The sockets of the processes the task filters choose, that exist now
-/// (none when there is no task filter, or the target is a command not yet
-/// started). A process that ends while it is read is skipped.
+/// The sockets of the processes the task filters choose, that exist now;
+/// without a task filter (`--all`), the TCP listeners and the sockets on their
+/// ports ([`on_listener_ports`]). None when the target is a command not yet
+/// started. A process that ends while it is read is skipped.
 pub(super) fn take(config: &RecordConfig, target: &Target, tasks: &Tasks) -> Result<Vec<Found>> {
-    if !tasks.filter_tasks || matches!(target, Target::Command(_)) {
+    if matches!(target, Target::Command(_)) {
         return Ok(vec![]);
     }
+    let everyone = !tasks.filter_tasks;
     let candidates: Vec<u32> = if tasks.filter_pids {
         let mut v: Vec<u32> = config
             .filters
@@ -102,6 +116,32 @@ pub(super) fn take(config: &RecordConfig, target: &Target, tasks: &Tasks) -> Res
     let own_ns = std::fs::metadata("/proc/self/ns/net")
         .context("reading this process's network namespace")?
         .ino();
+    // `--all`: a process may hold a socket of a namespace it is not in (made
+    // after setns and back), and a namespace named by `ip netns` may have no
+    // process at all: every socket's owner is looked up across namespaces,
+    // and the named namespaces are dumped too.
+    let mut owners = BTreeMap::new();
+    if everyone {
+        for (_, inodes) in by_ns.values() {
+            for (&i, &pid) in inodes {
+                owners.entry(i).or_insert(pid);
+            }
+        }
+        for e in std::fs::read_dir("/run/netns")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Ok(m) = std::fs::metadata(e.path()) {
+                by_ns
+                    .entry(m.ino())
+                    .or_insert_with(|| (e.path(), BTreeMap::new()));
+            }
+        }
+        by_ns
+            .entry(own_ns)
+            .or_insert_with(|| ("/proc/self/ns/net".into(), BTreeMap::new()));
+    }
     let mut out = Vec::new();
     for (ns, (path, inodes)) in by_ns {
         if config.filters.netns.is_some_and(|want| want != ns) {
@@ -120,19 +160,48 @@ pub(super) fn take(config: &RecordConfig, target: &Target, tasks: &Tasks) -> Res
                 return Err(e).context("listing the sockets of the traced processes at the start")
             }
         };
+        let socks = if everyone {
+            on_listener_ports(socks)
+        } else {
+            socks
+        };
         for s in socks {
-            if let Some(&pid) = inodes.get(&(s.inode as u64)) {
-                if tuple_chosen(config, &s) {
-                    out.push(Found {
-                        pid,
-                        netns: ns as u32,
-                        sock: s,
-                    });
-                }
+            let inode = s.inode as u64;
+            let pid = match inodes.get(&inode).or(owners.get(&inode)) {
+                Some(&pid) => pid,
+                // No process holds it: in the accept queue, or TIME_WAIT.
+                None if everyone => 0,
+                None => continue,
+            };
+            if tuple_chosen(config, &s) {
+                out.push(Found {
+                    pid,
+                    netns: ns as u32,
+                    sock: s,
+                });
             }
         }
     }
     Ok(out)
+}
+
+const TCP_LISTEN: u8 = 10;
+const TCP_TIME_WAIT: u8 = 6;
+
+/// What `--all` announces of one namespace's sockets: its TCP listeners and
+/// every TCP socket whose local port one of them listens on (what the
+/// listener's wildcard flow would otherwise take in the kernel).
+fn on_listener_ports(socks: Vec<InetSocket>) -> Vec<InetSocket> {
+    let tcp = |s: &InetSocket| s.protocol == libc::IPPROTO_TCP as u8;
+    let ports: BTreeSet<u16> = socks
+        .iter()
+        .filter(|s| tcp(s) && s.state == TCP_LISTEN)
+        .map(|s| s.local.port())
+        .collect();
+    socks
+        .into_iter()
+        .filter(|s| tcp(s) && ports.contains(&s.local.port()))
+        .collect()
 }
 
 /// `--port` and `--host` choose a socket by either end, as record.bpf.c's
@@ -202,11 +271,14 @@ pub(super) fn flow_key(s: &InetSocket, netns: u32) -> [u8; 48] {
 }
 
 /// `struct flow_val`: the cookie, no socket address (user space has none;
-/// the socket's first event fills it in), the namespace.
+/// the socket's first event fills it in), the namespace, and closed for a
+/// TCP socket in TIME_WAIT.
 pub(super) fn flow_val(f: &Found) -> [u8; 24] {
     let mut v = [0u8; 24];
     v[0..8].copy_from_slice(&f.sock.cookie.to_ne_bytes());
     v[16..20].copy_from_slice(&f.netns.to_ne_bytes());
+    let closed = f.sock.protocol == libc::IPPROTO_TCP as u8 && f.sock.state == TCP_TIME_WAIT;
+    v[20..24].copy_from_slice(&u32::from(closed).to_ne_bytes());
     v
 }
 
@@ -291,6 +363,36 @@ mod tests {
         assert_eq!(size_of::<types::flow_val>(), 24);
         assert_eq!(offset_of!(types::flow_val, sk), 8);
         assert_eq!(offset_of!(types::flow_val, netns), 16);
+        assert_eq!(offset_of!(types::flow_val, closed), 20);
+    }
+
+    #[test]
+    fn all_announces_listeners_and_the_sockets_on_their_ports() {
+        let mut conn = sock("10.0.0.1:8080", "10.0.0.2:40000");
+        conn.state = 1;
+        let mut waiting = sock("10.0.0.1:8080", "10.0.0.2:40001");
+        waiting.state = TCP_TIME_WAIT;
+        let mut client = sock("10.0.0.1:50000", "10.0.0.3:80");
+        client.state = 1;
+        let mut udp = sock("0.0.0.0:8080", "0.0.0.0:0");
+        udp.protocol = libc::IPPROTO_UDP as u8;
+        udp.state = 7;
+        let listener = sock("0.0.0.0:8080", "0.0.0.0:0");
+        let chosen = on_listener_ports(vec![conn, waiting, client, udp, listener]);
+        let ends: Vec<_> = chosen
+            .iter()
+            .map(|s| (s.local.port(), s.remote.port()))
+            .collect();
+        assert_eq!(ends, [(8080, 40000), (8080, 40001), (8080, 0)]);
+        let closed = |s: &InetSocket| {
+            let v = flow_val(&Found {
+                pid: 0,
+                netns: 1,
+                sock: s.clone(),
+            });
+            u32::from_ne_bytes([v[20], v[21], v[22], v[23]])
+        };
+        assert_eq!(chosen.iter().map(closed).collect::<Vec<_>>(), [0, 1, 0]);
     }
 
     #[test]
