@@ -275,7 +275,9 @@ impl Conn {
         let tcp = self
             .tcp
             .take()
-            .filter(|t| t.samples > 0 || t.retrans_skbs > 0 || t.retrans_failed > 0)
+            .filter(|t| {
+                t.samples > 0 || t.retrans_skbs > 0 || t.retrans_failed > 0 || t.retrans_busy > 0
+            })
             .map(|mut t| {
                 if let Some(d) = t.series.take() {
                     tcp_series = d.points;

@@ -187,11 +187,18 @@ pub struct TcpSummary {
     pub retrans_skbs: u64,
     #[serde(default)]
     pub bytes_retrans: u64,
-    /// Retransmissions the kernel tried and failed (the tracepoint's err,
-    /// 6.13+): nothing was sent, so none of them is counted above (nstat's
-    /// TCPRetransFail, which leaves out -EBUSY, counts fewer).
+    /// Segments of retransmissions the kernel tried and failed (the
+    /// tracepoint's err, 6.13+): nothing was sent, so none of them is counted
+    /// above. nstat's TCPRetransFail counts those that failed on the way down
+    /// (a netfilter drop, a full qdisc), not those refused before (no route:
+    /// -EHOSTUNREACH).
     #[serde(default)]
     pub retrans_failed: u64,
+    /// Tries the kernel put off because the original was still queued on
+    /// this host (err -EBUSY, TCP small queues): neither sent nor failed,
+    /// counted nowhere by the kernel.
+    #[serde(default)]
+    pub retrans_busy: u64,
     /// Send-buffer occupancy: bytes written by the app and not yet acknowledged
     /// (write_seq − snd_una). Maximum and time-weighted mean.
     pub sndbuf_max: u64,
@@ -216,8 +223,18 @@ impl TcpSummary {
             .retrans_segs
             .map_or("? (not in this trace)".to_string(), |n| n.to_string());
         format!(
-            "retrans_segs {segs} in retrans_skbs {} (bytes_retrans {}), retrans_failed {}",
-            self.retrans_skbs, self.bytes_retrans, self.retrans_failed
+            "retrans_segs {segs} in retrans_skbs {} (bytes_retrans {}), retrans_failed {}{}",
+            self.retrans_skbs,
+            self.bytes_retrans,
+            self.retrans_failed,
+            if self.retrans_busy > 0 {
+                format!(
+                    ", retrans_busy {} (put off: the original still queued)",
+                    self.retrans_busy
+                )
+            } else {
+                String::new()
+            }
         )
     }
 }

@@ -304,6 +304,9 @@ struct Held {
     value: u32,
 }
 
+/// Linux's EBUSY (asm-generic/errno-base.h).
+const EBUSY: i32 = 16;
+
 /// The snapshots of one connection, summarised.
 #[derive(Clone, Debug)]
 pub(crate) struct TcpAcc {
@@ -312,6 +315,7 @@ pub(crate) struct TcpAcc {
     pub retrans_skbs: u64,
     bytes_retrans: u64,
     pub retrans_failed: u64,
+    pub retrans_busy: u64,
     sndbuf_now: Option<Held>,
     sndbuf_area: f64,
     span: u64,
@@ -335,6 +339,7 @@ impl TcpAcc {
             retrans_skbs: 0,
             bytes_retrans: 0,
             retrans_failed: 0,
+            retrans_busy: 0,
             sndbuf_now: None,
             sndbuf_area: 0.0,
             span: 0,
@@ -353,10 +358,17 @@ impl TcpAcc {
 
     /// One tcp_retransmit_skb: an skb of `len` bytes holding `segs` segments
     /// (`None`: a trace from before the record carried the count), sent
-    /// unless `err` is nonzero.
+    /// unless `err` is nonzero. -EBUSY is not a failure: the original was
+    /// still queued on this host and the kernel put the try off (it counts
+    /// it nowhere, not in TCPRetransFail).
     pub fn retransmit(&mut self, segs: Option<u32>, len: u32, err: i32) {
+        if err == -EBUSY {
+            self.retrans_busy += 1;
+            return;
+        }
         if err != 0 {
-            self.retrans_failed += 1;
+            // Segments, as TCPRetransFail adds them.
+            self.retrans_failed += u64::from(segs.unwrap_or(1).max(1));
             return;
         }
         self.retrans_skbs += 1;
@@ -412,6 +424,7 @@ impl TcpAcc {
             retrans_skbs: self.retrans_skbs,
             bytes_retrans: self.bytes_retrans,
             retrans_failed: self.retrans_failed,
+            retrans_busy: self.retrans_busy,
             sndbuf_max: self.sndbuf_max,
             sndbuf_mean: if self.span > 0 {
                 self.sndbuf_area / self.span as f64
@@ -536,16 +549,22 @@ mod tests {
         t.retransmit(Some(15), 15 * 1448, 0);
         t.retransmit(Some(0), 1448, 0);
         t.retransmit(Some(3), 3 * 1448, -113);
+        t.retransmit(Some(1), 1448, -16);
+        t.retransmit(Some(1), 1448, -16);
         let s = t.summary();
         assert_eq!(
             (
                 s.retrans_segs,
                 s.retrans_skbs,
                 s.bytes_retrans,
-                s.retrans_failed
+                s.retrans_failed,
+                s.retrans_busy
             ),
-            (Some(16), 2, 16 * 1448, 1)
+            (Some(16), 2, 16 * 1448, 3, 2)
         );
+        assert!(s
+            .retrans_text()
+            .ends_with("retrans_failed 3, retrans_busy 2 (put off: the original still queued)"));
         t.retransmit(None, 1448, 0);
         assert_eq!(t.summary().retrans_segs, None);
     }

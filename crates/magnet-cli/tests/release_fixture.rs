@@ -9,7 +9,7 @@
 //! moved: the `"schema"` key every JSON output leads with (docs/json.md), and
 //! analyze's retransmission counts named as nstat and ss name them
 //! (`retrans_segs`, `retrans_skbs`, `bytes_retrans`, `retrans_failed` for
-//! `retransmits`).
+//! `retransmits`), and beside them `retrans_busy` (tries the kernel put off).
 
 use std::path::PathBuf;
 
