@@ -533,7 +533,13 @@ static __always_inline void drop_event(struct sk_buff *skb, void *location, __u3
 		if (RESERVE(r, sizeof(*r), MG_DROP)) {
 			fill_hdr(&r->hdr, MG_DROP, 0);
 			r->cookie = cookie;
-			r->pkt_id = pkt_id(skb, PKT_FOLLOW);
+			/* A packet made on this host (no input interface) is on
+			 * its way out: one a rule drops at LOCAL_OUT, before the
+			 * ip layer's last-priority hook gave it its id, must not
+			 * take the id of the packet its reused sk_buff held before
+			 * (delivered here: nft_loss_live found the receiver's
+			 * drops counting two of the sender's). */
+			r->pkt_id = pkt_id(skb, BPF_CORE_READ(skb, skb_iif) ? PKT_FOLLOW : PKT_TX);
 			r->location = (__u64)location;
 			r->ifindex = BPF_CORE_READ(skb, dev, ifindex);
 			r->reason = reason;
