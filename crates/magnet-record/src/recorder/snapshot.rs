@@ -190,7 +190,9 @@ const TCP_TIME_WAIT: u8 = 6;
 
 /// What `--all` announces of one namespace's sockets: its TCP listeners and
 /// every TCP socket whose local port one of them listens on (what the
-/// listener's wildcard flow would otherwise take in the kernel).
+/// listener's wildcard flow would otherwise take in the kernel). The
+/// listeners come last: installed last, their flows are the newest in the
+/// kernel's LRU map when a busy server's connections overflow it.
 fn on_listener_ports(socks: Vec<InetSocket>) -> Vec<InetSocket> {
     let tcp = |s: &InetSocket| s.protocol == libc::IPPROTO_TCP as u8;
     let ports: BTreeSet<u16> = socks
@@ -198,10 +200,12 @@ fn on_listener_ports(socks: Vec<InetSocket>) -> Vec<InetSocket> {
         .filter(|s| tcp(s) && s.state == TCP_LISTEN)
         .map(|s| s.local.port())
         .collect();
-    socks
+    let (listeners, mut chosen): (Vec<_>, Vec<_>) = socks
         .into_iter()
         .filter(|s| tcp(s) && ports.contains(&s.local.port()))
-        .collect()
+        .partition(|s| s.state == TCP_LISTEN);
+    chosen.extend(listeners);
+    chosen
 }
 
 /// `--port` and `--host` choose a socket by either end, as record.bpf.c's
@@ -378,12 +382,16 @@ mod tests {
         udp.protocol = libc::IPPROTO_UDP as u8;
         udp.state = 7;
         let listener = sock("0.0.0.0:8080", "0.0.0.0:0");
-        let chosen = on_listener_ports(vec![conn, waiting, client, udp, listener]);
+        let chosen = on_listener_ports(vec![listener, conn, waiting, client, udp]);
         let ends: Vec<_> = chosen
             .iter()
             .map(|s| (s.local.port(), s.remote.port()))
             .collect();
-        assert_eq!(ends, [(8080, 40000), (8080, 40001), (8080, 0)]);
+        assert_eq!(
+            ends,
+            [(8080, 40000), (8080, 40001), (8080, 0)],
+            "the listener last"
+        );
         let closed = |s: &InetSocket| {
             let v = flow_val(&Found {
                 pid: 0,
