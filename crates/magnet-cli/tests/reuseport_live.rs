@@ -2,7 +2,8 @@
 //! reuseport`): the kernel chooses one of them for each incoming SYN, and that
 //! listener's request socket answers it and takes the handshake ACK. The server
 //! (both listeners in one process) is started before the recorder and recorded
-//! with `-p` and with `--comm`, IPv4 and IPv6.
+//! with `-p` and with `--comm`, IPv4 and IPv6; a real nginx with `--comm` and
+//! with `--all`.
 //!
 //! Oracle: each listener's own accept count, which the server prints with the
 //! listener's socket cookie (SO_COOKIE), and tcpdump on the server's veth end
@@ -215,7 +216,13 @@ fn reuseport_ipv6_by_comm() {
 /// connection). The two lists must be equal as multisets (which listener is
 /// which worker's is nginx's business), and every accepted connection must name
 /// its client (`remote`), one per request of the access log.
-fn nginx_case(v6: bool) {
+///
+/// `filter`: `--comm nginx`, or `--all --netns self` (the recorder runs in
+/// the server's namespace), where no task filter finds nginx's sockets: the
+/// recorder looks the listeners up at its start. Nothing has asked their
+/// cookies before (`wait_listening` reads /proc, not sock_diag), as on a
+/// user's server.
+fn nginx_case(v6: bool, filter: &[&str]) {
     let a = Netns::new().unwrap();
     let b = Netns::new().unwrap();
     let veth = Veth::pair((&a).into(), (&b).into()).unwrap();
@@ -227,7 +234,8 @@ fn nginx_case(v6: bool) {
         let s = veth.b().addr().to_string();
         (s.clone(), format!("{s}:{NGINX_PORT}"))
     };
-    let dir = tmp(&format!("reuseport-nginx-{v6}"));
+    let tag = format!("{v6}-{}", filter[0].trim_start_matches('-'));
+    let dir = tmp(&format!("reuseport-nginx-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("index.html"), vec![b'n'; 1000]).unwrap();
@@ -235,13 +243,10 @@ fn nginx_case(v6: bool) {
     let nginx = magnet_testkit::Server::spawn(cmd, &dir);
     magnet_testkit::wait_listening(&b, NGINX_PORT);
     let cap = Capture::start(Some(&b), veth.b().name(), &[]).unwrap();
-    let trace = tmp(&format!("reuseport-nginx-{v6}.mgt"));
-    let rec = Recorder::record(
-        MAGNET,
-        Some(&b),
-        &trace,
-        &["--layers", "app,tcp,ip,dev", "--comm", "nginx"],
-    );
+    let trace = tmp(&format!("reuseport-nginx-{tag}.mgt"));
+    let mut args = vec!["--layers", "app,tcp,ip,dev"];
+    args.extend(filter);
+    let rec = Recorder::record(MAGNET, Some(&b), &trace, &args);
     let st = a
         .command("python3")
         .args([
@@ -355,16 +360,33 @@ fn live_nginx(name: &str) -> bool {
         && magnet_testkit::live_or_skip(name, &[magnet_testkit::Need::Tool("nginx")])
 }
 
+const BY_COMM: &[&str] = &["--comm", "nginx"];
+const ALL_HERE: &[&str] = &["--all", "--netns", "self"];
+
 #[test]
 fn reuseport_nginx_two_workers_ipv4_by_comm() {
     if live_nginx("reuseport_nginx_two_workers_ipv4_by_comm") {
-        nginx_case(false);
+        nginx_case(false, BY_COMM);
     }
 }
 
 #[test]
 fn reuseport_nginx_two_workers_ipv6_by_comm() {
     if live_nginx("reuseport_nginx_two_workers_ipv6_by_comm") {
-        nginx_case(true);
+        nginx_case(true, BY_COMM);
+    }
+}
+
+#[test]
+fn reuseport_nginx_two_workers_ipv4_all() {
+    if live_nginx("reuseport_nginx_two_workers_ipv4_all") {
+        nginx_case(false, ALL_HERE);
+    }
+}
+
+#[test]
+fn reuseport_nginx_two_workers_ipv6_all() {
+    if live_nginx("reuseport_nginx_two_workers_ipv6_all") {
+        nginx_case(true, ALL_HERE);
     }
 }

@@ -123,16 +123,26 @@ pub fn haproxy(netns: &Netns, dir: &Path, bind: &str, server: &str, options: &[&
     c
 }
 
-/// Waits (up to 20 s) until a TCP socket listens on `port` in `netns`, asked
-/// of `ss` (a connection would be the server's first client).
+/// Waits (up to 20 s) until a TCP socket listens on `port` in `netns`, read
+/// from the namespace's /proc/net/tcp and tcp6 (a connection would be the
+/// server's first client). Not `ss`: its sock_diag dump assigns each socket
+/// its cookie, which the kernel otherwise gives lazily, so a recorder started
+/// after it would meet listeners already given one, unlike a user's.
 pub fn wait_listening(netns: &Netns, port: u16) {
     let t0 = Instant::now();
+    let want = format!(":{port:04X}");
     let listening = || {
         netns
-            .command("ss")
-            .args(["-Hltn", &format!("sport = :{port}")])
+            .command("cat")
+            .args(["/proc/net/tcp", "/proc/net/tcp6"])
             .output()
-            .map(|o| !String::from_utf8_lossy(&o.stdout).trim().is_empty())
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout).lines().any(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    // sl local_address rem_address st: 0A is LISTEN
+                    f.len() > 3 && f[1].ends_with(&want) && f[3] == "0A"
+                })
+            })
             .unwrap_or(false)
     };
     while !listening() {
