@@ -216,7 +216,7 @@ fn nft_drops_are_drops_and_the_layers_equal_the_capture() {
     );
     // A retransmission the sender's own rule dropped was tried, not sent: the
     // kernel counts its segments in TcpRetransSegs and TCPRetransFail, magnet
-    // in retrans_failed (tries; one segment each, offloads off). Tries put
+    // in retrans_failed (segments, as TCPRetransFail adds them). Tries put
     // off while the original was still queued here (-EBUSY, TCP small
     // queues: some runs have a hundred) are in neither: retrans_busy.
     want(
