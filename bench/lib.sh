@@ -25,6 +25,7 @@ bench_pkg() { # tool -> "setup-part package"
     qemu-system-x86_64) echo "lab qemu-system-x86" ;;
     ganesha.nfsd) echo "rpc nfs-ganesha" ;;
     rpcbind | gcc) echo "rpc $1" ;;
+    taskset) echo "build util-linux" ;;
     *) echo "bench $1" ;;
     esac
 }

@@ -425,7 +425,7 @@ fn app_calls_a_recv_blocked_before_the_recording_is_kept() {
 /// magnetd's per-connection call counts (a failed call is a call) of the
 /// sending and the receiving process with the program's own and strace's.
 fn daemon_case(d: &Magnetd, mode: &str, n: u32, strace_sees_sends: bool) {
-    let prefix = strace_prefix(&format!("daemon-{mode}"));
+    let prefix = strace_prefix(&format!("daemon-{}-{mode}", d.http));
     let out = strace(None, &prefix)
         .arg(app_calls_bin())
         .args([mode, &n.to_string()])
@@ -537,10 +537,62 @@ fn magnetd_app_calls_are_one_per_syscall_or_request() {
     daemon_case(&d, "uring_zc", 300, false);
     daemon_case(&d, "uring_async", 300, false);
     let h = d.client().host().unwrap();
+    // the syscall exit tracepoints where tracefs lists them, else every
+    // system call's exit
+    let tracepoints = [
+        "sys_exit_sendfile64",
+        "sys_exit_splice",
+        "sys_exit_sendmmsg",
+        "sys_exit_recvmmsg",
+    ]
+    .iter()
+    .all(|t| {
+        let tp = format!("syscalls/{t}");
+        magnet_kernel::tracefs::event_missing(&tp).is_none()
+            && magnet_kernel::deny::denied(&format!("tracepoint/{tp}")).is_none()
+    });
+    let want = if tracepoints {
+        magnet_daemon::summaries::APP_CALLS_AT_EXIT
+    } else {
+        magnet_daemon::summaries::APP_CALLS_AT_SYS_EXIT
+    };
     assert_eq!(
         h.health.parts.get("app").map(String::as_str),
-        Some(magnet_daemon::summaries::APP_CALLS_AT_EXIT),
+        Some(want),
         "{:?}",
         h.health
     );
+}
+
+/// Where the kernel has no syscall exit tracepoints (denied here, as a
+/// kernel without CONFIG_FTRACE_SYSCALLS or without tracefs mounted would
+/// be), magnetd counts the same calls at every system call's exit and says
+/// so in /health: the counts stay one per system call.
+#[test]
+fn magnetd_app_calls_at_every_sys_exit_without_syscall_tracepoints() {
+    if !live(
+        "magnetd_app_calls_at_every_sys_exit_without_syscall_tracepoints",
+        &[],
+    ) {
+        return;
+    }
+    let d = Magnetd::start_denying("", "tracepoint/syscalls/sys_exit_sendmmsg");
+    let h = d.client().host().unwrap();
+    assert_eq!(
+        h.health.parts.get("app").map(String::as_str),
+        Some(magnet_daemon::summaries::APP_CALLS_AT_SYS_EXIT),
+        "{:?}",
+        h.health
+    );
+    assert!(
+        h.health.fallbacks.iter().any(|f| f.starts_with(&format!(
+            "app through {}: {}: tracepoint/syscalls/sys_exit_sendmmsg denied by",
+            magnet_daemon::summaries::APP_CALLS_AT_SYS_EXIT,
+            magnet_daemon::summaries::APP_CALLS_AT_EXIT
+        ))),
+        "{:?}",
+        h.health
+    );
+    daemon_case(&d, "sendfile", 16, true);
+    daemon_case(&d, "mmsg", 200, true);
 }

@@ -167,7 +167,9 @@ impl Daemon {
             .values()
             .map(|c| {
                 c.split('+')
-                    .filter(|h| h.starts_with("tp_btf/") || *h == "sock_ops")
+                    .filter(|h| {
+                        h.starts_with("tp_btf/") || h.starts_with("tracepoint/") || *h == "sock_ops"
+                    })
                     .count()
             })
             .sum();
@@ -1513,7 +1515,8 @@ fn tcp_counters_case_denying(
     let d = Daemon::start_denying(extra, deny);
     let health = d.client().host().unwrap().health;
     let has = |part: &str| health.parts.contains_key(part);
-    // 5 tp_btf (+ the iterator where it is used); + 2 cgroup_skb while the
+    // a link per tp_btf, tracepoint and sock_ops hook (+ the iterator where
+    // it is used); + 2 cgroup_skb while the
     // per-packet programs are attached
     let (links, source) = d.tcp_path();
     if deny.contains("iter") {
@@ -1735,17 +1738,31 @@ fn deny_matrix_each_single_denial() {
     // without sys_exit, io_uring_complete or task storage: app calls are the
     // kernel's sends (one per send inside a sendfile(), per io_uring try)
     let per_send = "app through tp_btf/sock_send_length+tp_btf/sock_recv_length: ";
+    // without the syscall exit tracepoints: the same calls, at every
+    // system call's exit
+    let at_sys_exit = &format!(
+        "app through {}: ",
+        magnet_daemon::summaries::APP_CALLS_AT_SYS_EXIT
+    );
     // without the TX timestamp callbacks (or their socket storage): send
     // latency is the sampled app_to_wire
     let sampled = "stack_latency through sampled: sock_ops+tp_btf/tcp_sendmsg_locked: ";
     // without the receive stages' hooks (or their socket storage): receive
     // latency is the sampled wire_to_app
     let rx = "receive_latency through sampled: tp_btf/tcp_probe+tp_btf/sock_recv_length: ";
+    let no_syscall_tps = before_fell
+        .iter()
+        .any(|f| f.starts_with(at_sys_exit.as_str()));
+    let sys_exit_fallback: &[&str] = if no_syscall_tps { &[per_send] } else { &[] };
     let cases: &[(&str, &[&str], &[&str])] = &[
         ("iter", &[], &[sock_diag]),
         ("sk_storage", &[], &[sock_diag, sampled, rx]),
         ("tp_btf/sock_send_length", &["app"], &[]),
-        ("tp_btf/sys_exit", &[], &[per_send]),
+        // the syscall exit tracepoints first: sys_exit is not used (where
+        // this kernel has them)
+        ("tp_btf/sys_exit", &[], sys_exit_fallback),
+        ("tracepoint", &[], &[at_sys_exit]),
+        ("tracepoint/syscalls/sys_exit_splice", &[], &[at_sys_exit]),
         ("tp_btf/io_uring_complete", &[], &[per_send]),
         ("tp_btf/inet_sock_set_state", &["tcp_state"], &[]),
         ("tp_btf/tcp_retransmit_skb", &["retransmits"], &[]),

@@ -69,6 +69,7 @@ pub mod deny;
 mod features;
 pub mod plan;
 mod sys;
+pub mod tracefs;
 
 pub use btf::{FuncInfo, KernelBtf, Param};
 pub use features::{Features, Support};

@@ -23,6 +23,10 @@ pub enum Attach {
         tp: &'static str,
         args: Option<usize>,
     },
+    /// A classic (tracefs) tracepoint, `category/name`
+    /// (`syscalls/sys_exit_splice`): one program runs at that event only,
+    /// where `tp_btf/sys_exit` would run at every system call's exit.
+    Tracepoint(&'static str),
     /// A netfilter BPF link at this hook (`NF_INET_*`), for IPv4 and IPv6
     /// (Linux 6.4+).
     Netfilter(i32),
@@ -73,6 +77,7 @@ impl Direction {
 pub fn attach_name(a: Attach) -> String {
     match a {
         Attach::TpBtf { tp, .. } => format!("tp_btf/{tp}"),
+        Attach::Tracepoint(tp) => format!("tracepoint/{tp}"),
         Attach::Fentry(f) => format!("fentry/{f}"),
         Attach::Fexit(f) => format!("fexit/{f}"),
         Attach::Kprobe(f) => format!("kprobe/{f}"),

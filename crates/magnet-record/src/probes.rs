@@ -319,6 +319,7 @@ impl Kernel {
                     _ => None,
                 }
             }
+            Tracepoint(tp) => magnet_kernel::tracefs::event_missing(tp),
             Netfilter(_) => (!self.features.netfilter_link.is_yes())
                 .then(|| self.features.netfilter_link.reason().to_string()),
             Fentry(f) | Fexit(f) => {

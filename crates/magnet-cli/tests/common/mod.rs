@@ -123,6 +123,12 @@ impl Magnetd {
 
     /// Started with `extra` added to its config (TOML lines).
     pub fn start_with(extra: &str) -> Magnetd {
+        Magnetd::start_denying(extra, "")
+    }
+
+    /// Started as on a kernel that refuses what `deny` names
+    /// (`MAGNET_HOOKS_DENY`; empty: nothing more than the environment's).
+    pub fn start_denying(extra: &str, deny: &str) -> Magnetd {
         let dir = tempfile::tempdir().unwrap();
         let http = free_port();
         let conf = magnetd_conf(dir.path(), http, extra);
@@ -130,6 +136,16 @@ impl Magnetd {
         cmd.args(["daemon", "--config"])
             .arg(&conf)
             .stdout(Stdio::null());
+        if !deny.is_empty() {
+            let env = std::env::var(magnet_kernel::deny::VAR).unwrap_or_default();
+            let list = [env.as_str(), deny]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(",");
+            cmd.env(magnet_kernel::deny::VAR, list);
+        }
         let proc = Some(magnet_testkit::Recorder::start_until(cmd, MAGNETD_READY));
         Magnetd { proc, dir, http }
     }

@@ -4,7 +4,7 @@
  * record helpers): every send and recv call of the host adds its bytes and
  * calls to the host totals and to its connection's record, creating the
  * record, and sets the latency marks the per-packet programs close. With
- * calls_at_exit, a call is one system call (sys_exit) or io_uring request
+ * calls_at_exit, a call is one system call (its exit) or io_uring request
  * (io_uring_complete), not one send or recv inside the kernel.
  */
 
@@ -223,14 +223,10 @@ static __always_inline void count_call(__u64 cookie, int tx)
 		__sync_fetch_and_add(&c->app_rx_calls, 1);
 }
 
-/* Runs at the end of every system call of the host: the syscall number
- * first (a register load and four compares), then the task's note, left
- * by a send or recv inside this very call (see app_call). */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
+/* The end of a sendfile(), splice() or mmsg call: the task's note, left
+ * by the sends or recvs inside this very call (see app_call), is one call. */
+static __always_inline int app_call_exit(void)
 {
-	if (!app_nr_many(regs->orig_ax))
-		return 0;
 	struct app_pending *p =
 		bpf_task_storage_get(&app_pending, bpf_get_current_task_btf(), 0, 0);
 	if (!p || !p->sk)
@@ -240,6 +236,27 @@ int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
 	if (p->bytes)
 		layer_unit(p->cookie, MG_LAYER_APP, p->tx, p->bytes, bpf_ktime_get_ns());
 	return 0;
+}
+
+/* The first candidate: attached by user space to the exit tracepoints of
+ * those four system calls only (syscalls/sys_exit_sendfile64, _splice,
+ * _sendmmsg, _recvmmsg), so that no other system call of the host runs a
+ * program (the kernel's own check of the call's number is a bit test). */
+SEC("tracepoint/syscalls/sys_exit_splice")
+int app_exit_tp(void *ctx)
+{
+	return app_call_exit();
+}
+
+/* Where the kernel has no such tracepoints (no CONFIG_FTRACE_SYSCALLS, or
+ * tracefs not mounted): the end of every system call of the host, the
+ * syscall number first (a register load and four compares). */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(app_sys_exit, struct pt_regs *regs, long ret)
+{
+	if (!app_nr_many(regs->orig_ax))
+		return 0;
+	return app_call_exit();
 }
 
 /* One app call per io_uring request result the application gets (a CQE),

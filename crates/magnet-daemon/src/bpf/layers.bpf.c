@@ -4,7 +4,7 @@
  * record helpers. The hooks that already see a unit call in here:
  *
  *   app   app_call (sock_send_length / sock_recv_length) for a call of one
- *         send or recv, app_sys_exit for sendfile, splice and the mmsg calls (their sends
+ *         send or recv, app_call_exit for sendfile, splice and the mmsg calls (their sends
  *         summed), app_uring for an io_uring request (its result): one unit
  *         per app call that moved bytes (> 0), as `magnet analyze` counts
  *   ip    wire (cgroup_skb egress / ingress): one unit per packet, IP

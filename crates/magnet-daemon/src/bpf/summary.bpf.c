@@ -9,7 +9,10 @@
  * hooks                              kernel   what it adds
  *   tp_btf/sock_send_length           6.3+    app tx bytes and calls; creates the record
  *   tp_btf/sock_recv_length           6.3+    app rx bytes and calls; creates the record
- *   tp_btf/sys_exit                   5.5+    app calls: one per system call
+ *   tracepoint/syscalls/sys_exit_{sendfile64,splice,sendmmsg,recvmmsg}
+ *                                     (tracefs) app calls: one per system call
+ *   tp_btf/sys_exit                   5.5+    the same where tracefs lacks those
+ *                                             (a program run at every system call)
  *   tp_btf/io_uring_complete          6.0+    app calls: one per io_uring result
  *                                             (both, or neither: then each
  *                                             send/recv in the kernel is a call)
@@ -35,7 +38,7 @@
  *                                             stages from TX timestamp callbacks
  *                                             (stages.bpf.c, the stack_latency part)
  *
- * The first four (the app part) are in app.bpf.c, included below.
+ * The app part (the hooks above the cgroup_skb ones) is in app.bpf.c, included below.
  *
  * TCP's wire counters are the kernel's own (tcp_sock bytes_sent, bytes_acked,
  * bytes_received, segs_out/in, data_segs_out/in, total_retrans): every TCP
@@ -98,7 +101,8 @@ const volatile bool kstats_storage = true;
 /* 1 while the per-packet programs are attached (user space writes it after
  * attaching and before detaching; always 1 with packet_hooks = "always"). */
 __u32 window_open = 0;
-/* The app part's first candidate is loaded (sys_exit and io_uring_complete):
+/* One of the app part's first two candidates is loaded (the syscall exits
+ * and io_uring_complete):
  * an app call is one system call or io_uring request, counted once at its
  * end, not once per send the kernel makes for it. False (the fallback):
  * every send and recv inside the kernel counts as a call. */

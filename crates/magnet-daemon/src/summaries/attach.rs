@@ -141,7 +141,7 @@ pub fn attach(
         path: cgroup_root.display().to_string(),
         source,
     })?;
-    let mut links = attach_tp_btf(&mut plan, &skel);
+    let mut links = attach_tracepoints(&mut plan, &skel);
     let tcp = attach_tcp_counters(&mut plan, &skel, &mut links);
     links.extend(super::stages::attach(&mut plan, &skel, &cgroup));
     let handle = |m: &libbpf_rs::Map<'_>, what: &str| {
@@ -202,9 +202,9 @@ pub fn attach(
     Ok((attached, reader))
 }
 
-/// The links of the tp_btf parts; a part whose link the kernel refuses is
-/// left out.
-fn attach_tp_btf(plan: &mut Plan, skel: &SummarySkel<'static>) -> Vec<Link> {
+/// The links of the tracepoint parts (tp_btf and tracefs tracepoints); a
+/// part whose link the kernel refuses is left out.
+fn attach_tracepoints(plan: &mut Plan, skel: &SummarySkel<'static>) -> Vec<Link> {
     let mut links = Vec::new();
     for choice in plan.choices.iter_mut() {
         let Some(c) = choice.candidate() else {
@@ -213,7 +213,7 @@ fn attach_tp_btf(plan: &mut Plan, skel: &SummarySkel<'static>) -> Vec<Link> {
         if !c
             .progs
             .iter()
-            .all(|(_, a)| matches!(a, Attach::TpBtf { .. }))
+            .all(|(_, a)| matches!(a, Attach::TpBtf { .. } | Attach::Tracepoint(_)))
         {
             continue;
         }
@@ -223,7 +223,18 @@ fn attach_tp_btf(plan: &mut Plan, skel: &SummarySkel<'static>) -> Vec<Link> {
             let Some(p) = loaded_prog(&skel.progs, prog) else {
                 continue;
             };
-            match p.attach() {
+            let link = match hook {
+                // one program at several events: a link per event
+                Attach::Tracepoint(tp) => {
+                    let (category, name) = tp.split_once('/').unwrap_or(("", tp));
+                    p.attach_tracepoint(
+                        libbpf_rs::TracepointCategory::Custom(category.to_string()),
+                        name,
+                    )
+                }
+                _ => p.attach(),
+            };
+            match link {
                 Ok(l) => got.push(l),
                 Err(e) => {
                     failed = Some(format!(

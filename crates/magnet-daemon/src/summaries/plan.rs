@@ -12,9 +12,26 @@ use crate::skel::{SummarySkel, SummarySkelBuilder};
 use crate::Error;
 
 /// The app part's candidate that counts one call per system call or
-/// io_uring result (its name).
-pub const APP_CALLS_AT_EXIT: &str =
+/// io_uring result (its name): the calls that send or receive more than once
+/// counted at their own syscall exit tracepoints.
+pub const APP_CALLS_AT_EXIT: &str = "tp_btf/sock_send_length+tp_btf/sock_recv_length+\
+     tracepoint/syscalls/sys_exit_sendfile64+tracepoint/syscalls/sys_exit_splice+\
+     tracepoint/syscalls/sys_exit_sendmmsg+tracepoint/syscalls/sys_exit_recvmmsg+\
+     tp_btf/io_uring_complete";
+
+/// The same counting where the kernel has no syscall tracepoints (or
+/// tracefs is not mounted): at every system call's exit (`tp_btf/sys_exit`).
+pub const APP_CALLS_AT_SYS_EXIT: &str =
     "tp_btf/sock_send_length+tp_btf/sock_recv_length+tp_btf/sys_exit+tp_btf/io_uring_complete";
+
+/// The exit tracepoints of the system calls that send or receive more than
+/// once per call (app.bpf.c's `app_nr_many`).
+const SYSCALL_EXITS: [Attach; 4] = [
+    Attach::Tracepoint("syscalls/sys_exit_sendfile64"),
+    Attach::Tracepoint("syscalls/sys_exit_splice"),
+    Attach::Tracepoint("syscalls/sys_exit_sendmmsg"),
+    Attach::Tracepoint("syscalls/sys_exit_recvmmsg"),
+];
 
 pub(super) const fn tp(tp: &'static str) -> Attach {
     Attach::TpBtf { tp, args: None }
@@ -29,8 +46,21 @@ pub const PARTS: &[Part] = &[
         group: GROUP,
         feeds: "app tx/rx bytes and calls (per connection and host), records of every socket",
         candidates: &[
-            // One call per system call (counted at sys_exit) and per
-            // io_uring result, as the recorder counts them.
+            // One call per system call and per io_uring result, as the
+            // recorder counts them: sendfile(), splice() and the mmsg calls
+            // at their own exit tracepoints, so that no other system call
+            // of the host runs a program.
+            Candidate::progs(&[
+                ("app_send", tp("sock_send_length")),
+                ("app_recv", tp("sock_recv_length")),
+                ("app_exit_tp", SYSCALL_EXITS[0]),
+                ("app_exit_tp", SYSCALL_EXITS[1]),
+                ("app_exit_tp", SYSCALL_EXITS[2]),
+                ("app_exit_tp", SYSCALL_EXITS[3]),
+                ("app_uring", tp("io_uring_complete")),
+            ])
+            .with_maps(&["task_storage"]),
+            // The same at every system call's exit (a program run at each).
             Candidate::progs(&[
                 ("app_send", tp("sock_send_length")),
                 ("app_recv", tp("sock_recv_length")),
@@ -141,6 +171,7 @@ pub(super) fn prog_of<'a, 'obj>(
         "app_send" => &mut p.app_send,
         "app_recv" => &mut p.app_recv,
         "app_sys_exit" => &mut p.app_sys_exit,
+        "app_exit_tp" => &mut p.app_exit_tp,
         "app_uring" => &mut p.app_uring,
         "wire_egress" => &mut p.wire_egress,
         "wire_ingress" => &mut p.wire_ingress,
@@ -164,6 +195,7 @@ pub(super) fn loaded_prog<'a, 'obj>(
         "app_send" => &p.app_send,
         "app_recv" => &p.app_recv,
         "app_sys_exit" => &p.app_sys_exit,
+        "app_exit_tp" => &p.app_exit_tp,
         "app_uring" => &p.app_uring,
         "wire_egress" => &p.wire_egress,
         "wire_ingress" => &p.wire_ingress,
@@ -207,13 +239,13 @@ pub(super) fn open_for<'obj>(
         ro.sampled = matches!(spec.packet_hooks, PacketHooks::Sampled { .. });
         ro.kstats_on = spec.kstats;
         ro.kstats_storage = spec.kstats && spec.storage;
-        ro.calls_at_exit = spec.progs.contains(&"app_sys_exit");
+        ro.calls_at_exit = calls_at_exit(spec.progs);
         ro.stage_every = spec.every.send;
         ro.rx_every = spec.every.receive;
     }
     open.maps
         .app_pending
-        .set_autocreate(spec.progs.contains(&"app_sys_exit"))
+        .set_autocreate(calls_at_exit(spec.progs))
         .map_err(|e| Error::bpf("leaving out the task-storage map", e))?;
     open.maps
         .conns
@@ -304,26 +336,27 @@ pub(super) fn trial(c: &Candidate, packet_hooks: PacketHooks) -> Option<String> 
 pub(super) fn choose(
     packet_hooks: PacketHooks,
     app_calls: AppCalls,
+    lacks: &dyn Fn(Attach) -> Option<String>,
     refused: &Refusals,
 ) -> (Plan, Vec<&'static str>) {
     let mut refused = refused.clone();
     if app_calls == AppCalls::Sends {
-        if let Some(i) = PARTS[0]
-            .candidates
-            .iter()
-            .position(|c| c.name() == APP_CALLS_AT_EXIT)
-        {
-            refused.insert(
-                ("app", i),
-                "app_calls = \"sends\" in the configuration".to_string(),
-            );
+        for (i, c) in PARTS[0].candidates.iter().enumerate() {
+            if c.has_prog("app_uring") {
+                refused.insert(
+                    ("app", i),
+                    "app_calls = \"sends\" in the configuration".to_string(),
+                );
+            }
         }
     }
     let parts = PARTS
         .iter()
         .filter(|p| p.name != "packets" || packet_hooks.ever());
-    // magnetd asks the kernel by loading (see `load`), not before.
-    let plan = plan::choose(parts, &|_| None, &refused);
+    // magnetd asks the kernel by loading (see `load`), not before; only a
+    // tracefs tracepoint, which loads anywhere but attaches only where
+    // tracefs lists it, is looked up first.
+    let plan = plan::choose(parts, lacks, &refused);
     let progs = plan
         .choices
         .iter()
@@ -331,6 +364,21 @@ pub(super) fn choose(
         .flat_map(|c| c.progs.iter().map(|(p, _)| *p))
         .collect();
     (plan, progs)
+}
+
+/// Whether the programs count a call at its end (a syscall exit or an
+/// io_uring completion) rather than at each send or recv inside it.
+fn calls_at_exit(progs: &[&str]) -> bool {
+    progs.contains(&"app_sys_exit") || progs.contains(&"app_exit_tp")
+}
+
+/// What the running kernel lacks of `a`, where that is known before loading:
+/// the tracefs tracepoints (everything else is asked by loading).
+pub(super) fn kernel_lacks(a: Attach) -> Option<String> {
+    match a {
+        Attach::Tracepoint(tp) => magnet_kernel::tracefs::event_missing(tp),
+        _ => None,
+    }
 }
 
 /// What the kernel takes of magnetd: the plan and the loaded object (not
@@ -346,7 +394,7 @@ pub(super) fn load(
     let mut refused = Refusals::new();
     let mut tried = false;
     loop {
-        let (plan, progs) = choose(packet_hooks, app_calls, &refused);
+        let (plan, progs) = choose(packet_hooks, app_calls, &kernel_lacks, &refused);
         if plan.used("app").is_none() && plan.used("tcp_state").is_none() {
             return Err(Error::Host(format!(
                 "magnetd has nothing to make connection records from: {}",
@@ -440,7 +488,7 @@ mod tests {
             return;
         }
         let mut refused = Refusals::new();
-        let (plan, progs) = choose(PacketHooks::Off, AppCalls::Syscalls, &refused);
+        let (plan, progs) = choose(PacketHooks::Off, AppCalls::Syscalls, &|_| None, &refused);
         assert_eq!(
             used(&plan, "tcp_counters"),
             Some("iter/bpf_sk_storage_map".into())
@@ -456,7 +504,7 @@ mod tests {
             ("drops", 0),
             "the kernel refused tp_btf/kfree_skb: No such process (os error 3)".to_string(),
         );
-        let (plan, progs) = choose(PacketHooks::Always, AppCalls::Syscalls, &refused);
+        let (plan, progs) = choose(PacketHooks::Always, AppCalls::Syscalls, &|_| None, &refused);
         assert_eq!(used(&plan, "tcp_counters"), Some("sock_diag".into()));
         assert!(!progs.contains(&"tcp_kstats") && !progs.contains(&"drop"));
         assert!(progs.contains(&"wire_egress") && progs.contains(&"app_send"));
@@ -486,20 +534,51 @@ mod tests {
             return;
         }
         let refused = Refusals::new();
-        let (plan, progs) = choose(PacketHooks::Off, AppCalls::Syscalls, &refused);
+        let (plan, progs) = choose(PacketHooks::Off, AppCalls::Syscalls, &|_| None, &refused);
         assert_eq!(used(&plan, "app").as_deref(), Some(APP_CALLS_AT_EXIT));
-        assert!(progs.contains(&"app_sys_exit") && progs.contains(&"app_uring"));
-        let (plan, progs) = choose(PacketHooks::Off, AppCalls::Sends, &refused);
+        assert!(progs.contains(&"app_exit_tp") && progs.contains(&"app_uring"));
+        assert!(!progs.contains(&"app_sys_exit"));
+        let (plan, progs) = choose(PacketHooks::Off, AppCalls::Sends, &|_| None, &refused);
         assert_eq!(
             used(&plan, "app").as_deref(),
             Some("tp_btf/sock_send_length+tp_btf/sock_recv_length")
         );
-        assert!(!progs.contains(&"app_sys_exit") && !progs.contains(&"app_uring"));
+        assert!(!calls_at_exit(&progs) && !progs.contains(&"app_uring"));
         assert_eq!(
             plan.fallbacks(),
             [format!(
                 "app through tp_btf/sock_send_length+tp_btf/sock_recv_length: \
-                 {APP_CALLS_AT_EXIT}: app_calls = \"sends\" in the configuration"
+                 {APP_CALLS_AT_EXIT}: app_calls = \"sends\" in the configuration; \
+                 {APP_CALLS_AT_SYS_EXIT}: app_calls = \"sends\" in the configuration"
+            )]
+        );
+    }
+
+    /// A kernel without the syscall tracepoints (or without tracefs) counts
+    /// the same calls at every system call's exit, and says why.
+    #[test]
+    fn without_syscall_tracepoints_calls_are_counted_at_every_sys_exit() {
+        if std::env::var_os(magnet_kernel::deny::VAR).is_some() {
+            eprintln!("skipped: MAGNET_HOOKS_DENY is set");
+            return;
+        }
+        let lacks = |a: Attach| {
+            (a == SYSCALL_EXITS[2]).then(|| "this kernel has no tracepoint sendmmsg".to_string())
+        };
+        let (plan, progs) = choose(
+            PacketHooks::Off,
+            AppCalls::Syscalls,
+            &lacks,
+            &Refusals::new(),
+        );
+        assert_eq!(used(&plan, "app").as_deref(), Some(APP_CALLS_AT_SYS_EXIT));
+        assert!(progs.contains(&"app_sys_exit") && !progs.contains(&"app_exit_tp"));
+        assert!(calls_at_exit(&progs));
+        assert_eq!(
+            plan.fallbacks(),
+            [format!(
+                "app through {APP_CALLS_AT_SYS_EXIT}: \
+                 {APP_CALLS_AT_EXIT}: this kernel has no tracepoint sendmmsg"
             )]
         );
     }

@@ -228,12 +228,12 @@ mod tests {
         }
         let hooks = PacketHooks::Always;
         let app = crate::config::AppCalls::Syscalls;
-        let (plan, progs) = super::super::plan::choose(hooks, app, &Default::default());
+        let (plan, progs) = super::super::plan::choose(hooks, app, &|_| None, &Default::default());
         assert!(PROGS.iter().all(|p| progs.contains(p)), "{progs:?}");
         assert_eq!(host_method(&plan, hooks), RX_STAMPS);
         let mut refused = magnet_kernel::plan::Refusals::new();
         refused.insert((PART, 0), "no tracepoint sock_recv_length".to_string());
-        let (plan, progs) = super::super::plan::choose(hooks, app, &refused);
+        let (plan, progs) = super::super::plan::choose(hooks, app, &|_| None, &refused);
         assert!(!PROGS.iter().any(|p| progs.contains(p)), "{progs:?}");
         assert_eq!(host_method(&plan, hooks), "sampled");
         assert_eq!(host_method(&plan, PacketHooks::Off), "off");

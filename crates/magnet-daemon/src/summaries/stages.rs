@@ -260,7 +260,8 @@ mod tests {
             return;
         }
         let hooks = PacketHooks::Always;
-        let (plan, progs) = super::super::plan::choose(hooks, AppCalls::Syscalls, &Refusals::new());
+        let (plan, progs) =
+            super::super::plan::choose(hooks, AppCalls::Syscalls, &|_| None, &Refusals::new());
         assert!(PROGS.iter().all(|p| progs.contains(p)), "{progs:?}");
         assert_eq!(host_method(&plan, hooks), TX_TIMESTAMPS);
         let mut refused = Refusals::new();
@@ -269,7 +270,8 @@ mod tests {
             "the kernel refused sock_ops+tp_btf/tcp_sendmsg_locked: Invalid argument (os error 22)"
                 .to_string(),
         );
-        let (plan, progs) = super::super::plan::choose(hooks, AppCalls::Syscalls, &refused);
+        let (plan, progs) =
+            super::super::plan::choose(hooks, AppCalls::Syscalls, &|_| None, &refused);
         assert!(!progs.contains(&PROGS[0]) && !progs.contains(&PROGS[1]));
         assert_eq!(
             plan.used(PART).map(Candidate::name).as_deref(),

@@ -171,11 +171,14 @@ fn attach_chosen(
                     prog.attach().map(|l| vec![l]).map_err(Into::into)
                 }
                 Attach::Iter(_)
+                | Attach::Tracepoint(_)
                 | Attach::CgroupSkb(_)
                 | Attach::SockOps
                 | Attach::Tcx(_)
                 | Attach::Clsact(_) => {
-                    bail!("{name}: the recorder attaches no iterator, cgroup or tc programs")
+                    bail!(
+                        "{name}: the recorder attaches no iterator, tracefs tracepoint, cgroup or tc programs"
+                    )
                 }
                 Attach::Kprobe(_)
                 | Attach::Kretprobe(_)
