@@ -156,23 +156,23 @@ impl Daemon {
     }
 
     /// How this magnetd reads the TCP counters of open connections: its
-    /// links other than per-packet cgroup ones (one per tp_btf or sock_ops
-    /// program of the parts it runs, + the iterator's) and the source its open TCP
+    /// links other than per-packet cgroup ones (one per tp_btf, tracepoint or
+    /// sock_ops hook of the parts it runs, + the iterator's) and the source its open TCP
     /// records name. The iterator where the kernel loads it; sock_diag
     /// (tcp_info, as `ss -ti`) where it refuses it.
     fn tcp_path(&self) -> (usize, &'static str) {
         let h = self.client().host().unwrap();
         let p = &h.health.parts;
-        let tp_btf: usize = p
+        // one link per hook: the app part and the receive stages share
+        // app_recv's (tp_btf/sock_recv_length)
+        let tp_btf = p
             .values()
-            .map(|c| {
-                c.split('+')
-                    .filter(|h| {
-                        h.starts_with("tp_btf/") || h.starts_with("tracepoint/") || *h == "sock_ops"
-                    })
-                    .count()
+            .flat_map(|c| c.split('+'))
+            .filter(|h| {
+                h.starts_with("tp_btf/") || h.starts_with("tracepoint/") || *h == "sock_ops"
             })
-            .sum();
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
         match p.get("tcp_counters").map(String::as_str) {
             Some("iter/bpf_sk_storage_map") => (tp_btf + 1, "tcp_sock"),
             Some("sock_diag") => (tp_btf, "tcp_info"),

@@ -39,12 +39,36 @@ fn receive_stages_agree_with_so_timestamping() {
     ) {
         return;
     }
+    agree_with_so_timestamping("");
+}
+
+/// The receive stages' read runs in the app part's program (one program per
+/// read for both): with the app part left out (as on a kernel that refuses
+/// its send hook), that program still runs for the stages alone, and they
+/// agree with the oracle as before.
+#[test]
+fn receive_stages_without_the_app_part() {
+    if !live_or_skip(
+        "receive_stages_without_the_app_part",
+        &[Need::Btf, Need::Tool("cc")],
+    ) {
+        return;
+    }
+    agree_with_so_timestamping("tp_btf/sock_send_length");
+}
+
+/// magnetd (denied `deny`) times every data packet of a known transfer;
+/// its receive stages equal SO_TIMESTAMPING's within one slot.
+fn agree_with_so_timestamping(deny: &str) {
     // every data packet timed (the default times one in 16 per CPU)
-    let d = Magnetd::start_with("receive_stages_every = 1\n");
+    let d = Magnetd::start_denying("receive_stages_every = 1\n", deny);
     let health = d.client().host().unwrap().health;
     if health.receive_latency != "rx_stamps" {
         eprintln!("skipped: no receive stages here ({:?})", health.fallbacks);
         return;
+    }
+    if !deny.is_empty() {
+        assert!(!health.parts.contains_key("app"), "{health:?}");
     }
     let (a, b) = (Netns::new().unwrap(), Netns::new().unwrap());
     let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();

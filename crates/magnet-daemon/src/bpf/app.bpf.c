@@ -190,16 +190,25 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	return 0;
 }
 
+/* The app part is loaded (app_recv may run for the receive stages alone). */
+const volatile bool app_on = true;
+
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(app_send, struct sock *sk, int ret, int flags)
 {
 	return app_call(sk, ret, 1);
 }
 
+/* Also the receive stages' read (rx.bpf.c), so that a read runs one
+ * program: either part may be loaded without the other. */
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
 {
-	return app_call(sk, ret, 0);
+	if (app_on)
+		app_call(sk, ret, 0);
+	if (rx_on)
+		rx_read(sk, ret, flags);
+	return 0;
 }
 
 #define S_IFMT 00170000

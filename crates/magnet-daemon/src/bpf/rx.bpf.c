@@ -16,7 +16,9 @@
  *            (tcp_rcv_established, just before it is queued; after the
  *            socket's backlog when the application held the socket)
  *   read     tp_btf/sock_recv_length: the read call that returned the
- *            packet's last byte (copied_seq past its end_seq) returns
+ *            packet's last byte (copied_seq past its end_seq) returns;
+ *            run by the app part's program there (app_recv calls
+ *            rx_read when `rx_on`): one program run per read, not two
  *
  *   device_to_queue  device → queue
  *   queue_to_read    queue → read
@@ -40,6 +42,9 @@
 /* Time one TCP data packet in this many per CPU (config
  * `receive_stages_every`). */
 const volatile __u32 rx_every = 1;
+/* The part is loaded (rx_queue and its maps): app_recv closes the timed
+ * packets at each read. */
+const volatile bool rx_on = false;
 
 /* One per connection with a timed packet read (socket cookie). */
 struct mg_rx_stages {
@@ -171,17 +176,18 @@ int BPF_PROG(rx_queue, struct sock *sk, struct sk_buff *skb)
 	return 0;
 }
 
-SEC("tp_btf/sock_recv_length")
-int BPF_PROG(rx_read, struct sock *sk, int ret, int flags)
+/* At a read (tp_btf/sock_recv_length, from app_recv): the timed packets
+ * whose last byte it returned. */
+static __always_inline void rx_read(struct sock *sk, int ret, int flags)
 {
 	if (ret <= 0 || (flags & 2 /* MSG_PEEK */) || !sk)
-		return 0;
+		return;
 	struct mg_rx_sk *p = bpf_sk_storage_get(&rx_socks, sk, 0, 0);
 	if (!p || (p->head == p->next && !p->lost))
-		return 0;
+		return;
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 	if (!tp)
-		return 0;
+		return;
 	__u32 copied = tp->copied_seq;
 	__u64 cookie = sk->__sk_common.skc_cookie.counter;
 	if (!cookie)
@@ -198,7 +204,7 @@ int BPF_PROG(rx_read, struct sock *sk, int ret, int flags)
 		if (!s)
 			s = rx_of(cookie);
 		if (!s)
-			return 0;
+			return;
 		p->head = head + 1;
 		s->packets++;
 		rx_add(s, MG_RX_QUEUE_TO_READ, q->queue_ns, now);
@@ -213,5 +219,4 @@ int BPF_PROG(rx_read, struct sock *sk, int ret, int flags)
 		s->lost += p->lost;
 		p->lost = 0;
 	}
-	return 0;
 }

@@ -248,9 +248,9 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 	return bpf_map_lookup_elem(&conns, &cookie);
 }
 
+#include "rx.bpf.c"
 #include "app.bpf.c"
 #include "stages.bpf.c"
-#include "rx.bpf.c"
 
 /* TCP sequence number and payload length of an IP packet, 0 if not TCP data
  * (cgroup_skb: the data starts at the IP header). */

@@ -203,9 +203,11 @@ pub fn attach(
 }
 
 /// The links of the tracepoint parts (tp_btf and tracefs tracepoints); a
-/// part whose link the kernel refuses is left out.
+/// part whose link the kernel refuses is left out. A program two parts share
+/// (`app_recv`: the app part's and the receive stages') is attached once.
 fn attach_tracepoints(plan: &mut Plan, skel: &SummarySkel<'static>) -> Vec<Link> {
     let mut links = Vec::new();
+    let mut attached: Vec<(&str, Attach)> = Vec::new();
     for choice in plan.choices.iter_mut() {
         let Some(c) = choice.candidate() else {
             continue;
@@ -223,6 +225,9 @@ fn attach_tracepoints(plan: &mut Plan, skel: &SummarySkel<'static>) -> Vec<Link>
             let Some(p) = loaded_prog(&skel.progs, prog) else {
                 continue;
             };
+            if attached.contains(&(*prog, *hook)) {
+                continue;
+            }
             let link = match hook {
                 // one program at several events: a link per event
                 Attach::Tracepoint(tp) => {
@@ -246,7 +251,10 @@ fn attach_tracepoints(plan: &mut Plan, skel: &SummarySkel<'static>) -> Vec<Link>
             }
         }
         match failed {
-            None => links.extend(got),
+            None => {
+                links.extend(got);
+                attached.extend(c.progs.iter().copied());
+            }
             Some(why) => choice.chosen = Err(why),
         }
     }

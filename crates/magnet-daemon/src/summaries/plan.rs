@@ -150,7 +150,8 @@ pub const PARTS: &[Part] = &[
         candidates: &[
             Candidate::progs(&[
                 ("rx_queue", tp("tcp_probe")),
-                ("rx_read", tp("sock_recv_length")),
+                // the app part's program, which reads for both parts
+                ("app_recv", tp("sock_recv_length")),
             ])
             .with_maps(&["sk_storage"]),
             Candidate::user("sampled"),
@@ -182,7 +183,6 @@ pub(super) fn prog_of<'a, 'obj>(
         "stages_ops" => &mut p.stages_ops,
         "stages_send" => &mut p.stages_send,
         "rx_queue" => &mut p.rx_queue,
-        "rx_read" => &mut p.rx_read,
         _ => return None,
     })
 }
@@ -206,7 +206,6 @@ pub(super) fn loaded_prog<'a, 'obj>(
         "stages_ops" => &p.stages_ops,
         "stages_send" => &p.stages_send,
         "rx_queue" => &p.rx_queue,
-        "rx_read" => &p.rx_read,
         _ => return None,
     })
 }
@@ -242,6 +241,9 @@ pub(super) fn open_for<'obj>(
         ro.calls_at_exit = calls_at_exit(spec.progs);
         ro.stage_every = spec.every.send;
         ro.rx_every = spec.every.receive;
+        // app_recv serves the app part, the receive stages, or both
+        ro.app_on = spec.progs.contains(&"app_send");
+        ro.rx_on = spec.progs.contains(&super::receive::PROGS[0]);
     }
     open.maps
         .app_pending
