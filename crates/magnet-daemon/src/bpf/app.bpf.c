@@ -44,6 +44,16 @@ static __always_inline bool app_nr_many(long id)
 	return id == NR_sendfile || id == NR_splice || id == NR_recvmmsg || id == NR_sendmmsg;
 }
 
+/* Cost profile builds (measurement only, never shipped): built with
+ * MAGNET_BPF_CFLAGS=-DMGD_PROF=N, app_call returns early at mark N (1: after
+ * the socket's cookie; 2: after the connection's record; 3: after the layer
+ * table; 4: before the TCP state), so that the differences of the programs'
+ * ns per run between builds say where each nanosecond goes
+ * (bench/notes/2026-11-29-daemon-syscall-exits.md). */
+#ifndef MGD_PROF
+#define MGD_PROF 0
+#endif
+
 /* app_call runs at every send and recv call of the host: `sk` is a trusted
  * BTF pointer there (tp_btf), so fields are read directly (plain loads)
  * instead of through bpf_probe_read_kernel, and tcp_sock fields through
@@ -67,6 +77,10 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	__u64 cookie = sk->__sk_common.skc_cookie.counter;
 	if (!cookie)
 		cookie = bpf_get_socket_cookie(sk);
+#if MGD_PROF == 1
+	if (cookie)
+		return 0;
+#endif
 	__u64 call = 1;
 	if (calls_at_exit) {
 		struct task_struct *task = bpf_get_current_task_btf();
@@ -106,9 +120,17 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	struct mg_conn *c = conn_of(sk, cookie, now, h);
 	if (!c)
 		return 0;
+#if MGD_PROF == 2
+	if (cookie)
+		return 0;
+#endif
 	c->last_ns = now;
 	if (call && bytes)
 		layer_unit(cookie, MG_LAYER_APP, tx, bytes, now);
+#if MGD_PROF == 3
+	if (cookie)
+		return 0;
+#endif
 	kstats_track(c, sk, cookie);
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	if (c->pid != pid) {
@@ -125,6 +147,10 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 	c->sndbuf = sk->sk_sndbuf;
 	if (!c->kstats)
 		c->wmem_queued = sk->sk_wmem_queued;
+#if MGD_PROF == 4
+	if (cookie)
+		return 0;
+#endif
 	struct tcp_sock *tp = NULL;
 	/* A send while an earlier send's mark still waits needs no TCP state
 	 * when every packet is seen: the mark's data has not all left, so
