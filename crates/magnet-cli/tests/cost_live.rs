@@ -127,6 +127,116 @@ fn record_and_info_report_the_same_cost() {
     let _ = std::fs::remove_file(&trace);
 }
 
+/// The BPF time `record` says its programs took is the kernel's own figure,
+/// as bpftool reads it: the workload's last step (while the programs are
+/// still attached) lists the recorder's program ids from its fdinfo and
+/// takes `bpftool prog show`; the summary, taken after detaching, may only
+/// be larger by what ran after that snapshot (the shell's exit). Per
+/// program (those with at least 1 % of the time) and in total, the two
+/// agree within 5 %.
+#[test]
+fn the_cost_equals_bpftools_run_time() {
+    if !live_or_skip(
+        "the_cost_equals_bpftools_run_time",
+        &[Need::Btf, Need::Tool("bpftool")],
+    ) {
+        return;
+    }
+    let trace = tmp("cost-bpftool.mgt");
+    let ids_file = tmp("cost-bpftool.ids");
+    let snap = tmp("cost-bpftool.json");
+    let script = format!(
+        "{} loadgen --tcp 50000x1000 >/dev/null && \
+         grep -h '^prog_id:' /proc/$PPID/fdinfo/* | sort -u > {} && \
+         bpftool prog show --json > {}",
+        common::MAGNET,
+        ids_file.display(),
+        snap.display()
+    );
+    let out = magnet(&[
+        "record",
+        "-o",
+        trace.to_str().unwrap(),
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(
+        out.status.success(),
+        "magnet record failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value = serde_json::from_str(
+        stdout
+            .lines()
+            .rfind(|l| l.contains("magnet.record/"))
+            .unwrap(),
+    )
+    .unwrap();
+    let cost = &summary["cost"];
+    let total = cost["bpf_ns"].as_u64().expect("BPF time measured") as f64;
+    let ours: std::collections::BTreeMap<String, (u64, u64)> = cost["programs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                (p["ns"].as_u64().unwrap(), p["runs"].as_u64().unwrap()),
+            )
+        })
+        .collect();
+    let ids: Vec<u64> = std::fs::read_to_string(&ids_file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("prog_id:")?.trim().parse().ok())
+        .collect();
+    let listed: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
+    let theirs: Vec<&serde_json::Value> = listed
+        .iter()
+        .filter(|p| ids.contains(&p["id"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(theirs.len(), ours.len(), "bpftool {theirs:?} vs {cost}");
+    let mut bpftool_total = 0.0;
+    for p in &theirs {
+        let name = p["name"].as_str().unwrap();
+        let (ns, runs) = ours
+            .get(name)
+            .unwrap_or_else(|| panic!("bpftool lists {name}, the summary does not: {cost}"));
+        let (b_ns, b_runs) = (
+            p["run_time_ns"].as_u64().unwrap_or(0),
+            p["run_cnt"].as_u64().unwrap_or(0),
+        );
+        bpftool_total += b_ns as f64;
+        // the snapshot was taken before the end: never more than the summary
+        assert!(
+            b_ns <= *ns && b_runs <= *runs,
+            "{name}: bpftool {p} vs {ns} ns, {runs} runs"
+        );
+        if *ns as f64 >= total / 100.0 {
+            let off = (*ns - b_ns) as f64 / b_ns.max(1) as f64;
+            eprintln!("{name}: {ns} ns vs bpftool {b_ns} ({:.2} %)", off * 100.0);
+            assert!(off <= 0.05, "{name}: {ns} ns vs bpftool's {b_ns}: {cost}");
+        }
+    }
+    let off = (total - bpftool_total) / bpftool_total;
+    eprintln!(
+        "total: {total} ns vs bpftool {bpftool_total} ({:.2} %)",
+        off * 100.0
+    );
+    assert!(
+        (0.0..=0.05).contains(&off),
+        "{total} vs bpftool's {bpftool_total}"
+    );
+    for f in [&trace, &ids_file, &snap] {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
 /// A kernel that refuses run-time statistics (emulated with
 /// MAGNET_HOOKS_DENY): the recording goes on, the summary and `info` say
 /// "BPF time: not measured (why)" and hold no BPF figure, the CPU figures
