@@ -12,6 +12,26 @@ use common::{magnet, tmp};
 
 const CALLS: u64 = 2000;
 
+/// `magnet record -o TRACE --json -- CMD…`: its JSON summary (it must succeed).
+fn record_summary(trace: &std::path::Path, cmd: &[&str]) -> serde_json::Value {
+    let mut args = vec!["record", "-o", trace.to_str().unwrap(), "--json", "--"];
+    args.extend_from_slice(cmd);
+    let out = magnet(&args);
+    assert!(
+        out.status.success(),
+        "magnet record failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(
+        stdout
+            .lines()
+            .rfind(|l| l.contains("magnet.record/"))
+            .unwrap(),
+    )
+    .unwrap()
+}
+
 #[test]
 fn record_and_info_report_the_same_cost() {
     if !live_or_skip("record_and_info_report_the_same_cost", &[Need::Btf]) {
@@ -19,30 +39,7 @@ fn record_and_info_report_the_same_cost() {
     }
     let trace = tmp("cost.mgt");
     let calls = format!("{CALLS}x1000");
-    let out = magnet(&[
-        "record",
-        "-o",
-        trace.to_str().unwrap(),
-        "--json",
-        "--",
-        common::MAGNET,
-        "loadgen",
-        "--tcp",
-        &calls,
-    ]);
-    assert!(
-        out.status.success(),
-        "magnet record failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary: serde_json::Value = serde_json::from_str(
-        stdout
-            .lines()
-            .rfind(|l| l.contains("magnet.record/"))
-            .unwrap(),
-    )
-    .unwrap();
+    let summary = record_summary(&trace, &[common::MAGNET, "loadgen", "--tcp", &calls]);
     let cost = &summary["cost"];
     let records = summary["records"].as_u64().unwrap();
     assert_eq!(cost["events"], records, "{cost}");
@@ -153,29 +150,7 @@ fn the_cost_equals_bpftools_run_time() {
         ids_file.display(),
         snap.display()
     );
-    let out = magnet(&[
-        "record",
-        "-o",
-        trace.to_str().unwrap(),
-        "--json",
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert!(
-        out.status.success(),
-        "magnet record failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary: serde_json::Value = serde_json::from_str(
-        stdout
-            .lines()
-            .rfind(|l| l.contains("magnet.record/"))
-            .unwrap(),
-    )
-    .unwrap();
+    let summary = record_summary(&trace, &["sh", "-c", &script]);
     let cost = &summary["cost"];
     let total = cost["bpf_ns"].as_u64().expect("BPF time measured") as f64;
     let ours: std::collections::BTreeMap<String, (u64, u64)> = cost["programs"]
