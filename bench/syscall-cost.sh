@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
-# What magnetd adds to a system call that is not a network one: the wall
-# time of getppid() in a tight loop (ns per call, one CPU), with no magnetd,
-# with magnetd as it starts (sendfile(), splice() and the mmsg calls counted
-# at their own syscall exit tracepoints) and with magnetd denied those
-# tracepoints (MAGNET_HOOKS_DENY=tracepoint: the same calls counted at every
-# system call's exit, tp_btf/sys_exit, as before that change). This is the
-# cost every process on the host pays, whatever it does: the kernel's own
-# work (the syscall slow path, the tracepoint's dispatch) included, which
-# BPF run-time statistics do not show.
+# What magnet adds to a system call that is not a network one: the wall
+# time of getppid() in a tight loop (ns per call, one CPU). Cases:
+#   none         nothing running
+#   tracepoints  magnetd as it starts (sendfile(), splice() and the mmsg calls
+#                counted at their own syscall exit tracepoints)
+#   sys_exit     magnetd denied those tracepoints (MAGNET_HOOKS_DENY=tracepoint:
+#                the same calls counted at every system call's exit,
+#                tp_btf/sys_exit, as before that change)
+#   record       magnet record --all (its app layer: tp_btf/sys_enter and
+#                sys_exit, programs run at every system call's entry and exit)
+# This is the cost every process on the host pays, whatever it does: the
+# kernel's own work (the syscall slow path, the tracepoints' dispatch)
+# included, which BPF run-time statistics do not show.
 #
-#   sudo ROUNDS=5 CALLS=20000000 bench/daemon-syscall-cost.sh
+#   sudo ROUNDS=5 CALLS=20000000 bench/syscall-cost.sh
 #
-# Cases alternate within each round (none, tracepoints, sys_exit); medians
-# at the end. magnetd runs with packet_hooks = "off" (no traffic here).
+# Cases alternate within each round; medians at the end. magnetd runs with
+# packet_hooks = "off" (no traffic here).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-bench_need daemon-syscall-cost gcc curl python3 taskset
-bench_root daemon-syscall-cost "magnetd loads BPF programs"
-MAGNET=$(bench_magnet daemon-syscall-cost)
+bench_need syscall-cost gcc curl python3 taskset
+bench_root syscall-cost "magnetd loads BPF programs"
+MAGNET=$(bench_magnet syscall-cost)
 ROUNDS=${ROUNDS:-5}
 CALLS=${CALLS:-20000000}
-CASES=${CASES:-"none tracepoints sys_exit"}
+CASES=${CASES:-"none tracepoints sys_exit record"}
 tmp=$(mktemp -d)
 port=$((20000 + $$ % 20000))
 cleanup() {
@@ -52,9 +56,15 @@ start_daemon() { # DENY
     MAGNET_HOOKS_DENY=$1 "$MAGNET" daemon --config "$tmp/d.toml" 2>"$tmp/err" >/dev/null &
     dpid=$!
     for _ in $(seq 50); do grep -q "magnetd: ready" "$tmp/err" && break; sleep 0.2; done
-    grep -q "magnetd: ready" "$tmp/err" || { echo "daemon-syscall-cost: magnetd did not start:" >&2; cat "$tmp/err" >&2; exit 2; }
+    grep -q "magnetd: ready" "$tmp/err" || { echo "syscall-cost: magnetd did not start:" >&2; cat "$tmp/err" >&2; exit 2; }
 }
-stop_daemon() { kill "$dpid"; wait "$dpid" 2>/dev/null || true; dpid=; }
+stop_daemon() { kill -INT "$dpid"; wait "$dpid" 2>/dev/null || true; dpid=; }
+start_record() {
+    "$MAGNET" record --all -o "$tmp/r.mgt" 2>"$tmp/err" >/dev/null &
+    dpid=$!
+    for _ in $(seq 100); do grep -q "recording" "$tmp/err" && break; sleep 0.2; done
+    grep -q "recording" "$tmp/err" || { echo "syscall-cost: magnet record did not start:" >&2; cat "$tmp/err" >&2; exit 2; }
+}
 : >"$tmp/results"
 for round in $(seq "$ROUNDS"); do
     for c in $CASES; do
@@ -62,9 +72,10 @@ for round in $(seq "$ROUNDS"); do
         none) ;;
         tracepoints) start_daemon "" ;;
         sys_exit) start_daemon "tracepoint" ;;
-        *) echo "daemon-syscall-cost: unknown case $c (none, tracepoints, sys_exit)" >&2; exit 2 ;;
+        record) start_record ;;
+        *) echo "syscall-cost: unknown case $c (none, tracepoints, sys_exit, record)" >&2; exit 2 ;;
         esac
-        if [ "$c" != none ]; then
+        if [ "$c" = tracepoints ] || [ "$c" = sys_exit ]; then
             app=$(curl -s "http://127.0.0.1:$port/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["health"]["parts"].get("app","-"))' 2>/dev/null || echo "?")
         else
             app=-
@@ -72,7 +83,8 @@ for round in $(seq "$ROUNDS"); do
         ns=$(taskset -c 0 "$tmp/loop" "$CALLS")
         echo "round $round $c: $ns ns per getppid (app part: $app)"
         echo "$c $ns" >>"$tmp/results"
-        [ "$c" != none ] && stop_daemon
+        if [ "$c" != none ]; then stop_daemon; fi
+        rm -f "$tmp/r.mgt"
     done
 done
 echo "## medians over $ROUNDS rounds (ns per getppid)"
