@@ -34,24 +34,7 @@ fn record(trace: &Path, args: &[&str]) -> Recorder {
 
 /// tests/fixtures/app_calls.c, built once per test binary.
 fn app_calls_bin() -> PathBuf {
-    let bin = tmp("app_calls");
-    if !bin.exists() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/app_calls.c");
-        let out = Command::new("cc")
-            .args(["-O2", "-Wall", "-o"])
-            .arg(&bin)
-            .arg(&src)
-            .arg("-luring")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "building {}: {}",
-            src.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    bin
+    common::build_fixture_with("app_calls", &["-luring"])
 }
 
 /// The program's own counts: `send calls=N asked=B ret=B failed=N`.

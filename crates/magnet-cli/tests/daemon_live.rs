@@ -25,7 +25,7 @@ use magnet_testkit::{live_or_skip, Need};
 
 mod common;
 use common::{
-    free_port, http_get, magnetd_conf, prom_query, prom_value, prometheus, MAGNETD_READY,
+    deny_list, free_port, http_get, magnetd_conf, prom_query, prom_value, prometheus, MAGNETD_READY,
 };
 
 /// A magnetd process with its own config, socket and port.
@@ -1686,15 +1686,6 @@ fn deny_matrix_base() -> String {
 }
 
 /// `base` and `deny` as one `MAGNET_HOOKS_DENY` list.
-fn deny_list(base: &str, deny: &str) -> String {
-    [base, deny]
-        .iter()
-        .filter(|d| !d.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 /// The part a left-out or fallback line is about (its first word).
 fn part_of(line: &str) -> &str {
     line.split(' ').next().unwrap_or("")

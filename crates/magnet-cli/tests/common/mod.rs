@@ -138,13 +138,7 @@ impl Magnetd {
             .stdout(Stdio::null());
         if !deny.is_empty() {
             let env = std::env::var(magnet_kernel::deny::VAR).unwrap_or_default();
-            let list = [env.as_str(), deny]
-                .iter()
-                .filter(|s| !s.is_empty())
-                .copied()
-                .collect::<Vec<_>>()
-                .join(",");
-            cmd.env(magnet_kernel::deny::VAR, list);
+            cmd.env(magnet_kernel::deny::VAR, deny_list(&env, deny));
         }
         let proc = Some(magnet_testkit::Recorder::start_until(cmd, MAGNETD_READY));
         Magnetd { proc, dir, http }
@@ -411,12 +405,27 @@ pub fn prom_query(port: u16, query: &str) -> Result<serde_json::Value, String> {
 
 /// tests/fixtures/NAME.c, built (cc -O2) into the scratch directory.
 pub fn build_fixture(name: &str) -> PathBuf {
+    build_fixture_with(name, &[])
+}
+
+/// [`build_fixture`] linked with `libs` (`-luring`). Built once per test
+/// binary, whichever of its tests running at once asks first: the others
+/// wait for it, and the binary appears under its name only when complete
+/// (built aside, then renamed), so that no test runs a half-written one.
+pub fn build_fixture_with(name: &str, libs: &[&str]) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     let bin = tmp(name);
+    if built.iter().any(|b| b == name) {
+        return bin;
+    }
     let src = format!("{}/tests/fixtures/{name}.c", env!("CARGO_MANIFEST_DIR"));
+    let aside = bin.with_extension(format!("building-{}", std::process::id()));
     let out = Command::new("cc")
         .args(["-O2", "-Wall", "-pthread", "-o"])
-        .arg(&bin)
+        .arg(&aside)
         .arg(&src)
+        .args(libs)
         .output()
         .unwrap();
     assert!(
@@ -424,6 +433,8 @@ pub fn build_fixture(name: &str) -> PathBuf {
         "building {src}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    std::fs::rename(&aside, &bin).unwrap();
+    built.push(name.to_string());
     bin
 }
 
@@ -472,4 +483,15 @@ pub fn http_get(port: u16, path: &str) -> (String, String) {
     s.read_to_string(&mut out).unwrap();
     let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
     (head.to_string(), body.to_string())
+}
+
+/// A `MAGNET_HOOKS_DENY` list: `base`'s entries and `deny`'s (either may be
+/// empty).
+pub fn deny_list(base: &str, deny: &str) -> String {
+    [base, deny]
+        .iter()
+        .filter(|d| !d.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",")
 }
