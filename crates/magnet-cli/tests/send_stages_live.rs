@@ -29,6 +29,15 @@ use common::{
 };
 
 /// tests/fixtures/send_stages.c, built.
+/// One of these tests' magnetds at a time: each attaches its sock_ops
+/// program to the root cgroup, and a magnetd that times every send makes
+/// the kernel stamp every socket's sends, so another magnetd running then
+/// gets the callbacks of sends it did not time (its `unmatched` counts them).
+fn one_magnetd_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn oracle_bin() -> std::path::PathBuf {
     build_fixture("send_stages")
 }
@@ -63,6 +72,7 @@ fn later_than_oracle(magnetd: &[u64], oracle: &[u64]) -> Option<String> {
 /// each stage within one slot of SO_TIMESTAMPING's on the same sends.
 #[test]
 fn send_stages_agree_with_so_timestamping() {
+    let _one = one_magnetd_at_a_time();
     if !live_or_skip(
         "send_stages_agree_with_so_timestamping",
         &[
@@ -163,6 +173,7 @@ fn send_stages_agree_with_so_timestamping() {
 /// and /health and each connection name that method.
 #[test]
 fn denied_tx_timestamps_fall_back_to_sampled() {
+    let _one = one_magnetd_at_a_time();
     if !live_or_skip("denied_tx_timestamps_fall_back_to_sampled", &[Need::Btf]) {
         return;
     }
@@ -207,6 +218,7 @@ fn denied_tx_timestamps_fall_back_to_sampled() {
 /// setting: after a restart its sends are timed again.
 #[test]
 fn a_restart_times_connections_established_before_it() {
+    let _one = one_magnetd_at_a_time();
     if !live_or_skip(
         "a_restart_times_connections_established_before_it",
         &[Need::Btf],
@@ -259,6 +271,7 @@ fn a_restart_times_connections_established_before_it() {
 /// included: 5 of 20, each through every stage, and the API says 4.
 #[test]
 fn one_send_call_in_n_is_timed() {
+    let _one = one_magnetd_at_a_time();
     if !live_or_skip("one_send_call_in_n_is_timed", &[Need::Btf]) {
         return;
     }
