@@ -522,17 +522,12 @@ fn magnetd_app_calls_are_one_per_syscall_or_request() {
     let h = d.client().host().unwrap();
     // the syscall exit tracepoints where tracefs lists them, else every
     // system call's exit
-    let tracepoints = [
-        "sys_exit_sendfile64",
-        "sys_exit_splice",
-        "sys_exit_sendmmsg",
-        "sys_exit_recvmmsg",
-    ]
-    .iter()
-    .all(|t| {
-        let tp = format!("syscalls/{t}");
-        magnet_kernel::tracefs::event_missing(&tp).is_none()
-            && magnet_kernel::deny::denied(&format!("tracepoint/{tp}")).is_none()
+    let tracepoints = magnet_daemon::summaries::SYSCALL_EXITS.iter().all(|a| {
+        let magnet_kernel::plan::Attach::Tracepoint(tp) = *a else {
+            return false;
+        };
+        magnet_kernel::tracefs::event_missing(tp).is_none()
+            && magnet_kernel::deny::denied(&magnet_kernel::plan::attach_name(*a)).is_none()
     });
     let want = if tracepoints {
         magnet_daemon::summaries::APP_CALLS_AT_EXIT

@@ -26,7 +26,7 @@ pub const APP_CALLS_AT_SYS_EXIT: &str =
 
 /// The exit tracepoints of the system calls that send or receive more than
 /// once per call (app.bpf.c's `app_nr_many`).
-const SYSCALL_EXITS: [Attach; 4] = [
+pub const SYSCALL_EXITS: [Attach; 4] = [
     Attach::Tracepoint("syscalls/sys_exit_sendfile64"),
     Attach::Tracepoint("syscalls/sys_exit_splice"),
     Attach::Tracepoint("syscalls/sys_exit_sendmmsg"),
