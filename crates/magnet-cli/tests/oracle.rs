@@ -303,27 +303,59 @@ fn check_tcp_dev<'a>(
         conn(j, server_port, 0),
     );
     assert!(c.is_some() && s.is_some(), "{what}: both ends in the trace");
+    // What to look at when a count differs: whether the recorder lost
+    // events, and every connection row of these ports (a split connection
+    // shows as two rows).
+    let context = || dev_context(j, cp, server_port);
     assert_eq!(
         row(c, "dev", "out"),
         count_bytes(&dir(cwire, cp, server_port)),
-        "{what}: client dev out = its interface's capture"
+        "{what}: client dev out = its interface's capture\n{}",
+        context()
     );
     assert_eq!(
         row(c, "dev", "in"),
         count_bytes(&dir(cwire, server_port, cp)),
-        "{what}: client dev in = its interface's capture (SYN-ACK included)"
+        "{what}: client dev in = its interface's capture (SYN-ACK included)\n{}",
+        context()
     );
     assert_eq!(
         add(row(s, "dev", "in"), row(l, "dev", "in")),
         count_bytes(&dir(swire, cp, server_port)),
-        "{what}: server + listener dev in = the server interface's capture"
+        "{what}: server + listener dev in = the server interface's capture\n{}",
+        context()
     );
     assert_eq!(
         add(row(s, "dev", "out"), row(l, "dev", "out")),
         count_bytes(&dir(swire, server_port, cp)),
-        "{what}: server + listener dev out = the server interface's capture"
+        "{what}: server + listener dev out = the server interface's capture\n{}",
+        context()
     );
     (c, s, l, cp)
+}
+
+/// The trace's losses, unattributed dev rows and the dev rows of every
+/// connection on either port, for a failed count's message.
+fn dev_context(j: &Value, a: u16, b: u16) -> String {
+    let mut out = format!(
+        "trace: lost_events {} unattributed {}",
+        j["trace"]["lost_events"], j["trace"]["unattributed"]
+    );
+    for c in j["connections"].as_array().into_iter().flatten() {
+        let ports = [port_of(&c["local"]), port_of(&c["remote"])];
+        if !ports.iter().any(|p| *p == Some(a) || *p == Some(b)) {
+            continue;
+        }
+        let dev: Vec<_> = ["in", "out"]
+            .iter()
+            .map(|d| row(Some(c), "dev", d))
+            .collect();
+        out += &format!(
+            "\n  {} -> {} states {} dev in/out {:?}",
+            c["local"], c["remote"], c["states"], dev
+        );
+    }
+    out
 }
 
 /// ip out of `c` against the frames it sent: exact when nothing is segmented

@@ -281,12 +281,21 @@ fn known_workload_across_namespaces() {
         b.ifindex()
     );
     // Every datagram is attributed on receive too, including those that arrive
-    // before the receiver's first recv() (its flow is known from bind()).
+    // before the receiver's first recv() (its flow is known from bind()): to
+    // the receiving socket, which also tells them from frames of another
+    // test's namespace whose veth has the same ifindex there (dev records
+    // carry no namespace).
+    let udp_receiver = evs
+        .iter()
+        .find(|e| e.kind_id == kind::APP_RECV && e.u("protocol") == 17)
+        .expect("the UDP receiver's calls")
+        .u("cookie");
     let udp_rx = evs
         .iter()
         .filter(|e| {
             e.kind_id == kind::DEV_RX
                 && e.u("ifindex") == b.ifindex() as u64
+                && e.u("cookie") == udp_receiver
                 // The frame: Ethernet header included, as on transmit.
                 && e.u("len") == UDP_U + 28 + 14
         })

@@ -139,6 +139,9 @@ impl Candidate {
     }
 
     /// Its name: the attach points joined with `+`, or the user-space name.
+    /// Neighbouring syscall tracepoints of one kind are written once with
+    /// their calls in braces (`tracepoint/syscalls/sys_exit_{bind,connect}`):
+    /// a program at a dozen calls' tracepoints is one readable line.
     pub fn name(&self) -> String {
         if self.progs.is_empty() {
             return self.user.to_string();
@@ -146,7 +149,30 @@ impl Candidate {
         let mut names: Vec<String> = self.progs.iter().map(|(_, a)| attach_name(*a)).collect();
         // Programs at the same attach point (one per skb position) are one.
         names.dedup();
-        names.join("+")
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for n in names {
+            let split = [
+                "tracepoint/syscalls/sys_enter_",
+                "tracepoint/syscalls/sys_exit_",
+            ]
+            .into_iter()
+            .find_map(|stem| n.strip_prefix(stem).map(|call| (stem, call.to_string())));
+            match (split, out.last_mut()) {
+                (Some((stem, call)), Some((last, calls))) if last == stem && !calls.is_empty() => {
+                    calls.push(call)
+                }
+                (Some((stem, call)), _) => out.push((stem.to_string(), vec![call])),
+                (None, _) => out.push((n, Vec::new())),
+            }
+        }
+        out.into_iter()
+            .map(|(stem, calls)| match calls.len() {
+                0 => stem,
+                1 => format!("{stem}{}", calls[0]),
+                _ => format!("{stem}{{{}}}", calls.join(",")),
+            })
+            .collect::<Vec<_>>()
+            .join("+")
     }
 
     /// Whether one of its programs is `prog`.
@@ -477,6 +503,30 @@ mod tests {
     /// Acts as if `MAGNET_HOOKS_DENY` were `list` (on this thread).
     fn deny(list: &str) {
         DENY.with(|d| *d.borrow_mut() = Some(list.to_string()));
+    }
+
+    #[test]
+    fn a_candidates_syscall_tracepoints_are_named_once_per_kind() {
+        let c = Candidate::progs(&[
+            (
+                "a",
+                Attach::TpBtf {
+                    tp: "sock_send_length",
+                    args: None,
+                },
+            ),
+            ("b", Attach::Tracepoint("syscalls/sys_exit_bind")),
+            ("b", Attach::Tracepoint("syscalls/sys_exit_connect")),
+            ("c", Attach::Tracepoint("syscalls/sys_enter_read")),
+            ("d", Attach::Tracepoint("sched/sched_switch")),
+            ("e", Attach::Tracepoint("syscalls/sys_exit_read")),
+        ]);
+        assert_eq!(
+            c.name(),
+            "tp_btf/sock_send_length+tracepoint/syscalls/sys_exit_{bind,connect}+\
+             tracepoint/syscalls/sys_enter_read+tracepoint/sched/sched_switch+\
+             tracepoint/syscalls/sys_exit_read"
+        );
     }
 
     #[test]

@@ -65,15 +65,52 @@ const fn t(tp: &'static str) -> Attach {
     TpBtf { tp, args: None }
 }
 
+/// The socket calls' own enter and exit tracepoints (app.bpf.c's `app_nr`):
+/// a program at the start of each (one per count of arguments read: the
+/// kernel refuses one that reads past a call's last) and one at the end,
+/// and none at the host's other system calls.
+const APP_CALL_TRACEPOINTS: &[(&str, Attach)] = &[
+    ("app_enter3_tp", Tracepoint("syscalls/sys_enter_read")),
+    ("app_enter3_tp", Tracepoint("syscalls/sys_enter_write")),
+    ("app_enter3_tp", Tracepoint("syscalls/sys_enter_readv")),
+    ("app_enter3_tp", Tracepoint("syscalls/sys_enter_writev")),
+    ("app_enter4_tp", Tracepoint("syscalls/sys_enter_sendfile64")),
+    ("app_enter5_tp", Tracepoint("syscalls/sys_enter_sendto")),
+    ("app_enter5_tp", Tracepoint("syscalls/sys_enter_recvfrom")),
+    ("app_enter3_tp", Tracepoint("syscalls/sys_enter_sendmsg")),
+    ("app_enter3_tp", Tracepoint("syscalls/sys_enter_recvmsg")),
+    ("app_enter5_tp", Tracepoint("syscalls/sys_enter_splice")),
+    ("app_enter4_tp", Tracepoint("syscalls/sys_enter_sendmmsg")),
+    ("app_enter5_tp", Tracepoint("syscalls/sys_enter_recvmmsg")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_read")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_write")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_readv")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_writev")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_sendfile64")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_sendto")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_recvfrom")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_sendmsg")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_recvmsg")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_splice")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_sendmmsg")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_recvmmsg")),
+];
+
 pub const PROBES: &[Probe] = &[
     // The app calls: one per socket syscall, emitted at its exit with the
     // bytes it asked for and its result; app_send/app_recv below stamp the
     // call with its socket (a sendfile() reaches the socket many times).
+    // Best at the calls' own tracepoints; where tracefs lacks them (no
+    // CONFIG_FTRACE_SYSCALLS, not mounted), at every system call's start
+    // and end, which costs every other call of the host a few hundred ns.
     Part {
-        name: "app_sys_enter",
+        name: "app_calls",
         group: App,
         feeds: "",
-        candidates: &[hook!("app_sys_enter" => t("sys_enter"), "app_sys_exit" => t("sys_exit"))],
+        candidates: &[
+            Candidate::progs(APP_CALL_TRACEPOINTS),
+            hook!("app_sys_enter" => t("sys_enter"), "app_sys_exit" => t("sys_exit")),
+        ],
         optional: false,
         default_on: true,
     },
@@ -255,7 +292,24 @@ pub const PROBES: &[Probe] = &[
 pub const FOLLOW_FORKS: &str = "sched_fork";
 pub const PKT_FREE: &str = "pkt_free";
 pub const PKT_CONSUME: &str = "pkt_consume";
-pub const FLOWS_AT_BIND: &str = "flow_sys_exit";
+/// A socket's flow known from its bind() or connect() (packet layers):
+/// planned like a probe, loaded when a layer follows packets.
+pub const FLOWS_AT_BIND: Probe = Part {
+    name: "flows_at_bind",
+    group: Ip,
+    feeds: "",
+    candidates: &[
+        Candidate::progs(&[
+            ("flow_enter_tp", Tracepoint("syscalls/sys_enter_bind")),
+            ("flow_enter_tp", Tracepoint("syscalls/sys_enter_connect")),
+            ("flow_exit_tp", Tracepoint("syscalls/sys_exit_bind")),
+            ("flow_exit_tp", Tracepoint("syscalls/sys_exit_connect")),
+        ]),
+        hook!("flow_sys_exit" => t("sys_exit")),
+    ],
+    optional: true,
+    default_on: true,
+};
 /// tcp_rcv outside ESTABLISHED when dev_rx (which does it too) is not loaded.
 pub const TCP_RX_SEG: &str = "tcp_rx_seg";
 /// cgroup/sock_create on the cgroup v2 root: cookies from a socket's creation.
@@ -264,17 +318,24 @@ pub const COOKIE_AT_CREATE: &str = "sock_cookie_at_create";
 /// records to its ring (record.bpf.c, "per-CPU batches").
 pub const BATCH_TICK: &str = "batch_tick";
 
-/// Every program name in the object, for autoload decisions.
+/// Every program name in the object, for autoload decisions (once each: a
+/// program at several tracepoints is one program).
 pub fn all_programs() -> impl Iterator<Item = &'static str> {
     PROBES
         .iter()
         .flat_map(|p| p.candidates.iter())
-        .flat_map(|h| h.progs.iter().map(|(p, _)| *p))
+        .chain(FLOWS_AT_BIND.candidates)
+        .flat_map(|h| {
+            h.progs
+                .iter()
+                .enumerate()
+                .filter(|(i, (p, _))| !h.progs[..*i].iter().any(|(q, _)| q == p))
+                .map(|(_, (p, _))| *p)
+        })
         .chain([
             FOLLOW_FORKS,
             PKT_FREE,
             PKT_CONSUME,
-            FLOWS_AT_BIND,
             TCP_RX_SEG,
             COOKIE_AT_CREATE,
             BATCH_TICK,
@@ -348,6 +409,13 @@ impl Kernel {
 /// lacks ([`Choice::reasons`]).
 pub fn plan(k: &Kernel) -> Vec<Choice<Layer>> {
     plan::choose(PROBES, &|a| k.lacks(a), &Refusals::new()).choices
+}
+
+/// The hook that tells flows at bind() and connect() on this kernel.
+pub fn plan_flows_at_bind(k: &Kernel) -> Choice<Layer> {
+    plan::choose([&FLOWS_AT_BIND], &|a| k.lacks(a), &Refusals::new())
+        .choices
+        .remove(0)
 }
 
 #[cfg(test)]

@@ -15,8 +15,7 @@ use crate::Error;
 /// io_uring result (its name): the calls that send or receive more than once
 /// counted at their own syscall exit tracepoints.
 pub const APP_CALLS_AT_EXIT: &str = "tp_btf/sock_send_length+tp_btf/sock_recv_length+\
-     tracepoint/syscalls/sys_exit_sendfile64+tracepoint/syscalls/sys_exit_splice+\
-     tracepoint/syscalls/sys_exit_sendmmsg+tracepoint/syscalls/sys_exit_recvmmsg+\
+     tracepoint/syscalls/sys_exit_{sendfile64,splice,sendmmsg,recvmmsg}+\
      tp_btf/io_uring_complete";
 
 /// The same counting where the kernel has no syscall tracepoints (or

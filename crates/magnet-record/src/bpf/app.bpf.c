@@ -107,19 +107,38 @@ static __always_inline void read_dest(const void *uaddr, struct syscall_in_fligh
 #define NR_connect 42
 #define NR_bind 49
 
+/* The context of the syscalls' own tracepoints (syscalls/sys_enter_NAME,
+ * sys_exit_NAME) as the kernel hands it to BPF (perf_call_bpf_enter/exit):
+ * 8 bytes BPF may not read (the call's registers, for the kernel's helpers),
+ * the syscall number, then the six arguments (8 bytes each; those past the
+ * call's own are undefined) or the return value. The same layout on 5.10 as
+ * on 6.18. */
+struct mg_sys_enter_args {
+	__u64 _regs;
+	__s32 nr;
+	__u32 _pad;
+	__u64 args[6];
+};
+struct mg_sys_exit_args {
+	__u64 _regs;
+	__s32 nr;
+	__u32 _pad;
+	__s64 ret;
+};
+
 /* Loaded with task filters and packet layers: a socket bound or connected by a
  * traced task has its flow known from then on, so packets that arrive before
- * its first send or recv (a UDP receiver not yet in recv) are attributed. */
-MG_PROG("tp_btf/sys_exit", flow_sys_exit, struct pt_regs *regs, long ret)
+ * its first send or recv (a UDP receiver not yet in recv) are attributed.
+ * `fd`: the call's first argument. */
+static __always_inline int flow_call_exit(long id, long ret, __u64 fd)
 {
 	if (ret != 0)
 		return 0;
-	long id = regs->orig_ax;
 	if (id != NR_bind && id != NR_connect)
 		return 0;
 	if (!task_traced())
 		return 0;
-	__u64 sk = fd_socket(regs->di);
+	__u64 sk = fd_socket(fd);
 	if (!sk)
 		return 0;
 	struct sk_tuple t = {};
@@ -148,10 +167,52 @@ MG_PROG("tp_btf/sys_exit", flow_sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
-MG_PROG("tp_btf/sys_enter", app_sys_enter, struct pt_regs *regs, long id)
+/* bind()'s and connect()'s fd from their enter tracepoint to their exit
+ * (an exit tracepoint has only the return value, and BPF may not read the
+ * registers the kernel keeps in its context's first bytes): by thread, for
+ * traced tasks only. LRU: a thread killed inside the call leaves an entry
+ * that ages out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} flow_call_fds SEC(".maps");
+
+MG_CTX_PROG("tracepoint", flow_enter_tp, 0, struct mg_sys_enter_args *ctx)
 {
-	if (!app_nr(id))
+	if (!task_traced())
 		return 0;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 fd = ctx->args[0];
+	bpf_map_update_elem(&flow_call_fds, &tid, &fd, BPF_ANY);
+	return 0;
+}
+
+/* At bind()'s and connect()'s own exit tracepoints: no other system call of
+ * the host runs it. */
+MG_CTX_PROG("tracepoint", flow_exit_tp, 0, struct mg_sys_exit_args *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 *fd = bpf_map_lookup_elem(&flow_call_fds, &tid);
+	if (!fd)
+		return 0;
+	__u64 f = *fd;
+	bpf_map_delete_elem(&flow_call_fds, &tid);
+	return flow_call_exit(ctx->nr, ctx->ret, f);
+}
+
+/* Where the kernel has no syscall tracepoints (no CONFIG_FTRACE_SYSCALLS,
+ * tracefs not mounted): the exit of every system call. */
+MG_PROG("tp_btf/sys_exit", flow_sys_exit, struct pt_regs *regs, long ret)
+{
+	return flow_call_exit(regs->orig_ax, ret, regs->di);
+}
+
+/* The start of an app call: remembers its socket, the bytes it asks for and
+ * its flags until its exit (app_call_exit). a0..a4: the call's arguments. */
+static __always_inline int app_call_enter(long id, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4)
+{
 	if (!task_traced())
 		return 0;
 	/* Only sockets: read()/write() on files must leave nothing behind. The
@@ -160,13 +221,13 @@ MG_PROG("tp_btf/sys_enter", app_sys_enter, struct pt_regs *regs, long id)
 	__u16 kind = MG_APP_RECV;
 	__u64 sk;
 	if (id == NR_splice) {
-		sk = fd_socket(regs->dx);
+		sk = fd_socket(a2);
 		if (sk)
 			kind = MG_APP_SEND;
 		else
-			sk = fd_socket(regs->di);
+			sk = fd_socket(a0);
 	} else {
-		sk = fd_socket(regs->di);
+		sk = fd_socket(a0);
 		if (id == NR_write || id == NR_writev || id == NR_sendfile || id == NR_sendto ||
 		    id == NR_sendmsg || id == NR_sendmmsg)
 			kind = MG_APP_SEND;
@@ -180,17 +241,17 @@ MG_PROG("tp_btf/sys_enter", app_sys_enter, struct pt_regs *regs, long id)
 	const void *msg_name = NULL;
 	if (id == NR_sendmsg || id == NR_recvmsg) {
 		struct user_msghdr mh;
-		if (!bpf_probe_read_user(&mh, sizeof(mh), (void *)regs->si)) {
+		if (!bpf_probe_read_user(&mh, sizeof(mh), (void *)a1)) {
 			msg_name = mh.msg_name;
 			asked = iov_sum(mh.msg_iov, mh.msg_iovlen);
 		}
-		msg_flags = regs->dx;
+		msg_flags = a2;
 	} else if (id == NR_readv || id == NR_writev) {
-		asked = iov_sum((const struct iovec *)regs->si, regs->dx);
+		asked = iov_sum((const struct iovec *)a1, a2);
 	} else if (id == NR_sendmmsg || id == NR_recvmmsg) {
-		mmsg = regs->si;
-		vlen = regs->dx;
-		msg_flags = regs->r10;
+		mmsg = a1;
+		vlen = a2;
+		msg_flags = a3;
 		if (vlen <= APP_MMSG_MAX) {
 			asked = 0;
 			for (int i = 0; i < APP_MMSG_MAX; i++) {
@@ -210,13 +271,13 @@ MG_PROG("tp_btf/sys_enter", app_sys_enter, struct pt_regs *regs, long id)
 			}
 		}
 	} else if (id == NR_sendfile) {
-		asked = regs->r10;
+		asked = a3;
 	} else if (id == NR_splice) {
-		asked = regs->r8;
+		asked = a4;
 	} else {
-		asked = regs->dx;
+		asked = a2;
 		if (id == NR_sendto || id == NR_recvfrom)
-			msg_flags = regs->r10;
+			msg_flags = a3;
 	}
 	/* Register the socket's flow now, so that packets arriving before its
 	 * first app event (a receiver blocked in its first recv) are attributed. */
@@ -247,9 +308,38 @@ MG_PROG("tp_btf/sys_enter", app_sys_enter, struct pt_regs *regs, long id)
 		f->vlen = vlen;
 		f->stamped = 0;
 		if (tuple_filtered() && (id == NR_sendto || id == NR_sendmsg))
-			read_dest(id == NR_sendto ? (const void *)regs->r8 : msg_name, f);
+			read_dest(id == NR_sendto ? (const void *)a4 : msg_name, f);
 	}
 	return 0;
+}
+
+/* The socket calls at their own enter tracepoints: the host's other system
+ * calls run no program. The kernel refuses to attach a program that reads
+ * past a tracepoint's last argument, so there is one program per argument
+ * count the calls need read: 3 (read, write, readv, writev, sendmsg,
+ * recvmsg), 4 (sendfile64, sendmmsg) and 5 (sendto, recvfrom, splice,
+ * recvmmsg). */
+#define APP_ENTER_TP(name, nargs)                                                       \
+	MG_CTX_PROG("tracepoint", name, 0, struct mg_sys_enter_args *ctx)               \
+	{                                                                               \
+		long id = ctx->nr;                                                      \
+		if (!app_nr(id))                                                        \
+			return 0;                                                       \
+		return app_call_enter(id, ctx->args[0], ctx->args[1], ctx->args[2],     \
+				      (nargs) > 3 ? ctx->args[3] : 0,                   \
+				      (nargs) > 4 ? ctx->args[4] : 0);                  \
+	}
+APP_ENTER_TP(app_enter3_tp, 3)
+APP_ENTER_TP(app_enter4_tp, 4)
+APP_ENTER_TP(app_enter5_tp, 5)
+
+/* Without those tracepoints: the start of every system call, the number
+ * first. */
+MG_PROG("tp_btf/sys_enter", app_sys_enter, struct pt_regs *regs, long id)
+{
+	if (!app_nr(id))
+		return 0;
+	return app_call_enter(id, regs->di, regs->si, regs->dx, regs->r10, regs->r8);
 }
 
 /* The bytes a sendmmsg()/recvmmsg() moved: its messages' msg_len, which the
@@ -290,11 +380,8 @@ static __always_inline void app_emit(__u64 cookie, __s64 asked, __s64 ret, __u32
 /* The app event of a socket syscall: one per call, whatever the kernel did
  * inside (a sendfile() sends once per pipe's worth, a sendmmsg() once per
  * message, and a call that fails before the socket is reached is none). */
-MG_PROG("tp_btf/sys_exit", app_sys_exit, struct pt_regs *regs, long ret)
+static __always_inline int app_call_exit(long id, long ret)
 {
-	long id = regs->orig_ax;
-	if (!app_nr(id))
-		return 0;
 	struct syscall_in_flight *f = in_flight_now();
 	if (!f)
 		return 0;
@@ -310,6 +397,24 @@ MG_PROG("tp_btf/sys_exit", app_sys_exit, struct pt_regs *regs, long ret)
 	}
 	app_emit(f->cookie, f->asked, ret, f->msg_flags, f->kind, f->family, f->protocol, f->type);
 	return 0;
+}
+
+/* At the socket calls' own exit tracepoints (those of app_enter_tp). */
+MG_CTX_PROG("tracepoint", app_exit_tp, 0, struct mg_sys_exit_args *ctx)
+{
+	long id = ctx->nr;
+	if (!app_nr(id))
+		return 0;
+	return app_call_exit(id, ctx->ret);
+}
+
+/* Without them: the exit of every system call. */
+MG_PROG("tp_btf/sys_exit", app_sys_exit, struct pt_regs *regs, long ret)
+{
+	long id = regs->orig_ax;
+	if (!app_nr(id))
+		return 0;
+	return app_call_exit(id, ret);
 }
 
 /* io_uring: one app event per request, at its completion, with the length

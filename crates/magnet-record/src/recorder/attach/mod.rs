@@ -167,18 +167,16 @@ fn attach_chosen(
                 .find(|p| p.name() == name.as_str())
                 .ok_or_else(|| anyhow!("program {name} missing from the BPF object"))?;
             let attached: Result<Vec<Link>> = match attach {
-                Attach::TpBtf { .. } | Attach::Fentry(_) | Attach::Fexit(_) => {
-                    prog.attach().map(|l| vec![l]).map_err(Into::into)
-                }
+                Attach::TpBtf { .. }
+                | Attach::Fentry(_)
+                | Attach::Fexit(_)
+                | Attach::Tracepoint(_) => attach_tracing(&prog, *attach).map(|l| vec![l]),
                 Attach::Iter(_)
-                | Attach::Tracepoint(_)
                 | Attach::CgroupSkb(_)
                 | Attach::SockOps
                 | Attach::Tcx(_)
                 | Attach::Clsact(_) => {
-                    bail!(
-                        "{name}: the recorder attaches no iterator, tracefs tracepoint, cgroup or tc programs"
-                    )
+                    bail!("{name}: the recorder attaches no iterator, cgroup or tc programs")
                 }
                 Attach::Kprobe(_)
                 | Attach::Kretprobe(_)
@@ -236,6 +234,22 @@ fn attach_chosen(
     Ok(fed)
 }
 
+/// A tracing program's link: a tracefs tracepoint by its name (one program
+/// may sit at several), the others where their section says.
+fn attach_tracing(prog: &libbpf_rs::ProgramMut<'_>, attach: Attach) -> Result<Link> {
+    let link = match attach {
+        Attach::Tracepoint(tp) => {
+            let (category, name) = tp.split_once('/').unwrap_or(("", tp));
+            prog.attach_tracepoint(
+                libbpf_rs::TracepointCategory::Custom(category.to_string()),
+                name,
+            )
+        }
+        _ => prog.attach(),
+    };
+    Ok(link?)
+}
+
 /// The support programs the recording's layers and filters call for, and the
 /// cgroup link that gives sockets their cookie when created.
 fn attach_support(
@@ -249,7 +263,6 @@ fn attach_support(
         probes::FOLLOW_FORKS,
         probes::PKT_FREE,
         probes::PKT_CONSUME,
-        probes::FLOWS_AT_BIND,
         probes::TCP_RX_SEG,
     ] {
         if !wanted(name) {
@@ -264,6 +277,18 @@ fn attach_support(
             prog.attach()
                 .with_context(|| format!("attaching support program {name}"))?,
         );
+    }
+    for (name, attach) in needs.flows_at_bind.map_or(&[][..], |h| h.progs) {
+        let prog = object
+            .progs_mut()
+            .find(|p| p.name() == *name)
+            .expect("support program in object");
+        links.push(attach_tracing(&prog, *attach).with_context(|| {
+            format!(
+                "attaching support program {name} at {}",
+                magnet_kernel::plan::attach_name(*attach)
+            )
+        })?);
     }
     let cgroup2_root = needs.packets.then(Cgroup2Root::find);
     // Sockets get their cookie when created (see sock_cookie_at_create): a

@@ -10,7 +10,7 @@ use crate::config::{Layer, RecordConfig};
 use crate::probes::{self, Probe, PROBES};
 use crate::recorder::host::kernel_release;
 use crate::recorder::targets::Tasks;
-use magnet_kernel::plan::Choice;
+use magnet_kernel::plan::{Candidate, Choice};
 
 use super::load::Helpers;
 
@@ -77,6 +77,9 @@ pub(in crate::recorder) struct Needs<'a> {
     pub frame_pages: Option<Result<crate::recorder::frames::PageMark, String>>,
     /// What the object's programs may call on this kernel.
     pub helpers: Helpers,
+    /// The hook that tells flows at bind() and connect(), with packet
+    /// layers (its tracepoints, or every system call's exit without them).
+    pub flows_at_bind: Option<&'static Candidate>,
 }
 
 impl<'a> Needs<'a> {
@@ -98,6 +101,12 @@ impl<'a> Needs<'a> {
             .given_func_ip(&kernel.btf, &kernel.features.release),
             frame_pages: (config.snaplen > 0).then(crate::recorder::frames::PageMark::new),
             helpers: Helpers::of(kernel),
+            flows_at_bind: config
+                .layers
+                .iter()
+                .any(|l| l.follows_packets())
+                .then(|| probes::plan_flows_at_bind(kernel).candidate())
+                .flatten(),
         }
     }
 
@@ -109,12 +118,18 @@ impl<'a> Needs<'a> {
         if in_hooks {
             return chosen_has(chosen, name);
         }
+        if probes::FLOWS_AT_BIND
+            .candidates
+            .iter()
+            .any(|h| h.has_prog(name))
+        {
+            return self.flows_at_bind.is_some_and(|h| h.has_prog(name));
+        }
         let config = self.config;
         match name {
             probes::FOLLOW_FORKS => self.tasks.filter_pids || config.layers.contains(&Layer::Sched),
             probes::PKT_FREE => self.packets && !config.layers.contains(&Layer::Drop),
             probes::PKT_CONSUME => self.packets,
-            probes::FLOWS_AT_BIND => self.packets,
             probes::TCP_RX_SEG => tcp_rcv_on(config) && !config.layers.contains(&Layer::Dev),
             probes::COOKIE_AT_CREATE => self.packets,
             probes::BATCH_TICK => true,
