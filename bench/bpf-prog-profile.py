@@ -35,12 +35,14 @@ import benchlib  # noqa: E402
 benchlib.need('bpf-prog-profile', 'iperf3')
 
 HOT = ["dev_start_xmit", "dev_rx", "tcp_rcv", "tcp_sendmsg", "ip_local_out", "ip_post_routing",
-       "ip_pre_routing", "ip_local_in", "app_send", "app_recv", "app_sys_enter", "pkt_consume",
-       "pkt_free", "batch_tick"]
+       "ip_pre_routing", "ip_local_in", "app_send", "app_recv", "app_enter3_tp", "app_exit_tp",
+       "app_sys_enter", "pkt_consume", "pkt_free", "batch_tick"]
 VARIANTS = [9, 1, 2, 3, 0]
 # Programs that never reserve a record: the MG_PROF stages 1-3 do not change them
 # (batch_tick only sends what others appended), so only "total above floor" is shown.
-NO_RESERVE = {"app_sys_enter", "pkt_consume", "pkt_free", "batch_tick", "flow_sys_exit"}
+# (app_sys_enter, flow_sys_exit: the fallback without syscall tracepoints.)
+NO_RESERVE = {"app_enter3_tp", "app_sys_enter", "pkt_consume", "pkt_free", "batch_tick",
+              "flow_enter_tp", "flow_exit_tp", "flow_sys_exit"}
 EMPTY_OF = {"dev_start_xmit": "net_dev_start_xmit", "dev_rx": "netif_receive_skb",
             "tcp_rcv": "tcp_probe", "tcp_sendmsg": "tcp_sendmsg_locked",
             "app_send": "sock_send_length", "app_recv": "sock_recv_length",
@@ -100,7 +102,7 @@ def main():
             print(f"| {p} | {runs_pp:.3f} | {rawt} | {e:.0f} | – | – | – | – | {s[3] - e:.0f} |")
             continue
         print(f"| {p} | {runs_pp:.3f} | {rawt} | {e:.0f} | {f:.0f} | {h:.0f} | {b:.0f} | {fl:.0f} | {s[3] - e:.0f} |")
-    print("\n(app_sys_enter, pkt_*, batch_tick record nothing themselves: app_sys_enter remembers the "
+    print("\n(app_enter*_tp, pkt_*, batch_tick record nothing themselves: app_enter*_tp remember the "
           "syscall, pkt_* clear the packet's id slot, batch_tick sends a waiting batch.)")
 
 if __name__ == "__main__":

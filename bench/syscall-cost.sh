@@ -7,8 +7,11 @@
 #   sys_exit     magnetd denied those tracepoints (MAGNET_HOOKS_DENY=tracepoint:
 #                the same calls counted at every system call's exit,
 #                tp_btf/sys_exit, as before that change)
-#   record       magnet record --all (its app layer: tp_btf/sys_enter and
-#                sys_exit, programs run at every system call's entry and exit)
+#   record       magnet record --all (its app layer at the socket calls' own
+#                syscall tracepoints, sys_enter_*/sys_exit_*)
+#   record_sys   the same denied those tracepoints: tp_btf/sys_enter and
+#                sys_exit, programs run at every system call's entry and exit
+#                (the recorder before that change, and its fallback)
 # This is the cost every process on the host pays, whatever it does: the
 # kernel's own work (the syscall slow path, the tracepoints' dispatch)
 # included, which BPF run-time statistics do not show.
@@ -24,7 +27,7 @@ bench_root syscall-cost "magnetd loads BPF programs"
 MAGNET=$(bench_magnet syscall-cost)
 ROUNDS=${ROUNDS:-5}
 CALLS=${CALLS:-20000000}
-CASES=${CASES:-"none tracepoints sys_exit record"}
+CASES=${CASES:-"none tracepoints sys_exit record record_sys"}
 tmp=$(mktemp -d)
 port=$((20000 + $$ % 20000))
 cleanup() {
@@ -59,8 +62,8 @@ start_daemon() { # DENY
     grep -q "magnetd: ready" "$tmp/err" || { echo "syscall-cost: magnetd did not start:" >&2; cat "$tmp/err" >&2; exit 2; }
 }
 stop_daemon() { kill -INT "$dpid"; wait "$dpid" 2>/dev/null || true; dpid=; }
-start_record() {
-    "$MAGNET" record --all -o "$tmp/r.mgt" 2>"$tmp/err" >/dev/null &
+start_record() { # DENY
+    MAGNET_HOOKS_DENY=$1 "$MAGNET" record --all -o "$tmp/r.mgt" 2>"$tmp/err" >/dev/null &
     dpid=$!
     for _ in $(seq 100); do grep -q "recording" "$tmp/err" && break; sleep 0.2; done
     grep -q "recording" "$tmp/err" || { echo "syscall-cost: magnet record did not start:" >&2; cat "$tmp/err" >&2; exit 2; }
@@ -72,8 +75,9 @@ for round in $(seq "$ROUNDS"); do
         none) ;;
         tracepoints) start_daemon "" ;;
         sys_exit) start_daemon "tracepoint" ;;
-        record) start_record ;;
-        *) echo "syscall-cost: unknown case $c (none, tracepoints, sys_exit, record)" >&2; exit 2 ;;
+        record) start_record "" ;;
+        record_sys) start_record "tracepoint" ;;
+        *) echo "syscall-cost: unknown case $c (none, tracepoints, sys_exit, record, record_sys)" >&2; exit 2 ;;
         esac
         if [ "$c" = tracepoints ] || [ "$c" = sys_exit ]; then
             app=$(curl -s "http://127.0.0.1:$port/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["health"]["parts"].get("app","-"))' 2>/dev/null || echo "?")

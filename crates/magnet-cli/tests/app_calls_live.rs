@@ -74,10 +74,35 @@ fn live(name: &str, tools: &[&'static str]) -> bool {
 /// Runs app_calls MODE N under strace inside `magnet record -- ...` and
 /// compares the trace's calls with strace's and the program's own.
 fn fixture_case(mode: &str, n: u32, strace_sees_sends: bool) {
-    let trace = tmp(&format!("{mode}.mgt"));
+    fixture_case_denying(mode, n, strace_sees_sends, "")
+}
+
+/// The app layer's first hook in `trace` (`magnet info --json`).
+fn app_calls_hook(trace: &Path) -> String {
+    let out = Command::new(MAGNET)
+        .args(["info", "--json"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let app = v["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["layer"] == "app")
+        .cloned()
+        .unwrap_or_else(|| panic!("no app layer source in {v}"));
+    app["hooks"][0].as_str().unwrap_or_default().to_string()
+}
+
+/// [`fixture_case`] with the recorder's hooks `deny` refused
+/// (MAGNET_HOOKS_DENY; "" refuses none): the calls must not change.
+fn fixture_case_denying(mode: &str, n: u32, strace_sees_sends: bool, deny: &str) {
+    let trace = tmp(&format!("{mode}{deny}.mgt").replace('/', "_"));
     let prefix = strace_prefix(mode);
     let st = strace(None, &prefix);
     let out = Command::new(MAGNET)
+        .env("MAGNET_HOOKS_DENY", deny)
         .args(["record", "-q", "-o"])
         .arg(&trace)
         .args(["--layers", "app", "--"])
@@ -97,6 +122,18 @@ fn fixture_case(mode: &str, n: u32, strace_sees_sends: bool) {
     let own = own_counts(&stdout);
     let traced = strace_calls(&prefix);
     let got = magnet_calls(&trace);
+    // The calls' own tracepoints where tracefs lists them; else (or
+    // denied) every system call's start and end.
+    let hook = app_calls_hook(&trace);
+    let tracefs = magnet_kernel::tracefs::event_missing("syscalls/sys_enter_sendto").is_none();
+    if tracefs && deny.is_empty() {
+        assert!(
+            hook.starts_with("tracepoint/syscalls/sys_enter_{read,write,"),
+            "{mode}: {hook}"
+        );
+    } else {
+        assert_eq!(hook, "tp_btf/sys_enter+tp_btf/sys_exit", "{mode} {deny}");
+    }
     for dir in ["send", "recv"] {
         let want = own[dir];
         assert!(want.calls > 0, "{mode}: {stdout}");
@@ -170,6 +207,24 @@ fixture_tests! {
     /// io_uring SEND with IOSQE_ASYNC: sent by an io-wq worker thread, still one
     /// call per request, none from the worker's attempts.
     app_calls_io_uring_async_send_is_one_call_per_request: "uring_async", 300, false;
+}
+
+/// Where the kernel has no syscall tracepoints (MAGNET_HOOKS_DENY=tracepoint
+/// acts as such a kernel), the recorder's app calls come from every system
+/// call's start and end, and are the same: the modes whose calls differ most
+/// in their arguments (iovecs, sendfile's count, splice's fd and length, the
+/// mmsg arrays).
+#[test]
+fn app_calls_at_every_syscall_without_syscall_tracepoints() {
+    if !live(
+        "app_calls_at_every_syscall_without_syscall_tracepoints",
+        &[],
+    ) {
+        return;
+    }
+    for mode in ["writev", "sendfile", "splice", "mmsg"] {
+        fixture_case_denying(mode, 50, true, "tracepoint");
+    }
 }
 
 /// iperf3 -Z (sendfile) as its client: the trace's calls are strace's.
