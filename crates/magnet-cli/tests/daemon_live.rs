@@ -167,7 +167,7 @@ impl Daemon {
         // app_recv's (tp_btf/sock_recv_length)
         let tp_btf = p
             .values()
-            .flat_map(|c| c.split('+'))
+            .flat_map(|c| magnet_kernel::plan::Candidate::attach_points(c))
             .filter(|h| {
                 h.starts_with("tp_btf/") || h.starts_with("tracepoint/") || *h == "sock_ops"
             })

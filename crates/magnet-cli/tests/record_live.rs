@@ -1237,3 +1237,61 @@ fn a_port_bound_again_gives_its_datagrams_the_new_socket() {
     assert_eq!(by_cookie, want, "dev_rx records per cookie");
     let _ = std::fs::remove_file(&path);
 }
+
+/// Flows learnt at bind(): a UDP receiver that binds, is sent five datagrams
+/// and only then reads them has every one attributed to it on receive (its
+/// dev_rx records carry its cookie), at bind()'s own syscall tracepoints
+/// and, where tracefs lacks them (MAGNET_HOOKS_DENY=tracepoint), at every
+/// syscall's exit. With both denied the recording says in one line that
+/// such packets are not attributed, and none is: the check can fail.
+#[test]
+fn datagrams_before_the_first_recv_are_attributed_from_bind() {
+    if !live_or_skip(
+        "datagrams_before_the_first_recv_are_attributed_from_bind",
+        &[Need::Btf, Need::Tool("python3")],
+    ) {
+        return;
+    }
+    const SCRIPT: &str = "import socket, time\n\
+        rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+        rx.bind(('127.0.0.1', 0))\n\
+        tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+        for _ in range(5): tx.sendto(b'x' * 100, rx.getsockname())\n\
+        time.sleep(0.2)\n\
+        for _ in range(5): rx.recv(200)\n";
+    for (deny, want) in [
+        ("", 5),
+        ("tracepoint", 5),
+        ("tracepoint/syscalls/sys_exit_bind,tp_btf/sys_exit", 0),
+    ] {
+        let path = tmp("bind-first.mgt");
+        let out = Command::new(MAGNET)
+            .env("MAGNET_HOOKS_DENY", deny)
+            .args(["record", "-o"])
+            .arg(&path)
+            .args(["--layers", "app,dev", "--", "python3", "-c", SCRIPT])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{deny}: {err}");
+        let (evs, _) = read_trace(&path);
+        let receiver = evs
+            .iter()
+            .find(|e| e.kind_id == kind::APP_RECV)
+            .unwrap_or_else(|| panic!("{deny}: no recv in the trace: {err}"))
+            .u("cookie");
+        let attributed = evs
+            .iter()
+            .filter(|e| {
+                e.kind_id == kind::DEV_RX
+                    && e.u("cookie") == receiver
+                    && e.u("len") == 100 + 28 + 14
+            })
+            .count();
+        assert_eq!(attributed, want, "{deny:?}: {err}");
+        let said =
+            err.contains("flows_at_bind left out") && err.contains("are not attributed to it");
+        assert_eq!(said, want == 0, "{deny:?}: {err}");
+        let _ = std::fs::remove_file(&path);
+    }
+}

@@ -91,6 +91,27 @@ pub fn attach_fentry(prog: &ProgramMut<'_>, func: &str) -> Result<Link> {
     })
 }
 
+/// Attaches a loaded tracing program where its plan says: a tracefs
+/// tracepoint by its name (`syscalls/sys_exit_bind`; one program may sit at
+/// several, a link each), any other (tp_btf, fentry/fexit) where its section
+/// says.
+pub fn attach_tracing(prog: &ProgramMut<'_>, attach: crate::plan::Attach) -> Result<Link> {
+    let link = match attach {
+        crate::plan::Attach::Tracepoint(tp) => {
+            let (category, name) = tp.split_once('/').unwrap_or(("", tp));
+            prog.attach_tracepoint(
+                libbpf_rs::TracepointCategory::Custom(category.to_string()),
+                name,
+            )
+        }
+        _ => prog.attach(),
+    };
+    link.map_err(|e| Error::Attach {
+        what: crate::plan::attach_name(attach),
+        reason: format!("{e:#}"),
+    })
+}
+
 /// What [`attach_kprobes`] attached, and what it could not (function, reason).
 #[derive(Debug, Default)]
 pub struct Attached {

@@ -175,6 +175,21 @@ impl Candidate {
             .join("+")
     }
 
+    /// The attach points a candidate's name (as [`Candidate::name`] writes
+    /// it, e.g. in magnetd's `/health`) stands for, one each, braces
+    /// expanded.
+    pub fn attach_points(name: &str) -> Vec<String> {
+        name.split('+')
+            .flat_map(|n| match (n.find('{'), n.strip_suffix('}')) {
+                (Some(open), Some(inner)) => inner[open + 1..]
+                    .split(',')
+                    .map(|call| format!("{}{call}", &n[..open]))
+                    .collect(),
+                _ => vec![n.to_string()],
+            })
+            .collect()
+    }
+
     /// Whether one of its programs is `prog`.
     pub fn has_prog(&self, prog: &str) -> bool {
         self.progs.iter().any(|(p, _)| *p == prog)
@@ -527,6 +542,8 @@ mod tests {
              tracepoint/syscalls/sys_enter_read+tracepoint/sched/sched_switch+\
              tracepoint/syscalls/sys_exit_read"
         );
+        let points: Vec<String> = c.progs.iter().map(|(_, a)| attach_name(*a)).collect();
+        assert_eq!(Candidate::attach_points(&c.name()), points);
     }
 
     #[test]

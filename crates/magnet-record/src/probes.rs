@@ -297,7 +297,7 @@ pub const PKT_CONSUME: &str = "pkt_consume";
 pub const FLOWS_AT_BIND: Probe = Part {
     name: "flows_at_bind",
     group: Ip,
-    feeds: "",
+    feeds: "socket flows at bind() and connect()",
     candidates: &[
         Candidate::progs(&[
             ("flow_enter_tp", Tracepoint("syscalls/sys_enter_bind")),

@@ -228,22 +228,16 @@ fn attach_tracepoints(plan: &mut Plan, skel: &SummarySkel<'static>) -> Vec<Link>
             if attached.contains(&(*prog, *hook)) {
                 continue;
             }
-            let link = match hook {
-                // one program at several events: a link per event
-                Attach::Tracepoint(tp) => {
-                    let (category, name) = tp.split_once('/').unwrap_or(("", tp));
-                    p.attach_tracepoint(
-                        libbpf_rs::TracepointCategory::Custom(category.to_string()),
-                        name,
-                    )
-                }
-                _ => p.attach(),
-            };
-            match link {
+            // (one program at several tracefs events: a link per event)
+            match magnet_kernel::attach::attach_tracing(p, *hook) {
                 Ok(l) => got.push(l),
                 Err(e) => {
+                    let reason = match e {
+                        magnet_kernel::Error::Attach { reason, .. } => reason,
+                        e => e.to_string(),
+                    };
                     failed = Some(format!(
-                        "{}: the kernel refused its link: {e}",
+                        "{}: the kernel refused its link: {reason}",
                         plan::attach_name(*hook)
                     ));
                     break;

@@ -15,7 +15,7 @@ use super::targets::Cgroup2Root;
 use crate::config::Layer;
 use crate::probes::{self};
 use crate::skel::RecordSkel;
-use magnet_kernel::plan::Attach;
+use magnet_kernel::plan::{Attach, Choice};
 
 mod batch_tick;
 mod check;
@@ -170,7 +170,15 @@ fn attach_chosen(
                 Attach::TpBtf { .. }
                 | Attach::Fentry(_)
                 | Attach::Fexit(_)
-                | Attach::Tracepoint(_) => attach_tracing(&prog, *attach).map(|l| vec![l]),
+                | Attach::Tracepoint(_) => {
+                    // (the failure line below names the attach point)
+                    magnet_kernel::attach::attach_tracing(&prog, *attach)
+                        .map(|l| vec![l])
+                        .map_err(|e| match e {
+                            magnet_kernel::Error::Attach { reason, .. } => anyhow!(reason),
+                            e => e.into(),
+                        })
+                }
                 Attach::Iter(_)
                 | Attach::CgroupSkb(_)
                 | Attach::SockOps
@@ -234,22 +242,6 @@ fn attach_chosen(
     Ok(fed)
 }
 
-/// A tracing program's link: a tracefs tracepoint by its name (one program
-/// may sit at several), the others where their section says.
-fn attach_tracing(prog: &libbpf_rs::ProgramMut<'_>, attach: Attach) -> Result<Link> {
-    let link = match attach {
-        Attach::Tracepoint(tp) => {
-            let (category, name) = tp.split_once('/').unwrap_or(("", tp));
-            prog.attach_tracepoint(
-                libbpf_rs::TracepointCategory::Custom(category.to_string()),
-                name,
-            )
-        }
-        _ => prog.attach(),
-    };
-    Ok(link?)
-}
-
 /// The support programs the recording's layers and filters call for, and the
 /// cgroup link that gives sockets their cookie when created.
 fn attach_support(
@@ -278,17 +270,31 @@ fn attach_support(
                 .with_context(|| format!("attaching support program {name}"))?,
         );
     }
-    for (name, attach) in needs.flows_at_bind.map_or(&[][..], |h| h.progs) {
+    let flows = needs.flows_at_bind.as_ref();
+    if let Some(why) = flows.and_then(Choice::left_out_line) {
+        // Without it a socket is known from its first send or recv on.
+        if let Some(src) = sources
+            .iter_mut()
+            .find(|(l, _)| l.follows_packets())
+            .map(|(_, s)| s)
+        {
+            src.missing.push(format!(
+                "{why} (a socket's packets that arrive before its first send or recv are not attributed to it)"
+            ));
+        }
+    }
+    for (name, attach) in flows
+        .and_then(Choice::candidate)
+        .map_or(&[][..], |h| h.progs)
+    {
         let prog = object
             .progs_mut()
             .find(|p| p.name() == *name)
             .expect("support program in object");
-        links.push(attach_tracing(&prog, *attach).with_context(|| {
-            format!(
-                "attaching support program {name} at {}",
-                magnet_kernel::plan::attach_name(*attach)
-            )
-        })?);
+        links.push(
+            magnet_kernel::attach::attach_tracing(&prog, *attach)
+                .with_context(|| format!("attaching support program {name}"))?,
+        );
     }
     let cgroup2_root = needs.packets.then(Cgroup2Root::find);
     // Sockets get their cookie when created (see sock_cookie_at_create): a

@@ -10,7 +10,7 @@ use crate::config::{Layer, RecordConfig};
 use crate::probes::{self, Probe, PROBES};
 use crate::recorder::host::kernel_release;
 use crate::recorder::targets::Tasks;
-use magnet_kernel::plan::{Candidate, Choice};
+use magnet_kernel::plan::Choice;
 
 use super::load::Helpers;
 
@@ -78,8 +78,9 @@ pub(in crate::recorder) struct Needs<'a> {
     /// What the object's programs may call on this kernel.
     pub helpers: Helpers,
     /// The hook that tells flows at bind() and connect(), with packet
-    /// layers (its tracepoints, or every system call's exit without them).
-    pub flows_at_bind: Option<&'static Candidate>,
+    /// layers (its tracepoints, or every system call's exit without them),
+    /// or why none can.
+    pub flows_at_bind: Option<Choice<Layer>>,
 }
 
 impl<'a> Needs<'a> {
@@ -105,8 +106,7 @@ impl<'a> Needs<'a> {
                 .layers
                 .iter()
                 .any(|l| l.follows_packets())
-                .then(|| probes::plan_flows_at_bind(kernel).candidate())
-                .flatten(),
+                .then(|| probes::plan_flows_at_bind(kernel)),
         }
     }
 
@@ -123,7 +123,11 @@ impl<'a> Needs<'a> {
             .iter()
             .any(|h| h.has_prog(name))
         {
-            return self.flows_at_bind.is_some_and(|h| h.has_prog(name));
+            return self
+                .flows_at_bind
+                .as_ref()
+                .and_then(Choice::candidate)
+                .is_some_and(|h| h.has_prog(name));
         }
         let config = self.config;
         match name {
