@@ -399,7 +399,7 @@ static __always_inline int app_call_exit(long id, long ret)
 	return 0;
 }
 
-/* At the socket calls' own exit tracepoints (those of app_enter_tp). */
+/* At the socket calls' own exit tracepoints (those of app_enter3_tp, app_enter4_tp, app_enter5_tp). */
 MG_CTX_PROG("tracepoint", app_exit_tp, 0, struct mg_sys_exit_args *ctx)
 {
 	long id = ctx->nr;
