@@ -273,15 +273,9 @@ fn attach_support(
     let flows = needs.flows_at_bind.as_ref();
     if let Some(why) = flows.and_then(Choice::left_out_line) {
         // Without it a socket is known from its first send or recv on.
-        if let Some(src) = sources
-            .iter_mut()
-            .find(|(l, _)| l.follows_packets())
-            .map(|(_, s)| s)
-        {
-            src.missing.push(format!(
-                "{why} (a socket's packets that arrive before its first send or recv are not attributed to it)"
-            ));
-        }
+        packet_layer_lacks(sources, format!(
+            "{why} (a socket's packets that arrive before its first send or recv are not attributed to it)"
+        ));
     }
     for (name, attach) in flows
         .and_then(Choice::candidate)
@@ -312,20 +306,20 @@ fn attach_support(
         match attached {
             Ok(l) => links.push(l),
             // Without it only a socket's very first packets lack their cookie.
-            Err(e) => {
-                if let Some(src) = sources
-                    .iter_mut()
-                    .find(|(l, _)| l.follows_packets())
-                    .map(|(_, s)| s)
-                {
-                    src.missing.push(format!(
-                        "cgroup/sock_create on the cgroup v2 root: {e:#} (a socket's first packets may lack its cookie)"
-                    ));
-                }
-            }
+            Err(e) => packet_layer_lacks(sources, format!(
+                "cgroup/sock_create on the cgroup v2 root: {e:#} (a socket's first packets may lack its cookie)"
+            )),
         }
     }
     Ok(links)
+}
+
+/// Says what the recording lacks in its first layer that follows packets
+/// (what a support program would have given them).
+fn packet_layer_lacks(sources: &mut BTreeMap<Layer, LayerSource>, what: String) {
+    if let Some((_, src)) = sources.iter_mut().find(|(l, _)| l.follows_packets()) {
+        src.missing.push(what);
+    }
 }
 
 /// The recorder's links, and the network namespaces its netfilter links are
