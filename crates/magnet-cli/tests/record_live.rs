@@ -1259,11 +1259,21 @@ fn datagrams_before_the_first_recv_are_attributed_from_bind() {
         for _ in range(5): tx.sendto(b'x' * 100, rx.getsockname())\n\
         time.sleep(0.2)\n\
         for _ in range(5): rx.recv(200)\n";
+    // Without syscall tracepoints the app calls' own fallback is
+    // tp_btf/sys_exit too, so flows at bind cannot be denied alone: the
+    // third case needs a kernel whose tracefs lists them.
+    let tracefs = magnet_kernel::tracefs::event_missing("syscalls/sys_exit_bind").is_none();
     for (deny, want) in [
         ("", 5),
         ("tracepoint", 5),
         ("tracepoint/syscalls/sys_exit_bind,tp_btf/sys_exit", 0),
     ] {
+        if want == 0 && !tracefs {
+            eprintln!(
+                "no syscall tracepoints: flows at bind cannot be denied without the app calls"
+            );
+            continue;
+        }
         let path = tmp("bind-first.mgt");
         let out = Command::new(MAGNET)
             .env("MAGNET_HOOKS_DENY", deny)
