@@ -74,7 +74,7 @@ fn live(name: &str, tools: &[&'static str]) -> bool {
 /// Runs app_calls MODE N under strace inside `magnet record -- ...` and
 /// compares the trace's calls with strace's and the program's own.
 fn fixture_case(mode: &str, n: u32, strace_sees_sends: bool) {
-    fixture_case_denying(mode, n, strace_sees_sends, "")
+    fixture_case_in(mode, n, strace_sees_sends, "", false)
 }
 
 /// The app layer's first hook in `trace` (`magnet info --json`).
@@ -96,23 +96,44 @@ fn app_calls_hook(trace: &Path) -> String {
 }
 
 /// [`fixture_case`] with the recorder's hooks `deny` refused
-/// (MAGNET_HOOKS_DENY; "" refuses none): the calls must not change.
-fn fixture_case_denying(mode: &str, n: u32, strace_sees_sends: bool, deny: &str) {
-    let trace = tmp(&format!("{mode}{deny}.mgt").replace('/', "_"));
-    let prefix = strace_prefix(mode);
+/// (MAGNET_HOOKS_DENY; "" refuses none), recording the command (a task
+/// filter) or, with `all`, the whole host while it runs: the calls must not
+/// change.
+fn fixture_case_in(mode: &str, n: u32, strace_sees_sends: bool, deny: &str, all: bool) {
+    let name = format!("{mode}{deny}{}", if all { "-all" } else { "" }).replace('/', "_");
+    let trace = tmp(&format!("{name}.mgt"));
+    let prefix = strace_prefix(&name);
     let st = strace(None, &prefix);
-    let out = Command::new(MAGNET)
-        .env("MAGNET_HOOKS_DENY", deny)
-        .args(["record", "-q", "-o"])
-        .arg(&trace)
-        .args(["--layers", "app", "--"])
-        .arg(st.get_program())
-        .args(st.get_args())
-        .arg(app_calls_bin())
-        .args([mode, &n.to_string()])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = if all {
+        let mut cmd = Command::new(MAGNET);
+        cmd.env("MAGNET_HOOKS_DENY", deny)
+            .args(["record", "--all", "--layers", "app", "-o"])
+            .arg(&trace)
+            .stdout(Stdio::null());
+        let rec = Recorder::start(cmd);
+        let out = Command::new(st.get_program())
+            .args(st.get_args())
+            .arg(app_calls_bin())
+            .args([mode, &n.to_string()])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        rec.stop();
+        out
+    } else {
+        Command::new(MAGNET)
+            .env("MAGNET_HOOKS_DENY", deny)
+            .args(["record", "-q", "-o"])
+            .arg(&trace)
+            .args(["--layers", "app", "--"])
+            .arg(st.get_program())
+            .args(st.get_args())
+            .arg(app_calls_bin())
+            .args([mode, &n.to_string()])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -121,18 +142,34 @@ fn fixture_case_denying(mode: &str, n: u32, strace_sees_sends: bool, deny: &str)
     );
     let own = own_counts(&stdout);
     let traced = strace_calls(&prefix);
-    let got = magnet_calls(&trace);
-    // The calls' own tracepoints where tracefs lists them; else (or
-    // denied) every system call's start and end.
+    let mut got = magnet_calls(&trace);
+    if all {
+        // The whole host: the fixture's processes are those strace saw.
+        got.retain(|(pid, _), _| traced.keys().any(|(p, _)| p == pid));
+    }
+    // Without task filters, where the kernel has bpf_task_pt_regs, only
+    // the calls that reach their socket many times have programs at their
+    // start and exit; else the socket calls' own tracepoints where tracefs
+    // lists them; else (or denied) every system call's start and end.
     let hook = app_calls_hook(&trace);
     let tracefs = magnet_kernel::tracefs::event_missing("syscalls/sys_enter_sendto").is_none();
-    if tracefs && deny.is_empty() {
+    let regs = magnet_kernel::KernelBtf::load()
+        .unwrap()
+        .has_enum_value("bpf_func_id", "BPF_FUNC_task_pt_regs");
+    if !tracefs || deny.starts_with("tracepoint") {
+        assert_eq!(hook, "tp_btf/sys_enter+tp_btf/sys_exit", "{mode} {deny}");
+    } else if all && regs && deny.is_empty() {
         assert!(
-            hook.starts_with("tracepoint/syscalls/sys_enter_{read,write,"),
+            hook.starts_with(
+                "tracepoint/syscalls/sys_enter_{sendfile64,splice,sendmmsg,recvmmsg}+"
+            ),
             "{mode}: {hook}"
         );
     } else {
-        assert_eq!(hook, "tp_btf/sys_enter+tp_btf/sys_exit", "{mode} {deny}");
+        assert!(
+            hook.starts_with("tracepoint/syscalls/sys_enter_{read,write,"),
+            "{mode} {deny}: {hook}"
+        );
     }
     for dir in ["send", "recv"] {
         let want = own[dir];
@@ -188,6 +225,9 @@ macro_rules! fixture_tests {
 fixture_tests! {
     /// writev(): one call of 3 iovecs is one app call asking their sum.
     app_calls_writev_is_one_call_asking_the_iovecs_sum: "writev", 200, true;
+    /// sendmsg() of 2 iovecs with MSG_NOSIGNAL, read by recvmsg() into 2:
+    /// each asks its iovecs' sum.
+    app_calls_sendmsg_and_recvmsg_ask_their_iovecs_sum: "msg", 200, true;
     /// sendfile() of 1 MiB: the kernel sends once per pipe's worth inside.
     app_calls_sendfile_is_one_call_per_syscall: "sendfile", 16, true;
     /// splice() from a TCP socket into a pipe (a proxy's zero-copy read): each is
@@ -223,7 +263,28 @@ fn app_calls_at_every_syscall_without_syscall_tracepoints() {
         return;
     }
     for mode in ["writev", "sendfile", "splice", "mmsg"] {
-        fixture_case_denying(mode, 50, true, "tracepoint");
+        fixture_case_in(mode, 50, true, "tracepoint", false);
+    }
+}
+
+/// `--all` (no task filter): a call that reaches its socket once is
+/// recorded whole at its socket's send or recv, from its registers, with
+/// programs at the start and exit of only sendfile, splice and the mmsg
+/// pair; and, that denied (as a kernel without bpf_task_pt_regs), at every
+/// socket call's own tracepoints. The same calls as strace's and the
+/// program's own either way: every call whose arguments differ (iovecs in
+/// writev and in sendmsg's and recvmsg's msghdr, their flags, read's and
+/// write's length, sendfile's count, splice's fd and length, the mmsg
+/// arrays).
+#[test]
+fn app_calls_with_all_are_whole_at_their_socket() {
+    if !live("app_calls_with_all_are_whole_at_their_socket", &[]) {
+        return;
+    }
+    for deny in ["", magnet_record::probes::TASK_PT_REGS] {
+        for mode in ["writev", "msg", "sendfile", "splice", "mmsg"] {
+            fixture_case_in(mode, 50, true, deny, true);
+        }
     }
 }
 
@@ -448,8 +509,10 @@ fn app_calls_a_recv_blocked_before_the_recording_is_kept() {
         })
         .collect();
     got.sort();
+    // The first recv began before the recording: its length from its
+    // registers (no program saw its start).
     let want = [
-        ("app_recv", -1, 1000),
+        ("app_recv", 65536, 1000),
         ("app_recv", 65536, 2000),
         ("app_send", 1000, 1000),
         ("app_send", 2000, 2000),

@@ -96,18 +96,44 @@ const APP_CALL_TRACEPOINTS: &[(&str, Attach)] = &[
     ("app_exit_tp", Tracepoint("syscalls/sys_exit_recvmmsg")),
 ];
 
+/// The calls that reach their socket more than once (sendfile64, splice,
+/// the mmsg pair): their own enter and exit tracepoints, where each is one
+/// app call. The others are whole at their socket's send or recv
+/// (app.bpf.c's `app_event`, from the call's registers).
+const APP_MULTI_CALL_TRACEPOINTS: &[(&str, Attach)] = &[
+    ("app_enter4_tp", Tracepoint("syscalls/sys_enter_sendfile64")),
+    ("app_enter5_tp", Tracepoint("syscalls/sys_enter_splice")),
+    ("app_enter4_tp", Tracepoint("syscalls/sys_enter_sendmmsg")),
+    ("app_enter5_tp", Tracepoint("syscalls/sys_enter_recvmmsg")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_sendfile64")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_splice")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_sendmmsg")),
+    ("app_exit_tp", Tracepoint("syscalls/sys_exit_recvmmsg")),
+];
+
+/// The name `MAGNET_HOOKS_DENY` takes for the app calls' first candidate's
+/// helper (bpf_task_pt_regs): a kernel before 5.15 lacks it.
+pub const TASK_PT_REGS: &str = "task_pt_regs";
+
 pub const PROBES: &[Probe] = &[
-    // The app calls: one per socket syscall, emitted at its exit with the
-    // bytes it asked for and its result; app_send/app_recv below stamp the
-    // call with its socket (a sendfile() reaches the socket many times).
-    // Best at the calls' own tracepoints; where tracefs lacks them (no
-    // CONFIG_FTRACE_SYSCALLS, not mounted), at every system call's start
-    // and end, which costs every other call of the host a few hundred ns.
+    // The app calls: one per socket syscall with the bytes it asked for
+    // and its result. Best, a call that reaches its socket once is whole at
+    // app_send/app_recv below (its arguments from its registers), and only
+    // the four that reach it many times (a sendfile() sends once per pipe's
+    // worth) have programs at their start and exit: one program per call
+    // instead of three. Task and address filters need every call's start
+    // (a traced task's first packets, an unconnected socket's destination),
+    // as does a kernel without bpf_task_pt_regs (`plan`). Then at the calls'
+    // own tracepoints: stamped at app_send/app_recv, emitted at the exit.
+    // Where tracefs lacks them (no CONFIG_FTRACE_SYSCALLS, not mounted),
+    // at every system call's start and end, which costs every other call of
+    // the host a few hundred ns.
     Part {
-        name: "app_calls",
+        name: APP_CALLS,
         group: App,
         feeds: "",
         candidates: &[
+            Candidate::progs(APP_MULTI_CALL_TRACEPOINTS),
             Candidate::progs(APP_CALL_TRACEPOINTS),
             hook!("app_sys_enter" => t("sys_enter"), "app_sys_exit" => t("sys_exit")),
         ],
@@ -319,19 +345,16 @@ pub const COOKIE_AT_CREATE: &str = "sock_cookie_at_create";
 pub const BATCH_TICK: &str = "batch_tick";
 
 /// Every program name in the object, for autoload decisions (once each: a
-/// program at several tracepoints is one program).
+/// program at several tracepoints, or in several candidates of a part, is
+/// one program).
 pub fn all_programs() -> impl Iterator<Item = &'static str> {
+    let mut seen = HashSet::new();
     PROBES
         .iter()
         .flat_map(|p| p.candidates.iter())
         .chain(FLOWS_AT_BIND.candidates)
-        .flat_map(|h| {
-            h.progs
-                .iter()
-                .enumerate()
-                .filter(|(i, (p, _))| !h.progs[..*i].iter().any(|(q, _)| q == p))
-                .map(|(_, (p, _))| *p)
-        })
+        .flat_map(|h| h.progs.iter().map(|(p, _)| *p))
+        .filter(move |p| seen.insert(*p))
         .chain([
             FOLLOW_FORKS,
             PKT_FREE,
@@ -361,6 +384,25 @@ impl Kernel {
             features,
             traceable,
         })
+    }
+
+    /// Why a call of one socket operation cannot be recorded whole at its
+    /// socket's send or recv (the app calls' first candidate): filters that
+    /// need every call's start, or no bpf_task_pt_regs (5.15+) to read the
+    /// call's arguments there.
+    pub fn lacks_one_op_calls(&self, call_starts: bool) -> Option<String> {
+        if call_starts {
+            return Some(
+                "task and address filters need a program at every socket call's start".into(),
+            );
+        }
+        if let Some(why) = magnet_kernel::deny::denied(TASK_PT_REGS) {
+            return Some(why);
+        }
+        (!self
+            .btf
+            .has_enum_value("bpf_func_id", "BPF_FUNC_task_pt_regs"))
+        .then(|| "this kernel has no bpf_task_pt_regs (5.15+)".into())
     }
 
     /// What this kernel lacks for this attach point (None: it has it): the
@@ -404,11 +446,19 @@ impl Kernel {
     }
 }
 
+/// The app calls' part.
+pub const APP_CALLS: &str = "app_calls";
+
 /// For every probe in the table: the first hook this kernel can feed it from
 /// (not denied by `MAGNET_HOOKS_DENY`), or each candidate hook and what it
-/// lacks ([`Choice::reasons`]).
-pub fn plan(k: &Kernel) -> Vec<Choice<Layer>> {
-    plan::choose(PROBES, &|a| k.lacks(a), &Refusals::new()).choices
+/// lacks ([`Choice::reasons`]). `call_starts`: the recording filters by
+/// task or address, which needs a program at every socket call's start.
+pub fn plan(k: &Kernel, call_starts: bool) -> Vec<Choice<Layer>> {
+    let mut refused = Refusals::new();
+    if let Some(why) = k.lacks_one_op_calls(call_starts) {
+        refused.insert((APP_CALLS, 0), why);
+    }
+    plan::choose(PROBES, &|a| k.lacks(a), &refused).choices
 }
 
 /// The hook that tells flows at bind() and connect() on this kernel.
@@ -500,7 +550,7 @@ mod tests {
             eprintln!("skipped: no BTF");
             return;
         };
-        let p = plan(&k);
+        let p = plan(&k, false);
         let get = |k: &str| p.iter().find(|c| kind(c.part) == Some(k)).unwrap();
         // No netfilter links and no fentry: ip cannot be fed, and the line says
         // which hooks were tried and what each lacks.
@@ -519,7 +569,7 @@ mod tests {
         assert_eq!(get("app_send").chosen.as_ref().ok(), Some(&0));
         // With fentry, ip moves to its second candidate.
         let k = kernel_without(true, false).unwrap();
-        let p = plan(&k);
+        let p = plan(&k, false);
         let c = p
             .iter()
             .find(|c| kind(c.part) == Some("ip_local_in"))
@@ -544,6 +594,37 @@ mod tests {
         );
     }
 
+    /// A recording with task or address filters has the app calls at
+    /// every socket call's start (the first candidate passed, and why);
+    /// without, where the kernel has bpf_task_pt_regs and the four calls'
+    /// tracepoints, only those four calls have programs of their own.
+    #[test]
+    fn app_calls_at_every_start_only_where_filters_need_them() {
+        let Some(k) = kernel_without(false, false) else {
+            eprintln!("skipped: no BTF");
+            return;
+        };
+        let calls = |starts| {
+            plan(&k, starts)
+                .into_iter()
+                .find(|c| c.part.name == APP_CALLS)
+                .unwrap()
+        };
+        let filtered = calls(true);
+        assert_ne!(filtered.chosen, Ok(0));
+        assert!(
+            filtered.passed[0].ends_with(
+                ": task and address filters need a program at every socket call's start"
+            ),
+            "{:?}",
+            filtered.passed
+        );
+        let has = k.lacks_one_op_calls(false).is_none()
+            && magnet_kernel::tracefs::event_missing("syscalls/sys_exit_sendfile64").is_none()
+            && magnet_kernel::deny::denied("tracepoint").is_none();
+        assert_eq!(calls(false).chosen == Ok(0), has);
+    }
+
     #[test]
     fn every_kind_has_a_hook_on_this_kernel() {
         let Ok(btf) = KernelBtf::load() else {
@@ -559,7 +640,7 @@ mod tests {
             btf,
             traceable: magnet_kernel::attach::traceable_functions().ok(),
         };
-        for c in plan(&k) {
+        for c in plan(&k, false) {
             if c.chosen.is_err() {
                 let why = c.reasons();
                 // Only the table's tracepoints decide on 6.18; a kernel with

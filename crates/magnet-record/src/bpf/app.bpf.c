@@ -209,6 +209,35 @@ MG_PROG("tp_btf/sys_exit", flow_sys_exit, struct pt_regs *regs, long ret)
 	return flow_call_exit(regs->orig_ax, ret, regs->di);
 }
 
+/* The bytes call `id` asks for (-1: unknown) and its flags, from its
+ * arguments a1..a4; sendto()'s and sendmsg()'s destination in *msg_name
+ * (sendmsg's from its msghdr). Not the mmsg pair's (app_call_enter). User
+ * memory is read the same at the call's start and inside it: the kernel
+ * copies the iovecs in and writes none back. */
+static __always_inline __s64 call_asked(long id, __u64 a1, __u64 a2, __u64 a3, __u64 a4,
+					__u32 *msg_flags, const void **msg_name)
+{
+	if (id == NR_sendmsg || id == NR_recvmsg) {
+		struct user_msghdr mh;
+		*msg_flags = a2;
+		if (bpf_probe_read_user(&mh, sizeof(mh), (void *)a1))
+			return -1;
+		*msg_name = mh.msg_name;
+		return iov_sum(mh.msg_iov, mh.msg_iovlen);
+	}
+	if (id == NR_readv || id == NR_writev)
+		return iov_sum((const struct iovec *)a1, a2);
+	if (id == NR_sendfile)
+		return a3;
+	if (id == NR_splice)
+		return a4;
+	if (id == NR_sendto || id == NR_recvfrom) {
+		*msg_flags = a3;
+		*msg_name = (const void *)a4;
+	}
+	return a2;
+}
+
 /* The start of an app call: remembers its socket, the bytes it asks for and
  * its flags until its exit (app_call_exit). a0..a4: the call's arguments. */
 static __always_inline int app_call_enter(long id, __u64 a0, __u64 a1, __u64 a2, __u64 a3, __u64 a4)
@@ -239,16 +268,7 @@ static __always_inline int app_call_enter(long id, __u64 a0, __u64 a1, __u64 a2,
 	__u64 mmsg = 0;
 	__u32 vlen = 0;
 	const void *msg_name = NULL;
-	if (id == NR_sendmsg || id == NR_recvmsg) {
-		struct user_msghdr mh;
-		if (!bpf_probe_read_user(&mh, sizeof(mh), (void *)a1)) {
-			msg_name = mh.msg_name;
-			asked = iov_sum(mh.msg_iov, mh.msg_iovlen);
-		}
-		msg_flags = a2;
-	} else if (id == NR_readv || id == NR_writev) {
-		asked = iov_sum((const struct iovec *)a1, a2);
-	} else if (id == NR_sendmmsg || id == NR_recvmmsg) {
+	if (id == NR_sendmmsg || id == NR_recvmmsg) {
 		mmsg = a1;
 		vlen = a2;
 		msg_flags = a3;
@@ -270,14 +290,8 @@ static __always_inline int app_call_enter(long id, __u64 a0, __u64 a1, __u64 a2,
 				asked += n;
 			}
 		}
-	} else if (id == NR_sendfile) {
-		asked = a3;
-	} else if (id == NR_splice) {
-		asked = a4;
 	} else {
-		asked = a2;
-		if (id == NR_sendto || id == NR_recvfrom)
-			msg_flags = a3;
+		asked = call_asked(id, a1, a2, a3, a4, &msg_flags, &msg_name);
 	}
 	/* Register the socket's flow now, so that packets arriving before its
 	 * first app event (a receiver blocked in its first recv) are attributed. */
@@ -308,7 +322,7 @@ static __always_inline int app_call_enter(long id, __u64 a0, __u64 a1, __u64 a2,
 		f->vlen = vlen;
 		f->stamped = 0;
 		if (tuple_filtered() && (id == NR_sendto || id == NR_sendmsg))
-			read_dest(id == NR_sendto ? (const void *)a4 : msg_name, f);
+			read_dest(msg_name, f);
 	}
 	return 0;
 }
@@ -596,40 +610,56 @@ MG_PROG("tp_btf/io_uring_cqe_overflow", app_uring_overflow, void *ring, __u64 us
 	return 0;
 }
 
-/* Whether the current task is in a socket syscall on `sk` (not known before
- * 5.15, which lacks bpf_task_pt_regs: no). Its number alone would not do:
- * io_uring's task work runs on the way back from any syscall, and an io
- * thread's registers are zero (read). */
-static __always_inline bool in_syscall_on(__u64 sk)
-{
-	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) ||
-	    !bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
-		return false;
-	struct task_struct *t = bpf_get_current_task_btf();
-	if (t->flags & 0x00000010) /* PF_IO_WORKER: io-wq and SQPOLL threads */
-		return false;
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
-	long id = BPF_CORE_READ(regs, orig_ax);
-	if (!app_nr(id))
-		return false;
-	if (fd_socket(BPF_CORE_READ(regs, di)) == sk)
-		return true;
-	return id == NR_splice && fd_socket(BPF_CORE_READ(regs, dx)) == sk;
-}
-
 static __always_inline bool current_is_kthread(void)
 {
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	return BPF_CORE_READ(t, flags) & 0x00200000; /* PF_KTHREAD */
 }
 
+#define SYSCALL_KTHREAD (-2)
+
+/* The socket syscall the current task is in on `sk`, if any: its number,
+ * with its registers in *regs (x86-64: di, si, dx, r10, r8 are its first
+ * five arguments); SYSCALL_KTHREAD in a kernel thread; -1 if none (or not
+ * known: before 5.15, which lacks bpf_task_pt_regs). Its number alone
+ * would not do: io_uring's task work runs on the way back from any
+ * syscall, and an io thread's registers are zero (read). */
+static __always_inline long syscall_on(__u64 sk, struct pt_regs **regs)
+{
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs) ||
+	    !bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf))
+		return current_is_kthread() ? SYSCALL_KTHREAD : -1;
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (t->flags & 0x00200000) /* PF_KTHREAD */
+		return SYSCALL_KTHREAD;
+	if (t->flags & 0x00000010) /* PF_IO_WORKER: io-wq and SQPOLL threads */
+		return -1;
+	/* A typed pointer: its fields are direct loads, not helper calls. */
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(t);
+	long id = r->orig_ax;
+	if (!app_nr(id))
+		return -1;
+	*regs = r;
+	if (fd_socket(r->di) == sk)
+		return id;
+	return id == NR_splice && fd_socket(r->dx) == sk ? id : -1;
+}
+
+/* A call that reaches its socket once (every app call but sendfile(),
+ * splice() and the mmsg pair): the socket's send or recv inside it is the
+ * whole call. */
+static __always_inline bool one_op_call(long id)
+{
+	return id != NR_sendfile && id != NR_splice && id != NR_sendmmsg && id != NR_recvmmsg;
+}
+
 /* A socket's send or recv inside the kernel. Within a traced socket syscall
- * it stamps the call with the socket (the event comes at sys_exit); from a
- * kernel thread (an in-kernel socket user such as the NFS client) or in a
- * socket syscall that began before the recording it is the call itself; in
- * any other user task it is io_uring's work on a request (in io_uring_enter,
- * an io-wq worker or the SQPOLL thread), recorded per request (app_uring_*),
- * not per attempt. */
+ * whose start a program saw it stamps the call with the socket (the event
+ * comes at sys_exit); in a socket syscall whose start none saw, or from a
+ * kernel thread (an in-kernel socket user such as the NFS client), it is
+ * the call itself; in any other user task it is io_uring's work on a
+ * request (in io_uring_enter, an io-wq worker or the SQPOLL thread),
+ * recorded per request (app_uring_*), not per attempt. */
 static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 kind)
 {
 	__u16 family = sk->__sk_common.skc_family;
@@ -655,17 +685,35 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 		a->stamped = 1;
 		return 0;
 	}
-	if (!current_is_kthread() && !in_syscall_on(addr_of(sk))) {
-		app_uring_sock(sk, family);
-		return 0;
+	__s64 asked = -1;
+	struct pt_regs *r = NULL;
+	long id = syscall_on(addr_of(sk), &r);
+	if (id != SYSCALL_KTHREAD) {
+		if (id < 0 || !r) {
+			app_uring_sock(sk, family);
+			return 0;
+		}
+		/* A socket syscall whose start no program saw: one that began
+		 * before the recording (a recv blocked when it started), or any
+		 * call of one socket operation when the recording has no
+		 * program at the calls' starts (probes.rs, "app_calls"): the
+		 * call is this operation, its arguments in its registers. Its
+		 * result is the operation's, which the syscall returns (but for
+		 * a recvfrom() whose address cannot be copied out). */
+		if (one_op_call(id)) {
+			__u32 call_flags = 0;
+			const void *name = NULL;
+			asked = call_asked(id, r->si, r->dx, r->r10, r->r8, &call_flags, &name);
+			flags |= call_flags;
+		}
 	}
-	/* A kernel thread's send, or a socket syscall that began before the
-	 * recording (a recv blocked when it started): the call as the socket
-	 * saw it, its size asked unknown. */
+	/* Else a kernel thread's send (the NFS client): the call as the
+	 * socket saw it, its size asked unknown; so too a sendfile(), splice()
+	 * or mmsg call that began before the recording. */
 	__u64 cookie = sk_cookie(sk);
 	if (!sock_traced(sk, cookie, true))
 		return 0;
-	app_emit(cookie, -1, ret, flags, kind, family, sk->sk_protocol, sk->sk_type);
+	app_emit(cookie, asked, ret, flags, kind, family, sk->sk_protocol, sk->sk_type);
 	return 0;
 }
 

@@ -130,8 +130,8 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let early = drain::create_trace(&config.output, &host::early_header(config, &opts.target))?;
     let mut unstarted = RemoveUnlessStarted(Some(&config.output));
     let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
-    let mut plan = attach::Plan::new(config, &kernel)?;
     let tasks = targets::Tasks::resolve(config, &opts.target)?;
+    let mut plan = attach::Plan::new(config, &kernel, &tasks)?;
     let needs = attach::Needs::new(config, tasks, &kernel);
     // Functions asked for by name (--funcs) are like a layer named in
     // --layers: no function probes fails here, before recording.

@@ -37,7 +37,15 @@ pub(in crate::recorder) struct Plan {
 }
 
 impl Plan {
-    pub(in crate::recorder) fn new(config: &RecordConfig, kernel: &probes::Kernel) -> Result<Plan> {
+    /// `tasks`: the task filters, which (as address filters do) need a
+    /// program at every socket call's start.
+    pub(in crate::recorder) fn new(
+        config: &RecordConfig,
+        kernel: &probes::Kernel,
+        tasks: &Tasks,
+    ) -> Result<Plan> {
+        let call_starts =
+            tasks.filter_tasks || config.filters.port.is_some() || config.filters.host.is_some();
         let mut sources: BTreeMap<Layer, LayerSource> = BTreeMap::new();
         for layer in &config.layers {
             sources.insert(
@@ -51,7 +59,7 @@ impl Plan {
             );
         }
         let mut chosen: Vec<Choice<Layer>> = Vec::new();
-        for c in probes::plan(kernel) {
+        for c in probes::plan(kernel, call_starts) {
             if !probe_on(config, c.part) {
                 continue;
             }
