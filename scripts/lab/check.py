@@ -22,6 +22,9 @@ Checks, for every file:
     skb_clone, __ip_queue_xmit, ip_output, dev_hard_start_xmit in that order; elsewhere one note;
     again with --func-exits: as many returns as entries, every SYN step with its time inside,
     and each caller's time enclosing its callees' on that path;
+  - `record --all --layers app` while loadgen sends 20 x 1000 B over TCP and 10 x 100 B over UDP:
+    exactly those 30 sends, each asking its size; the app calls at sendfile's, splice's and the
+    mmsg calls' own tracepoints only (5.10, without bpf_task_pt_regs: all twelve calls')
   - `record --snaplen 2048` of a loopback TCP transfer (1 MiB: at least 16 frames even of 64 KiB): every data frame to loadgen's port
     in `magnet pcap` holds min(frame, 2048) bytes and its payload is loadgen's byte pattern
     at its stream offset (the bytes past the skb's linear part, read from its fragments);
@@ -478,6 +481,23 @@ def judge(path, ref_udp=None):
         for k in ["app_send", "ip_local_out", "ip_local_in", "dev_start_xmit", "dev_rx"]:
             n = (kinds.get(k) or {}).get("events")
             need(n == 30, f"record --netns self: {k} {n}, want the 30 datagrams")
+
+    aa = s.get("all-app", [])
+    rc = next((l[3:] for l in aa if l.startswith("rc ")), "?")
+    if need(rc.split(" ")[0] == "0", f"record --all --layers app: exit {rc}"):
+        js = [j for j in (first_json([l]) for l in aa if l.startswith("{")) if j]
+        info = js[0] if js else {}
+        app = next((x for x in info.get("sources", []) if x["layer"] == "app"), {})
+        hook = (app.get("hooks") or [""])[0]
+        # bpf_task_pt_regs: 5.15 and later.
+        want = "{read,write," if kernel.startswith("5.10.") else "{sendfile64,splice,sendmmsg,recvmmsg}"
+        need(hook.startswith("tracepoint/syscalls/sys_enter_" + want),
+             f"record --all --layers app on {kernel}: app hooks {hook}, want sys_enter_{want}")
+        sends = [j for j in js[1:] if j.get("kind") == "app_send"]
+        got = sorted((j["asked"], j["ret"]) for j in sends)
+        want_sends = sorted([(1000, 1000)] * 20 + [(100, 100)] * 10)
+        need(got == want_sends,
+             f"record --all --layers app: loadgen's sends {got}, want 20 of 1000 B and 10 of 100 B")
 
     sn = s.get("snaplen", [])
     rc = next((l[3:] for l in sn if l.startswith("rc ")), "?")

@@ -96,6 +96,28 @@ echo "== netns"
 echo "rc $? $(tail -n 1 "$dir/netns.err")"
 [ -s "$dir/netns.mgt" ] && "$m" info -q --json "$dir/netns.mgt" | tr -d '\n'
 echo
+# record --all (no task filter): a call of one socket operation is recorded
+# whole at its socket's send where the kernel has bpf_task_pt_regs (6.1 and
+# later), else at the calls' own tracepoints (5.10): either way loadgen's 20
+# TCP and 10 UDP sends, each asking its size. The app hooks and the sends.
+echo "== all-app"
+"$m" record --all --layers app -o "$dir/allapp.mgt" > /dev/null 2> "$dir/allapp.err" &
+ap=$!
+i=0
+while ! grep -q "magnet: recording " "$dir/allapp.err" 2>/dev/null && [ $i -lt 600 ] \
+    && kill -0 $ap 2>/dev/null; do
+    sleep 0.2; i=$((i + 1))
+done
+"$m" loadgen --tcp 20x1000 --udp 10x100 --port 5359 > /dev/null
+sleep 1
+kill -INT $ap
+wait $ap
+echo "rc $? $(tail -n 1 "$dir/allapp.err")"
+[ -s "$dir/allapp.mgt" ] && "$m" info -q --json "$dir/allapp.mgt" | tr -d '\n'
+echo
+# loadgen's sends: those of a task named as the magnet binary is
+"$m" parse -q --json --kind app_send "$dir/allapp.mgt" \
+    | grep "\"comm\":\"$(basename "$m" | cut -c1-15)\""
 # record --snaplen 2048 of a loopback TCP transfer, as pcapng (base64, one line):
 # check.py compares every data frame's payload with loadgen's byte pattern, which
 # lies in the skb's page fragments past its linear part.
