@@ -288,6 +288,66 @@ fn app_calls_with_all_are_whole_at_their_socket() {
     }
 }
 
+/// Under `ip netns exec` (a mount namespace of its own, with a fresh /sys
+/// and no tracefs) the recorder mounts tracefs there and says so, and the
+/// app calls are at the syscall tracepoints, not at every system call of
+/// the host.
+#[test]
+fn app_calls_under_ip_netns_exec_are_at_the_syscall_tracepoints() {
+    if !live(
+        "app_calls_under_ip_netns_exec_are_at_the_syscall_tracepoints",
+        &["ip"],
+    ) {
+        return;
+    }
+    if magnet_kernel::tracefs::event_missing("syscalls/sys_enter_sendto").is_some() {
+        eprintln!("no syscall tracepoints on this kernel: nothing to mount tracefs for");
+        return;
+    }
+    let ns = Netns::new().unwrap();
+    let mounted = |ns: &str| {
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                ns,
+                "test",
+                "-d",
+                "/sys/kernel/tracing/events",
+            ])
+            .status()
+            .unwrap()
+            .success()
+    };
+    let before = mounted(ns.name());
+    let trace = tmp("netns-exec.mgt");
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            ns.name(),
+            MAGNET,
+            "record",
+            "--layers",
+            "app",
+            "-o",
+        ])
+        .arg(&trace)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.contains("tracefs was not mounted in this mount namespace"),
+        !before,
+        "{err}"
+    );
+    let hook = app_calls_hook(&trace);
+    assert!(hook.starts_with("tracepoint/syscalls/"), "{hook}: {err}");
+    let _ = std::fs::remove_file(&trace);
+}
+
 /// iperf3 -Z (sendfile) as its client: the trace's calls are strace's.
 #[test]
 fn app_calls_iperf3_zerocopy_client_matches_strace() {

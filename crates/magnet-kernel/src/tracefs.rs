@@ -7,6 +7,40 @@ use std::path::Path;
 /// Where tracefs is usually mounted, in the order libbpf looks.
 pub const TRACEFS: &[&str] = &["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
+/// Mounts tracefs at /sys/kernel/tracing when none is mounted in this mount
+/// namespace, as trace-cmd does: `ip netns exec` runs a command in a mount
+/// namespace of its own with a fresh /sys, where the syscall tracepoints
+/// (attached by the ids tracefs lists) would otherwise be missing and the
+/// recorder would fall back to hooks at every system call of the host.
+/// Some(a line saying so) when it mounted it; None when one was mounted
+/// already, or the mount failed ([`event_missing`] then says why).
+pub fn mount_if_missing() -> Option<String> {
+    if TRACEFS.iter().any(|r| Path::new(r).join("events").is_dir()) {
+        return None;
+    }
+    let target = TRACEFS[0];
+    if !Path::new(target).is_dir() {
+        return None;
+    }
+    let (source, dir, fstype) = (c"nodev", std::ffi::CString::new(target).ok()?, c"tracefs");
+    // SAFETY: NUL-terminated strings that outlive the call, no data.
+    let rc = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            dir.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    (rc == 0 && Path::new(target).join("events").is_dir()).then(|| {
+        format!(
+            "tracefs was not mounted in this mount namespace (as under `ip netns exec`): \
+             mounted it at {target} for the syscall tracepoints"
+        )
+    })
+}
+
 /// Why the tracepoint `category/name` cannot be attached here (None: it can).
 pub fn event_missing(tp: &str) -> Option<String> {
     event_missing_in(TRACEFS, tp)

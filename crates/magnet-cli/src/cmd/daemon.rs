@@ -56,6 +56,9 @@ pub struct DaemonArgs {
 const DEFAULT_CONFIG: &str = "/etc/magnet/magnetd.toml";
 
 pub fn run(a: DaemonArgs) -> anyhow::Result<ExitCode> {
+    if let Some(line) = magnet_kernel::tracefs::mount_if_missing() {
+        eprintln!("magnetd: {line}");
+    }
     let path = a.config.clone().or_else(|| {
         let p = PathBuf::from(DEFAULT_CONFIG);
         p.exists().then_some(p)

@@ -215,6 +215,11 @@ pub fn compile_filter(expr: &str) -> Result<Vec<(u16, u8, u8, u32)>> {
 }
 
 pub fn run(args: RecordArgs) -> Result<ExitCode> {
+    if let Some(line) = magnet_kernel::tracefs::mount_if_missing() {
+        if !args.quiet {
+            eprintln!("magnet: {line}");
+        }
+    }
     if args.check {
         return check(&args);
     }
