@@ -125,6 +125,15 @@ pub enum SockDiagError {
     },
 }
 
+impl SockDiagError {
+    /// The kernel has no sock_diag handler for the family or protocol asked
+    /// (inet_diag, tcp_diag or udp_diag built as modules and not loaded):
+    /// its answer is ENOENT.
+    pub fn unsupported(&self) -> bool {
+        matches!(self, SockDiagError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
 const PROTOCOLS: [(u8, &str); 2] = [(IPPROTO_TCP, "TCP"), (IPPROTO_UDP, "UDP")];
 const FAMILIES: [(u8, &str); 2] = [(AF_INET, "IPv4"), (AF_INET6, "IPv6")];
 
@@ -436,6 +445,23 @@ mod tests {
     use super::*;
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsRawFd;
+
+    /// The kernel's ENOENT answer (no handler loaded) is "unsupported";
+    /// another error, or a reply that does not parse, is not.
+    #[test]
+    fn a_missing_handler_is_told_from_other_errors() {
+        let io = |errno| SockDiagError::Io {
+            what: "IPv4 TCP dump".into(),
+            source: std::io::Error::from_raw_os_error(errno),
+        };
+        assert!(io(libc::ENOENT).unsupported());
+        assert!(!io(libc::EPERM).unsupported());
+        let bad = SockDiagError::Reply {
+            what: "IPv4 TCP dump".into(),
+            why: "a netlink message of 3 bytes".into(),
+        };
+        assert!(!bad.unsupported());
+    }
 
     #[test]
     fn addresses_are_ipv4_mapped() {

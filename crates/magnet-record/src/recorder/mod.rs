@@ -160,7 +160,12 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     let rings = drain::make_rings(&skel.maps.rings, cpus, ring_bytes)?;
     // Sockets the traced tasks hold already (a running server's listeners
     // and connections): known to the kernel before the first program runs.
-    let found = snapshot::take(config, &opts.target, &tasks)?;
+    let (found, unlisted) = snapshot::take(config, &opts.target, &tasks)?;
+    if let Some(line) = unlisted {
+        if let Some(src) = plan.sources.values_mut().next() {
+            src.missing.push(line);
+        }
+    }
     snapshot::install(&found, &skel.maps.socks, &skel.maps.traced_flows)?;
     let links = attach::attach(&mut plan, &needs, &skel, &mut header)?;
     let (tx, writer) = drain::spawn_writer(early, &config.output, &header)?;

@@ -59,9 +59,17 @@ const SOCK_TRACED: u8 = 2;
 /// without a task filter (`--all`), the TCP listeners and the sockets on their
 /// ports ([`on_listener_ports`]). None when the target is a command not yet
 /// started. A process that ends while it is read is skipped.
-pub(super) fn take(config: &RecordConfig, target: &Target, tasks: &Tasks) -> Result<Vec<Found>> {
+///
+/// A kernel whose sock_diag cannot list them (inet_diag and tcp_diag built as
+/// modules and not loaded: `ENOENT`) records all the same: the second value
+/// says what is left out (a line for the trace's notes).
+pub(super) fn take(
+    config: &RecordConfig,
+    target: &Target,
+    tasks: &Tasks,
+) -> Result<(Vec<Found>, Option<String>)> {
     if matches!(target, Target::Command(_)) {
-        return Ok(vec![]);
+        return Ok((vec![], None));
     }
     let everyone = !tasks.filter_tasks;
     let candidates: Vec<u32> = if tasks.filter_pids {
@@ -143,6 +151,7 @@ pub(super) fn take(config: &RecordConfig, target: &Target, tasks: &Tasks) -> Res
             .or_insert_with(|| ("/proc/self/ns/net".into(), BTreeMap::new()));
     }
     let mut out = Vec::new();
+    let mut unlisted = None;
     for (ns, (path, inodes)) in by_ns {
         if config.filters.netns.is_some_and(|want| want != ns) {
             continue;
@@ -156,6 +165,14 @@ pub(super) fn take(config: &RecordConfig, target: &Target, tasks: &Tasks) -> Res
             Ok(s) => s,
             // The namespace's last process ended meanwhile.
             Err(_) if !path.exists() => continue,
+            Err(e) if e.unsupported() => {
+                unlisted.get_or_insert(format!(
+                    "sockets held before the recording left out: {e} (this kernel's sock_diag \
+                     cannot list them; `modprobe tcp_diag udp_diag`): packets of a connection \
+                     or listener opened before the recording and idle since are not attributed"
+                ));
+                continue;
+            }
             Err(e) => {
                 return Err(e).context("listing the sockets of the traced processes at the start")
             }
@@ -182,7 +199,7 @@ pub(super) fn take(config: &RecordConfig, target: &Target, tasks: &Tasks) -> Res
             }
         }
     }
-    Ok(out)
+    Ok((out, unlisted))
 }
 
 const TCP_LISTEN: u8 = 10;
