@@ -7,8 +7,12 @@
 #   sys_exit     magnetd denied those tracepoints (MAGNET_HOOKS_DENY=tracepoint:
 #                the same calls counted at every system call's exit,
 #                tp_btf/sys_exit, as before that change)
-#   record       magnet record --all (its app layer at the socket calls' own
-#                syscall tracepoints, sys_enter_*/sys_exit_*)
+#   record       magnet record --all (its app layer at sendfile's, splice's and
+#                the mmsg calls' own syscall tracepoints, the other socket
+#                calls whole at their socket's send or recv)
+#   record_starts  the same with the twelve socket calls' own syscall
+#                tracepoints, sys_enter_*/sys_exit_* (as with task filters, or
+#                without bpf_task_pt_regs: MAGNET_HOOKS_DENY=task_pt_regs)
 #   record_sys   the same denied those tracepoints: tp_btf/sys_enter and
 #                sys_exit, programs run at every system call's entry and exit
 #                (the recorder before that change, and its fallback)
@@ -27,7 +31,7 @@ bench_root syscall-cost "magnetd loads BPF programs"
 MAGNET=$(bench_magnet syscall-cost)
 ROUNDS=${ROUNDS:-5}
 CALLS=${CALLS:-20000000}
-CASES=${CASES:-"none tracepoints sys_exit record record_sys"}
+CASES=${CASES:-"none tracepoints sys_exit record record_starts record_sys"}
 tmp=$(mktemp -d)
 port=$((20000 + $$ % 20000))
 cleanup() {
@@ -76,8 +80,9 @@ for round in $(seq "$ROUNDS"); do
         tracepoints) start_daemon "" ;;
         sys_exit) start_daemon "tracepoint" ;;
         record) start_record "" ;;
+        record_starts) start_record "task_pt_regs" ;;
         record_sys) start_record "tracepoint" ;;
-        *) echo "syscall-cost: unknown case $c (none, tracepoints, sys_exit, record, record_sys)" >&2; exit 2 ;;
+        *) echo "syscall-cost: unknown case $c (none, tracepoints, sys_exit, record, record_starts, record_sys)" >&2; exit 2 ;;
         esac
         if [ "$c" = tracepoints ] || [ "$c" = sys_exit ]; then
             app=$(curl -s "http://127.0.0.1:$port/health" | python3 -c 'import json,sys; print(json.load(sys.stdin)["health"]["parts"].get("app","-"))' 2>/dev/null || echo "?")
