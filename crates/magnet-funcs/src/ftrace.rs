@@ -46,7 +46,7 @@ pub fn running_available() -> Result<(PathBuf, HashSet<String>)> {
                 }
             }
         }
-        if attempt == 0 && !mount_tracefs() {
+        if attempt == 0 && !magnet_kernel::tracefs::mount() {
             break;
         }
         last = None;
@@ -63,24 +63,6 @@ pub fn running_available() -> Result<(PathBuf, HashSet<String>)> {
         "{}: {e}: {hint}; give a saved listing with --available FILE",
         p.display()
     )))
-}
-
-/// `mount -t tracefs nodev /sys/kernel/tracing`; false when it fails.
-fn mount_tracefs() -> bool {
-    let target = c"/sys/kernel/tracing";
-    let fstype = c"tracefs";
-    let src = c"nodev";
-    // SAFETY: all pointers are valid NUL-terminated strings; data is null.
-    let rc = unsafe {
-        libc::mount(
-            src.as_ptr(),
-            target.as_ptr(),
-            fstype.as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    rc == 0
 }
 
 #[cfg(test)]

@@ -22,23 +22,28 @@ pub fn mount_if_missing() -> Option<String> {
     if !Path::new(target).is_dir() {
         return None;
     }
-    let (source, dir, fstype) = (c"nodev", std::ffi::CString::new(target).ok()?, c"tracefs");
-    // SAFETY: NUL-terminated strings that outlive the call, no data.
-    let rc = unsafe {
-        libc::mount(
-            source.as_ptr(),
-            dir.as_ptr(),
-            fstype.as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    (rc == 0 && Path::new(target).join("events").is_dir()).then(|| {
+    (mount() && Path::new(target).join("events").is_dir()).then(|| {
         format!(
             "tracefs was not mounted in this mount namespace (as under `ip netns exec`): \
              mounted it at {target} for the syscall tracepoints"
         )
     })
+}
+
+/// `mount -t tracefs nodev /sys/kernel/tracing`; false when it fails.
+pub fn mount() -> bool {
+    let (source, target, fstype) = (c"nodev", c"/sys/kernel/tracing", c"tracefs");
+    // SAFETY: NUL-terminated strings that outlive the call, no data.
+    let rc = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    rc == 0
 }
 
 /// Why the tracepoint `category/name` cannot be attached here (None: it can).
