@@ -10,6 +10,16 @@ if [ "$(id -u)" -ne 0 ] && [ "${MAGNET_REQUIRE_LIVE:-0}" = 1 ]; then
     echo "test: MAGNET_REQUIRE_LIVE=1 needs root (the live tests load BPF programs)" >&2
     exit 1
 fi
+# A one-shot build: no incremental state (3 GB of a 6.8 GB debug target) and
+# line tables only (backtraces keep file:line; full debuginfo doubled deps/).
+# 2.4 GB in all, and a CI machine's disk once ran out at 6.8. Set either
+# variable yourself to keep what you use when debugging.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
+free_kib=$(df -Pk "$(dirname "${CARGO_TARGET_DIR:-./target}")" 2>/dev/null | awk 'NR==2 {print $4}')
+if [ -n "$free_kib" ] && [ "$free_kib" -lt $((4 * 1024 * 1024)) ]; then
+    echo "test: only $((free_kib / 1024)) MiB free where the build goes; the build and the kernel lab need about 4 GiB" >&2
+fi
 echo "test: cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "test: cargo clippy" >&2
