@@ -24,7 +24,7 @@ Build the variants first (each a release build; MAGNET_BPF_CFLAGS passes the def
       cp target/release/magnet /tmp/magnet-p$n; done
 
 Usage (root): bench/bpf-prog-profile.py [--bins /tmp/magnet-p] [--rounds 3] [--secs 4]
-              [--gso] [--tcp-state]
+              [--gso | --udp64] [--tcp-state]
 Differences of medians from a loaded host are noisy (+-20 ns); a negative stage is noise.
 """
 import argparse, json, os, statistics, subprocess, sys
@@ -56,6 +56,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--secs", type=int, default=4)
     ap.add_argument("--gso", action="store_true")
+    ap.add_argument("--udp64", action="store_true", help="64-byte UDP datagrams (bpf-prog-stats.py --udp64)")
     ap.add_argument("--tcp-state", action="store_true")
     a = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -68,6 +69,8 @@ def main():
                    str(a.secs), "--json", "--label", f"p{v}"]
             if a.gso:
                 cmd.append("--gso")
+            if a.udp64:
+                cmd.append("--udp64")
             if a.tcp_state:
                 cmd.append("--tcp-state")
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -83,7 +86,7 @@ def main():
     bpr = statistics.median(x["bytes_per_record"] for x in full)
     pkts = statistics.median(x["veth_packets"] for x in full)
     gb = {v: statistics.median(x["gbps"] for x in runs[v]) for v in VARIANTS}
-    print(f"## Cost profile, {a.rounds} rounds alternated, {'gso' if a.gso else 'mtu'}"
+    print(f"## Cost profile, {a.rounds} rounds alternated, {'udp64' if a.udp64 else 'gso' if a.gso else 'mtu'}"
           f"{' --tcp-state' if a.tcp_state else ''}, medians (ns per run)\n")
     print(f"full build: {recs:,.0f} records, {bpr:.1f} B/record, {recs / max(pkts, 1):.2f} records per veth packet; "
           "iperf3 Gbit/s: " + ", ".join(f"p{v} {gb[v]:.2f}" for v in VARIANTS) + "\n")

@@ -15,7 +15,7 @@ plus records, trace bytes per record, records per packet (veth packet counters) 
 lost events. run_time_ns includes the statistics' own two clock reads, which the empty
 program pays too: "above empty" is the program's own work.
 
-Usage (root): bench/bpf-prog-stats.py [--magnet BIN] [--secs 5] [--gso] [--tcp-state]
+Usage (root): bench/bpf-prog-stats.py [--magnet BIN] [--secs 5] [--gso | --udp64] [--tcp-state]
               [--layers app,tcp,ip,dev] [--reps 1] [--label TEXT]
 """
 import argparse, ctypes, json, os, re, signal, struct, subprocess, sys, time
@@ -121,6 +121,9 @@ def main():
     ap.add_argument("--magnet", default=None)
     ap.add_argument("--secs", type=int, default=5)
     ap.add_argument("--gso", action="store_true", help="keep the veth's default offloads")
+    ap.add_argument("--udp64", action="store_true",
+                    help="64-byte UDP datagrams as fast as the sender goes (iperf3 -u -l 64 -b 0): "
+                         "small packets, one app call each")
     ap.add_argument("--tcp-state", action="store_true")
     ap.add_argument("--layers", default="app,tcp,ip,dev")
     ap.add_argument("--label", default="")
@@ -180,11 +183,14 @@ def main():
         tx0, rx0 = link_packets(na, va)
         s0 = snap()
         t0 = time.time()
-        out = subprocess.run(["ip", "netns", "exec", na, "iperf3", "-c", "10.232.0.2", "-p", "5209", "-t",
-                              str(a.secs), "-J"], check=True, capture_output=True, text=True).stdout
+        client = ["ip", "netns", "exec", na, "iperf3", "-c", "10.232.0.2", "-p", "5209", "-t", str(a.secs), "-J"]
+        if a.udp64:
+            client += ["-u", "-l", "64", "-b", "0"]
+        out = subprocess.run(client, check=True, capture_output=True, text=True).stdout
         s1 = snap()
         tx1, rx1 = link_packets(na, va)
-        gbps = json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e9
+        end = json.loads(out)["end"]
+        gbps = (end["sum"] if a.udp64 else end["sum_received"])["bits_per_second"] / 1e9
         time.sleep(0.5)
         mon.send_signal(signal.SIGINT)
         mout, merr = mon.communicate(timeout=60)
@@ -202,7 +208,7 @@ def main():
         base = empty_ns[len(empty_ns) // 2] if empty_ns else 0.0
         pkts = (tx1 - tx0) + (rx1 - rx0)
         res = {
-            "label": a.label, "mode": "gso" if a.gso else "mtu", "tcp_state": a.tcp_state,
+            "label": a.label, "mode": "udp64" if a.udp64 else "gso" if a.gso else "mtu", "tcp_state": a.tcp_state,
             "gbps": round(gbps, 2), "records": summ["records"], "lost": summ["lost_kernel"] + summ.get("dropped_user", 0),
             "trace_bytes": size, "bytes_per_record": round(size / max(1, summ["records"]), 1),
             "veth_packets": pkts, "empty_ns_median": round(base, 1),

@@ -11,7 +11,13 @@
 #   alt      the same with MAGNET_ALT (another build, side by side)
 #   tcpdump  tcpdump -s 96 -w FILE -i <A's veth>            (inside ns A)
 # and the workloads (WORKLOADS):
-#   udp64    iperf3 -u -l 64 -b 0: 64-byte datagrams, as fast as the sender goes
+#   udp64    iperf3 -u -l 64 -b UDP_RATE: 64-byte datagrams, as fast as the sender goes
+#            (UDP_RATE 0, the default) or at a fixed rate (UDP_RATE=40M: about 78,000
+#            datagrams a second). As fast as it goes, a monitor that slows the sender
+#            also changes the receiver's batching (fewer datagrams per wake-up: more
+#            CPU per packet that no monitor spent); at a rate every case sustains,
+#            each case moves the same packets the same way and CPU per packet
+#            compares like with like
 #   tcprr    sockperf ping-pong over TCP, 100-byte messages (request/response)
 #   udprr    sockperf ping-pong over UDP, 64-byte messages
 #
@@ -31,7 +37,8 @@
 # and the goal (issue: small packets): magnet's CPU per packet above the floor at most
 # half of tcpdump's above no monitor.
 #
-# Environment: ROUNDS (5), SECS (5), WORKLOADS ("udp64 tcprr udprr"), CASES ("base
+# Environment: ROUNDS (5), SECS (5), WORKLOADS ("udp64 tcprr udprr"), UDP_RATE (0), PIN_CPU
+#   (unset; see cpu_busy below), CASES ("base
 #   floor magnet tcpdump"; floor needs MAGNET_FLOOR, alt MAGNET_ALT), MAGNET (binary;
 #   else target/release then target/debug), OUT (bench/out).
 # A floor build: MAGNET_BPF_CFLAGS=-DMG_PROF=9 CARGO_TARGET_DIR=target/floor \
@@ -46,6 +53,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${ROUNDS:-5}
 SECS=${SECS:-5}
 WORKLOADS=${WORKLOADS:-"udp64 tcprr udprr"}
+UDP_RATE=${UDP_RATE:-0}
 OUT=${OUT:-$here/out}
 MAGNET=$(bench_magnet small-packets)
 read -r -a cases <<<"${CASES:-base floor magnet tcpdump}"
@@ -78,14 +86,23 @@ bench_netns_pair "$NA" "$NB" "$VA" "$VB" 10.233.0.1 $AB
 ip netns exec "$NA" ethtool -K "$VA" tso off gso off gro off >/dev/null
 ip netns exec "$NB" ethtool -K "$VB" tso off gso off gro off >/dev/null
 
-cpu_busy() { awk '/^cpu /{b=$2+$3+$4+$7+$8; print b; exit}' /proc/stat; }
+# PIN_CPU=N: the server, the client and the monitor all on CPU N (taskset), CPU
+# busy time of that CPU only. veth's receive work runs on the sending CPU, so
+# every nanosecond a packet costs anyone is spent there and the CPU stays
+# saturated in every case: CPU per packet is then what each case costs, free
+# of the wake-up and batching changes that a slower sender causes when the
+# two ends run on two CPUs.
+PIN_CPU=${PIN_CPU:-}
+pin=()
+[[ -n $PIN_CPU ]] && pin=(taskset -c "$PIN_CPU")
+cpu_busy() { awk -v c="cpu${PIN_CPU}" '$1 == c {b=$2+$3+$4+$7+$8; print b; exit}' /proc/stat; }
 veth_packets() { ip netns exec "$NA" cat /sys/class/net/"$VA"/statistics/{tx,rx}_packets | awk '{s+=$1} END{print s}'; }
 
 start_server() { # workload
     case $1 in
-    udp64) ip netns exec "$NB" iperf3 -s -1 -B $AB -p 5301 >/dev/null 2>&1 & ;;
-    tcprr) ip netns exec "$NB" sockperf sr --tcp -i $AB -p 11301 >/dev/null 2>&1 & ;;
-    udprr) ip netns exec "$NB" sockperf sr -i $AB -p 11302 >/dev/null 2>&1 & ;;
+    udp64) ip netns exec "$NB" "${pin[@]}" iperf3 -s -1 -B $AB -p 5301 >/dev/null 2>&1 & ;;
+    tcprr) ip netns exec "$NB" "${pin[@]}" sockperf sr --tcp -i $AB -p 11301 >/dev/null 2>&1 & ;;
+    udprr) ip netns exec "$NB" "${pin[@]}" sockperf sr -i $AB -p 11302 >/dev/null 2>&1 & ;;
     esac
     srv=$!
     sleep 0.5
@@ -93,9 +110,9 @@ start_server() { # workload
 
 run_client() { # workload
     case $1 in
-    udp64) ip netns exec "$NA" iperf3 -c $AB -p 5301 -u -l 64 -b 0 -t "$SECS" >"$work/client.out" 2>&1 ;;
-    tcprr) ip netns exec "$NA" sockperf pp --tcp -i $AB -p 11301 -m 100 -t "$SECS" >"$work/client.out" 2>&1 ;;
-    udprr) ip netns exec "$NA" sockperf pp -i $AB -p 11302 -m 64 -t "$SECS" >"$work/client.out" 2>&1 ;;
+    udp64) ip netns exec "$NA" "${pin[@]}" iperf3 -c $AB -p 5301 -u -l 64 -b "$UDP_RATE" -t "$SECS" >"$work/client.out" 2>&1 ;;
+    tcprr) ip netns exec "$NA" "${pin[@]}" sockperf pp --tcp -i $AB -p 11301 -m 100 -t "$SECS" >"$work/client.out" 2>&1 ;;
+    udprr) ip netns exec "$NA" "${pin[@]}" sockperf pp -i $AB -p 11302 -m 64 -t "$SECS" >"$work/client.out" 2>&1 ;;
     esac
 }
 
@@ -109,14 +126,14 @@ run_case() { # workload case round
     magnet | alt | floor)
         [[ $c == alt ]] && bin=$MAGNET_ALT
         [[ $c == floor ]] && bin=$MAGNET_FLOOR
-        ip netns exec "$NA" "$bin" record -o "$work/t.mgt" --all --layers app,tcp,ip,dev --json \
+        ip netns exec "$NA" "${pin[@]}" "$bin" record -o "$work/t.mgt" --all --layers app,tcp,ip,dev --json \
             >"$work/mon.out" 2>"$work/mon.err" &
         mon=$!
         sleep 2
         kill -0 $mon 2>/dev/null || { cat "$work/mon.err" >&2; echo "small-packets: $c record exited early" >&2; exit 1; }
         ;;
     tcpdump)
-        ip netns exec "$NA" tcpdump -s 96 -i "$VA" -w "$work/t.pcap" >"$work/mon.out" 2>"$work/mon.err" &
+        ip netns exec "$NA" "${pin[@]}" tcpdump -s 96 -i "$VA" -w "$work/t.pcap" >"$work/mon.out" 2>"$work/mon.err" &
         mon=$!
         for _ in $(seq 100); do grep -q listening "$work/mon.err" && break; sleep 0.05; done
         sleep 0.5
@@ -159,12 +176,12 @@ for w in $WORKLOADS; do
     done
 done
 
-python3 - "$raw" "$hz" "$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?')" <<'PY'
+python3 - "$raw" "$hz" "$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo '?')" "$([[ $UDP_RATE == 0 ]] && echo 'as fast as it goes' || echo "$UDP_RATE bit/s")" "$([[ -n $PIN_CPU ]] && echo "everything on CPU $PIN_CPU" || echo "all CPUs")" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 hz = int(sys.argv[2])
 med = statistics.median
-print(f"# small-packets, commit {sys.argv[3]}, load average {open('/proc/loadavg').read().split()[0]} at the end")
+print(f"# small-packets, commit {sys.argv[3]}, udp64 at {sys.argv[4]}, {sys.argv[5]}, load average {open('/proc/loadavg').read().split()[0]} at the end")
 print(f"{'workload':<8} {'case':<8} {'kpkt/s':>8} {'CPU ns/pkt':>10} {'above base':>10} {'above floor':>11} {'events/pkt':>10} {'self ns/pkt':>11} {'BPF ns/pkt':>10} {'lost':>6}")
 for w in dict.fromkeys(r["workload"] for r in rows):
     per = {}

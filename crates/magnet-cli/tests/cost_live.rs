@@ -207,7 +207,12 @@ fn the_cost_equals_bpftools_run_time() {
             b_ns <= *ns && b_runs <= *runs,
             "{name}: bpftool {p} vs {ns} ns, {runs} runs"
         );
-        if *ns as f64 >= total / 100.0 {
+        // batch_tick runs on a timer (every CPU, every millisecond), not for
+        // the workload: it goes on between the snapshot and the detach (the
+        // shell's exit, the drain's last pass), about 1 ms of a ~70 ms total
+        // on this VM, several times what it ran before the snapshot. It is
+        // in the total, which is held to the same 5 %.
+        if *ns as f64 >= total / 100.0 && name != "batch_tick" {
             let off = (*ns - b_ns) as f64 / b_ns.max(1) as f64;
             eprintln!("{name}: {ns} ns vs bpftool {b_ns} ({:.2} %)", off * 100.0);
             assert!(off <= 0.05, "{name}: {ns} ns vs bpftool's {b_ns}: {cost}");
@@ -275,6 +280,91 @@ fn refused_statistics_are_said_not_guessed() {
         "{text}"
     );
     let _ = std::fs::remove_file(&trace);
+}
+
+/// `record --no-bpf-stats`: the kernel counts no run of the recorder's
+/// programs (bpftool, while they are attached, shows none), the summary and
+/// `info` say why there is no BPF time, and the drain's CPU is still given.
+/// Where the host has the statistics on by sysctl, they count anyway: the
+/// bpftool half is then skipped, with the reason.
+#[test]
+fn no_bpf_stats_leaves_the_kernels_statistics_off() {
+    if !live_or_skip(
+        "no_bpf_stats_leaves_the_kernels_statistics_off",
+        &[Need::Btf, Need::Tool("bpftool")],
+    ) {
+        return;
+    }
+    let trace = tmp("cost-nostats.mgt");
+    let ids_file = tmp("cost-nostats.ids");
+    let snap = tmp("cost-nostats.json");
+    let script = format!(
+        "{} loadgen --tcp 2000x1000 >/dev/null && \
+         grep -h '^prog_id:' /proc/$PPID/fdinfo/* | sort -u > {} && \
+         bpftool prog show --json > {}",
+        common::MAGNET,
+        ids_file.display(),
+        snap.display()
+    );
+    let out = std::process::Command::new(common::MAGNET)
+        .args(["record", "--no-bpf-stats", "--json", "-o"])
+        .arg(&trace)
+        .args(["--", "sh", "-c", &script])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value = serde_json::from_str(
+        stdout
+            .lines()
+            .rfind(|l| l.contains("magnet.record/"))
+            .unwrap(),
+    )
+    .unwrap();
+    let cost = &summary["cost"];
+    assert!(cost.get("bpf_ns").is_none(), "{cost}");
+    assert!(
+        cost["bpf_not_measured"]
+            .as_str()
+            .unwrap()
+            .starts_with("--no-bpf-stats"),
+        "{cost}"
+    );
+    assert!(cost["drain_cpu_ns"].as_u64().unwrap() > 0, "{cost}");
+    assert!(summary["records"].as_u64().unwrap() >= 2000, "{summary}");
+    let text = String::from_utf8(common::magnet_ok(["info", trace.to_str().unwrap()])).unwrap();
+    assert!(
+        text.contains("cost      BPF time: not measured (--no-bpf-stats"),
+        "{text}"
+    );
+    let sysctl = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap_or_default();
+    if sysctl.trim() == "1" {
+        eprintln!("no_bpf_stats_leaves_the_kernels_statistics_off: kernel.bpf_stats_enabled=1 on this host counts every run: bpftool half skipped");
+    } else {
+        let ids: Vec<u64> = std::fs::read_to_string(&ids_file)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("prog_id:")?.trim().parse().ok())
+            .collect();
+        let listed: Vec<serde_json::Value> =
+            serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
+        let ours: Vec<&serde_json::Value> = listed
+            .iter()
+            .filter(|p| ids.contains(&p["id"].as_u64().unwrap()))
+            .collect();
+        assert!(
+            !ours.is_empty(),
+            "no program of the recorder in bpftool's list"
+        );
+        for p in ours {
+            assert_eq!(p["run_cnt"].as_u64().unwrap_or(0), 0, "{p}");
+        }
+    }
+    for f in [&trace, &ids_file, &snap] {
+        let _ = std::fs::remove_file(f);
+    }
 }
 
 /// A trace written before the recorder kept its cost reads as before, and

@@ -185,6 +185,11 @@ pub struct RecordConfig {
     pub kinds: KindSelection,
     /// Append MAGNeT's TCP snapshot to every tcp event.
     pub tcp_state: bool,
+    /// record --no-bpf-stats: leave the kernel's run-time statistics off
+    /// (they are host-wide: every BPF program pays two clock reads a run while
+    /// they are on); the cost line then has no BPF time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_bpf_stats: bool,
     pub filters: Filters,
     /// Ring buffer size in bytes (a power of two, at least one page).
     pub buffer_bytes: u64,
@@ -247,6 +252,7 @@ impl RecordConfig {
             layers_named: false,
             kinds: KindSelection::default(),
             tcp_state: false,
+            no_bpf_stats: false,
             filters: Filters::default(),
             buffer_bytes: DEFAULT_BUFFER,
             wakeup_bytes: default_wakeup(DEFAULT_BUFFER),

@@ -125,6 +125,14 @@ pub struct RecordArgs {
     #[arg(long)]
     tcp_state: bool,
 
+    /// Leave the kernel's BPF run-time statistics off: the cost line then gives
+    /// the drain's CPU but no BPF time. While they are on, every BPF program on
+    /// the host (magnet's and any other's) reads the clock twice per run; on a
+    /// VM that was a sixth to a third of what magnet cost per small packet
+    /// (docs/record.md, "Cost").
+    #[arg(long)]
+    no_bpf_stats: bool,
+
     /// Keep the first N bytes of every frame the dev layer sees (dev_start_xmit
     /// and dev_rx, both directions, every interface), like tcpdump's -s; at most
     /// 2048: the skb's linear part, then its page fragments (where TCP payload
@@ -296,6 +304,7 @@ fn config_of(args: &RecordArgs) -> Result<RecordConfig> {
     }
     config.kinds = args.kinds.clone().unwrap_or_default();
     config.tcp_state = args.tcp_state;
+    config.no_bpf_stats = args.no_bpf_stats;
     if let Some(n) = args.snaplen {
         if !config.layers.contains(&magnet_record::config::Layer::Dev) {
             bail!("--snaplen keeps frames at the dev layer: add dev to --layers");
