@@ -2411,6 +2411,49 @@ fn metrics_say_what_magnetd_costs() {
     assert!(d.stop().success());
 }
 
+/// `bpf_stats = false`: the kernel's statistics stay off (no program's run
+/// count moves: bpftool, while magnetd's programs are attached), /metrics
+/// says so (`magnet_bpf_stats_enabled` 0, no run-time series) and still
+/// gives magnetd's own CPU; the log says why.
+#[test]
+fn metrics_without_bpf_stats_say_so() {
+    if !live("metrics_without_bpf_stats_say_so") {
+        return;
+    }
+    let d = Daemon::start("bpf_stats = false\n");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let (_c, _s, _) = transfer(listener, 200, 1000);
+    let (_, body) = http_get(d.http, "/metrics");
+    assert_eq!(
+        series(&body, "magnet_bpf_stats_enabled"),
+        Some(0.0),
+        "{body}"
+    );
+    assert!(!body.contains("magnet_bpf_run_seconds_total{"), "{body}");
+    assert!(series(&body, "magnet_daemon_cpu_seconds_total").is_some());
+    let sysctl = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap_or_default();
+    let bpftool = Command::new("bpftool")
+        .args(["prog", "show", "--json"])
+        .output();
+    if sysctl.trim() == "1" {
+        eprintln!("kernel.bpf_stats_enabled=1 on this host counts every run: bpftool half skipped");
+    } else if let Ok(out) = bpftool {
+        let progs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        let app_send: Vec<&serde_json::Value> =
+            progs.iter().filter(|p| p["name"] == "app_send").collect();
+        assert!(!app_send.is_empty(), "no app_send program loaded");
+        for p in app_send {
+            assert_eq!(p["run_cnt"].as_u64().unwrap_or(0), 0, "{p}");
+        }
+    }
+    let log = d.log();
+    assert!(
+        log.contains("BPF time: not measured (bpf_stats = false in the config"),
+        "{log}"
+    );
+    assert!(d.stop().success());
+}
+
 /// `magnet daemon --check` with `conf` and `MAGNET_HOOKS_DENY=deny`: its
 /// text and its JSON rows.
 fn daemon_check(conf: &str, deny: &str) -> (String, Vec<serde_json::Value>) {

@@ -16,6 +16,7 @@
 //! app_calls = "syscalls"               # an app call: "syscalls" (one per system call or io_uring request) | "sends"
 //! send_stages_every = 16               # time one send call in this many per connection (1 to 65536; stack_latency)
 //! receive_stages_every = 16            # time one received TCP data packet in this many per CPU (1 to 65536)
+//! bpf_stats = true                     # the kernel's BPF run-time statistics, for magnetd's cost metrics (below)
 //!
 //! [metrics]
 //! connection_ports = [5432]            # per-connection series for these local or remote ports
@@ -61,9 +62,15 @@
 //! kernel makes as a call (a `sendfile()` of 1 MiB: 16), for hosts that cannot
 //! pay for it. Bytes are the same either way.
 //!
+//! `bpf_stats`: `true` (the default) turns the kernel's run-time statistics
+//! on for magnetd's life, so that /metrics gives each program's run time.
+//! They are host-wide: every BPF program on the host then reads the clock
+//! twice more per run (docs/daemon.md has what that cost on a VM). `false`
+//! leaves them off; `magnet_bpf_stats_enabled` is then 0 and the log says so.
+//!
 //! SIGHUP re-reads the file: metrics selection, reaping and the sampler
-//! change at once; the listen addresses, map size, app_calls and the packet_*
-//! keys need a restart.
+//! change at once; the listen addresses, map size, app_calls, bpf_stats and
+//! the packet_* keys need a restart.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -135,6 +142,8 @@ pub struct Config {
     pub request_timeout: Duration,
     pub packet_hooks: PacketHooks,
     pub app_calls: AppCalls,
+    /// The kernel's run-time statistics on for magnetd's life (`bpf_stats`).
+    pub bpf_stats: bool,
     /// Stage timing: one send call in this many per connection, one
     /// received data packet in this many per CPU.
     pub stages_every: StagesEvery,
@@ -192,6 +201,7 @@ impl Default for Config {
             request_timeout: Duration::from_secs(5),
             packet_hooks: PacketHooks::DEFAULT,
             app_calls: AppCalls::Syscalls,
+            bpf_stats: true,
             stages_every: StagesEvery::DEFAULT,
             metrics: MetricsConfig {
                 connection_ports: Vec::new(),
@@ -220,6 +230,7 @@ struct RawConfig {
     packet_window: Option<String>,
     packet_period: Option<String>,
     app_calls: Option<String>,
+    bpf_stats: Option<bool>,
     send_stages_every: Option<u64>,
     receive_stages_every: Option<u64>,
     #[serde(default)]
@@ -294,6 +305,7 @@ impl Config {
         let mut c = Config::default();
         o.listeners(&raw, &mut c)?;
         c.app_calls = o.app_calls(raw.app_calls.as_deref())?;
+        c.bpf_stats = raw.bpf_stats.unwrap_or(true);
         c.packet_hooks = o.packet_hooks(&raw)?;
         o.limits(&raw, &mut c)?;
         c.metrics.connection_ports = raw.metrics.connection_ports;

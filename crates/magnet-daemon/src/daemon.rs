@@ -233,6 +233,7 @@ pub fn run(
         config.packet_hooks,
         config.app_calls,
         config.stages_every,
+        config.bpf_stats,
     )?;
     log_attached(&attached, &reader, &config, &log);
     let unix = match &config.socket {
@@ -496,9 +497,10 @@ fn reload(shared: &Arc<Shared>, config_path: Option<&Path>, sampler: &mut Option
         || new.packet_hooks != old.packet_hooks
         || new.app_calls != old.app_calls
         || new.stages_every != old.stages_every
+        || new.bpf_stats != old.bpf_stats
     {
         shared.log(
-            "reload: http, socket, max_connections, app_calls, *_stages_every and packet_hooks/packet_window/packet_period change only on restart",
+            "reload: http, socket, max_connections, app_calls, bpf_stats, *_stages_every and packet_hooks/packet_window/packet_period change only on restart",
         );
     }
     if new.sample != old.sample {

@@ -20,6 +20,17 @@ fn app_calls_is_syscalls_or_sends() {
 }
 
 #[test]
+fn bpf_stats_is_on_unless_said() {
+    assert!(Config::default().bpf_stats);
+    assert!(!Config::parse("bpf_stats = false\n", "t").unwrap().bpf_stats);
+    assert!(Config::parse("bpf_stats = true\n", "t").unwrap().bpf_stats);
+    let e = Config::parse("bpf_stats = \"off\"\n", "t")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bpf_stats"), "{e}");
+}
+
+#[test]
 fn keys_are_read_and_checked() {
     let c = Config::parse(
         "http = \"127.0.0.1:1\"\nsocket = \"\"\nretain_closed = \"2s\"\npacket_hooks = false\n[metrics]\nconnection_ports = [80, 443]\n",

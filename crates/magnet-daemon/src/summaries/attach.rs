@@ -124,6 +124,7 @@ pub fn attach(
     packet_hooks: PacketHooks,
     app_calls: AppCalls,
     every: crate::config::StagesEvery,
+    bpf_stats: bool,
 ) -> Result<(Attached, Reader), Error> {
     magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
     let cgroup_root = magnet_kernel::cgroup::root().ok_or_else(|| {
@@ -135,7 +136,11 @@ pub fn attach(
     })?;
     // Run-time statistics on before any program is loaded: magnetd's BPF
     // time counters (/metrics) start at its start.
-    let stats = magnet_kernel::cost::enable_run_time_stats();
+    let stats = if bpf_stats {
+        magnet_kernel::cost::enable_run_time_stats()
+    } else {
+        Err("bpf_stats = false in the config: the kernel's run-time statistics are left off".into())
+    };
     let (mut plan, skel, mut packet_hooks) = load(max_connections, packet_hooks, app_calls, every)?;
     let cgroup = std::fs::File::open(&cgroup_root).map_err(|source| Error::Io {
         path: cgroup_root.display().to_string(),
