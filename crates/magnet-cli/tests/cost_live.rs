@@ -428,4 +428,28 @@ fn a_sampler_run_says_what_it_cost() {
     let per = cost["bpf_ns_per_packet"].as_f64().unwrap();
     assert!((per - sum as f64 / packets as f64).abs() < 1e-6, "{cost}");
     assert!(cost["process_cpu_ns"].as_u64().unwrap() > 0, "{cost}");
+
+    // --no-bpf-stats: no BPF time, and why; the process's CPU still.
+    let out = common::magnet_ok([
+        "sample",
+        "-i",
+        "lo",
+        "--interval",
+        "1ms",
+        "--samples",
+        "300",
+        "--no-bpf-stats",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let cost = &v["magnet"]["cost"];
+    assert!(cost.get("bpf_ns").is_none_or(|v| v.is_null()), "{cost}");
+    assert!(
+        cost["bpf_not_measured"]
+            .as_str()
+            .unwrap()
+            .starts_with("--no-bpf-stats"),
+        "{cost}"
+    );
+    assert!(cost["process_cpu_ns"].as_u64().unwrap() > 0, "{cost}");
 }

@@ -148,6 +148,8 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
     use magnet_runs::schedule::Schedule;
     use magnet_sample::{sample, Metric, SampleConfig, Start};
     let samples = 2000;
+    // The daemon's `bpf_stats`: its sampler runs turn the statistics on too.
+    let bpf_stats = shared.config.read().map(|c| c.bpf_stats).unwrap_or(true);
     let Ok(sched) = Schedule::parse(&s.schedule) else {
         return;
     };
@@ -173,6 +175,7 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
                 return;
             }
             let mut cfg = SampleConfig::new(&s.interface, planned.interval, samples);
+            cfg.bpf_stats = bpf_stats;
             cfg.start = Start::At(UNIX_EPOCH + Duration::from_nanos(planned.start_ns));
             match sample(&cfg, &stop, &mut |st| {
                 for line in &st.cleaned {

@@ -57,6 +57,10 @@ pub struct SampleConfig {
     /// Host name written into the run (default: the UTS node name).
     pub host: Option<String>,
     pub attach: AttachMode,
+    /// Turn the kernel's run-time statistics on for the run, so that it says
+    /// what its programs cost (host-wide while on: every BPF program reads
+    /// the clock twice more per run).
+    pub bpf_stats: bool,
 }
 
 impl SampleConfig {
@@ -71,6 +75,7 @@ impl SampleConfig {
             sketch_seed: 0,
             host: None,
             attach: AttachMode::Auto,
+            bpf_stats: true,
         }
     }
 
@@ -299,7 +304,11 @@ pub fn sample(
     let interval_ns = config.interval.as_nanos() as u64;
     let mut storage = MaybeUninit::uninit();
     // Run-time statistics on before the programs are loaded and attached.
-    let stats = magnet_kernel::cost::enable_run_time_stats();
+    let stats = if config.bpf_stats {
+        magnet_kernel::cost::enable_run_time_stats()
+    } else {
+        Err("--no-bpf-stats: the kernel's run-time statistics were left off for this run".into())
+    };
     let mut skel = load(&mut storage, config, ifindex, interval_ns)?;
 
     // What killed clsact-mode runs left in this namespace goes first.
