@@ -14,7 +14,14 @@ const CALLS: u64 = 2000;
 
 /// `magnet record -o TRACE --json -- CMD…`: its JSON summary (it must succeed).
 fn record_summary(trace: &std::path::Path, cmd: &[&str]) -> serde_json::Value {
-    let mut args = vec!["record", "-o", trace.to_str().unwrap(), "--json", "--"];
+    record_summary_with(trace, &[], cmd)
+}
+
+/// The same with record options `opts`.
+fn record_summary_with(trace: &std::path::Path, opts: &[&str], cmd: &[&str]) -> serde_json::Value {
+    let mut args = vec!["record", "-o", trace.to_str().unwrap(), "--json"];
+    args.extend_from_slice(opts);
+    args.push("--");
     args.extend_from_slice(cmd);
     let out = magnet(&args);
     assert!(
@@ -139,6 +146,53 @@ fn record_and_info_report_the_same_cost() {
     let _ = std::fs::remove_file(&trace);
 }
 
+/// A workload for `record -- sh -c SCRIPT` that sends `calls` TCP writes and
+/// then, while the recorder's programs are still attached, lists their ids
+/// (the recorder's fdinfo) and takes `bpftool prog show`.
+struct BpftoolSnapshot {
+    script: String,
+    ids: PathBuf,
+    snap: PathBuf,
+}
+
+impl BpftoolSnapshot {
+    fn new(name: &str, calls: u32) -> BpftoolSnapshot {
+        let ids = tmp(&format!("{name}.ids"));
+        let snap = tmp(&format!("{name}.json"));
+        let script = format!(
+            "{} loadgen --tcp {calls}x1000 >/dev/null && \
+             grep -h '^prog_id:' /proc/$PPID/fdinfo/* | sort -u > {} && \
+             bpftool prog show --json > {}",
+            common::MAGNET,
+            ids.display(),
+            snap.display()
+        );
+        BpftoolSnapshot { script, ids, snap }
+    }
+
+    /// bpftool's rows of the recorder's programs.
+    fn recorders_programs(&self) -> Vec<serde_json::Value> {
+        let ids: Vec<u64> = std::fs::read_to_string(&self.ids)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("prog_id:")?.trim().parse().ok())
+            .collect();
+        let listed: Vec<serde_json::Value> =
+            serde_json::from_slice(&std::fs::read(&self.snap).unwrap()).unwrap();
+        listed
+            .into_iter()
+            .filter(|p| ids.contains(&p["id"].as_u64().unwrap()))
+            .collect()
+    }
+}
+
+impl Drop for BpftoolSnapshot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.ids);
+        let _ = std::fs::remove_file(&self.snap);
+    }
+}
+
 /// The BPF time `record` says its programs took is the kernel's own figure,
 /// as bpftool reads it: the workload's last step (while the programs are
 /// still attached) lists the recorder's program ids from its fdinfo and
@@ -155,17 +209,8 @@ fn the_cost_equals_bpftools_run_time() {
         return;
     }
     let trace = tmp("cost-bpftool.mgt");
-    let ids_file = tmp("cost-bpftool.ids");
-    let snap = tmp("cost-bpftool.json");
-    let script = format!(
-        "{} loadgen --tcp 50000x1000 >/dev/null && \
-         grep -h '^prog_id:' /proc/$PPID/fdinfo/* | sort -u > {} && \
-         bpftool prog show --json > {}",
-        common::MAGNET,
-        ids_file.display(),
-        snap.display()
-    );
-    let summary = record_summary(&trace, &["sh", "-c", &script]);
+    let snapshot = BpftoolSnapshot::new("cost-bpftool", 50000);
+    let summary = record_summary(&trace, &["sh", "-c", &snapshot.script]);
     let cost = &summary["cost"];
     let total = cost["bpf_ns"].as_u64().expect("BPF time measured") as f64;
     let ours: std::collections::BTreeMap<String, (u64, u64)> = cost["programs"]
@@ -179,17 +224,7 @@ fn the_cost_equals_bpftools_run_time() {
             )
         })
         .collect();
-    let ids: Vec<u64> = std::fs::read_to_string(&ids_file)
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.strip_prefix("prog_id:")?.trim().parse().ok())
-        .collect();
-    let listed: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
-    let theirs: Vec<&serde_json::Value> = listed
-        .iter()
-        .filter(|p| ids.contains(&p["id"].as_u64().unwrap()))
-        .collect();
+    let theirs = snapshot.recorders_programs();
     assert_eq!(theirs.len(), ours.len(), "bpftool {theirs:?} vs {cost}");
     let mut bpftool_total = 0.0;
     for p in &theirs {
@@ -227,9 +262,7 @@ fn the_cost_equals_bpftools_run_time() {
         (0.0..=0.05).contains(&off),
         "{total} vs bpftool's {bpftool_total}"
     );
-    for f in [&trace, &ids_file, &snap] {
-        let _ = std::fs::remove_file(f);
-    }
+    let _ = std::fs::remove_file(&trace);
 }
 
 /// A kernel that refuses run-time statistics (emulated with
@@ -296,33 +329,8 @@ fn no_bpf_stats_leaves_the_kernels_statistics_off() {
         return;
     }
     let trace = tmp("cost-nostats.mgt");
-    let ids_file = tmp("cost-nostats.ids");
-    let snap = tmp("cost-nostats.json");
-    let script = format!(
-        "{} loadgen --tcp 2000x1000 >/dev/null && \
-         grep -h '^prog_id:' /proc/$PPID/fdinfo/* | sort -u > {} && \
-         bpftool prog show --json > {}",
-        common::MAGNET,
-        ids_file.display(),
-        snap.display()
-    );
-    let out = std::process::Command::new(common::MAGNET)
-        .args(["record", "--no-bpf-stats", "--json", "-o"])
-        .arg(&trace)
-        .args(["--", "sh", "-c", &script])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary: serde_json::Value = serde_json::from_str(
-        stdout
-            .lines()
-            .rfind(|l| l.contains("magnet.record/"))
-            .unwrap(),
-    )
-    .unwrap();
+    let snapshot = BpftoolSnapshot::new("cost-nostats", 2000);
+    let summary = record_summary_with(&trace, &["--no-bpf-stats"], &["sh", "-c", &snapshot.script]);
     let cost = &summary["cost"];
     assert!(cost.get("bpf_ns").is_none(), "{cost}");
     assert!(
@@ -339,21 +347,10 @@ fn no_bpf_stats_leaves_the_kernels_statistics_off() {
         text.contains("cost      BPF time: not measured (--no-bpf-stats"),
         "{text}"
     );
-    let sysctl = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap_or_default();
-    if sysctl.trim() == "1" {
-        eprintln!("no_bpf_stats_leaves_the_kernels_statistics_off: kernel.bpf_stats_enabled=1 on this host counts every run: bpftool half skipped");
+    if let Some(why) = common::bpf_stats_held_by_others(0) {
+        eprintln!("no_bpf_stats_leaves_the_kernels_statistics_off: {why}: the kernel counts every run; bpftool half skipped");
     } else {
-        let ids: Vec<u64> = std::fs::read_to_string(&ids_file)
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.strip_prefix("prog_id:")?.trim().parse().ok())
-            .collect();
-        let listed: Vec<serde_json::Value> =
-            serde_json::from_slice(&std::fs::read(&snap).unwrap()).unwrap();
-        let ours: Vec<&serde_json::Value> = listed
-            .iter()
-            .filter(|p| ids.contains(&p["id"].as_u64().unwrap()))
-            .collect();
+        let ours = snapshot.recorders_programs();
         assert!(
             !ours.is_empty(),
             "no program of the recorder in bpftool's list"
@@ -362,9 +359,7 @@ fn no_bpf_stats_leaves_the_kernels_statistics_off() {
             assert_eq!(p["run_cnt"].as_u64().unwrap_or(0), 0, "{p}");
         }
     }
-    for f in [&trace, &ids_file, &snap] {
-        let _ = std::fs::remove_file(f);
-    }
+    let _ = std::fs::remove_file(&trace);
 }
 
 /// A trace written before the recorder kept its cost reads as before, and

@@ -2431,12 +2431,11 @@ fn metrics_without_bpf_stats_say_so() {
     );
     assert!(!body.contains("magnet_bpf_run_seconds_total{"), "{body}");
     assert!(series(&body, "magnet_daemon_cpu_seconds_total").is_some());
-    let sysctl = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap_or_default();
     let bpftool = Command::new("bpftool")
         .args(["prog", "show", "--json"])
         .output();
-    if sysctl.trim() == "1" {
-        eprintln!("kernel.bpf_stats_enabled=1 on this host counts every run: bpftool half skipped");
+    if let Some(why) = common::bpf_stats_held_by_others(0) {
+        eprintln!("{why}: the kernel counts every run; bpftool half skipped");
     } else if let Ok(out) = bpftool {
         let progs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
         let app_send: Vec<&serde_json::Value> =
