@@ -318,8 +318,8 @@ fn refused_statistics_are_said_not_guessed() {
 /// `record --no-bpf-stats`: the kernel counts no run of the recorder's
 /// programs (bpftool, while they are attached, shows none), the summary and
 /// `info` say why there is no BPF time, and the drain's CPU is still given.
-/// Where the host has the statistics on by sysctl, they count anyway: the
-/// bpftool half is then skipped, with the reason.
+/// Where the sysctl or another process keeps the statistics on, they count
+/// anyway: the bpftool half is then skipped, with the reason.
 #[test]
 fn no_bpf_stats_leaves_the_kernels_statistics_off() {
     if !live_or_skip(
