@@ -18,7 +18,7 @@ and that mean above the floor. Statistics are switched on with BPF_ENABLE_STATS 
 at exit). Every sampler run must cover the transfer: a run that ends early fails the script.
 
 Usage (root): bench/sample-prog-ab.py --case old=/tmp/magnet-a --case new=/tmp/magnet-b \
-              [--case nortt=/tmp/magnet-b:--no-rtt-split] [--rounds 5] [--secs 4] [--gso]
+              [--case nortt=/tmp/magnet-b:--no-rtt-split] [--rounds 5] [--secs 4] [--gso] [--reverse]
 A difference of medians on the shared 2-core VM jitters by about +-10 ns.
 
 --micro: instead of iperf3, each case's two programs (loaded and attached as above, the
@@ -80,6 +80,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--secs", type=int, default=4)
     ap.add_argument("--gso", action="store_true")
+    ap.add_argument("--reverse", action="store_true",
+                    help="iperf3 -R: B sends, the sampled end receives (data on ingress, ACKs on egress)")
     ap.add_argument("--no-floor", action="store_true")
     ap.add_argument("--micro", action="store_true", help="BPF_PROG_TEST_RUN instead of iperf3")
     ap.add_argument("--repeat", type=int, default=200000)
@@ -160,8 +162,10 @@ def one(a, case, spec, na, nb, va, samples, run_json):
         snap = (lambda: bps.progs_of_pid(mon.pid)) if mon else (lambda: {})
         tx0, rx0 = bps.link_packets(na, va)
         s0 = snap()
-        out = subprocess.run(["ip", "netns", "exec", na, "iperf3", "-c", "10.232.0.2", "-p", "5212", "-t",
-                              str(a.secs), "-J"], check=True, capture_output=True, text=True).stdout
+        client = ["ip", "netns", "exec", na, "iperf3", "-c", "10.232.0.2", "-p", "5212", "-t", str(a.secs), "-J"]
+        if a.reverse:
+            client.append("-R")
+        out = subprocess.run(client, check=True, capture_output=True, text=True).stdout
         s1 = snap()
         tx1, rx1 = bps.link_packets(na, va)
         gbps = json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e9
@@ -268,7 +272,7 @@ def report(a, rows):
     med = statistics.median
     base = med(x["gbps"] for x in rows["base"])
     floor = med(x["ns_pkt"] for x in rows["floor"]) if "floor" in rows else 0.0
-    print(f"## Sampler tc programs: iperf3 {a.secs} s over veth ({'gso' if a.gso else 'mtu'}), 100 us buckets, "
+    print(f"## Sampler tc programs: iperf3 {a.secs} s over veth ({'gso' if a.gso else 'mtu'}{', reversed: the sampled end receives' if a.reverse else ''}), 100 us buckets, "
           f"{a.rounds} rounds alternated, medians\n")
     print("| case | Gbit/s | ratio | tc runs/pkt | ingress ns/run | egress ns/run | ns/pkt | above floor |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")

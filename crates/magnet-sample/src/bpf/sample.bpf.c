@@ -56,21 +56,23 @@ struct {
 	__type(value, __u32);
 } highest_seq SEC(".maps");
 
-/* The same per socket, for packets that leave with their TCP socket (a
- * local sender's egress): socket storage is found from the socket in a few
- * loads, where the table above hashes a 44-byte key. `seen` tells a fresh
- * entry from a sequence number 0. */
-struct egress_seq {
-	__u32 hi;
-	__u32 seen;
+/* The same per socket and direction ([0] egress, [1] ingress), for packets
+ * whose local TCP socket is at hand: a local sender's egress (the skb's
+ * socket), and with the RTT split a local receiver's ingress (the socket
+ * that split looks up anyway). Socket storage is found from the socket in a
+ * few loads, where the table above hashes a 44-byte key. `seen` tells a
+ * fresh entry from a sequence number 0. */
+struct sock_seq {
+	__u32 hi[2];
+	__u32 seen[2];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct egress_seq);
-} egress_seqs SEC(".maps");
+	__type(value, struct sock_seq);
+} sock_seqs SEC(".maps");
 
 /* Keeps struct mg_bucket in the object's BTF for the skeleton's types. */
 struct mg_bucket mg_bucket_layout SEC(".data.layout");
@@ -138,17 +140,18 @@ static __always_inline int is_retransmit(const struct mg_skb_pkt *p, int ingress
 {
 	__u32 end = p->seq + p->payload;
 	if (fsk) {
-		struct egress_seq *e =
-			bpf_sk_storage_get(&egress_seqs, fsk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		struct sock_seq *e =
+			bpf_sk_storage_get(&sock_seqs, fsk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 		if (e) {
-			if (!e->seen) {
-				e->seen = 1;
-				e->hi = end;
+			__u32 d = ingress ? 1 : 0;
+			if (!e->seen[d]) {
+				e->seen[d] = 1;
+				e->hi[d] = end;
 				return 0;
 			}
-			int rx = (__s32)(p->seq - e->hi) < 0;
-			if ((__s32)(end - e->hi) > 0)
-				e->hi = end;
+			int rx = (__s32)(p->seq - e->hi[d]) < 0;
+			if ((__s32)(end - e->hi[d]) > 0)
+				e->hi[d] = end;
 			return rx;
 		}
 	}
@@ -184,7 +187,7 @@ static __always_inline struct bpf_sock *egress_tcp_sock(struct __sk_buff *skb)
 }
 
 /* Smoothed RTT in microseconds of the packet's TCP socket, 0 if unknown. */
-static __always_inline __u32 egress_srtt(struct bpf_sock *sk)
+static __always_inline __u32 sock_srtt(struct bpf_sock *sk)
 {
 	if (!sk)
 		return 0;
@@ -194,7 +197,9 @@ static __always_inline __u32 egress_srtt(struct bpf_sock *sk)
 	return tp->srtt_us >> 3;
 }
 
-static __always_inline __u32 ingress_srtt(struct __sk_buff *skb, const struct mg_skb_pkt *p)
+/* The local TCP socket an ingress packet goes to (referenced: the caller
+ * releases it), NULL if none. */
+static __always_inline struct bpf_sock *ingress_tcp_sock(struct __sk_buff *skb, const struct mg_skb_pkt *p)
 {
 	struct bpf_sock_tuple t = {};
 	struct bpf_sock *sk;
@@ -211,14 +216,7 @@ static __always_inline __u32 ingress_srtt(struct __sk_buff *skb, const struct mg
 		t.ipv4.dport = bpf_htons(p->dport);
 		sk = bpf_sk_lookup_tcp(skb, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
 	}
-	if (!sk)
-		return 0;
-	__u32 srtt = 0;
-	struct bpf_tcp_sock *tp = bpf_tcp_sock(sk);
-	if (tp)
-		srtt = tp->srtt_us >> 3;
-	bpf_sk_release(sk);
-	return srtt;
+	return sk;
 }
 
 static __always_inline int account(struct __sk_buff *skb, int ingress)
@@ -246,7 +244,13 @@ static __always_inline int account(struct __sk_buff *skb, int ingress)
 	}
 	if (p.proto != IPPROTO_TCP || !p.has_ports)
 		return TC_ACT_UNSPEC;
-	struct bpf_sock *fsk = ingress ? NULL : egress_tcp_sock(skb);
+	/* Ingress with the RTT split: the socket looked up once serves both the
+	 * split and the retransmission check. A listener (the socket found for
+	 * a packet of a handshake in progress) holds no one flow's sequence:
+	 * those go to the flow table. */
+	struct bpf_sock *isk = ingress && rtt_split ? ingress_tcp_sock(skb, &p) : NULL;
+	struct bpf_sock *fsk = ingress ? (isk && isk->state != BPF_TCP_LISTEN ? isk : NULL)
+				       : egress_tcp_sock(skb);
 	if (p.payload && is_retransmit(&p, ingress, fsk)) {
 		if (ingress) {
 			b->in_rxmit_bytes += len;
@@ -257,7 +261,9 @@ static __always_inline int account(struct __sk_buff *skb, int ingress)
 		}
 	}
 	if (rtt_split) {
-		__u32 srtt = ingress ? ingress_srtt(skb, &p) : egress_srtt(fsk);
+		__u32 srtt = sock_srtt(ingress ? isk : fsk);
+		if (isk)
+			bpf_sk_release(isk);
 		if (srtt) {
 			int is_short = srtt < rtt_threshold_us;
 			if (ingress) {
