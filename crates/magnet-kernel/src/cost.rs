@@ -57,6 +57,19 @@ pub fn enable_run_time_stats() -> Result<RunTimeStats, String> {
     ))
 }
 
+/// The statistics as a run asked for them: on (`enable_run_time_stats`), or,
+/// when `left_off_by` names the switch that said no (`--no-bpf-stats`,
+/// `bpf_stats = false`), the reason every cost line then gives for its
+/// missing BPF time.
+pub fn run_time_stats_unless(left_off_by: Option<&str>) -> Result<RunTimeStats, String> {
+    match left_off_by {
+        Some(switch) => Err(format!(
+            "{switch}: the kernel's run-time statistics were left off"
+        )),
+        None => enable_run_time_stats(),
+    }
+}
+
 fn sysctl_on() -> bool {
     std::fs::read_to_string(SYSCTL).is_ok_and(|s| s.trim() == "1")
 }
@@ -305,5 +318,16 @@ mod tests {
         std::hint::black_box(x);
         assert!(process_cpu_ns() > p && thread_cpu_ns() > t);
         assert!(machine_cpu_ns().unwrap() > 0);
+    }
+
+    #[test]
+    fn statistics_left_off_name_the_switch() {
+        let e = run_time_stats_unless(Some("--no-bpf-stats"))
+            .err()
+            .expect("left off");
+        assert_eq!(
+            e,
+            "--no-bpf-stats: the kernel's run-time statistics were left off"
+        );
     }
 }

@@ -304,11 +304,8 @@ pub fn sample(
     let interval_ns = config.interval.as_nanos() as u64;
     let mut storage = MaybeUninit::uninit();
     // Run-time statistics on before the programs are loaded and attached.
-    let stats = if config.bpf_stats {
-        magnet_kernel::cost::enable_run_time_stats()
-    } else {
-        Err("--no-bpf-stats: the kernel's run-time statistics were left off for this run".into())
-    };
+    let stats =
+        magnet_kernel::cost::run_time_stats_unless((!config.bpf_stats).then_some("--no-bpf-stats"));
     let mut skel = load(&mut storage, config, ifindex, interval_ns)?;
 
     // What killed clsact-mode runs left in this namespace goes first.

@@ -136,11 +136,9 @@ pub fn attach(
     })?;
     // Run-time statistics on before any program is loaded: magnetd's BPF
     // time counters (/metrics) start at its start.
-    let stats = if bpf_stats {
-        magnet_kernel::cost::enable_run_time_stats()
-    } else {
-        Err("bpf_stats = false in the config: the kernel's run-time statistics are left off".into())
-    };
+    let stats = magnet_kernel::cost::run_time_stats_unless(
+        (!bpf_stats).then_some("bpf_stats = false in the config"),
+    );
     let (mut plan, skel, mut packet_hooks) = load(max_connections, packet_hooks, app_calls, every)?;
     let cgroup = std::fs::File::open(&cgroup_root).map_err(|source| Error::Io {
         path: cgroup_root.display().to_string(),

@@ -6,10 +6,6 @@
 use magnet_kernel::cost;
 use magnet_trace::Cost;
 
-/// Why BPF time is missing from a recording made with --no-bpf-stats.
-const STATS_OFF: &str =
-    "--no-bpf-stats: the kernel's run-time statistics were left off for this recording";
-
 /// Started before the first hook is attached.
 pub(super) struct Meter(cost::Meter);
 
@@ -21,11 +17,7 @@ impl Meter {
     /// any is attached (a program that is not attached does not run), unless
     /// `stats_off` (record --no-bpf-stats).
     pub(super) fn start(object: &libbpf_rs::Object, stats_off: bool) -> Meter {
-        let stats = if stats_off {
-            Err(STATS_OFF.to_string())
-        } else {
-            cost::enable_run_time_stats()
-        };
+        let stats = cost::run_time_stats_unless(stats_off.then_some("--no-bpf-stats"));
         Meter(cost::Meter::start(stats, object))
     }
 
