@@ -154,10 +154,10 @@ if [ "$2" = "--leftovers" ]; then
         # the live layer table (app, tcp rows) and how each connection's send
         # path is timed (TX timestamp callbacks where the kernel has them)
         wget -q -O- http://127.0.0.1:9595/metrics \
-            | grep -E '^magnet_connection_((app|wire|layer)_bytes_total|send_latency_method)' \
+            | grep -E '^magnet_connection_((app|wire|layer)_bytes_total|send_latency_method|retransmits_total)' \
             | sed 's/^/open /'
         sleep 8
-        wget -q -O- http://127.0.0.1:9595/metrics | grep -E '^magnet_connection_(app|wire)_bytes_total' \
+        wget -q -O- http://127.0.0.1:9595/metrics | grep -E '^magnet_connection_((app|wire)_bytes_total|retransmits_total)' \
             | sed 's/^/closed /'
         kill $dp
         wait $dp
