@@ -38,5 +38,5 @@ echo "test: the deny matrix on top of a kernel that refuses iter/bpf_sk_storage_
 # rebuilt a third of the dependencies (a minute of CI).
 MAGNET_DENY_MATRIX_BASE=iter cargo test --workspace --test daemon_live \
     deny_matrix_each_single_denial -- --test-threads=1
-echo "test: kernel matrix (Debian 6.1 and 6.12 in QEMU, scripts/lab)" >&2
+echo "test: kernel matrix (this host, and Debian 5.10, 6.1 and 6.12 in QEMU two at a time: scripts/lab/matrix)" >&2
 scripts/lab/matrix
