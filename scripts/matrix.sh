@@ -16,4 +16,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MAGNET_MATRIX="${1:-}"
-exec cargo test -p magnet-cli --test matrix_live -- --ignored --nocapture --test-threads=1 matrix_whole
+# --workspace, as scripts/test.sh builds: -p magnet-cli resolves features otherwise
+# and rebuilds a third of the dependencies.
+exec cargo test --workspace --test matrix_live -- --ignored --nocapture --test-threads=1 matrix_whole
