@@ -11,8 +11,17 @@
 //! come before the connection's own socket exists) are the listener's, as a first
 //! connection's are. Before the fix, each handshake went to the closed connection
 //! that last held the tuple, which analyze then took for a listener (no peer).
+//!
+//! The other way round: a tuple that outlives its socket. `ss -K` destroys the
+//! server's connection while the client goes on sending (the client never sees
+//! the abort's reset: its namespace drops incoming resets). Each segment the
+//! client sends then finds only the listener, and the kernel answers it with a
+//! reset for the listener, which since Linux 6.13 leaves with the listener as
+//! its socket (skb_set_owner_edemux). Those resets carry the connection's tuple:
+//! the capture counts them on the connection, and so must the trace; the
+//! listener keeps its handshake frames only.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 
 use magnet_testkit::{Capture, Netns, Recorder, Veth};
@@ -202,5 +211,197 @@ fn reused_tuple_ipv6_by_pid() {
 fn reused_tuple_ipv6_by_comm() {
     if live_capture_python("reused_tuple_ipv6_by_comm") {
         case(true, true);
+    }
+}
+
+const KILLED_SERVER: &str = "import socket,sys,time
+fam = socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(8)
+print('ready', flush=True)
+c, _ = s.accept()
+c.recv(100)
+c.sendall(b'ok')
+time.sleep(3600)
+";
+
+const KILLED_CLIENT: &str = "import socket,struct,sys,time
+fam = socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET
+c = socket.socket(fam)
+c.bind((sys.argv[3], int(sys.argv[4])))
+c.connect((sys.argv[1], int(sys.argv[2])))
+c.sendall(b'x' * 100)
+assert c.recv(2) == b'ok'
+print('connected', flush=True)
+sys.stdin.readline()
+c.sendall(b'z' * 100)
+time.sleep(0.7)
+c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+c.close()
+print('done', flush=True)
+";
+
+fn live_killed(name: &str) -> bool {
+    use magnet_testkit::Need;
+    live_capture_python(name)
+        && magnet_testkit::live_or_skip(name, &[Need::Tool("nft"), Need::Tool("ss")])
+}
+
+fn killed_connection_case(v6: bool, by_comm: bool, from_client_ns: bool) {
+    const PORT: u16 = 7612;
+    const PEER_PORT: u16 = 45612;
+    let a = Netns::new().unwrap();
+    let b = Netns::new().unwrap();
+    let veth = Veth::pair((&a).into(), (&b).into()).unwrap();
+    let (server, client) = if v6 {
+        enable_v6(&a, veth.a().name(), "fd21:a::1/64");
+        enable_v6(&b, veth.b().name(), "fd21:a::2/64");
+        ("fd21:a::2".to_string(), "fd21:a::1".to_string())
+    } else {
+        (veth.b().addr().to_string(), veth.a().addr().to_string())
+    };
+    // The client never learns that its peer is gone: it keeps sending.
+    let mut nft = a
+        .command("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    nft.stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"table inet magnet_test {\n chain input {\n  type filter hook input priority 0;\n  \
+              tcp flags & rst == rst drop\n }\n}\n",
+        )
+        .unwrap();
+    assert!(nft.wait().unwrap().success(), "nft");
+
+    let comm = format!(
+        "killsrv{}{}",
+        if v6 { 6 } else { 4 },
+        if by_comm { "c" } else { "p" }
+    );
+    let bin = python_named(&comm);
+    let mut srv = b
+        .command(bin.to_str().unwrap())
+        .args(["-c", KILLED_SERVER, &server, &PORT.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(srv.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let cap = Capture::start(Some(&b), veth.b().name(), &[]).unwrap();
+    let trace = tmp(&format!("killed-{v6}-{by_comm}.mgt"));
+    let mut args = vec!["--layers".to_string(), "app,tcp,ip,dev".to_string()];
+    if by_comm {
+        args.extend(["--comm".to_string(), comm.clone()]);
+    } else {
+        args.extend(["-p".to_string(), srv.id().to_string()]);
+    }
+    let rec = Recorder::record(
+        MAGNET,
+        Some(if from_client_ns { &a } else { &b }),
+        &trace,
+        &args,
+    );
+    let mut cl = a
+        .command("python3")
+        .args([
+            "-c",
+            KILLED_CLIENT,
+            &server,
+            &PORT.to_string(),
+            &client,
+            &PEER_PORT.to_string(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(cl.stdout.take().unwrap());
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "connected");
+    let filter = format!("dport = :{PEER_PORT}");
+    let st = b
+        .command("ss")
+        .args(["-K", "-tn", &filter])
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "ss -K");
+    let left = b.command("ss").args(["-Htn", &filter]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&left.stdout).trim().is_empty(),
+        "ss -K left the connection (a kernel without CONFIG_INET_DIAG_DESTROY?): {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    writeln!(cl.stdin.take().unwrap()).unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "done");
+    assert!(cl.wait().unwrap().success(), "the client failed");
+    let ended = rec.stop();
+    let _ = srv.kill();
+    let _ = srv.wait();
+    let pcap = cap.stop().unwrap();
+    let want = capture_connections(pcap.path(), PORT);
+    assert_eq!(want.len(), 1, "tshark's connections");
+    let want = &want[0];
+    // The data, its ACK, the abort's reset and at least one of the listener's.
+    assert!(
+        want.from_server >= 4,
+        "the listener answered the client's segments: {want:?}"
+    );
+
+    let trace = ended.trace.expect("trace");
+    let json: Value =
+        serde_json::from_slice(&magnet_ok(["analyze", "--json", trace.to_str().unwrap()])).unwrap();
+    let conns: Vec<&Value> = json["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            c["protocol"] == "tcp"
+                && c["local"]
+                    .as_str()
+                    .is_some_and(|l| l.ends_with(&format!(":{PORT}")))
+        })
+        .collect();
+    let (listeners, accepted): (Vec<&Value>, Vec<&Value>) =
+        conns.iter().partition(|c| c["remote"].is_null());
+    assert_eq!((listeners.len(), accepted.len()), (1, 1), "{conns:#?}");
+    let (l, c) = (listeners[0], accepted[0]);
+    for layer in ["ip", "dev"] {
+        assert_eq!(
+            (units(c, layer, "in"), units(c, layer, "out")),
+            (want.from_client, want.from_server),
+            "the connection's {layer} in/out against the capture after the handshake \
+             (the listener's resets for its tuple included)"
+        );
+        assert_eq!(
+            (units(l, layer, "in"), units(l, layer, "out")),
+            (2, 1),
+            "the listener's {layer} in/out: the handshake only"
+        );
+    }
+    let _ = std::fs::remove_file(&trace);
+}
+
+#[test]
+fn killed_connection_resets_are_its_own_ipv4_by_pid() {
+    if live_killed("killed_connection_resets_are_its_own_ipv4_by_pid") {
+        killed_connection_case(false, false, false);
+    }
+}
+
+#[test]
+fn killed_connection_resets_are_its_own_ipv6_by_comm() {
+    if live_killed("killed_connection_resets_are_its_own_ipv6_by_comm") {
+        killed_connection_case(true, true, true);
     }
 }

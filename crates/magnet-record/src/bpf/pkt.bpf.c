@@ -402,8 +402,12 @@ static __always_inline __u64 skb_cookie(const struct sk_buff *skb, __u64 *sk_out
 	/* IPv4's per-CPU TCP control socket (a raw socket of protocol TCP) sends
 	 * resets and TIME_WAIT ACKs for connections it does not own: no socket,
 	 * so that the packet's flow names its connection (IPv6 sends these with
-	 * no socket at all). */
-	if (tx && sk->sk_type == SOCK_RAW && sk->sk_protocol == IPPROTO_TCP) {
+	 * no socket at all). Since Linux 6.13 both leave with the socket that
+	 * answered instead (skb_set_owner_edemux): a TIME_WAIT socket keeps its
+	 * connection's cookie, but a listener answering a segment of a connection
+	 * gone (destroyed by `ss -K`, say) sends nothing of its own: its flow too. */
+	if (tx && ((sk->sk_type == SOCK_RAW && sk->sk_protocol == IPPROTO_TCP) ||
+		   sk->__sk_common.skc_state == TCP_LISTEN)) {
 		*sk_out = 0;
 		return 0;
 	}
