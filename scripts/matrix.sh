@@ -16,6 +16,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MAGNET_MATRIX="${1:-}"
+# The kept files live in the test's scratch directory, removed at exit otherwise.
+if [ -n "${MAGNET_MATRIX_KEEP:-}" ]; then export MAGNET_KEEP_SCRATCH=1; fi
 # --workspace, as scripts/test.sh builds: -p magnet-cli resolves features otherwise
 # and rebuilds a third of the dependencies.
 exec cargo test --workspace --test matrix_live -- --ignored --nocapture --test-threads=1 matrix_whole
