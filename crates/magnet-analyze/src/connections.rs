@@ -375,6 +375,12 @@ impl Conn {
                 self.tcp_in_wire.unit(seg.ts, seg.bytes);
             }
         }
+        // Holes nothing filled (records lost, or the trace ended before the
+        // data came): their bytes were the stream's, in no unit seen.
+        for dir in [OUT, IN] {
+            self.layers[TCP][dir].bytes += self.seg[dir].unfilled_bytes();
+        }
+        self.tcp_in_wire.bytes += self.seg_in_wire.unfilled_bytes();
     }
 
     /// Which `tcp in` the report shows; true when it stays tcp_probe's

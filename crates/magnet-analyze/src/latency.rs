@@ -335,8 +335,10 @@ impl RecvPath {
         }
     }
 
-    /// A segment at `seq` that arrived at `arrival`.
-    pub fn segment(&mut self, seq: u32, arrival: u64, flags: u64, source: RxSource) {
+    /// A segment at `seq` that arrived at `arrival`; `filled`: it filled a
+    /// hole below the latest (SegTrack::filled), and takes its place among
+    /// the earlier ones.
+    pub fn segment(&mut self, seq: u32, arrival: u64, flags: u64, source: RxSource, filled: bool) {
         match source {
             RxSource::Ip => self.from_ip = true,
             RxSource::Tcp if self.from_ip => return,
@@ -351,7 +353,26 @@ impl RecvPath {
                 b.arrival = arrival;
                 b.fin |= fin;
             }
-            Some(b) if (seq.wrapping_sub(b.seq) as i32) < 0 => {}
+            Some(b) if (seq.wrapping_sub(b.seq) as i32) < 0 => {
+                if !filled {
+                    return;
+                }
+                let at = self
+                    .segs
+                    .iter()
+                    .rposition(|s| (s.seq.wrapping_sub(seq) as i32) <= 0)
+                    .map_or(0, |i| i + 1);
+                if at > 0 && self.segs[at - 1].seq == seq {
+                    return;
+                }
+                let mut at = at;
+                if self.segs.len() >= QUEUE_CAP {
+                    self.segs.pop_front();
+                    self.unmatched += 1;
+                    at = at.saturating_sub(1);
+                }
+                self.segs.insert(at, RxSegment { seq, arrival, fin });
+            }
             _ => {
                 if self.segs.len() >= QUEUE_CAP {
                     self.segs.pop_front();
@@ -405,5 +426,38 @@ impl RecvPath {
             };
             self.unmatched += data as u64;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Segments that fill a hole below the latest take their place among the
+    /// earlier ones: a read matches each of them once, whatever the order
+    /// they arrived in; a duplicate below the latest is no segment.
+    #[test]
+    fn a_filled_hole_is_matched_by_the_read_that_returns_it() {
+        let mut r = RecvPath::default();
+        r.copied_seq(1);
+        for (seq, filled) in [
+            (1u32, false),
+            (1001, false),
+            (4001, false),
+            (2001, true),
+            (1001, false),
+            (3001, true),
+            (3001, true),
+        ] {
+            r.segment(seq, u64::from(seq), 0x10, RxSource::Ip, filled);
+        }
+        let seqs: Vec<u32> = r.segs.iter().map(|s| s.seq).collect();
+        assert_eq!(seqs, [1, 1001, 2001, 3001, 4001]);
+        r.recv(3000, 10_000);
+        assert_eq!(r.latency.count(), 3);
+        r.recv(2000, 20_000);
+        assert_eq!(r.latency.count(), 5);
+        r.finish();
+        assert_eq!(r.unmatched, 0);
     }
 }

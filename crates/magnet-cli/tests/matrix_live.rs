@@ -800,18 +800,55 @@ fn stream_bytes(frames: &[&Frame]) -> u64 {
 }
 
 /// TCP units of one direction as magnet defines them (docs/analyze.md): a
-/// frame that carries new sequence space; a retransmission or a probe (data
-/// below the highest end so far) is none. Frames seen at IP, one per packet.
+/// frame that carries sequence space not seen before at this point. That is
+/// data past the highest end so far; data filling a hole below it (a gap of
+/// more than 40 B, what options can change a header by: reordered on the
+/// way, two CPUs' backlogs over veth, or lost before this point); or a frame
+/// that starts inside the last one and reaches past its end. A retransmission
+/// or a probe (data seen before) is none. Frames seen at IP, one per packet.
 fn new_data_frames(frames: &[&Frame]) -> u64 {
-    let mut end = None;
+    let mut last: Option<(u64, u64)> = None; // (start, highest end)
+    let mut holes: Vec<(u64, u64)> = Vec::new();
     let mut n = 0;
     for (q, p) in rel_seqs(frames) {
         if p == 0 {
             continue;
         }
-        if end.is_none_or(|e| q >= e) {
+        let end = q + p;
+        let new = match last {
+            None => true,
+            Some((_, e)) if q >= e => {
+                if q > e + 40 {
+                    holes.push((e, q));
+                }
+                true
+            }
+            Some((s, e)) => {
+                let mut filled = false;
+                holes = holes
+                    .into_iter()
+                    .flat_map(|(hs, he)| {
+                        let (a, b) = (q.max(hs), end.min(he));
+                        if a >= b {
+                            return vec![(hs, he)];
+                        }
+                        filled = true;
+                        [(hs, a), (b, he)]
+                            .into_iter()
+                            .filter(|h| h.0 < h.1)
+                            .collect()
+                    })
+                    .collect();
+                filled || (q > s && end > e)
+            }
+        };
+        if new {
             n += 1;
-            end = Some(q + p);
+        }
+        match last {
+            Some((_, e)) if end <= e => {}
+            Some((s, _)) if q < s => last = Some((s, end)),
+            _ => last = Some((q, end)),
         }
     }
     n
@@ -1365,10 +1402,11 @@ fn matrix_core() {
     .collect();
     let mut outcomes = run_cells(&core, 7900);
     // On this shared 2-CPU VM one check of one cell now and then misses by
-    // one under load (CI once read iperf3-P4/all-port/server-ns/offl-off's
-    // tcp in units as 552 against the wire's 551, every byte exact; the
-    // whole matrix passed that cell the same day): a failed core cell runs
-    // once more and the second run is judged; both are printed.
+    // one under load: a failed core cell runs once more and the second run
+    // is judged; both are printed. (The case that made this rule, iperf3-P4's
+    // tcp in units 552 against the wire's 551, was a stream reordered
+    // between two CPUs' backlogs, counted by whichever CPU the recorder or
+    // tcpdump saw first; holes are now kept, new_data_frames.)
     // `matrix_whole` (scripts/matrix.sh) keeps the stricter rule.
     for (i, o) in outcomes.iter_mut().enumerate() {
         if o.failed().count() > 0 {

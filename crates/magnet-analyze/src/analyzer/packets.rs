@@ -171,7 +171,9 @@ impl Analyzer {
             if let Some(seg) = c.seg_in_wire.segment(p.seq, p.ts, p.flags, p.len) {
                 c.tcp_in_wire.unit(seg.ts, seg.bytes);
             }
-            c.recv.segment(p.seq, arrival, p.flags, RxSource::Ip);
+            let filled = c.seg_in_wire.filled();
+            c.recv
+                .segment(p.seq, arrival, p.flags, RxSource::Ip, filled);
         }
     }
 

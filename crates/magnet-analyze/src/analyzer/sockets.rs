@@ -208,7 +208,8 @@ impl Analyzer {
                         c.layers[TCP][IN].unit(seg.ts, seg.bytes);
                     }
                 }
-                c.recv.segment(seq, arrival, flags, RxSource::Tcp);
+                let filled = c.seg[IN].filled();
+                c.recv.segment(seq, arrival, flags, RxSource::Tcp, filled);
             }
             _ => {}
         }
