@@ -302,6 +302,20 @@ def check_tap(fn, kernel, probes_expected, need):
     funcs_tap[kernel] = f"{n_rcv} packet_rcv steps in paths for {frames} tapped frames ({tap.get('outgoing')} out, {tap.get('incoming')} in); SYN: " + " -> ".join(whats[dev:] if dev is not None else whats)
 
 
+def dumped_series(dm):
+    """magnetd's series as the suite dumped them, one per line
+    `<open|closed> magnet_connection_<name>{labels} value`: (when, name, labels,
+    side, value), side the connection's end: "server" (local port 7001) or
+    "client"."""
+    for l in dm:
+        m = re.match(r'(open|closed) magnet_connection_(\w+)\{(.*)\} (\d+)$', l)
+        if not m:
+            continue
+        lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3)))
+        side = "server" if lab.get("local", "").endswith(":7001") else "client"
+        yield m.group(1), m.group(2), lab, side, int(m.group(4))
+
+
 def judge(path, ref_udp=None):
     s = sections(path)
     fails = []
@@ -530,20 +544,22 @@ def judge(path, ref_udp=None):
             wm = re.search(r"packet windows: (\d+) opened \((\d+) failed\)", w)
             need(wm is not None and int(wm.group(1)) >= 3 and wm.group(2) == "0",
                  f"magnetd's sampled windows: {w!r}, want at least 3 opened, 0 failed")
-            # when -> (local port 7001?, layer, direction) -> value
+            # (when, side, app|wire, direction) -> bytes; (when, side) -> retransmissions;
+            # the open connections' live layer table (side, layer, direction) -> bytes
+            # and send-latency method per side
             got = {}
             retransmits = {}
-            for l in dm:
-                m = re.match(r'(open|closed) magnet_connection_(app|wire)_bytes_total\{(.*)\} (\d+)$', l)
-                if m:
-                    lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(3)))
-                    side = "server" if lab.get("local", "").endswith(":7001") else "client"
-                    got[(m.group(1), side, m.group(2), lab.get("direction"))] = int(m.group(4))
-                m = re.match(r'(open|closed) magnet_connection_retransmits_total\{(.*)\} (\d+)$', l)
-                if m:
-                    lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
-                    side = "server" if lab.get("local", "").endswith(":7001") else "client"
-                    retransmits[(m.group(1), side)] = int(m.group(3))
+            layer_rows = {}
+            methods = {}
+            for when, name, lab, side, v in dumped_series(dm):
+                if name in ("app_bytes_total", "wire_bytes_total"):
+                    got[(when, side, name.split("_")[0], lab.get("direction"))] = v
+                elif name == "retransmits_total":
+                    retransmits[(when, side)] = v
+                elif when == "open" and name == "layer_bytes_total":
+                    layer_rows[(side, lab.get("layer"), lab.get("direction"))] = v
+                elif when == "open" and name == "send_latency_method":
+                    methods[side] = lab.get("method")
             if app_missing:
                 need(any("app left out" in l and "sock_send_length" in l for l in leftout),
                      f"magnetd on {kernel} does not name the app part it left out: {leftout}")
@@ -576,18 +592,6 @@ def judge(path, ref_udp=None):
                      + (f" ({r} retransmissions)" if k[2] == "wire" else ""))
             # The live layer table: app rows (where the app part loads) and tcp
             # rows of the same connection, bytes each way.
-            layer_rows = {}
-            methods = {}
-            for l in dm:
-                m = re.match(r'open magnet_connection_(layer_bytes_total|send_latency_method)\{(.*)\} (\d+)$', l)
-                if not m:
-                    continue
-                lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
-                side = "server" if lab.get("local", "").endswith(":7001") else "client"
-                if m.group(1) == "layer_bytes_total":
-                    layer_rows[(side, lab.get("layer"), lab.get("direction"))] = int(m.group(3))
-                else:
-                    methods[side] = lab.get("method")
             want_rows = {("server", "tcp", "in"): 30000}
             if not app_missing:
                 want_rows.update({("client", "app", "out"): 30000, ("server", "app", "in"): 30000})
