@@ -61,59 +61,111 @@ for i in range(int(sys.argv[4])):
     time.sleep(0.02)
 ";
 
-fn case(v6: bool, by_comm: bool) {
+/// Two namespaces joined by a veth pair: `a` the client's, `b` the server's,
+/// with the server's and the client's address (IPv6 in `prefix`::/64).
+struct Hosts {
+    a: Netns,
+    b: Netns,
+    veth: Veth,
+    server: String,
+    client: String,
+}
+
+fn hosts(v6: bool, prefix: &str) -> Hosts {
     let a = Netns::new().unwrap();
     let b = Netns::new().unwrap();
     let veth = Veth::pair((&a).into(), (&b).into()).unwrap();
     let (server, client) = if v6 {
-        enable_v6(&a, veth.a().name(), "fd21:9::1/64");
-        enable_v6(&b, veth.b().name(), "fd21:9::2/64");
-        ("fd21:9::2".to_string(), "fd21:9::1".to_string())
+        enable_v6(&a, veth.a().name(), &format!("{prefix}::1/64"));
+        enable_v6(&b, veth.b().name(), &format!("{prefix}::2/64"));
+        (format!("{prefix}::2"), format!("{prefix}::1"))
     } else {
         (veth.b().addr().to_string(), veth.a().addr().to_string())
     };
-    // The server runs as python3 under a name of its own, for --comm.
-    // One name per case: the cases may run at once, each in its own namespaces.
-    let comm = format!(
-        "tuplesrv{}{}",
-        if v6 { 6 } else { 4 },
-        if by_comm { "c" } else { "p" }
-    );
-    let bin = python_named(&comm);
-    let mut srv = b
-        .command(bin.to_str().unwrap())
-        .args(["-c", SERVER, &server, &SERVER_PORT.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    Hosts {
+        a,
+        b,
+        veth,
+        server,
+        client,
+    }
+}
+
+/// `script` run by python3 under the name `comm` (for --comm; one name per
+/// case, as the cases may run at once) in the server's namespace, once it
+/// printed "ready".
+fn start_server(h: &Hosts, comm: &str, script: &str, port: u16) -> std::process::Child {
+    let bin = python_named(comm);
+    let mut srv =
+        h.b.command(bin.to_str().unwrap())
+            .args(["-c", script, &h.server, &port.to_string()])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
     let mut ready = String::new();
     BufReader::new(srv.stdout.take().unwrap())
         .read_line(&mut ready)
         .unwrap();
     assert_eq!(ready.trim(), "ready");
-    let cap = Capture::start(Some(&b), veth.b().name(), &[]).unwrap();
-    let trace = tmp(&format!("reused-{v6}-{by_comm}.mgt"));
-    let filter = if by_comm {
-        vec!["--comm".to_string(), comm.clone()]
-    } else {
-        vec!["-p".to_string(), srv.id().to_string()]
-    };
+    srv
+}
+
+/// The recorder's arguments: the layers, and the server by name or by pid.
+fn record_args(by_comm: bool, comm: &str, pid: u32) -> Vec<String> {
     let mut args = vec!["--layers".to_string(), "app,tcp,ip,dev".to_string()];
-    args.extend(filter);
-    let rec = Recorder::record(MAGNET, Some(&b), &trace, &args);
-    let st = a
-        .command("python3")
-        .args([
-            "-c",
-            CLIENT,
-            &server,
-            &SERVER_PORT.to_string(),
-            &client,
-            &CONNECTIONS.to_string(),
-            &CLIENT_PORT.to_string(),
-        ])
-        .status()
-        .unwrap();
+    if by_comm {
+        args.extend(["--comm".to_string(), comm.to_string()]);
+    } else {
+        args.extend(["-p".to_string(), pid.to_string()]);
+    }
+    args
+}
+
+/// The trace's TCP sockets on local `port`: its listeners (no peer) and the
+/// rest.
+fn port_sockets(trace: &std::path::Path, port: u16) -> (Vec<Value>, Vec<Value>) {
+    let json: Value =
+        serde_json::from_slice(&magnet_ok(["analyze", "--json", trace.to_str().unwrap()])).unwrap();
+    json["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            c["protocol"] == "tcp"
+                && c["local"]
+                    .as_str()
+                    .is_some_and(|l| l.ends_with(&format!(":{port}")))
+        })
+        .cloned()
+        .partition(|c| c["remote"].is_null())
+}
+
+fn case(v6: bool, by_comm: bool) {
+    let h = hosts(v6, "fd21:9");
+    let (server, client) = (&h.server, &h.client);
+    let comm = format!(
+        "tuplesrv{}{}",
+        if v6 { 6 } else { 4 },
+        if by_comm { "c" } else { "p" }
+    );
+    let mut srv = start_server(&h, &comm, SERVER, SERVER_PORT);
+    let cap = Capture::start(Some(&h.b), h.veth.b().name(), &[]).unwrap();
+    let trace = tmp(&format!("reused-{v6}-{by_comm}.mgt"));
+    let args = record_args(by_comm, &comm, srv.id());
+    let rec = Recorder::record(MAGNET, Some(&h.b), &trace, &args);
+    let st =
+        h.a.command("python3")
+            .args([
+                "-c",
+                CLIENT,
+                server,
+                &SERVER_PORT.to_string(),
+                client,
+                &CONNECTIONS.to_string(),
+                &CLIENT_PORT.to_string(),
+            ])
+            .status()
+            .unwrap();
     assert!(st.success(), "the client failed");
     let ended = rec.stop();
     let _ = srv.kill();
@@ -123,30 +175,16 @@ fn case(v6: bool, by_comm: bool) {
     assert_eq!(want.len(), CONNECTIONS, "tshark's connections");
 
     let trace = ended.trace.expect("trace");
-    let json: Value =
-        serde_json::from_slice(&magnet_ok(["analyze", "--json", trace.to_str().unwrap()])).unwrap();
-    let conns: Vec<&Value> = json["connections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| {
-            c["protocol"] == "tcp"
-                && c["local"]
-                    .as_str()
-                    .is_some_and(|l| l.ends_with(&format!(":{SERVER_PORT}")))
-        })
-        .collect();
+    let (listeners, accepted) = port_sockets(&trace, SERVER_PORT);
     let peer = if v6 {
         format!("[{client}]:{CLIENT_PORT}")
     } else {
         format!("{client}:{CLIENT_PORT}")
     };
-    let accepted: Vec<&&Value> = conns.iter().filter(|c| c["remote"].is_string()).collect();
-    let listeners: Vec<&&Value> = conns.iter().filter(|c| c["remote"].is_null()).collect();
     assert_eq!(
         listeners.len(),
         1,
-        "one listener (no peer), the rest name theirs: {conns:#?}"
+        "one listener (no peer), the rest name theirs: {listeners:#?}"
     );
     assert_eq!(
         accepted.len(),
@@ -172,7 +210,7 @@ fn case(v6: bool, by_comm: bool) {
             "connection {i}: ip in/out vs the capture after the handshake"
         );
     }
-    let l = listeners[0];
+    let l = &listeners[0];
     assert_eq!(
         units(l, "ip", "in"),
         2 * CONNECTIONS as u64,
@@ -250,16 +288,8 @@ fn live_killed(name: &str) -> bool {
 fn killed_connection_case(v6: bool, by_comm: bool, from_client_ns: bool) {
     const PORT: u16 = 7612;
     const PEER_PORT: u16 = 45612;
-    let a = Netns::new().unwrap();
-    let b = Netns::new().unwrap();
-    let veth = Veth::pair((&a).into(), (&b).into()).unwrap();
-    let (server, client) = if v6 {
-        enable_v6(&a, veth.a().name(), "fd21:a::1/64");
-        enable_v6(&b, veth.b().name(), "fd21:a::2/64");
-        ("fd21:a::2".to_string(), "fd21:a::1".to_string())
-    } else {
-        (veth.b().addr().to_string(), veth.a().addr().to_string())
-    };
+    let h = hosts(v6, "fd21:a");
+    let (a, b) = (&h.a, &h.b);
     // The client never learns that its peer is gone: it keeps sending.
     let mut nft = a
         .command("nft")
@@ -282,29 +312,13 @@ fn killed_connection_case(v6: bool, by_comm: bool, from_client_ns: bool) {
         if v6 { 6 } else { 4 },
         if by_comm { "c" } else { "p" }
     );
-    let bin = python_named(&comm);
-    let mut srv = b
-        .command(bin.to_str().unwrap())
-        .args(["-c", KILLED_SERVER, &server, &PORT.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(srv.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    let cap = Capture::start(Some(&b), veth.b().name(), &[]).unwrap();
+    let mut srv = start_server(&h, &comm, KILLED_SERVER, PORT);
+    let cap = Capture::start(Some(b), h.veth.b().name(), &[]).unwrap();
     let trace = tmp(&format!("killed-{v6}-{by_comm}.mgt"));
-    let mut args = vec!["--layers".to_string(), "app,tcp,ip,dev".to_string()];
-    if by_comm {
-        args.extend(["--comm".to_string(), comm.clone()]);
-    } else {
-        args.extend(["-p".to_string(), srv.id().to_string()]);
-    }
+    let args = record_args(by_comm, &comm, srv.id());
     let rec = Recorder::record(
         MAGNET,
-        Some(if from_client_ns { &a } else { &b }),
+        Some(if from_client_ns { a } else { b }),
         &trace,
         &args,
     );
@@ -313,9 +327,9 @@ fn killed_connection_case(v6: bool, by_comm: bool, from_client_ns: bool) {
         .args([
             "-c",
             KILLED_CLIENT,
-            &server,
+            &h.server,
             &PORT.to_string(),
-            &client,
+            &h.client,
             &PEER_PORT.to_string(),
         ])
         .stdin(Stdio::piped())
@@ -323,7 +337,7 @@ fn killed_connection_case(v6: bool, by_comm: bool, from_client_ns: bool) {
         .spawn()
         .unwrap();
     let mut out = BufReader::new(cl.stdout.take().unwrap());
-    line.clear();
+    let mut line = String::new();
     out.read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "connected");
     let filter = format!("dport = :{PEER_PORT}");
@@ -359,23 +373,13 @@ fn killed_connection_case(v6: bool, by_comm: bool, from_client_ns: bool) {
     );
 
     let trace = ended.trace.expect("trace");
-    let json: Value =
-        serde_json::from_slice(&magnet_ok(["analyze", "--json", trace.to_str().unwrap()])).unwrap();
-    let conns: Vec<&Value> = json["connections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| {
-            c["protocol"] == "tcp"
-                && c["local"]
-                    .as_str()
-                    .is_some_and(|l| l.ends_with(&format!(":{PORT}")))
-        })
-        .collect();
-    let (listeners, accepted): (Vec<&Value>, Vec<&Value>) =
-        conns.iter().partition(|c| c["remote"].is_null());
-    assert_eq!((listeners.len(), accepted.len()), (1, 1), "{conns:#?}");
-    let (l, c) = (listeners[0], accepted[0]);
+    let (listeners, accepted) = port_sockets(&trace, PORT);
+    assert_eq!(
+        (listeners.len(), accepted.len()),
+        (1, 1),
+        "{listeners:#?} {accepted:#?}"
+    );
+    let (l, c) = (&listeners[0], &accepted[0]);
     for layer in ["ip", "dev"] {
         assert_eq!(
             (units(c, layer, "in"), units(c, layer, "out")),
