@@ -165,12 +165,14 @@ impl SegTrack {
                 continue;
             }
             bytes += u64::from(e.wrapping_sub(s));
+            // What is left of the hole either side of the segment.
             let rest: Vec<(u32, u32)> = [(hs, s), (e, he)]
                 .into_iter()
                 .filter(|&(a, b)| seq_before(a, b))
                 .collect();
-            i += rest.len();
-            self.holes.splice(i - rest.len()..i - rest.len() + 1, rest);
+            let kept = rest.len();
+            self.holes.splice(i..=i, rest);
+            i += kept;
         }
         (bytes > 0).then_some(bytes)
     }
