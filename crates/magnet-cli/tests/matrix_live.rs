@@ -64,7 +64,8 @@ enum Program {
     /// python3 -m http.server, curl --limit-rate downloading 16 MiB; the server
     /// is killed (SIGKILL) half-way.
     Kill9,
-    /// The same, the server's connection destroyed by `ss -K` half-way.
+    /// The same, the server's connection destroyed by `ss -K` half-way (`Netns::abort_tcp`:
+    /// a disconnect of the same socket where the kernel cannot destroy sockets).
     SsK,
     /// oracle_work.py: the client sends 100 B, `shutdown(SHUT_WR)`, reads the
     /// server's 1 MiB to EOF (finding 4: its `tcp in` was 1 B high).
@@ -695,20 +696,9 @@ fn run_client(h: &Hosts, program: Program, port: u16, server: &mut Server) -> Co
                 let _ = server.child.kill();
                 let _ = server.child.wait();
             } else {
-                let out = h
-                    .server
-                    .command("ss")
-                    .args([
-                        "-K",
-                        "state",
-                        "established",
-                        "sport",
-                        "=",
-                        &format!(":{port}"),
-                    ])
-                    .output()
+                h.server
+                    .abort_tcp(&["state", "established", "sport", "=", &format!(":{port}")])
                     .expect("ss -K");
-                assert!(out.status.success(), "ss -K: {out:?}");
             }
             let out = curl.wait_with_output().unwrap();
             assert!(!out.status.success(), "the download was cut");

@@ -19,9 +19,9 @@
 //! reset for the listener, which since Linux 6.13 leaves with the listener as
 //! its socket (skb_set_owner_edemux). Those resets carry the connection's tuple:
 //! the capture counts them on the connection, and so must the trace; the
-//! listener keeps its handshake frames only. A kernel built without socket
-//! destruction (no CONFIG_INET_DIAG_DESTROY: `ss -K` does nothing) gets the same
-//! input from the server's own abortive close.
+//! listener keeps its handshake frames only. (On a kernel built without socket
+//! destruction, where `ss -K` does nothing, `Netns::abort_tcp` disconnects the
+//! server's socket instead: the same reset, the same state.)
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
@@ -254,17 +254,10 @@ fn reused_tuple_ipv6_by_comm() {
     }
 }
 
-/// The server: one connection, answered, then left open. SIGUSR1 aborts it (a
-/// reset, and the socket gone at once, as `ss -K` does), for kernels built
-/// without socket destruction; the listener stays.
-const KILLED_SERVER: &str = "import signal,socket,struct,sys,time
+const KILLED_SERVER: &str = "import socket,sys,time
 fam = socket.AF_INET6 if ':' in sys.argv[1] else socket.AF_INET
 s = socket.socket(fam); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(8)
-def abort(*_):
-    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
-    c.close()
-signal.signal(signal.SIGUSR1, abort)
 print('ready', flush=True)
 c, _ = s.accept()
 c.recv(100)
@@ -292,47 +285,6 @@ fn live_killed(name: &str) -> bool {
     use magnet_testkit::Need;
     live_capture_python(name)
         && magnet_testkit::live_or_skip(name, &[Need::Tool("nft"), Need::Tool("ss")])
-}
-
-/// Destroys the server's connection to the client's `peer_port` while the
-/// client still thinks it open: `ss -K` (what the report did), or where the
-/// kernel was built without socket destruction (CONFIG_INET_DIAG_DESTROY) the
-/// server's own abortive close. Either way the connection sends one reset and
-/// is gone at once (no TIME_WAIT), leaving the listener to answer its tuple.
-fn abort_connection(b: &Netns, srv: &std::process::Child, peer_port: u16) {
-    let filter = format!("dport = :{peer_port}");
-    let open = || {
-        let out = b.command("ss").args(["-Htn", &filter]).output().unwrap();
-        !String::from_utf8_lossy(&out.stdout).trim().is_empty()
-    };
-    // ss -K exits 0 where the kernel cannot destroy sockets too.
-    let _ = b
-        .command("ss")
-        .args(["-K", "-tn", &filter])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    if !open() {
-        return;
-    }
-    eprintln!(
-        "ss -K left the connection (a kernel built without CONFIG_INET_DIAG_DESTROY): \
-         the server aborts it itself (SO_LINGER 0)"
-    );
-    let st = std::process::Command::new("kill")
-        .args(["-USR1", &srv.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success(), "kill -USR1 the server");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while open() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server's abortive close left the connection"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
 }
 
 fn killed_connection_case(v6: bool, by_comm: bool, from_client_ns: bool) {
@@ -390,7 +342,8 @@ fn killed_connection_case(v6: bool, by_comm: bool, from_client_ns: bool) {
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "connected");
-    abort_connection(b, &srv, PEER_PORT);
+    b.abort_tcp(&["dport", "=", &format!(":{PEER_PORT}")])
+        .expect("destroying the server's connection");
     writeln!(cl.stdin.take().unwrap()).unwrap();
     line.clear();
     out.read_line(&mut line).unwrap();

@@ -120,10 +120,95 @@ impl Netns {
             })
     }
 
+    /// Aborts the TCP connections that `ss` filter `filter` selects here (e.g.
+    /// `["state", "established", "sport", "=", ":80"]`), as `ss -K` does: each sends
+    /// a reset and leaves the connection tables at once, while its owner still holds
+    /// the socket. A kernel built without socket destruction
+    /// (CONFIG_INET_DIAG_DESTROY) lets `ss -K` do nothing; then each owner's socket
+    /// is taken with pidfd_getfd(2) and disconnected (connect(AF_UNSPEC), the same
+    /// reset and the same state), which is said in one line. Errors when nothing
+    /// matched or a connection is left.
+    pub fn abort_tcp(&self, filter: &[&str]) -> Result<()> {
+        let listed = |extra: &str| -> Result<String> {
+            let out = self
+                .command("ss")
+                .args(["-Htn", extra])
+                .args(filter)
+                .output()
+                .map_err(io_err("running ss".to_string()))?;
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        };
+        let owners = socket_owners(&listed("-p")?);
+        if owners.is_empty() {
+            return Err(Error::Other(format!(
+                "no TCP connection with an owner matches {filter:?} in netns {}",
+                self.name()
+            )));
+        }
+        // ss -K exits 0 also where the kernel cannot destroy sockets.
+        let _ = self
+            .command("ss")
+            .args(["-K", "-tn"])
+            .args(filter)
+            .output()
+            .map_err(io_err("running ss -K".to_string()))?;
+        if listed("-n")?.trim().is_empty() {
+            return Ok(());
+        }
+        eprintln!(
+            "ss -K left {filter:?} (a kernel built without CONFIG_INET_DIAG_DESTROY): \
+             disconnecting its owners' sockets instead (pidfd_getfd, connect AF_UNSPEC)"
+        );
+        for (pid, fd) in owners {
+            run(Command::new("python3").args([
+                "-c",
+                DISCONNECT_PY,
+                &pid.to_string(),
+                &fd.to_string(),
+            ]))?;
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !listed("-n")?.trim().is_empty() {
+            if std::time::Instant::now() > deadline {
+                return Err(Error::Other(format!(
+                    "{filter:?} still listed after its sockets were disconnected"
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
     /// Turns IPv4 forwarding on or off, for namespaces that relay.
     pub fn set_forwarding(&self, on: bool) -> Result<()> {
         self.sysctl("net/ipv4/ip_forward", if on { "1" } else { "0" })
     }
+}
+
+/// Disconnects socket `fd` of process `pid` (argv 1, 2): a TCP connect() to
+/// AF_UNSPEC runs tcp_disconnect, which resets an open connection.
+const DISCONNECT_PY: &str = "import ctypes,os,sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.syscall(438, os.pidfd_open(int(sys.argv[1])), int(sys.argv[2]), 0)
+if fd < 0: raise OSError(ctypes.get_errno(), 'pidfd_getfd')
+if libc.connect(fd, (ctypes.c_ubyte * 16)(), 16) < 0:
+    raise OSError(ctypes.get_errno(), 'connect(AF_UNSPEC)')
+";
+
+/// The (pid, fd) pairs of `ss -p`'s `users:(("name",pid=N,fd=M),…)` columns.
+fn socket_owners(ss_p: &str) -> Vec<(u32, u32)> {
+    let mut owners: Vec<(u32, u32)> = ss_p
+        .split("pid=")
+        .skip(1)
+        .filter_map(|rest| {
+            let (pid, rest) = rest.split_once(",fd=")?;
+            let fd: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            Some((pid.parse().ok()?, fd.parse().ok()?))
+        })
+        .collect();
+    owners.sort_unstable();
+    owners.dedup();
+    owners
 }
 
 /// A command run in `netns`, or in the caller's namespace when `None`.
@@ -188,5 +273,18 @@ fn reap_stale() {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::socket_owners;
+
+    #[test]
+    fn socket_owners_reads_every_user_of_ss_p() {
+        let line = "ESTAB 0 0 10.0.0.2:80 10.0.0.1:4000 \
+                    users:((\"nginx\",pid=812,fd=7),(\"nginx\",pid=813,fd=7),(\"nginx\",pid=812,fd=7))\n";
+        assert_eq!(socket_owners(line), vec![(812, 7), (813, 7)]);
+        assert!(socket_owners("ESTAB 0 0 a:1 b:2\n").is_empty());
     }
 }
