@@ -43,7 +43,9 @@
 # Environment: ROUNDS (5), SECS (5), MODES ("gso mtu"), MAGNET (path to the binary),
 #   CASES ("base magnet mag+st tcpdump"; add "alt" with MAGNET_ALT=<another build> to
 #   compare two builds of magnet side by side in the same rounds; add "floor" with
-#   MAGNET_FLOOR=<a -DMG_PROF=9 build> for the cost of the hooks alone),
+#   MAGNET_FLOOR=<a -DMG_PROF=9 build> for the cost of the hooks alone; "altfloor" with
+#   MAGNET_ALT_FLOOR=<the alt build's -DMG_PROF=9 build>: alt's "above floor" is then
+#   taken against its own hooks, which an older build may have had others of),
 #   BUFFER (magnet --buffer, default: magnet's default), DRAIN (1; 0 skips steps 2 and 3),
 #   DRAIN_N (1000000 sendto() calls per flood), DRAIN_BUFFERS ("16KiB 256KiB 32MiB"),
 #   PARSE (1; 0 skips step 3),
@@ -121,7 +123,7 @@ run_case() { # mode case round
     local buf=()
     [[ -n $BUFFER ]] && buf=(--buffer "$BUFFER")
     case $case in
-    magnet | mag+st | mag-ns | alt | alt+B | floor)
+    magnet | mag+st | mag-ns | alt | alt+B | floor | altfloor)
         local st=() bin=$MAGNET
         [[ $case == mag+st ]] && st=(--tcp-state)
         [[ $case == mag-ns ]] && st=(--netns self)
@@ -132,6 +134,7 @@ run_case() { # mode case round
             mon2=$!
         fi
         [[ $case == floor ]] && bin=$MAGNET_FLOOR
+        [[ $case == altfloor ]] && bin=$MAGNET_ALT_FLOOR
         ip netns exec "$NA" "$bin" record -o "$work/t.mgt" --all --layers app,tcp,ip,dev \
             "${st[@]}" "${buf[@]}" --json >"$work/mon.out" 2>"$work/mon.err" &
         mon=$!
@@ -194,6 +197,9 @@ fi
 if [[ " ${cases[*]} " == *" floor "* && ! -x ${MAGNET_FLOOR:-} ]]; then
     die "case floor needs MAGNET_FLOOR=<a magnet built with MAGNET_BPF_CFLAGS=-DMG_PROF=9> (every program returns at entry)"
 fi
+if [[ " ${cases[*]} " == *" altfloor "* && ! -x ${MAGNET_ALT_FLOOR:-} ]]; then
+    die "case altfloor needs MAGNET_ALT_FLOOR=<MAGNET_ALT's tree built with MAGNET_BPF_CFLAGS=-DMG_PROF=9>"
+fi
 for mode in $MODES; do
     case $mode in
     gso) set_offloads on; ip netns exec "$NA" ethtool -K "$VA" gro off; ip netns exec "$NB" ethtool -K "$VB" gro off ;; # veth default
@@ -255,8 +261,9 @@ HZ = os.sysconf("SC_CLK_TCK")
 rows = list(csv.DictReader(open(raw), delimiter="\t"))
 med = st.median
 names = {"base": "no monitor", "magnet": "magnet app,tcp,ip,dev", "alt": "magnet (MAGNET_ALT build) app,tcp,ip,dev", "mag+st": "magnet app,tcp,ip,dev --tcp-state", "mag-ns": "magnet app,tcp,ip,dev --netns self", "alt+B": "MAGNET_ALT build + its ip layer in ns B", "tcpdump": "tcpdump -s 96 -w",
-         "floor": "floor: same hooks, empty programs (MAGNET_FLOOR build)"}
-order = ["base", "floor", "magnet", "mag-ns", "alt", "alt+B", "mag+st", "tcpdump"]
+         "floor": "floor: same hooks, empty programs (MAGNET_FLOOR build)",
+         "altfloor": "alt's floor: its hooks, empty programs (MAGNET_ALT_FLOOR build)"}
+order = ["base", "floor", "altfloor", "magnet", "mag-ns", "alt", "alt+B", "mag+st", "tcpdump"]
 def tbpe(mode, case):
     # Trace bytes per event (file bytes ÷ records, from record's JSON summary).
     v = [int(r.get("trace_bytes") or 0) / int(r["events"]) for r in rows
@@ -276,6 +283,7 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
              if r["mode"] == mode and r["case"] == case and int(r.get("packets") or 0)]
         return med(v) if v else None
     floor_pp = cpu_per_packet("floor")
+    alt_floor_pp = cpu_per_packet("altfloor")
     for case in order:
         rs = [r for r in rows if r["mode"] == mode and r["case"] == case]
         if not rs:
@@ -301,7 +309,8 @@ for mode in dict.fromkeys(r["mode"] for r in rows):
         bpe_s = f"{bpe:.1f}" if bpe is not None else "–"
         pp = cpu_per_packet(case)
         pp_s = f"{pp:.0f}" if pp is not None else "–"
-        above = f"{pp - floor_pp:.0f}" if pp is not None and floor_pp is not None and case not in ("base", "floor") else "–"
+        own_floor = alt_floor_pp if case.startswith("alt") and alt_floor_pp is not None else floor_pp
+        above = f"{pp - own_floor:.0f}" if pp is not None and own_floor is not None and case not in ("base", "floor", "altfloor") else "–"
         print(f"| {names[case]} | {thr*8/1e9:.2f} | {thr/base[0]:.3f} | {evs:,.0f} | {ev:,.0f} | {lost_s} | {epb*1e6:.0f} | {nst} | {nsc} | {busy:.0f} | {bpe_s} | {pp_s} | {above} |")
     print()
     print("Per-round throughput (Gbit/s):\n")
