@@ -156,7 +156,8 @@ run_case() { # workload case round
             read -r events lost self bpf < <(python3 -c 'import json,sys
 d=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 c=d.get("cost") or {}
-print(d["records"], d["lost_kernel"]+d.get("dropped_user",0), (c.get("bpf_ns") or 0)+(c.get("drain_cpu_ns") or 0), c.get("bpf_ns") or 0)' "$work/mon.out")
+b=(c.get("bpf_sampled") or {}).get("estimated_ns") or c.get("bpf_ns") or 0  # sampled statistics: the whole run'"'"'s estimate
+print(d["records"], d["lost_kernel"]+d.get("dropped_user",0), b+(c.get("drain_cpu_ns") or 0), b)' "$work/mon.out")
         fi
         rm -f "$work/t.mgt" "$work/t.pcap"
     fi

@@ -265,6 +265,106 @@ fn the_cost_equals_bpftools_run_time() {
     let _ = std::fs::remove_file(&trace);
 }
 
+/// A recording longer than its first, fully measured seconds (the default,
+/// `--bpf-stats sampled`): the statistics go off, then on in short windows, and
+/// the rest of the run's BPF time is estimated from them. Known truth: loadgen
+/// makes one `tcp_sendmsg` per call, on a fixed schedule, so the program that
+/// records them ran once per call (`generated`). The kernel counted well
+/// under that (it was off most of the time), and the estimate comes within a
+/// quarter of it. `--bpf-stats full` on the same workload counts every run.
+/// Where something else keeps the statistics on, sampling would save nothing:
+/// the recording is measured whole, which is asserted instead.
+#[test]
+fn a_long_recording_samples_the_statistics_and_estimates_the_rest() {
+    if !live_or_skip(
+        "a_long_recording_samples_the_statistics_and_estimates_the_rest",
+        &[Need::Btf],
+    ) {
+        return;
+    }
+    const N: u64 = 4000;
+    let calls = format!("{N}x1000");
+    let loadgen = [
+        common::MAGNET,
+        "loadgen",
+        "--tcp",
+        &calls,
+        "--interval",
+        "1ms",
+    ];
+    let sendmsg = |cost: &serde_json::Value| -> serde_json::Value {
+        cost["programs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "tcp_sendmsg")
+            .unwrap_or_else(|| panic!("no tcp_sendmsg in {cost}"))
+            .clone()
+    };
+    let trace = tmp("cost-sampled.mgt");
+    let summary = record_summary(&trace, &loadgen);
+    let cost = &summary["cost"];
+    let made = summary["generated"]["tcp_sendmsg"].as_u64().unwrap();
+    assert!(made >= N, "{summary}");
+    let p = sendmsg(cost);
+    let counted = p["runs"].as_u64().unwrap();
+    if let Some(why) = common::bpf_stats_held_by_others(0) {
+        eprintln!("{why}: the statistics are on anyway, so the recording is measured whole");
+        assert!(cost.get("bpf_sampled").is_none(), "{cost}");
+        assert!(counted >= made, "{cost}");
+        return;
+    }
+    let s = &cost["bpf_sampled"];
+    let windows = s["windows"].as_u64().unwrap_or(0);
+    let duty = s["windows_ns"].as_f64().unwrap() / s["sampled_span_ns"].as_f64().unwrap();
+    assert!(
+        windows >= 5 && (0.03..0.3).contains(&duty),
+        "{windows} windows, on {:.1} % of the sampled span: {cost}",
+        duty * 100.0
+    );
+    assert!(
+        counted < made * 8 / 10,
+        "the kernel counted {counted} runs of {made}: the statistics were not off: {cost}"
+    );
+    let estimated = p["estimated_runs"].as_u64().unwrap() as f64;
+    let off = (estimated - made as f64) / made as f64;
+    eprintln!(
+        "tcp_sendmsg: {made} calls, {counted} runs counted, {estimated} estimated ({:+.1} %), {windows} windows, duty {:.1} %",
+        off * 100.0,
+        duty * 100.0
+    );
+    assert!(
+        off.abs() <= 0.25,
+        "estimated {estimated} runs of {made}: {cost}"
+    );
+    // The per-event figure and the share are the estimate's.
+    let est_ns = s["estimated_ns"].as_u64().unwrap();
+    assert!(est_ns >= cost["bpf_ns"].as_u64().unwrap(), "{cost}");
+    let records = summary["records"].as_u64().unwrap();
+    let per_event = cost["bpf_ns_per_event"].as_f64().unwrap();
+    assert!(
+        (per_event - est_ns as f64 / records as f64).abs() < 1e-6,
+        "{cost}"
+    );
+    let text = String::from_utf8(common::magnet_ok(["info", trace.to_str().unwrap()])).unwrap();
+    assert!(
+        text.lines().any(|l| l.starts_with("cost      BPF time: ")
+            && l.contains(" estimated = ")
+            && l.contains(&format!("then in {windows} windows"))),
+        "{text}"
+    );
+
+    // --bpf-stats full: every run counted, nothing estimated.
+    let summary = record_summary_with(&trace, &["--bpf-stats", "full"], &loadgen);
+    let cost = &summary["cost"];
+    assert!(cost.get("bpf_sampled").is_none(), "{cost}");
+    let made = summary["generated"]["tcp_sendmsg"].as_u64().unwrap();
+    let p = sendmsg(cost);
+    assert!(p["runs"].as_u64().unwrap() >= made, "{cost}");
+    assert!(p.get("estimated_runs").is_none(), "{cost}");
+    let _ = std::fs::remove_file(&trace);
+}
+
 /// A kernel that refuses run-time statistics (emulated with
 /// MAGNET_HOOKS_DENY): the recording goes on, the summary and `info` say
 /// "BPF time: not measured (why)" and hold no BPF figure, the CPU figures

@@ -74,6 +74,59 @@ fn sysctl_on() -> bool {
     std::fs::read_to_string(SYSCTL).is_ok_and(|s| s.trim() == "1")
 }
 
+/// Whether something other than process `except` keeps the statistics on:
+/// the sysctl, or a process holding a `BPF_ENABLE_STATS` fd (its
+/// /proc/PID/fd link reads `anon_inode:bpf-stats`). In words, or None.
+pub fn stats_held_by_others(except: u32) -> Option<String> {
+    if sysctl_on() {
+        return Some("kernel.bpf_stats_enabled=1".into());
+    }
+    for proc in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = proc.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == except {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(proc.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == "anon_inode:bpf-stats")
+            {
+                return Some(format!("process {pid} holds a BPF_ENABLE_STATS fd"));
+            }
+        }
+    }
+    None
+}
+
+/// How long the statistics stay on: the whole run, or the first `full` of
+/// it and then windows of `window`, one at a random time in each stretch of
+/// `window / duty`. While they are on every BPF program on the host reads the clock
+/// twice a run (on a VM's paravirtual clock a sixth to a third of what a
+/// recording costs per small packet); sampled, the run pays that a tenth of
+/// the time and its BPF time past `full` is estimated from the windows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StatsPlan {
+    Full,
+    Sampled {
+        full: std::time::Duration,
+        window: std::time::Duration,
+        duty: f64,
+    },
+}
+
+impl StatsPlan {
+    /// `record`'s default: exact for the first 2 s (a short run is measured
+    /// whole), then 20 ms windows, 10 % of the time.
+    pub const SAMPLED: StatsPlan = StatsPlan::Sampled {
+        full: std::time::Duration::from_secs(2),
+        window: std::time::Duration::from_millis(20),
+        duty: 0.10,
+    };
+}
+
 /// One program's counters as the kernel has them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProgRun {
@@ -147,6 +200,166 @@ pub fn loaded_programs(object: &libbpf_rs::Object) -> Vec<(String, OwnedFd)> {
 /// A loaded program, a duplicate of its fd, and its counters at the start.
 type Watched = (String, OwnedFd, ProgRun);
 
+/// Every watched program's counters now, in the watched order.
+fn read_all(fds: &[BorrowedFd<'_>]) -> Vec<ProgRun> {
+    fds.iter()
+        .map(|fd| prog_run(*fd).unwrap_or_default())
+        .collect()
+}
+
+fn add_since(acc: &mut [ProgRun], now: &[ProgRun], earlier: &[ProgRun]) {
+    for ((a, n), e) in acc.iter_mut().zip(now).zip(earlier) {
+        let d = n.since(e);
+        a.run_cnt += d.run_cnt;
+        a.run_time_ns += d.run_time_ns;
+    }
+}
+
+/// What the statistics' windows measured past the first, full part.
+#[derive(Clone, Debug, Default)]
+pub struct Windows {
+    /// From the start to the first window's sampling, ns: statistics on
+    /// throughout.
+    pub full_ns: u64,
+    /// Each program's runs and time counted in that full part.
+    pub full: Vec<ProgRun>,
+    /// Windows taken after it, and their time on, ns.
+    pub windows: u64,
+    pub windows_ns: u64,
+    /// Each program's runs and time counted inside the windows (not what
+    /// another holder of the statistics had counted between them).
+    pub in_windows: Vec<ProgRun>,
+    /// From the end of the full part to the end of the run, ns.
+    pub sampled_span_ns: u64,
+}
+
+impl Windows {
+    /// The whole run's BPF time of program `i`, ns: its full part, plus its
+    /// time in the windows scaled to the sampled span.
+    pub fn estimated_ns(&self, i: usize) -> u64 {
+        self.estimate(i, |r| r.run_time_ns)
+    }
+
+    /// The same for its runs.
+    pub fn estimated_runs(&self, i: usize) -> u64 {
+        self.estimate(i, |r| r.run_cnt)
+    }
+
+    fn estimate(&self, i: usize, of: impl Fn(&ProgRun) -> u64) -> u64 {
+        let full = self.full.get(i).map_or(0, &of);
+        let win = self.in_windows.get(i).map_or(0, &of) as f64;
+        let rest = if self.windows_ns > 0 {
+            win * self.sampled_span_ns as f64 / self.windows_ns as f64
+        } else if self.full_ns > 0 {
+            // stopped before a window: the full part's rate carries on
+            full as f64 * self.sampled_span_ns as f64 / self.full_ns as f64
+        } else {
+            0.0
+        };
+        full + rest.round() as u64
+    }
+}
+
+/// The thread that turns the statistics on and off (StatsPlan::Sampled).
+struct Sampler {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<Windows>,
+}
+
+/// A small generator for the windows' random gaps (xorshift64*): windows at
+/// times no workload can be in step with.
+fn next_random(state: &mut u64) -> f64 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Sampler {
+    /// Holds `on` for `full`, then lets the statistics go off and turns them
+    /// on for `window` at a time, `duty` of the time.
+    fn spawn(
+        on: RunTimeStats,
+        fds: Vec<OwnedFd>,
+        full: std::time::Duration,
+        window: std::time::Duration,
+        duty: f64,
+    ) -> std::io::Result<Sampler> {
+        use std::sync::mpsc::RecvTimeoutError;
+        use std::time::{Duration, Instant};
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let start = Instant::now();
+        let thread = std::thread::Builder::new()
+            .name("magnet-bpf-stats".into())
+            .spawn(move || {
+                let fds: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
+                let at_start = read_all(&fds);
+                // true: the run ended (stop sent, or the meter gone)
+                let wait = |d: Duration| {
+                    !matches!(stopped.recv_timeout(d), Err(RecvTimeoutError::Timeout))
+                };
+                let mut w = Windows {
+                    in_windows: vec![ProgRun::default(); fds.len()],
+                    ..Windows::default()
+                };
+                if wait(full) {
+                    // the run ended within the full part: all of it measured
+                    return w;
+                }
+                let full_end = read_all(&fds);
+                drop(on);
+                let sampled_from = Instant::now();
+                w.full_ns = (sampled_from - start).as_nanos() as u64;
+                w.full = full_end
+                    .iter()
+                    .zip(&at_start)
+                    .map(|(n, e)| n.since(e))
+                    .collect();
+                // Stratified: one window in each slot of window / duty, at a
+                // random place in it. The count of windows in any stretch of
+                // the run is then nearly fixed (a steady load's estimate is
+                // off by about one window's worth), and a periodic load
+                // cannot fall in step with them.
+                let slot = window.div_f64(duty);
+                let mut rng = (start.elapsed().as_nanos() as u64) | 1;
+                for k in 0u32.. {
+                    let at = sampled_from
+                        + slot * k
+                        + (slot.saturating_sub(window)).mul_f64(next_random(&mut rng));
+                    if wait(at.saturating_duration_since(Instant::now())) {
+                        break;
+                    }
+                    let before = read_all(&fds);
+                    let t0 = Instant::now();
+                    let held = enable_run_time_stats();
+                    let t1 = Instant::now();
+                    let ended = wait(window);
+                    let t2 = Instant::now();
+                    drop(held);
+                    let t3 = Instant::now();
+                    let after = read_all(&fds);
+                    // on from about the middle of the enabling call to
+                    // about the middle of the disabling one
+                    let on_ns = ((t2 - t0) + (t3 - t1)).as_nanos() as u64 / 2;
+                    w.windows += 1;
+                    w.windows_ns += on_ns;
+                    add_since(&mut w.in_windows, &after, &before);
+                    if ended {
+                        break;
+                    }
+                }
+                w.sampled_span_ns = sampled_from.elapsed().as_nanos() as u64;
+                w
+            })?;
+        Ok(Sampler { stop, thread })
+    }
+
+    fn finish(self) -> Windows {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap_or_default()
+    }
+}
+
 /// What a run of a loader costs, from [`Meter::start`] (before the first
 /// hook is attached) to [`Meter::stop`] (after the last is detached): its own
 /// programs' runs and run time, its process's CPU, and the machine's CPU.
@@ -154,7 +367,9 @@ pub struct Meter {
     /// Run-time statistics on, with every loaded program and its counters at
     /// the start (subtracted at the end: whatever ran before, e.g. while the
     /// sysctl had statistics on, is not this run's); or why not.
-    bpf: Result<(RunTimeStats, Vec<Watched>), String>,
+    bpf: Result<(Option<RunTimeStats>, Vec<Watched>), String>,
+    /// StatsPlan::Sampled: the thread that holds the statistics.
+    sampler: Option<Sampler>,
     process0: u64,
     machine0: Option<u64>,
 }
@@ -165,6 +380,9 @@ pub struct Measured {
     /// Each loaded program's (name, runs and ns over the run), or why BPF
     /// time was not measured.
     pub bpf: Result<Vec<(String, ProgRun)>, String>,
+    /// With StatsPlan::Sampled past its full part: what the windows
+    /// measured, and the whole run's estimate from them.
+    pub windows: Option<Windows>,
     /// The process's CPU time over the run, ns.
     pub process_cpu_ns: u64,
     /// The machine's CPU time (all CPUs, busy and idle) over the run, ns; 0
@@ -177,16 +395,44 @@ impl Meter {
     /// [`enable_run_time_stats`] returned (called before loading, so that
     /// the kernel counts from the first run).
     pub fn start(stats: Result<RunTimeStats, String>, object: &libbpf_rs::Object) -> Meter {
+        Meter::start_with(stats, StatsPlan::Full, object)
+    }
+
+    /// The same, holding the statistics as `plan` says. Sampled, but where
+    /// something else keeps them on anyway (the sysctl, another process's
+    /// fd), the run is measured whole: sampling would save nothing.
+    pub fn start_with(
+        stats: Result<RunTimeStats, String>,
+        plan: StatsPlan,
+        object: &libbpf_rs::Object,
+    ) -> Meter {
+        let mut sampler = None;
         let bpf = stats.and_then(|on| {
             let mut progs = Vec::new();
             for (name, fd) in loaded_programs(object) {
                 let run = prog_run(fd.as_fd()).map_err(|e| format!("{name}: {e}"))?;
                 progs.push((name, fd, run));
             }
-            Ok((on, progs))
+            let StatsPlan::Sampled { full, window, duty } = plan else {
+                return Ok((Some(on), progs));
+            };
+            if on.how != "BPF_ENABLE_STATS" || stats_held_by_others(std::process::id()).is_some() {
+                return Ok((Some(on), progs));
+            }
+            let fds = progs
+                .iter()
+                .map(|(_, fd, _)| fd.try_clone())
+                .collect::<std::io::Result<Vec<_>>>()
+                .map_err(|e| format!("duplicating the programs' fds: {e}"))?;
+            sampler = Some(
+                Sampler::spawn(on, fds, full, window, duty.clamp(0.001, 1.0))
+                    .map_err(|e| format!("starting the statistics' sampler: {e}"))?,
+            );
+            Ok((None, progs))
         });
         Meter {
             bpf,
+            sampler,
             process0: process_cpu_ns(),
             machine0: machine_cpu_ns().ok(),
         }
@@ -194,6 +440,7 @@ impl Meter {
 
     /// Reads every counter again and lets the statistics go off.
     pub fn stop(self) -> Measured {
+        let windows = self.sampler.map(Sampler::finish).filter(|w| w.full_ns > 0);
         let machine1 = machine_cpu_ns().ok();
         let process_cpu_ns = process_cpu_ns().saturating_sub(self.process0);
         let bpf = self.bpf.and_then(|(_on, progs)| {
@@ -207,6 +454,7 @@ impl Meter {
         });
         Measured {
             bpf,
+            windows,
             process_cpu_ns,
             machine_cpu_ns: match (self.machine0, machine1) {
                 (Some(a), Some(b)) => b.saturating_sub(a),
@@ -318,6 +566,44 @@ mod tests {
         std::hint::black_box(x);
         assert!(process_cpu_ns() > p && thread_cpu_ns() > t);
         assert!(machine_cpu_ns().unwrap() > 0);
+    }
+
+    #[test]
+    fn windows_scale_to_the_sampled_span() {
+        let run = |ns| ProgRun {
+            run_time_ns: ns,
+            ..ProgRun::default()
+        };
+        let w = Windows {
+            full_ns: 2_000_000_000,
+            full: vec![run(1_000), run(0)],
+            windows: 10,
+            windows_ns: 200_000_000,
+            in_windows: vec![run(50), run(7)],
+            sampled_span_ns: 2_000_000_000,
+        };
+        // 200 ms of 2 s sampled: ten times what the windows counted.
+        assert_eq!(w.estimated_ns(0), 1_000 + 500);
+        assert_eq!(w.estimated_ns(1), 70);
+        assert_eq!(w.estimated_ns(9), 0);
+        assert_eq!(w.estimated_runs(0), 0);
+        // Stopped before the first window: the full part's rate goes on.
+        let early = Windows {
+            windows: 0,
+            windows_ns: 0,
+            sampled_span_ns: 100_000_000,
+            ..w
+        };
+        assert_eq!(early.estimated_ns(0), 1_000 + 50);
+    }
+
+    #[test]
+    fn random_gaps_stay_in_unit_range() {
+        let mut state = 12345u64 | 1;
+        let xs: Vec<f64> = (0..10_000).map(|_| next_random(&mut state)).collect();
+        assert!(xs.iter().all(|x| (0.0..1.0).contains(x)));
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        assert!((mean - 0.5).abs() < 0.02, "{mean}");
     }
 
     #[test]

@@ -20,6 +20,12 @@ pub struct ProgramCost {
     /// CPU (`recursion_misses`): its events of those times are missing.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub skipped: u64,
+    /// Sampled statistics (`Cost::bpf_sampled`): the whole recording's runs
+    /// and time, the full part as counted and the windows' part scaled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_runs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_ns: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -38,8 +44,28 @@ impl ProgramCost {
                 ns as f64 / runs as f64
             },
             skipped: 0,
+            estimated_runs: None,
+            estimated_ns: None,
         }
     }
+}
+
+/// The kernel's run-time statistics were on for part of the recording only
+/// (`record --bpf-stats sampled`, the default, in a recording longer than its
+/// first, fully measured seconds): the rest was measured in windows and
+/// scaled.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sampled {
+    /// On from the start for this long, ns.
+    pub full_ns: u64,
+    /// Then this many windows, on for `windows_ns` in all, over the next
+    /// `sampled_span_ns`.
+    pub windows: u64,
+    pub windows_ns: u64,
+    pub sampled_span_ns: u64,
+    /// The whole recording's BPF time, ns: every program's `estimated_ns`
+    /// summed. The per-event figure and the share are of this.
+    pub estimated_ns: u64,
 }
 
 /// The recording's cost. Shares are of `machine_cpu_ns`: the CPU time of
@@ -59,10 +85,16 @@ pub struct Cost {
     /// statistics).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_not_measured: Option<String>,
-    /// Every loaded program, the most costly first (those that never ran too).
+    /// Every loaded program, the most costly first (those that never ran too),
+    /// as the kernel counted them (what bpftool shows).
     #[serde(default)]
     pub programs: Vec<ProgramCost>,
-    /// `bpf_ns / events`.
+    /// Set when the statistics were on for part of the recording only: then
+    /// `bpf_ns` is what they counted, and the per-event figure and the share
+    /// are of `bpf_sampled.estimated_ns`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_sampled: Option<Sampled>,
+    /// `bpf_ns / events` (sampled: the estimate's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_ns_per_event: Option<f64>,
     /// CPU time (user + system) of the drain thread (rings to blocks), ns.
@@ -74,7 +106,7 @@ pub struct Cost {
     pub process_ns_per_event: f64,
     /// The denominator of the shares, ns (0: /proc/stat unreadable, no shares).
     pub machine_cpu_ns: u64,
-    /// `bpf_ns / machine_cpu_ns`.
+    /// `bpf_ns / machine_cpu_ns` (sampled: the estimate's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_share: Option<f64>,
     /// `process_cpu_ns / machine_cpu_ns`.
@@ -127,6 +159,7 @@ impl Cost {
             bpf_ns,
             bpf_not_measured,
             programs,
+            bpf_sampled: None,
             bpf_ns_per_event: bpf_ns.map(|n| per(n, events)),
             drain_cpu_ns,
             drain_ns_per_event: per(drain_cpu_ns, events),
@@ -137,6 +170,26 @@ impl Cost {
             process_share: share(process_cpu_ns),
             skipped_runs: 0,
         }
+    }
+
+    /// The statistics were on for part of the recording only: each
+    /// program's estimate (name, runs, ns) for the whole recording, and the
+    /// per-event figure and the share become their sum's.
+    pub fn set_sampled(&mut self, mut sampled: Sampled, estimates: &[(String, u64, u64)]) {
+        if self.bpf_ns.is_none() {
+            return;
+        }
+        for (name, runs, ns) in estimates {
+            if let Some(p) = self.programs.iter_mut().find(|p| &p.name == name) {
+                p.estimated_runs = Some(*runs);
+                p.estimated_ns = Some(*ns);
+            }
+        }
+        sampled.estimated_ns = self.programs.iter().filter_map(|p| p.estimated_ns).sum();
+        let est = sampled.estimated_ns;
+        self.bpf_ns_per_event = Some(per(est, self.events));
+        self.bpf_share = (self.machine_cpu_ns > 0).then(|| per(est, self.machine_cpu_ns));
+        self.bpf_sampled = Some(sampled);
     }
 
     /// Records the runs the kernel skipped, by program name (those not in
@@ -187,13 +240,29 @@ impl Cost {
             (Some(ns), _) => {
                 let ran = self.programs.iter().filter(|p| p.runs > 0).count();
                 let runs: u64 = self.programs.iter().map(|p| p.runs).sum();
-                out.push(format!(
-                    "BPF time: {} in {runs} runs of {ran} programs ({} loaded) = {}, {} of the machine's CPU",
+                let counted = format!(
+                    "{} in {runs} runs of {ran} programs ({} loaded)",
                     ms(ns),
-                    self.programs.len(),
-                    per_event(self.bpf_ns_per_event.unwrap_or(0.0)),
-                    pct(self.bpf_share)
-                ));
+                    self.programs.len()
+                );
+                match &self.bpf_sampled {
+                    None => out.push(format!(
+                        "BPF time: {counted} = {}, {} of the machine's CPU",
+                        per_event(self.bpf_ns_per_event.unwrap_or(0.0)),
+                        pct(self.bpf_share)
+                    )),
+                    Some(s) => out.push(format!(
+                        "BPF time: {} estimated = {}, {} of the machine's CPU (the kernel's statistics were on for the first {:.1} s, then in {} window{}, {:.1}% of the next {:.1} s; counted: {counted}; --bpf-stats full counts all)",
+                        ms(s.estimated_ns),
+                        per_event(self.bpf_ns_per_event.unwrap_or(0.0)),
+                        pct(self.bpf_share),
+                        s.full_ns as f64 / 1e9,
+                        s.windows,
+                        if s.windows == 1 { "" } else { "s" },
+                        per(s.windows_ns, s.sampled_span_ns) * 100.0,
+                        s.sampled_span_ns as f64 / 1e9,
+                    )),
+                }
             }
             (None, why) => out.push(format!(
                 "BPF time: not measured ({})",
@@ -308,6 +377,47 @@ mod tests {
         );
         let back: Cost = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
+    }
+
+    #[test]
+    fn a_sampled_run_gives_its_estimate_per_event_and_as_a_share() {
+        let mut c = Cost::new(
+            1000,
+            Ok(vec![("a".into(), 10, 5_000), ("b".into(), 40, 20_000)]),
+            300_000,
+            500_000,
+            10_000_000,
+        );
+        c.set_sampled(
+            Sampled {
+                full_ns: 2_000_000_000,
+                windows: 25,
+                windows_ns: 500_000_000,
+                sampled_span_ns: 5_000_000_000,
+                estimated_ns: 0,
+            },
+            &[("a".into(), 30, 15_000), ("b".into(), 170, 85_000)],
+        );
+        assert_eq!(c.bpf_sampled.as_ref().unwrap().estimated_ns, 100_000);
+        assert_eq!(
+            (c.programs[0].estimated_runs, c.programs[0].estimated_ns),
+            (Some(170), Some(85_000))
+        );
+        // What the kernel counted stays what bpftool shows.
+        assert_eq!(c.bpf_ns, Some(25_000));
+        assert_eq!(c.bpf_ns_per_event, Some(100.0));
+        assert_eq!(c.bpf_share, Some(0.01));
+        let text = c.lines(5).join("\n");
+        assert!(
+            text.starts_with("BPF time: 0.10 ms estimated = 100 ns per event, 1.000% of the machine's CPU (the kernel's statistics were on for the first 2.0 s, then in 25 windows, 10.0% of the next 5.0 s; counted: 0.03 ms in 50 runs of 2 programs (2 loaded);"),
+            "{text}"
+        );
+        let back: Cost = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        // Not measured: nothing to estimate.
+        let mut off = Cost::new(10, Err("off".into()), 1, 1, 1);
+        off.set_sampled(Sampled::default(), &[]);
+        assert_eq!((off.bpf_sampled, off.bpf_share), (None, None));
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub mod summary;
 pub mod writer;
 
 pub use catalog::{kind, Catalog, FieldDesc, FieldType, KindDesc};
-pub use cost::{Cost, ProgramCost};
+pub use cost::{Cost, ProgramCost, Sampled};
 pub use error::TraceError;
 pub use event::{Event, KindIndex, Value};
 pub use header::{ClockMap, Footer, Header, Interface, LayerSource};

@@ -125,12 +125,18 @@ pub struct RecordArgs {
     #[arg(long)]
     tcp_state: bool,
 
-    /// Leave the kernel's BPF run-time statistics off: the cost line then gives
-    /// the drain's CPU but no BPF time. While they are on, every BPF program on
-    /// the host (magnet's and any other's) reads the clock twice per run; on a
-    /// VM that was a sixth to a third of what magnet cost per small packet
-    /// (docs/record.md, "Cost").
-    #[arg(long)]
+    /// How the cost line's BPF time is measured. The kernel's run-time
+    /// statistics are host-wide: while they are on, every BPF program on the
+    /// host (magnet's and any other's) reads the clock twice per run, on a VM a
+    /// sixth to a third of what magnet costs per small packet (docs/record.md,
+    /// "Cost"). `sampled`: on for the first 2 s, then in 20 ms windows at random
+    /// times, a tenth of the time, and the rest estimated from them; `full`: on
+    /// throughout, exact; `off`: no BPF time (the drain's CPU is still given).
+    #[arg(long, value_name = "HOW", default_value = "sampled", value_parser = ["sampled", "full", "off"])]
+    bpf_stats: String,
+
+    /// The same as --bpf-stats off.
+    #[arg(long, conflicts_with = "bpf_stats")]
     no_bpf_stats: bool,
 
     /// Keep the first N bytes of every frame the dev layer sees (dev_start_xmit
@@ -304,7 +310,8 @@ fn config_of(args: &RecordArgs) -> Result<RecordConfig> {
     }
     config.kinds = args.kinds.clone().unwrap_or_default();
     config.tcp_state = args.tcp_state;
-    config.no_bpf_stats = args.no_bpf_stats;
+    config.no_bpf_stats = args.no_bpf_stats || args.bpf_stats == "off";
+    config.bpf_stats_full = args.bpf_stats == "full";
     if let Some(n) = args.snaplen {
         if !config.layers.contains(&magnet_record::config::Layer::Dev) {
             bail!("--snaplen keeps frames at the dev layer: add dev to --layers");

@@ -502,26 +502,5 @@ pub fn deny_list(base: &str, deny: &str) -> String {
 /// magnetd of the host's own). None: off but for `except`.
 #[allow(dead_code)]
 pub fn bpf_stats_held_by_others(except: u32) -> Option<String> {
-    let sysctl = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap_or_default();
-    if sysctl.trim() == "1" {
-        return Some("kernel.bpf_stats_enabled=1".into());
-    }
-    for proc in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Ok(pid) = proc.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if pid == except {
-            continue;
-        }
-        let Ok(fds) = std::fs::read_dir(proc.path().join("fd")) else {
-            continue;
-        };
-        for fd in fds.flatten() {
-            if std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == "anon_inode:bpf-stats")
-            {
-                return Some(format!("process {pid} holds a BPF_ENABLE_STATS fd"));
-            }
-        }
-    }
-    None
+    magnet_kernel::cost::stats_held_by_others(except)
 }

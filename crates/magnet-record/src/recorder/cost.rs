@@ -15,10 +15,16 @@ pub(super) struct Measured(cost::Measured);
 impl Meter {
     /// `object`'s programs are loaded; statistics are turned on here, before
     /// any is attached (a program that is not attached does not run), unless
-    /// `stats_off` (record --no-bpf-stats).
-    pub(super) fn start(object: &libbpf_rs::Object, stats_off: bool) -> Meter {
+    /// `stats_off` (record --no-bpf-stats); for the whole recording with
+    /// `full` (--bpf-stats full), else sampled past its first seconds.
+    pub(super) fn start(object: &libbpf_rs::Object, stats_off: bool, full: bool) -> Meter {
         let stats = cost::run_time_stats_unless(stats_off.then_some("--no-bpf-stats"));
-        Meter(cost::Meter::start(stats, object))
+        let plan = if full {
+            cost::StatsPlan::Full
+        } else {
+            cost::StatsPlan::SAMPLED
+        };
+        Meter(cost::Meter::start_with(stats, plan, object))
     }
 
     pub(super) fn stop(self) -> Measured {
@@ -35,6 +41,24 @@ impl Measured {
             .flatten()
             .map(|(name, r)| (name.clone(), r.recursion_misses))
             .collect();
+        // The windows' programs are the measured ones, in the same order.
+        let sampled = m.windows.as_ref().map(|w| {
+            let estimates: Vec<(String, u64, u64)> = m
+                .bpf
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, (name, _))| (name.clone(), w.estimated_runs(i), w.estimated_ns(i)))
+                .collect();
+            let s = magnet_trace::Sampled {
+                full_ns: w.full_ns,
+                windows: w.windows,
+                windows_ns: w.windows_ns,
+                sampled_span_ns: w.sampled_span_ns,
+                estimated_ns: 0,
+            };
+            (s, estimates)
+        });
         let bpf = m.bpf.map(|progs| {
             progs
                 .into_iter()
@@ -49,6 +73,9 @@ impl Measured {
             m.machine_cpu_ns,
         );
         cost.set_skipped(&skipped);
+        if let Some((s, estimates)) = sampled {
+            cost.set_sampled(s, &estimates);
+        }
         cost
     }
 }

@@ -152,7 +152,11 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
     // counters takes milliseconds that must not open a gap between time
     // zero and the hooks (an oracle counting from time zero would see
     // packets the recorder was not yet attached for).
-    let meter = cost::Meter::start(libbpf_rs::skel::Skel::object(&skel), config.no_bpf_stats);
+    let meter = cost::Meter::start(
+        libbpf_rs::skel::Skel::object(&skel),
+        config.no_bpf_stats,
+        config.bpf_stats_full,
+    );
     // Time zero of the trace: taken before the first program is attached, so
     // that no event precedes it (and after loading, so that the recording's
     // span does not count the load).
