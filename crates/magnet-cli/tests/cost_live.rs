@@ -524,6 +524,61 @@ fn a_sampler_run_says_what_it_cost() {
     assert!((per - sum as f64 / packets as f64).abs() < 1e-6, "{cost}");
     assert!(cost["process_cpu_ns"].as_u64().unwrap() > 0, "{cost}");
 
+    // A run longer than the first, fully measured 2 s: the statistics are
+    // sampled, the per-packet figure is the estimate's, and the programs'
+    // estimated runs come within a quarter of the packets they ran for
+    // (known truth: the run above, measured whole, ran them at least once per
+    // packet counted; a steady load, one write per ms).
+    let load = std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        common::magnet_ok(["loadgen", "--tcp", "6500x1000", "--interval", "1ms"]);
+    });
+    let out = common::magnet_ok([
+        "sample",
+        "-i",
+        "lo",
+        "--interval",
+        "1ms",
+        "--samples",
+        "5000",
+        "--json",
+    ]);
+    load.join().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let cost = &v["magnet"]["cost"];
+    let packets = cost["packets"].as_u64().unwrap();
+    if let Some(why) = common::bpf_stats_held_by_others(0) {
+        eprintln!("{why}: the statistics are on anyway, so the run is measured whole");
+        assert!(cost.get("bpf_sampled").is_none(), "{cost}");
+    } else {
+        let s = &cost["bpf_sampled"];
+        assert!(s["windows"].as_u64().unwrap_or(0) >= 5, "{cost}");
+        let programs = cost["programs"].as_array().unwrap();
+        let sampler_progs = || {
+            programs
+                .iter()
+                .filter(|p| p["name"].as_str().unwrap().starts_with("sample_"))
+                .filter(|p| p["name"] != "sample_tcp_retransmit")
+        };
+        let counted: u64 = sampler_progs().map(|p| p["runs"].as_u64().unwrap()).sum();
+        let estimated: u64 = sampler_progs()
+            .map(|p| p["estimated_runs"].as_u64().unwrap())
+            .sum();
+        let off = (estimated as f64 - packets as f64) / packets as f64;
+        eprintln!(
+            "sampler: {packets} packets, {counted} runs counted, {estimated} estimated ({:+.1} %)",
+            off * 100.0
+        );
+        assert!(
+            counted < packets * 8 / 10,
+            "the statistics were not off: {cost}"
+        );
+        assert!(off.abs() <= 0.25, "{cost}");
+        let est_ns = s["estimated_ns"].as_u64().unwrap() as f64;
+        let per = cost["bpf_ns_per_packet"].as_f64().unwrap();
+        assert!((per - est_ns / packets as f64).abs() < 1e-6, "{cost}");
+    }
+
     // --no-bpf-stats: no BPF time, and why; the process's CPU still.
     let out = common::magnet_ok([
         "sample",

@@ -20,7 +20,7 @@ pub mod schedule;
 pub mod sketch;
 pub mod store;
 
-pub use run::{Metric, ProgramRun, Run, RunCost, RunMeta};
+pub use run::{Metric, ProgramRun, Run, RunCost, RunMeta, Sampled};
 
 /// Everything that can go wrong, each naming its file or setting.
 #[derive(Debug, thiserror::Error)]

@@ -61,6 +61,10 @@ pub struct SampleConfig {
     /// what its programs cost (host-wide while on: every BPF program reads
     /// the clock twice more per run).
     pub bpf_stats: bool,
+    /// Hold them on for the whole run (`sample --bpf-stats full`; magnetd's
+    /// runs, whose summaries hold them on anyway) instead of for its first
+    /// seconds and then a tenth of the time, the rest estimated.
+    pub bpf_stats_full: bool,
 }
 
 impl SampleConfig {
@@ -76,6 +80,7 @@ impl SampleConfig {
             host: None,
             attach: AttachMode::Auto,
             bpf_stats: true,
+            bpf_stats_full: false,
         }
     }
 
@@ -311,7 +316,16 @@ pub fn sample(
     // What killed clsact-mode runs left in this namespace goes first.
     let netns = netns_inode();
     let cleaned = crate::stale::clean(netns);
-    let meter = magnet_kernel::cost::Meter::start(stats, libbpf_rs::skel::Skel::object(&skel));
+    let stats_plan = if config.bpf_stats_full {
+        magnet_kernel::cost::StatsPlan::Full
+    } else {
+        magnet_kernel::cost::StatsPlan::SAMPLED
+    };
+    let meter = magnet_kernel::cost::Meter::start_with(
+        stats,
+        stats_plan,
+        libbpf_rs::skel::Skel::object(&skel),
+    );
     // What is tried: MAGNET_HOOKS_DENY and --clsact decide before the kernel.
     let hooks = plan(config.attach, &|_| None);
     if let Some(why) = hooks.left_out().into_iter().next() {
@@ -565,17 +579,32 @@ fn read_buckets<M: MapCore>(map: &M, run: &mut Run, completed: u32) -> Result<()
 
 /// The run's cost from what the meter read and the packets counted.
 fn run_cost(m: magnet_kernel::cost::Measured, packets: u64) -> magnet_runs::RunCost {
+    let w = m.windows.as_ref();
     let bpf = m.bpf.map(|progs| {
         progs
             .into_iter()
-            .map(|(name, r)| magnet_runs::ProgramRun {
+            .enumerate()
+            .map(|(i, (name, r))| magnet_runs::ProgramRun {
                 name,
                 runs: r.run_cnt,
                 ns: r.run_time_ns,
+                // the windows' programs are the measured ones, in order
+                estimated_runs: w.map(|w| w.estimated_runs(i)),
+                estimated_ns: w.map(|w| w.estimated_ns(i)),
             })
             .collect()
     });
-    magnet_runs::RunCost::new(packets, bpf, m.process_cpu_ns, m.machine_cpu_ns)
+    let mut cost = magnet_runs::RunCost::new(packets, bpf, m.process_cpu_ns, m.machine_cpu_ns);
+    if let Some(w) = w {
+        cost.set_sampled(magnet_runs::Sampled {
+            full_ns: w.full_ns,
+            windows: w.windows,
+            windows_ns: w.windows_ns,
+            sampled_span_ns: w.sampled_span_ns,
+            estimated_ns: 0,
+        });
+    }
+    cost
 }
 
 fn host_name() -> String {

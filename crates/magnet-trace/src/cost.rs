@@ -50,23 +50,7 @@ impl ProgramCost {
     }
 }
 
-/// The kernel's run-time statistics were on for part of the recording only
-/// (`record --bpf-stats sampled`, the default, in a recording longer than its
-/// first, fully measured seconds): the rest was measured in windows and
-/// scaled.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sampled {
-    /// On from the start for this long, ns.
-    pub full_ns: u64,
-    /// Then this many windows, on for `windows_ns` in all, over the next
-    /// `sampled_span_ns`.
-    pub windows: u64,
-    pub windows_ns: u64,
-    pub sampled_span_ns: u64,
-    /// The whole recording's BPF time, ns: every program's `estimated_ns`
-    /// summed. The per-event figure and the share are of this.
-    pub estimated_ns: u64,
-}
+pub use magnet_common::bpf_stats::Sampled;
 
 /// The recording's cost. Shares are of `machine_cpu_ns`: the CPU time of
 /// every CPU of the machine, busy and idle (/proc/stat's `cpu` line), from
@@ -252,15 +236,11 @@ impl Cost {
                         pct(self.bpf_share)
                     )),
                     Some(s) => out.push(format!(
-                        "BPF time: {} estimated = {}, {} of the machine's CPU (the kernel's statistics were on for the first {:.1} s, then in {} window{}, {:.1}% of the next {:.1} s; counted: {counted}; --bpf-stats full counts all)",
+                        "BPF time: {} estimated = {}, {} of the machine's CPU ({}; counted: {counted}; --bpf-stats full counts all)",
                         ms(s.estimated_ns),
                         per_event(self.bpf_ns_per_event.unwrap_or(0.0)),
                         pct(self.bpf_share),
-                        s.full_ns as f64 / 1e9,
-                        s.windows,
-                        if s.windows == 1 { "" } else { "s" },
-                        per(s.windows_ns, s.sampled_span_ns) * 100.0,
-                        s.sampled_span_ns as f64 / 1e9,
+                        s.how(),
                     )),
                 }
             }

@@ -103,10 +103,15 @@ struct RunArgs {
     /// Do not look up sockets to split bytes by RTT (a little cheaper).
     #[arg(long)]
     no_rtt_split: bool,
-    /// Leave the kernel's BPF run-time statistics off: the run then says its
-    /// CPU but not its programs' time. While on they are host-wide: every BPF
-    /// program on the host reads the clock twice more per run.
-    #[arg(long)]
+    /// How the run's BPF time is measured. The kernel's run-time statistics are
+    /// host-wide: while on, every BPF program on the host reads the clock twice
+    /// more per run. `sampled`: on for the first 2 s, then in 20 ms windows, a
+    /// tenth of the time, the rest estimated; `full`: on throughout, exact;
+    /// `off`: the run says its CPU but not its programs' time.
+    #[arg(long, value_name = "HOW", default_value = "sampled", value_parser = ["sampled", "full", "off"])]
+    bpf_stats: String,
+    /// The same as --bpf-stats off.
+    #[arg(long, conflicts_with = "bpf_stats")]
     no_bpf_stats: bool,
     /// Host name written into runs (default: this host's name).
     #[arg(long, value_name = "NAME")]
@@ -185,7 +190,8 @@ fn config(a: &RunArgs, iface: &str, interval: Duration) -> SampleConfig {
     let mut c = SampleConfig::new(iface, interval, a.samples);
     c.rtt_threshold = a.rtt_threshold;
     c.rtt_split = !a.no_rtt_split;
-    c.bpf_stats = !a.no_bpf_stats;
+    c.bpf_stats = !a.no_bpf_stats && a.bpf_stats != "off";
+    c.bpf_stats_full = a.bpf_stats == "full";
     if a.clsact {
         c.attach = magnet_sample::AttachMode::Clsact;
     }

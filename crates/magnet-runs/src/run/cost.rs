@@ -16,9 +16,16 @@ pub struct RunCost {
     /// Why BPF run time was not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_not_measured: Option<String>,
-    /// Each program: name, runs, ns.
+    /// Each program: name, runs, ns (as the kernel counted them).
     #[serde(default)]
     pub programs: Vec<ProgramRun>,
+    /// Set when the statistics were on for part of the run only (`sample
+    /// --bpf-stats sampled`, past its first seconds): `bpf_ns` is then what
+    /// they counted, and the per-packet figure and the share are of the
+    /// estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bpf_sampled: Option<magnet_common::bpf_stats::Sampled>,
+    /// `bpf_ns / packets` (sampled: the estimate's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bpf_ns_per_packet: Option<f64>,
     /// CPU time of the sampler process (user + system), ns.
@@ -38,6 +45,11 @@ pub struct ProgramRun {
     pub name: String,
     pub runs: u64,
     pub ns: u64,
+    /// Sampled statistics: the whole run's runs and time, estimated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_runs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_ns: Option<u64>,
 }
 
 impl RunCost {
@@ -62,6 +74,7 @@ impl RunCost {
             bpf_ns,
             bpf_not_measured,
             programs,
+            bpf_sampled: None,
             bpf_ns_per_packet: bpf_ns.map(|n| per(n, packets)),
             process_cpu_ns,
             process_ns_per_packet: per(process_cpu_ns, packets),
@@ -69,6 +82,20 @@ impl RunCost {
             bpf_share: bpf_ns.and_then(share),
             process_share: share(process_cpu_ns),
         }
+    }
+
+    /// The statistics were on for part of the run only: the programs'
+    /// `estimated_runs` and `estimated_ns` are set (by the caller), and the
+    /// per-packet figure and the share become their sum's.
+    pub fn set_sampled(&mut self, mut sampled: magnet_common::bpf_stats::Sampled) {
+        if self.bpf_ns.is_none() {
+            return;
+        }
+        sampled.estimated_ns = self.programs.iter().filter_map(|p| p.estimated_ns).sum();
+        let est = sampled.estimated_ns as f64;
+        self.bpf_ns_per_packet = (self.packets > 0).then(|| est / self.packets as f64);
+        self.bpf_share = (self.machine_cpu_ns > 0).then(|| est / self.machine_cpu_ns as f64);
+        self.bpf_sampled = Some(sampled);
     }
 
     /// One line: what `magnet sample` prints after a run.
@@ -86,6 +113,18 @@ impl RunCost {
             }
         };
         let bpf = match (self.bpf_ns, &self.bpf_not_measured) {
+            (Some(ns), _) if self.bpf_sampled.is_some() => {
+                let s = self.bpf_sampled.as_ref().expect("checked");
+                format!(
+                    "BPF time: {:.2} ms estimated = {}, {} of the machine's CPU ({}; counted: {:.2} ms in {} runs; --bpf-stats full counts all)",
+                    s.estimated_ns as f64 / 1e6,
+                    per_packet(self.bpf_ns_per_packet.unwrap_or(0.0)),
+                    pct(self.bpf_share),
+                    s.how(),
+                    ns as f64 / 1e6,
+                    self.programs.iter().map(|p| p.runs).sum::<u64>(),
+                )
+            }
             (Some(ns), _) => format!(
                 "BPF time: {:.2} ms in {} runs = {}, {} of the machine's CPU",
                 ns as f64 / 1e6,

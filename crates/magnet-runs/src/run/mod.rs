@@ -25,6 +25,7 @@ mod json;
 mod native;
 
 pub use cost::{ProgramRun, RunCost};
+pub use magnet_common::bpf_stats::Sampled;
 use native::{gunzip, MAX_INFLATED, NATIVE_MAGIC};
 
 /// The counters kept per bucket, in the order of `struct mg_bucket`.
@@ -335,11 +336,13 @@ mod tests {
                     name: "sample_ingress".into(),
                     runs: 60,
                     ns: 3_000,
+                    ..ProgramRun::default()
                 },
                 ProgramRun {
                     name: "sample_egress".into(),
                     runs: 40,
                     ns: 2_000,
+                    ..ProgramRun::default()
                 },
             ]),
             1_000_000,
@@ -349,6 +352,24 @@ mod tests {
         assert_eq!(c.bpf_ns_per_packet, Some(50.0));
         assert_eq!(c.process_share, Some(0.01));
         assert!(c.line().starts_with("BPF time: 0.01 ms in 100 runs = 50 ns per packet, 0.005% of the machine's CPU; sampler CPU: 1.00 ms = 10000 ns per packet"), "{}", c.line());
+        // Sampled: per packet and the share are the estimate's; bpf_ns stays
+        // what the kernel counted.
+        let mut sampled = c.clone();
+        sampled.programs[0].estimated_ns = Some(30_000);
+        sampled.programs[1].estimated_ns = Some(20_000);
+        sampled.set_sampled(magnet_common::bpf_stats::Sampled {
+            full_ns: 2_000_000_000,
+            windows: 10,
+            windows_ns: 200_000_000,
+            sampled_span_ns: 2_000_000_000,
+            estimated_ns: 0,
+        });
+        assert_eq!(sampled.bpf_ns, Some(5_000));
+        assert_eq!(sampled.bpf_ns_per_packet, Some(500.0));
+        assert!(sampled.line().starts_with("BPF time: 0.05 ms estimated = 500 ns per packet, 0.050% of the machine's CPU (the kernel's statistics were on for the first 2.0 s, then in 10 windows, 10.0% of the next 2.0 s; counted: 0.01 ms in 100 runs;"), "{}", sampled.line());
+        let back: RunCost =
+            serde_json::from_value(serde_json::to_value(&sampled).unwrap()).unwrap();
+        assert_eq!(back, sampled);
         let not = RunCost::new(1, Err("refused".into()), 1, 0);
         assert!(not.line().starts_with("BPF time: not measured (refused)"));
         // A meta without cost (every run made before it was kept) reads.
