@@ -288,8 +288,8 @@ fn the_cost_equals_bpftools_run_time() {
     let _ = std::fs::remove_file(&trace);
 }
 
-/// A recording longer than its first, fully measured seconds (the default,
-/// `--bpf-stats sampled`): the statistics go off, then on in short windows, and
+/// A recording longer than its first, fully measured seconds, with
+/// `--bpf-stats sampled`: the statistics go off, then on in short windows, and
 /// the rest of the run's BPF time is estimated from them. Known truth: loadgen
 /// makes one `tcp_sendmsg` per call, on a fixed schedule, so the program that
 /// records them ran once per call (`generated`). The kernel counted well
@@ -326,7 +326,7 @@ fn a_long_recording_samples_the_statistics_and_estimates_the_rest() {
             .clone()
     };
     let trace = tmp("cost-sampled.mgt");
-    let summary = record_summary(&trace, &loadgen);
+    let summary = record_summary_with(&trace, &["--bpf-stats", "sampled"], &loadgen);
     let cost = &summary["cost"];
     let made = summary["generated"]["tcp_sendmsg"].as_u64().unwrap();
     assert!(made >= N, "{summary}");
@@ -581,8 +581,8 @@ fn a_sampler_run_says_what_it_cost() {
     assert!((per - sum as f64 / packets as f64).abs() < 1e-6, "{cost}");
     assert!(cost["process_cpu_ns"].as_u64().unwrap() > 0, "{cost}");
 
-    // A run longer than the first, fully measured 2 s: the statistics are
-    // sampled, the per-packet figure is the estimate's, and the programs'
+    // `--bpf-stats sampled`, a run longer than its first, fully measured 2 s:
+    // the statistics are sampled, the per-packet figure is the estimate's, and the programs'
     // estimated runs come within a quarter of the packets they ran for
     // (known truth: the run above, measured whole, ran them at least once per
     // packet counted; a steady load, one datagram per ms for the whole run:
@@ -590,7 +590,7 @@ fn a_sampler_run_says_what_it_cost() {
     // goes on, which no sample of the time can know).
     let cost = &sample_lo_cost(
         "5000",
-        &[],
+        &["--bpf-stats", "sampled"],
         Some(&["--udp", "60000x1000", "--interval", "1ms"]),
     );
     let packets = cost["packets"].as_u64().unwrap();

@@ -1,13 +1,14 @@
 //! How a run's BPF run-time statistics were sampled. The kernel's statistics
 //! are host-wide (two clock reads per run of every BPF program while on), so
-//! `record` and `sample` hold them on for their first seconds and then in
-//! short windows, and estimate the rest (magnet_kernel::cost::Windows).
+//! `record` and `sample` can hold them on for their first seconds and then in
+//! short windows, and estimate the rest (`--bpf-stats sampled`,
+//! magnet_kernel::cost::Windows).
 
 use serde::{Deserialize, Serialize};
 
 /// The kernel's run-time statistics were on for part of the run only
-/// (`--bpf-stats sampled`, the default of `record` and `sample`, in a run
-/// longer than its first, fully measured seconds): the rest was measured in windows and
+/// (`--bpf-stats sampled` of `record` and `sample`, in a run longer than its
+/// first, fully measured seconds): the rest was measured in windows and
 /// scaled.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sampled {

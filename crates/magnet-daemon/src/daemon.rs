@@ -176,9 +176,6 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
             }
             let mut cfg = SampleConfig::new(&s.interface, planned.interval, samples);
             cfg.bpf_stats = bpf_stats;
-            // magnetd's summaries hold the statistics on throughout: sampling
-            // them here would save nothing.
-            cfg.bpf_stats_full = true;
             cfg.start = Start::At(UNIX_EPOCH + Duration::from_nanos(planned.start_ns));
             match sample(&cfg, &stop, &mut |st| {
                 for line in &st.cleaned {

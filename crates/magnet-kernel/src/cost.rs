@@ -118,8 +118,11 @@ pub enum StatsPlan {
 }
 
 impl StatsPlan {
-    /// `record`'s default: exact for the first 2 s (a short run is measured
-    /// whole), then 20 ms windows, 10 % of the time.
+    /// `--bpf-stats sampled`: exact for the first 2 s (a short run is measured
+    /// whole), then 20 ms windows, 10 % of the time. Each window flips the
+    /// kernel's `bpf_stats_enabled_key` on and off (text patching at every
+    /// inlined program run): a QEMU/TCG guest's 6.12 kernel once took an int3
+    /// Oops in `__perf_event_overflow` while a recording did, so this is opt-in.
     pub const SAMPLED: StatsPlan = StatsPlan::Sampled {
         full: std::time::Duration::from_secs(2),
         window: std::time::Duration::from_millis(20),

@@ -190,11 +190,11 @@ pub struct RecordConfig {
     /// they are on); the cost line then has no BPF time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_bpf_stats: bool,
-    /// record --bpf-stats full: the statistics on for the whole recording
-    /// (exact BPF time, at their cost all along) instead of for its first
-    /// seconds and then a tenth of the time (the estimate's windows).
+    /// record --bpf-stats sampled: the statistics on for the recording's
+    /// first seconds and then a tenth of the time (the estimate's windows)
+    /// instead of throughout.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub bpf_stats_full: bool,
+    pub bpf_stats_sampled: bool,
     pub filters: Filters,
     /// Ring buffer size in bytes (a power of two, at least one page).
     pub buffer_bytes: u64,
@@ -258,7 +258,7 @@ impl RecordConfig {
             kinds: KindSelection::default(),
             tcp_state: false,
             no_bpf_stats: false,
-            bpf_stats_full: false,
+            bpf_stats_sampled: false,
             filters: Filters::default(),
             buffer_bytes: DEFAULT_BUFFER,
             wakeup_bytes: default_wakeup(DEFAULT_BUFFER),

@@ -61,10 +61,9 @@ pub struct SampleConfig {
     /// what its programs cost (host-wide while on: every BPF program reads
     /// the clock twice more per run).
     pub bpf_stats: bool,
-    /// Hold them on for the whole run (`sample --bpf-stats full`; magnetd's
-    /// runs, whose summaries hold them on anyway) instead of for its first
-    /// seconds and then a tenth of the time, the rest estimated.
-    pub bpf_stats_full: bool,
+    /// Hold them on for the run's first seconds and then a tenth of the time,
+    /// the rest estimated (`sample --bpf-stats sampled`), instead of throughout.
+    pub bpf_stats_sampled: bool,
 }
 
 impl SampleConfig {
@@ -80,7 +79,7 @@ impl SampleConfig {
             host: None,
             attach: AttachMode::Auto,
             bpf_stats: true,
-            bpf_stats_full: false,
+            bpf_stats_sampled: false,
         }
     }
 
@@ -316,10 +315,10 @@ pub fn sample(
     // What killed clsact-mode runs left in this namespace goes first.
     let netns = netns_inode();
     let cleaned = crate::stale::clean(netns);
-    let stats_plan = if config.bpf_stats_full {
-        magnet_kernel::cost::StatsPlan::Full
-    } else {
+    let stats_plan = if config.bpf_stats_sampled {
         magnet_kernel::cost::StatsPlan::SAMPLED
+    } else {
+        magnet_kernel::cost::StatsPlan::Full
     };
     let meter = magnet_kernel::cost::Meter::start_with(
         stats,

@@ -73,7 +73,8 @@ pub struct Cost {
     /// as the kernel counted them (what bpftool shows).
     #[serde(default)]
     pub programs: Vec<ProgramCost>,
-    /// Set when the statistics were on for part of the recording only: then
+    /// Set when the statistics were on for part of the recording only
+    /// (`--bpf-stats sampled`): then
     /// `bpf_ns` is what they counted, and the per-event figure and the share
     /// are of `bpf_sampled.estimated_ns`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -105,10 +105,11 @@ struct RunArgs {
     no_rtt_split: bool,
     /// How the run's BPF time is measured. The kernel's run-time statistics are
     /// host-wide: while on, every BPF program on the host reads the clock twice
-    /// more per run. `sampled`: on for the first 2 s, then in 20 ms windows, a
-    /// tenth of the time, the rest estimated; `full`: on throughout, exact;
-    /// `off`: the run says its CPU but not its programs' time.
-    #[arg(long, value_name = "HOW", default_value = "sampled", value_parser = ["sampled", "full", "off"])]
+    /// more per run. `full`: on throughout, exact; `sampled`: on for the first
+    /// 2 s, then in 20 ms windows, a tenth of the time, the rest estimated (see
+    /// `magnet record --help`: not the default); `off`: the run says its CPU but
+    /// not its programs' time.
+    #[arg(long, value_name = "HOW", default_value = "full", value_parser = ["full", "sampled", "off"])]
     bpf_stats: String,
     /// The same as --bpf-stats off.
     #[arg(long, conflicts_with = "bpf_stats")]
@@ -191,7 +192,7 @@ fn config(a: &RunArgs, iface: &str, interval: Duration) -> SampleConfig {
     c.rtt_threshold = a.rtt_threshold;
     c.rtt_split = !a.no_rtt_split;
     c.bpf_stats = !a.no_bpf_stats && a.bpf_stats != "off";
-    c.bpf_stats_full = a.bpf_stats == "full";
+    c.bpf_stats_sampled = a.bpf_stats == "sampled";
     if a.clsact {
         c.attach = magnet_sample::AttachMode::Clsact;
     }

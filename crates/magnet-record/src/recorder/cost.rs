@@ -15,14 +15,14 @@ pub(super) struct Measured(cost::Measured);
 impl Meter {
     /// `object`'s programs are loaded; statistics are turned on here, before
     /// any is attached (a program that is not attached does not run), unless
-    /// `stats_off` (record --no-bpf-stats); for the whole recording with
-    /// `full` (--bpf-stats full), else sampled past its first seconds.
-    pub(super) fn start(object: &libbpf_rs::Object, stats_off: bool, full: bool) -> Meter {
+    /// `stats_off` (record --no-bpf-stats); for the whole recording, or with
+    /// `sampled` (--bpf-stats sampled) past its first seconds in windows.
+    pub(super) fn start(object: &libbpf_rs::Object, stats_off: bool, sampled: bool) -> Meter {
         let stats = cost::run_time_stats_unless(stats_off.then_some("--no-bpf-stats"));
-        let plan = if full {
-            cost::StatsPlan::Full
-        } else {
+        let plan = if sampled {
             cost::StatsPlan::SAMPLED
+        } else {
+            cost::StatsPlan::Full
         };
         Meter(cost::Meter::start_with(stats, plan, object))
     }
