@@ -5,7 +5,7 @@ import os
 import shutil
 import sys
 
-PKG = {"ip": "iproute2", "ss": "iproute2", "tc": "iproute2", "nstat": "iproute2"}
+PKG = {"ip": "iproute2", "ss": "iproute2", "tc": "iproute2", "nstat": "iproute2", "perf": "linux-perf"}
 
 
 def need(name, *tools):

@@ -22,6 +22,7 @@ bench_pkg() { # tool -> "setup-part package"
     case $1 in
     ip | ss | tc | nstat) echo "bench iproute2" ;;
     /usr/bin/time) echo "bench time" ;;
+    perf) echo "bench linux-perf" ;;
     qemu-system-x86_64) echo "lab qemu-system-x86" ;;
     ganesha.nfsd) echo "rpc nfs-ganesha" ;;
     rpcbind | gcc) echo "rpc $1" ;;

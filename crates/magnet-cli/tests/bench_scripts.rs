@@ -39,7 +39,7 @@ fn scripts() -> Vec<(PathBuf, Vec<String>)> {
                     rest.trim_end_matches(')')
                         .split(',')
                         .skip(1)
-                        .map(|t| t.trim().trim_matches('\'').to_string())
+                        .map(|t| t.trim().trim_matches(['\'', '"']).to_string())
                         .collect()
                 })
             }
