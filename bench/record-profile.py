@@ -21,8 +21,9 @@ namespaces joined by a veth pair; magnet runs in the client's namespace with `re
 
 and prints each as CPU ns per packet through the client's veth (its tx + rx
 counters), medians over the rounds, with each case's excess over the floor (a build
-whose programs return at entry: `MAGNET_BPF_CFLAGS=-DMG_PROF=9`) and the symbols of
-"rest" that grew most. cpu-clock samples are taken in a timer interrupt, so code
+whose programs return at entry: `MAGNET_BPF_CFLAGS=-DMG_PROF=9`), each program's own
+share (measured without the kernel's run-time statistics, which add their own clock
+reads) and the symbols of "rest" that grew most. cpu-clock samples are taken in a timer interrupt, so code
 that runs with interrupts off (a spin lock held with irqsave, the batch tick's
 hard-interrupt program) is charged to where interrupts come back on.
 
@@ -96,7 +97,7 @@ def samples(data):
         n, comm, dso, sym = int(f[0]), f[1], f[2], re.sub(r"^\[.\]\s+", "", f[3].strip())
         p = part(comm, dso, sym)
         if p:
-            c[(p, sym if p == "rest" else "")] += n
+            c[(p, sym if p in ("rest", "programs") else "")] += n
     return c
 
 
@@ -220,6 +221,14 @@ def main():
             for _, _, cnt in rows[c]:
                 syms |= {k for k in cnt if k[0] == "rest"}
         grew = sorted(syms, key=lambda k: med("floor", k) - med("magnet", k))[: a.top]
+        progs = set()
+        for _, _, cnt in rows["magnet"]:
+            progs |= {k for k in cnt if k[0] == "programs"}
+        # bpf_prog_<tag>_<name>: the name is what bpftool and the cost line show
+        named = sorted(progs, key=lambda k: -med("magnet", k))
+        print("\nprograms, JIT code only (ns per packet, magnet): "
+              + "; ".join(f"{re.sub(r'^bpf_prog_[0-9a-f]+_', '', k[1])} {med('magnet', k):,.0f}"
+                          for k in named if med("magnet", k) >= 1))
         print(f"\n`rest`, the {a.top} symbols that grew most (ns per packet): "
               + "; ".join(f"{k[1]} {med('floor', k):,.0f} → {med('magnet', k):,.0f}" for k in grew))
 
