@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use magnet_testkit::{live_or_skip, Need};
 
 mod common;
-use common::{magnet, tmp};
+use common::{magnet, series, tmp};
 
 const CALLS: u64 = 2000;
 
@@ -637,4 +637,72 @@ fn a_sampler_run_says_what_it_cost() {
         "{cost}"
     );
     assert!(cost["process_cpu_ns"].as_u64().unwrap() > 0, "{cost}");
+}
+
+/// magnetd with `bpf_stats = "sampled"`: the statistics on for its first 2 s,
+/// then 50 ms in every 500 ms. Under a steady load (one 1,000-byte send per
+/// ms), the runs of `app_send` it reports follow the send calls it counts
+/// exactly (`magnet_app_calls_total`) within a quarter, while the kernel
+/// counted only part of them (bpftool), and `magnet_bpf_stats_on_ratio`
+/// says how much was counted. Where something else holds the statistics on,
+/// magnetd counts whole (ratio 1), which is asserted instead.
+#[test]
+fn magnetd_samples_the_statistics_and_estimates_the_rest() {
+    if !live_or_skip(
+        "magnetd_samples_the_statistics_and_estimates_the_rest",
+        &[Need::Btf],
+    ) {
+        return;
+    }
+    let _turn = take_turn();
+    let held = common::bpf_stats_held_by_others(0);
+    let d = common::Magnetd::start_with("bpf_stats = \"sampled\"\n");
+    let scrape = || common::http_get(d.http, "/metrics").1;
+    std::thread::sleep(std::time::Duration::from_secs(3)); // past the full part
+    let a = scrape();
+    const N: u64 = 4000;
+    let calls = format!("{N}x1000");
+    let out = magnet(&["loadgen", "--tcp", &calls, "--interval", "1ms"]);
+    assert!(out.status.success(), "{out:?}");
+    // every window that saw the load has closed (a slot is 500 ms)
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let b = scrape();
+    let ratio = series(&b, "magnet_bpf_stats_on_ratio").unwrap_or_else(|| panic!("{b}"));
+    if let Some(why) = held {
+        eprintln!("{why}: the statistics are on anyway, so magnetd counts whole");
+        assert_eq!(ratio, 1.0, "{b}");
+        return;
+    }
+    let runs = |body: &str| series(body, "magnet_bpf_runs_total{program=\"app_send\"}").unwrap();
+    let calls = |body: &str| series(body, "magnet_app_calls_total{direction=\"tx\"}").unwrap();
+    let (estimated, sent) = (runs(&b) - runs(&a), calls(&b) - calls(&a));
+    let off = (estimated - sent) / sent;
+    eprintln!(
+        "app_send: {sent} send calls, {estimated} runs estimated ({:+.1} %), statistics on {:.1} % of magnetd's life",
+        off * 100.0,
+        ratio * 100.0
+    );
+    assert!(sent >= N as f64, "{sent} calls counted of {N} sent: {b}");
+    assert!((0.03..0.6).contains(&ratio), "on {ratio} of the time: {b}");
+    assert!(
+        off.abs() <= 0.25,
+        "estimated {estimated} runs for {sent} calls"
+    );
+    // the kernel's own count: only what the windows (and the first 2 s) saw
+    let bpftool = std::process::Command::new("bpftool")
+        .args(["prog", "show", "--json"])
+        .output()
+        .unwrap();
+    let progs: Vec<serde_json::Value> = serde_json::from_slice(&bpftool.stdout).unwrap();
+    let counted: u64 = progs
+        .iter()
+        .filter(|p| p["name"] == "app_send")
+        .map(|p| p["run_cnt"].as_u64().unwrap_or(0))
+        .max()
+        .unwrap_or_else(|| panic!("no app_send program loaded"));
+    assert!(
+        (counted as f64) < runs(&b) * 0.8,
+        "the kernel counted {counted} runs of about {}: the statistics were not off",
+        runs(&b)
+    );
 }

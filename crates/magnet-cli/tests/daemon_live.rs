@@ -25,7 +25,8 @@ use magnet_testkit::{live_or_skip, Need};
 
 mod common;
 use common::{
-    deny_list, free_port, http_get, magnetd_conf, prom_query, prom_value, prometheus, MAGNETD_READY,
+    deny_list, free_port, http_get, magnetd_conf, prom_query, prom_value, prometheus, series,
+    MAGNETD_READY,
 };
 
 /// A magnetd process with its own config, socket and port.
@@ -2358,13 +2359,6 @@ fn socket_empty_turns_the_unix_socket_off() {
     assert!(!log.contains("answering on"), "{log}");
     assert!(!dir.path().join("s.sock").exists());
     assert!(st.success());
-}
-
-/// The value of the series `name{labels}` (exact label text) in `body`.
-fn series(body: &str, name_labels: &str) -> Option<f64> {
-    body.lines()
-        .find_map(|l| l.strip_prefix(name_labels)?.strip_prefix(' '))
-        .map(|v| v.parse().unwrap())
 }
 
 #[test]

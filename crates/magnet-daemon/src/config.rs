@@ -16,7 +16,7 @@
 //! app_calls = "syscalls"               # an app call: "syscalls" (one per system call or io_uring request) | "sends"
 //! send_stages_every = 16               # time one send call in this many per connection (1 to 65536; stack_latency)
 //! receive_stages_every = 16            # time one received TCP data packet in this many per CPU (1 to 65536)
-//! bpf_stats = true                     # the kernel's BPF run-time statistics, for magnetd's cost metrics (below)
+//! bpf_stats = true                     # the kernel's BPF run-time statistics, for magnetd's cost metrics (below; or "sampled")
 //!
 //! [metrics]
 //! connection_ports = [5432]            # per-connection series for these local or remote ports
@@ -62,11 +62,15 @@
 //! kernel makes as a call (a `sendfile()` of 1 MiB: 16), for hosts that cannot
 //! pay for it. Bytes are the same either way.
 //!
-//! `bpf_stats`: `true` (the default) turns the kernel's run-time statistics
-//! on for magnetd's life, so that /metrics gives each program's run time.
-//! They are host-wide: every BPF program on the host then reads the clock
-//! twice more per run (docs/daemon.md has what that cost on a VM). `false`
-//! leaves them off; `magnet_bpf_stats_enabled` is then 0 and the log says so.
+//! `bpf_stats`: `true` or `"full"` (the default) turns the kernel's run-time
+//! statistics on for magnetd's life, so that /metrics gives each program's
+//! run time. They are host-wide: every BPF program on the host then reads
+//! the clock twice more per run (docs/daemon.md has what that cost on a VM).
+//! `"sampled"` holds them on for the first 2 s, then for 50 ms in every
+//! 500 ms, and estimates the runs and time in between (a tenth of the tax;
+//! each window flips the kernel's static key, which patches its code).
+//! `false` or `"off"` leaves them off; `magnet_bpf_stats_enabled` is then 0
+//! and the log says so.
 //!
 //! SIGHUP re-reads the file: metrics selection, reaping and the sampler
 //! change at once; the listen addresses, map size, app_calls, bpf_stats and
@@ -83,6 +87,29 @@ use crate::Error;
 /// The defaults, also what magnetd uses without a file.
 pub const DEFAULT_HTTP: &str = "127.0.0.1:9595";
 pub const DEFAULT_SOCKET: &str = magnet_client::DEFAULT_SOCKET;
+
+/// How magnetd holds the kernel's run-time statistics for its cost metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BpfStats {
+    /// On for magnetd's life: every run counted.
+    Full,
+    /// On for the first 2 s, then 50 ms in every 500 ms; the runs and time
+    /// in between estimated (`magnet_bpf_stats_on_ratio` says how much was
+    /// counted).
+    Sampled,
+    /// Left off: no BPF time series.
+    Off,
+}
+
+impl BpfStats {
+    pub fn name(self) -> &'static str {
+        match self {
+            BpfStats::Full => "full",
+            BpfStats::Sampled => "sampled",
+            BpfStats::Off => "off",
+        }
+    }
+}
 
 /// When the per-packet programs (cgroup_skb egress/ingress on the cgroup v2
 /// root) are attached.
@@ -142,8 +169,8 @@ pub struct Config {
     pub request_timeout: Duration,
     pub packet_hooks: PacketHooks,
     pub app_calls: AppCalls,
-    /// The kernel's run-time statistics on for magnetd's life (`bpf_stats`).
-    pub bpf_stats: bool,
+    /// How magnetd holds the kernel's run-time statistics (`bpf_stats`).
+    pub bpf_stats: BpfStats,
     /// Stage timing: one send call in this many per connection, one
     /// received data packet in this many per CPU.
     pub stages_every: StagesEvery,
@@ -201,7 +228,7 @@ impl Default for Config {
             request_timeout: Duration::from_secs(5),
             packet_hooks: PacketHooks::DEFAULT,
             app_calls: AppCalls::Syscalls,
-            bpf_stats: true,
+            bpf_stats: BpfStats::Full,
             stages_every: StagesEvery::DEFAULT,
             metrics: MetricsConfig {
                 connection_ports: Vec::new(),
@@ -230,7 +257,7 @@ struct RawConfig {
     packet_window: Option<String>,
     packet_period: Option<String>,
     app_calls: Option<String>,
-    bpf_stats: Option<bool>,
+    bpf_stats: Option<RawHooks>,
     send_stages_every: Option<u64>,
     receive_stages_every: Option<u64>,
     #[serde(default)]
@@ -239,7 +266,7 @@ struct RawConfig {
     recorder: Option<RawRecorder>,
 }
 
-/// `packet_hooks` as written: a mode name or (older configs) a bool.
+/// `packet_hooks` and `bpf_stats` as written: a mode name or (older configs) a bool.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum RawHooks {
@@ -305,7 +332,7 @@ impl Config {
         let mut c = Config::default();
         o.listeners(&raw, &mut c)?;
         c.app_calls = o.app_calls(raw.app_calls.as_deref())?;
-        c.bpf_stats = raw.bpf_stats.unwrap_or(true);
+        c.bpf_stats = o.bpf_stats(raw.bpf_stats.as_ref())?;
         c.packet_hooks = o.packet_hooks(&raw)?;
         o.limits(&raw, &mut c)?;
         c.metrics.connection_ports = raw.metrics.connection_ports;
@@ -379,6 +406,21 @@ impl Origin<'_> {
                 })?;
         }
         Ok(())
+    }
+
+    fn bpf_stats(&self, v: Option<&RawHooks>) -> Result<BpfStats, Error> {
+        match v {
+            None | Some(RawHooks::Bool(true)) => Ok(BpfStats::Full),
+            Some(RawHooks::Bool(false)) => Ok(BpfStats::Off),
+            Some(RawHooks::Name(n)) => match n.as_str() {
+                "full" => Ok(BpfStats::Full),
+                "sampled" => Ok(BpfStats::Sampled),
+                "off" => Ok(BpfStats::Off),
+                other => Err(self.bad(format!(
+                    "bpf_stats = {other:?}: give true (\"full\"), \"sampled\" or false (\"off\")"
+                ))),
+            },
+        }
     }
 
     fn app_calls(&self, v: Option<&str>) -> Result<AppCalls, Error> {

@@ -149,7 +149,11 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
     use magnet_sample::{sample, Metric, SampleConfig, Start};
     let samples = 2000;
     // The daemon's `bpf_stats`: its sampler runs turn the statistics on too.
-    let bpf_stats = shared.config.read().map(|c| c.bpf_stats).unwrap_or(true);
+    let bpf_stats = shared
+        .config
+        .read()
+        .map(|c| c.bpf_stats)
+        .unwrap_or(crate::config::BpfStats::Full);
     let Ok(sched) = Schedule::parse(&s.schedule) else {
         return;
     };
@@ -175,7 +179,8 @@ fn sampler_loop(shared: Arc<Shared>, s: SampleSettings, stop: Arc<AtomicBool>) {
                 return;
             }
             let mut cfg = SampleConfig::new(&s.interface, planned.interval, samples);
-            cfg.bpf_stats = bpf_stats;
+            cfg.bpf_stats = bpf_stats != crate::config::BpfStats::Off;
+            cfg.bpf_stats_sampled = bpf_stats == crate::config::BpfStats::Sampled;
             cfg.start = Start::At(UNIX_EPOCH + Duration::from_nanos(planned.start_ns));
             match sample(&cfg, &stop, &mut |st| {
                 for line in &st.cleaned {
@@ -322,8 +327,14 @@ fn log_attached(
     for line in attached.plan.fallbacks() {
         log(&line);
     }
-    if let Err(why) = reader.bpf_time() {
-        log(&format!("BPF time: not measured ({why})"));
+    match reader.bpf_time() {
+        Err(why) => log(&format!("BPF time: not measured ({why})")),
+        Ok(_) if reader.bpf_stats_sampled() => log(
+            "BPF time: bpf_stats = \"sampled\": the kernel's run-time statistics on for the first 2 s, \
+             then 50 ms in every 500 ms; the magnet_bpf_* series past that are estimates \
+             (magnet_bpf_stats_on_ratio)",
+        ),
+        Ok(_) => {}
     }
     log(&format!(
         "attached {} hooks ({}; {}); connection map holds {}",

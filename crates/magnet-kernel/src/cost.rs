@@ -128,6 +128,15 @@ impl StatsPlan {
         window: std::time::Duration::from_millis(20),
         duty: 0.10,
     };
+
+    /// magnetd's `bpf_stats = "sampled"`: the same share of the time in
+    /// longer windows, 50 ms in every 500 ms (four flips of the key a
+    /// second, where a recording's windows make ten), for a daemon's life.
+    pub const DAEMON_SAMPLED: StatsPlan = StatsPlan::Sampled {
+        full: std::time::Duration::from_secs(2),
+        window: std::time::Duration::from_millis(50),
+        duty: 0.10,
+    };
 }
 
 /// One program's counters as the kernel has them.
@@ -278,6 +287,43 @@ fn next_random(state: &mut u64) -> f64 {
     (state.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// Where window `k` of a sampled run starts: at a random place in its slot
+/// (stratified: one window per slot of `slot`, so the count of windows in
+/// any stretch is nearly fixed and no periodic load can fall in step).
+fn window_start(
+    sampled_from: std::time::Instant,
+    slot: std::time::Duration,
+    window: std::time::Duration,
+    k: u32,
+    rng: &mut u64,
+) -> std::time::Instant {
+    sampled_from + slot * k + (slot.saturating_sub(window)).mul_f64(next_random(rng))
+}
+
+/// One window: the statistics turned on for `window` (or until `wait` says
+/// the run ended), every program's counters read before and after. Returns
+/// what the programs counted in it, the time it was on (ns: from about the
+/// middle of the enabling call to about the middle of the disabling one),
+/// and whether the run ended.
+fn one_window(
+    fds: &[BorrowedFd<'_>],
+    window: std::time::Duration,
+    wait: &dyn Fn(std::time::Duration) -> bool,
+) -> (Vec<ProgRun>, Vec<ProgRun>, u64, bool) {
+    use std::time::Instant;
+    let before = read_all(fds);
+    let t0 = Instant::now();
+    let held = enable_run_time_stats();
+    let t1 = Instant::now();
+    let ended = wait(window);
+    let t2 = Instant::now();
+    drop(held);
+    let t3 = Instant::now();
+    let after = read_all(fds);
+    let on_ns = ((t2 - t0) + (t3 - t1)).as_nanos() as u64 / 2;
+    (before, after, on_ns, ended)
+}
+
 impl Sampler {
     /// Holds `on` for `full`, then lets the statistics go off and turns them
     /// on for `window` at a time, `duty` of the time.
@@ -326,24 +372,11 @@ impl Sampler {
                 let slot = window.div_f64(duty);
                 let mut rng = (start.elapsed().as_nanos() as u64) | 1;
                 for k in 0u32.. {
-                    let at = sampled_from
-                        + slot * k
-                        + (slot.saturating_sub(window)).mul_f64(next_random(&mut rng));
+                    let at = window_start(sampled_from, slot, window, k, &mut rng);
                     if wait(at.saturating_duration_since(Instant::now())) {
                         break;
                     }
-                    let before = read_all(&fds);
-                    let t0 = Instant::now();
-                    let held = enable_run_time_stats();
-                    let t1 = Instant::now();
-                    let ended = wait(window);
-                    let t2 = Instant::now();
-                    drop(held);
-                    let t3 = Instant::now();
-                    let after = read_all(&fds);
-                    // on from about the middle of the enabling call to
-                    // about the middle of the disabling one
-                    let on_ns = ((t2 - t0) + (t3 - t1)).as_nanos() as u64 / 2;
+                    let (before, after, on_ns, ended) = one_window(&fds, window, &wait);
                     w.windows += 1;
                     w.windows_ns += on_ns;
                     add_since(&mut w.in_windows, &after, &before);
@@ -360,6 +393,164 @@ impl Sampler {
     fn finish(self) -> Windows {
         let _ = self.stop.send(());
         self.thread.join().unwrap_or_default()
+    }
+}
+
+/// The statistics sampled for a loader that runs for days (magnetd), whose
+/// counters must only ever grow: on for the first `full`, then for `window`
+/// at a random time in each slot of `window / duty`. Each window's counts,
+/// scaled to its slot, are added to the totals when it closes, so the
+/// totals are exact for the full part and estimates after it, at most one
+/// slot behind.
+pub struct LiveSampler {
+    state: std::sync::Arc<std::sync::Mutex<LiveTotals>>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What [`LiveSampler::totals`] gives.
+#[derive(Clone, Debug, Default)]
+pub struct LiveTotals {
+    /// Each program's runs and run time since the start (counted in the full
+    /// part, estimated after it) and its skipped runs (counted always).
+    pub programs: Vec<ProgRun>,
+    /// Time the statistics were on, and time since the start, ns.
+    pub on_ns: u64,
+    pub span_ns: u64,
+    /// Windows taken after the full part.
+    pub windows: u64,
+}
+
+/// `delta`'s runs and time scaled from `on_ns` to `slot_ns` (a window's
+/// counts standing for its slot).
+pub fn scaled(delta: &ProgRun, on_ns: u64, slot_ns: u64) -> ProgRun {
+    let f = if on_ns == 0 {
+        0.0
+    } else {
+        slot_ns as f64 / on_ns as f64
+    };
+    ProgRun {
+        id: delta.id,
+        run_cnt: (delta.run_cnt as f64 * f).round() as u64,
+        run_time_ns: (delta.run_time_ns as f64 * f).round() as u64,
+        recursion_misses: delta.recursion_misses,
+    }
+}
+
+impl LiveSampler {
+    /// Holds `on` for `full`, then samples as [`StatsPlan::Sampled`] says;
+    /// `fds` are the programs' (duplicates), in the order of
+    /// [`LiveTotals::programs`], counted from their load.
+    pub fn spawn(
+        on: RunTimeStats,
+        fds: Vec<OwnedFd>,
+        plan: StatsPlan,
+    ) -> std::io::Result<LiveSampler> {
+        use std::sync::mpsc::RecvTimeoutError;
+        use std::time::{Duration, Instant};
+        let StatsPlan::Sampled { full, window, duty } = plan else {
+            return Err(std::io::Error::other(
+                "LiveSampler needs StatsPlan::Sampled",
+            ));
+        };
+        let slot = window.div_f64(duty.clamp(0.001, 1.0));
+        let start = Instant::now();
+        // Counted from the programs' load (their counters start at 0 then).
+        let at_start: Vec<ProgRun> = read_all(&fds.iter().map(|f| f.as_fd()).collect::<Vec<_>>())
+            .iter()
+            .map(|r| ProgRun {
+                id: r.id,
+                ..ProgRun::default()
+            })
+            .collect();
+        let state = std::sync::Arc::new(std::sync::Mutex::new(LiveTotals {
+            programs: at_start
+                .iter()
+                .map(|r| ProgRun {
+                    id: r.id,
+                    ..ProgRun::default()
+                })
+                .collect(),
+            ..LiveTotals::default()
+        }));
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let shared = state.clone();
+        let thread = std::thread::Builder::new()
+            .name("magnet-bpf-stats".into())
+            .spawn(move || {
+                let fds: Vec<BorrowedFd<'_>> = fds.iter().map(|f| f.as_fd()).collect();
+                let wait = |d: Duration| {
+                    !matches!(stopped.recv_timeout(d), Err(RecvTimeoutError::Timeout))
+                };
+                let publish = |f: &dyn Fn(&mut LiveTotals)| {
+                    if let Ok(mut t) = shared.lock() {
+                        f(&mut t);
+                        t.span_ns = start.elapsed().as_nanos() as u64;
+                    }
+                };
+                // The full part: the counters as they are, every half second.
+                let mut on = Some(on);
+                while start.elapsed() < full {
+                    let ended = wait((full - start.elapsed()).min(Duration::from_millis(500)));
+                    let now = read_all(&fds);
+                    publish(&|t| {
+                        for ((p, n), e) in t.programs.iter_mut().zip(&now).zip(&at_start) {
+                            *p = n.since(e);
+                        }
+                        t.on_ns = start.elapsed().as_nanos() as u64;
+                    });
+                    if ended {
+                        return;
+                    }
+                }
+                drop(on.take());
+                let sampled_from = Instant::now();
+                let mut rng = (start.elapsed().as_nanos() as u64) | 1;
+                for k in 0u32.. {
+                    let at = window_start(sampled_from, slot, window, k, &mut rng);
+                    if wait(at.saturating_duration_since(Instant::now())) {
+                        return;
+                    }
+                    let (before, after, on_ns, ended) = one_window(&fds, window, &wait);
+                    publish(&|t| {
+                        for ((p, a), b) in t.programs.iter_mut().zip(&after).zip(&before) {
+                            let d = scaled(&a.since(b), on_ns, slot.as_nanos() as u64);
+                            p.run_cnt += d.run_cnt;
+                            p.run_time_ns += d.run_time_ns;
+                            p.recursion_misses = a.recursion_misses.saturating_sub(
+                                at_start
+                                    .iter()
+                                    .find(|s| s.id == a.id)
+                                    .map_or(0, |s| s.recursion_misses),
+                            );
+                        }
+                        t.on_ns += on_ns;
+                        t.windows += 1;
+                    });
+                    if ended {
+                        return;
+                    }
+                }
+            })?;
+        Ok(LiveSampler {
+            state,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// The totals so far.
+    pub fn totals(&self) -> LiveTotals {
+        self.state.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for LiveSampler {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -520,6 +711,23 @@ pub fn parse_proc_stat_ticks(text: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_stands_for_its_slot() {
+        let d = ProgRun {
+            id: 7,
+            run_cnt: 50,
+            run_time_ns: 12_345,
+            recursion_misses: 2,
+        };
+        let s = scaled(&d, 50_000_000, 500_000_000);
+        assert_eq!(
+            (s.id, s.run_cnt, s.run_time_ns, s.recursion_misses),
+            (7, 500, 123_450, 2)
+        );
+        // a window that was never on stands for nothing
+        assert_eq!(scaled(&d, 0, 500_000_000).run_cnt, 0);
+    }
 
     #[test]
     fn proc_stat_sums_busy_and_idle_without_guest() {

@@ -473,6 +473,14 @@ pub fn within_one_slot(magnetd: &[u64], oracle: &[u64], spare: u64) -> Option<St
     None
 }
 
+/// The value of the series `name{labels}` (exact label text) in a /metrics
+/// body.
+pub fn series(body: &str, name_labels: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|l| l.strip_prefix(name_labels)?.strip_prefix(' '))
+        .map(|v| v.parse().unwrap())
+}
+
 /// GET `path` from 127.0.0.1:`port` (HTTP/1.0): the head and the body.
 pub fn http_get(port: u16, path: &str) -> (String, String) {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();

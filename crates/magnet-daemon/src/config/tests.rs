@@ -21,13 +21,19 @@ fn app_calls_is_syscalls_or_sends() {
 
 #[test]
 fn bpf_stats_is_on_unless_said() {
-    assert!(Config::default().bpf_stats);
-    assert!(!Config::parse("bpf_stats = false\n", "t").unwrap().bpf_stats);
-    assert!(Config::parse("bpf_stats = true\n", "t").unwrap().bpf_stats);
-    let e = Config::parse("bpf_stats = \"off\"\n", "t")
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("bpf_stats"), "{e}");
+    use crate::config::BpfStats;
+    let parse = |t: &str| Config::parse(t, "t").map(|c| c.bpf_stats);
+    assert_eq!(Config::default().bpf_stats, BpfStats::Full);
+    assert_eq!(parse("bpf_stats = false\n").unwrap(), BpfStats::Off);
+    assert_eq!(parse("bpf_stats = true\n").unwrap(), BpfStats::Full);
+    assert_eq!(parse("bpf_stats = \"off\"\n").unwrap(), BpfStats::Off);
+    assert_eq!(parse("bpf_stats = \"full\"\n").unwrap(), BpfStats::Full);
+    assert_eq!(
+        parse("bpf_stats = \"sampled\"\n").unwrap(),
+        BpfStats::Sampled
+    );
+    let e = parse("bpf_stats = \"often\"\n").unwrap_err().to_string();
+    assert!(e.contains("bpf_stats") && e.contains("\"sampled\""), "{e}");
 }
 
 #[test]

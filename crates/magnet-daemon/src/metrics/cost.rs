@@ -10,6 +10,7 @@ use super::Out;
 pub(super) fn cost(
     o: &mut Out,
     bpf: &Result<Vec<crate::summaries::ProgramTime>, String>,
+    on_ratio: Option<f64>,
     events: u64,
     process_ns: u64,
     machine_ns: Option<u64>,
@@ -22,6 +23,15 @@ pub(super) fn cost(
         "1 when the kernel counts the run time of magnetd's BPF programs (BPF_ENABLE_STATS or kernel.bpf_stats_enabled); 0: not measured (magnetd's log says why).",
     );
     o.sample("magnet_bpf_stats_enabled", &[], u8::from(bpf.is_ok()));
+    if let (Ok(_), Some(r)) = (bpf, on_ratio) {
+        o.family(
+            "magnet_bpf_stats_on_ratio",
+            "gauge",
+            Some("ratio"),
+            "Share of magnetd's life the kernel's run-time statistics were on: 1 = every run counted (bpf_stats = true); below 1 (bpf_stats = \"sampled\") the magnet_bpf_* run and time series past the first 2 s are estimates, the windows' counts scaled to the time between them.",
+        );
+        o.sample("magnet_bpf_stats_on_ratio", &[], r);
+    }
     o.family(
         "magnet_daemon_cpu_seconds",
         "counter",
@@ -53,7 +63,7 @@ pub(super) fn cost(
             "magnet_bpf_run_seconds",
             "counter",
             Some("seconds"),
-            "Run time of each of magnetd's BPF programs since magnetd started (bpf_prog_info.run_time_ns).",
+            "Run time of each of magnetd's BPF programs since magnetd started (bpf_prog_info.run_time_ns; estimated past the first 2 s when magnet_bpf_stats_on_ratio < 1).",
         );
         for p in progs {
             o.sample(
@@ -66,7 +76,7 @@ pub(super) fn cost(
             "magnet_bpf_runs",
             "counter",
             None,
-            "Runs of each of magnetd's BPF programs since magnetd started (bpf_prog_info.run_cnt).",
+            "Runs of each of magnetd's BPF programs since magnetd started (bpf_prog_info.run_cnt; estimated past the first 2 s when magnet_bpf_stats_on_ratio < 1).",
         );
         for p in progs {
             o.sample("magnet_bpf_runs_total", &[("program", &p.name)], p.runs);
@@ -136,10 +146,19 @@ mod tests {
             },
         ];
         let mut o = Out(String::new());
-        cost(&mut o, &Ok(progs), 100, 2_000_000_000, Some(4_000_000_000));
+        cost(
+            &mut o,
+            &Ok(progs),
+            Some(0.25),
+            100,
+            2_000_000_000,
+            Some(4_000_000_000),
+        );
         let t = o.0;
         for want in [
             "magnet_bpf_stats_enabled 1\n",
+            "magnet_bpf_stats_on_ratio 0.25\n",
+            "# UNIT magnet_bpf_stats_on_ratio ratio\n",
             "magnet_bpf_run_seconds_total{program=\"app_send\"} 0.000003\n",
             "magnet_bpf_run_seconds_total{program=\"drop\"} 0\n",
             "magnet_bpf_runs_total{program=\"app_send\"} 10\n",
@@ -162,9 +181,10 @@ mod tests {
         }
         // Not measured: no per-program series, never zeros that look measured.
         let mut o = Out(String::new());
-        cost(&mut o, &Err("refused".into()), 100, 1, None);
+        cost(&mut o, &Err("refused".into()), None, 100, 1, None);
         assert!(o.0.contains("magnet_bpf_stats_enabled 0\n"));
         assert!(!o.0.contains("magnet_bpf_run_seconds_total"));
         assert!(!o.0.contains("magnet_cpu_share_ratio"));
+        assert!(!o.0.contains("magnet_bpf_stats_on_ratio"));
     }
 }

@@ -236,6 +236,7 @@ pub(super) fn write_health(o: &mut Out, shared: &Shared, host: &Host, records: &
     cost(
         o,
         &shared.reader.bpf_time(),
+        shared.reader.bpf_stats_on_ratio(),
         host.health.events,
         magnet_kernel::cost::process_cpu_ns(),
         shared.reader.machine_cpu_ns(),

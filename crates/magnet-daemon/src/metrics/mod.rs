@@ -25,7 +25,7 @@
 //! | `magnet_cgroup_receive_stage_seconds` | cgroup, container, stage, `le` | the receive stages summed per cgroup (the last caller's), reaped connections included; at most 256 cgroups |
 //! | `magnet_cgroup_send_stage_seconds` | cgroup, container, stage, `le` | the same summed per cgroup (the last caller's), reaped connections included; at most 256 cgroups |
 //! | `magnet_sample_runs_total`, `magnet_sample_last_*` | interface, interval | the sampler under the daemon: runs stored, last run's totals and peaks, its BPF ns per packet |
-//! | `magnet_bpf_stats_enabled`, `magnet_bpf_run_seconds_total`, `magnet_bpf_runs_total`, `magnet_bpf_ns_per_event`, `magnet_daemon_cpu_seconds_total`, `magnet_daemon_cpu_ns_per_event`, `magnet_cpu_share_ratio` | program (per-program families), part (`bpf`, `daemon`) | what magnetd costs: its programs' run time and runs (the kernel's run-time statistics), its process's CPU, per event and as a share of the machine's CPU since it started |
+//! | `magnet_bpf_stats_enabled`, `magnet_bpf_stats_on_ratio`, `magnet_bpf_run_seconds_total`, `magnet_bpf_runs_total`, `magnet_bpf_ns_per_event`, `magnet_daemon_cpu_seconds_total`, `magnet_daemon_cpu_ns_per_event`, `magnet_cpu_share_ratio` | program (per-program families), part (`bpf`, `daemon`) | what magnetd costs: its programs' run time and runs (the kernel's run-time statistics), its process's CPU, per event and as a share of the machine's CPU since it started |
 //!
 //! Cardinality: host families have at most 2 series each (direction), drops
 //! at most 256, interfaces at most 2 × 256; per-connection families at most

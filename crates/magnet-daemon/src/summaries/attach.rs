@@ -124,7 +124,7 @@ pub fn attach(
     packet_hooks: PacketHooks,
     app_calls: AppCalls,
     every: crate::config::StagesEvery,
-    bpf_stats: bool,
+    bpf_stats: crate::config::BpfStats,
 ) -> Result<(Attached, Reader), Error> {
     magnet_record::preflight().map_err(|e| Error::Host(format!("{e:#}")))?;
     let cgroup_root = magnet_kernel::cgroup::root().ok_or_else(|| {
@@ -137,7 +137,7 @@ pub fn attach(
     // Run-time statistics on before any program is loaded: magnetd's BPF
     // time counters (/metrics) start at its start.
     let stats = magnet_kernel::cost::run_time_stats_unless(
-        (!bpf_stats).then_some("bpf_stats = false in the config"),
+        (bpf_stats == crate::config::BpfStats::Off).then_some("bpf_stats = false in the config"),
     );
     let (mut plan, skel, mut packet_hooks) = load(max_connections, packet_hooks, app_calls, every)?;
     let cgroup = std::fs::File::open(&cgroup_root).map_err(|source| Error::Io {
@@ -183,11 +183,7 @@ pub fn attach(
         capacity: max_connections.max(1),
         drop_names: drop_reason_names(),
         plan: plan.clone(),
-        cost: BpfCost {
-            programs: magnet_kernel::cost::loaded_programs(libbpf_rs::skel::Skel::object(&skel)),
-            stats,
-            machine0: magnet_kernel::cost::machine_cpu_ns().ok(),
-        },
+        cost: bpf_cost(stats, bpf_stats, libbpf_rs::skel::Skel::object(&skel)),
     };
     let mut attached = Attached {
         links,
@@ -203,6 +199,43 @@ pub fn attach(
         attached.set_window_open(true);
     }
     Ok((attached, reader))
+}
+
+/// magnetd's programs and the statistics as `bpf_stats` asks. Sampled, but
+/// where the sysctl or another process keeps them on anyway, they are
+/// counted whole: sampling would save nothing.
+fn bpf_cost(
+    stats: Result<magnet_kernel::cost::RunTimeStats, String>,
+    bpf_stats: crate::config::BpfStats,
+    object: &libbpf_rs::Object,
+) -> BpfCost {
+    use magnet_kernel::cost::{loaded_programs, stats_held_by_others, LiveSampler, StatsPlan};
+    let programs = loaded_programs(object);
+    let machine0 = magnet_kernel::cost::machine_cpu_ns().ok();
+    let mut sampler = None;
+    let stats = stats.map(|on| {
+        if bpf_stats != crate::config::BpfStats::Sampled
+            || on.how != "BPF_ENABLE_STATS"
+            || stats_held_by_others(std::process::id()).is_some()
+        {
+            return Some(on);
+        }
+        let fds: std::io::Result<Vec<_>> = programs.iter().map(|(_, fd)| fd.try_clone()).collect();
+        // Without a sampler thread the statistics stay on: counted whole.
+        match fds.and_then(|fds| LiveSampler::spawn(on, fds, StatsPlan::DAEMON_SAMPLED)) {
+            Ok(s) => {
+                sampler = Some(s);
+                None
+            }
+            Err(_) => magnet_kernel::cost::enable_run_time_stats().ok(),
+        }
+    });
+    BpfCost {
+        programs,
+        stats,
+        sampler,
+        machine0,
+    }
 }
 
 /// The links of the tracepoint parts (tp_btf and tracefs tracepoints); a

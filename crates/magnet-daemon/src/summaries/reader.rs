@@ -57,7 +57,11 @@ pub struct Reader {
 /// on for its life, or why the kernel would not count.
 pub(super) struct BpfCost {
     pub(super) programs: Vec<(String, OwnedFd)>,
-    pub(super) stats: Result<magnet_kernel::cost::RunTimeStats, String>,
+    /// On for magnetd's life (None: the sampler holds them), or why not.
+    pub(super) stats: Result<Option<magnet_kernel::cost::RunTimeStats>, String>,
+    /// `bpf_stats = "sampled"`: the thread that turns them on and off, and
+    /// the estimated totals.
+    pub(super) sampler: Option<magnet_kernel::cost::LiveSampler>,
     /// The machine's CPU time (all CPUs, busy and idle) when the programs
     /// were loaded: the start of the shares' denominator.
     pub(super) machine0: Option<u64>,
@@ -367,6 +371,21 @@ impl Reader {
     /// counted.
     pub fn bpf_time(&self) -> Result<Vec<ProgramTime>, String> {
         self.cost.stats.as_ref().map_err(Clone::clone)?;
+        if let Some(s) = &self.cost.sampler {
+            let t = s.totals();
+            return Ok(self
+                .cost
+                .programs
+                .iter()
+                .zip(t.programs)
+                .map(|((name, _), r)| ProgramTime {
+                    name: name.clone(),
+                    runs: r.run_cnt,
+                    ns: r.run_time_ns,
+                    skipped: r.recursion_misses,
+                })
+                .collect());
+        }
         self.cost
             .programs
             .iter()
@@ -381,6 +400,29 @@ impl Reader {
                 })
             })
             .collect()
+    }
+
+    /// Whether the run-time statistics are sampled (`bpf_stats = "sampled"`
+    /// and nothing else holds them on): the BPF time is then an estimate.
+    pub fn bpf_stats_sampled(&self) -> bool {
+        self.cost.sampler.is_some()
+    }
+
+    /// The share of magnetd's life the statistics were on: 1 when held
+    /// throughout, less when sampled; None when they are off.
+    pub fn bpf_stats_on_ratio(&self) -> Option<f64> {
+        self.cost.stats.as_ref().ok()?;
+        Some(match &self.cost.sampler {
+            None => 1.0,
+            Some(s) => {
+                let t = s.totals();
+                if t.span_ns == 0 {
+                    1.0
+                } else {
+                    (t.on_ns as f64 / t.span_ns as f64).min(1.0)
+                }
+            }
+        })
     }
 
     /// The machine's CPU time (all CPUs, busy and idle, /proc/stat) since
