@@ -37,9 +37,14 @@
 # (its -J cpu_utilization: sender + receiver, user + system). Then one goal
 # verdict per mode: cost = 1 - ratio against the issue's <= 1 %, and for
 # link also the CPU per GB added.
-# bpf_stats stay off (their per-run accounting would be charged to the daemon
-# cases); STATS=1 turns them on and adds each case's own BPF time per run and
-# as % of one CPU (bench/daemon-bpf-cost.sh has it per program).
+#   st-full, st-samp, st-off   the default config with `bpf_stats = true`,
+#            `"sampled"` and `false`: what holding the kernel's run-time
+#            statistics costs the host (every BPF program's runs read the clock
+#            twice more while they are on)
+# The sysctl kernel.bpf_stats_enabled stays 0 (magnetd's own `bpf_stats`, true
+# by default, still turns the statistics on for the magnetd cases); STATS=1
+# sets it and adds each case's own BPF time per run and as % of one CPU
+# (bench/daemon-bpf-cost.sh has it per program).
 #
 # The sampled rounds also print what opening and closing the windows cost
 # (magnetd's own measure of creating and destroying the two links, from its
@@ -127,7 +132,7 @@ one() { # mode round case
   sleep 0.3
   local bin="" ready="magnetd: ready"
   case $case in
-    sampled|always|lean) bin=$MAGNET ;;
+    sampled|always|lean|st-full|st-samp|st-off) bin=$MAGNET ;;
     before) bin=$MAGNET_BEFORE ;;
     empty) ready="empty hooks: ready" ;;
   esac
@@ -137,6 +142,9 @@ one() { # mode round case
       sampled) printf 'packet_window = "%s"\npacket_period = "%s"\n' "$PACKET_WINDOW" "$PACKET_PERIOD" > "$conf" ;;
       always) echo 'packet_hooks = "always"' > "$conf" ;;
       lean) echo 'packet_hooks = "off"' > "$conf" ;;
+      st-full) echo 'bpf_stats = true' > "$conf" ;;
+      st-samp) echo 'bpf_stats = "sampled"' > "$conf" ;;
+      st-off) echo 'bpf_stats = false' > "$conf" ;;
       *) : > "$conf" ;;  # before: that build's own default
     esac
     "$bin" daemon --config "$conf" --http "" --socket "$tmp/magnetd.sock" 2>"$tmp/log" &
