@@ -491,7 +491,10 @@ impl LiveSampler {
                 // The full part: the counters as they are, every half second.
                 let mut on = Some(on);
                 while start.elapsed() < full {
-                    let ended = wait((full - start.elapsed()).min(Duration::from_millis(500)));
+                    let ended = wait(
+                        full.saturating_sub(start.elapsed())
+                            .min(Duration::from_millis(500)),
+                    );
                     let now = read_all(&fds);
                     publish(&|t| {
                         for ((p, n), e) in t.programs.iter_mut().zip(&now).zip(&at_start) {
