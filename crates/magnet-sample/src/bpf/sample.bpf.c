@@ -56,15 +56,15 @@ struct {
 	__type(value, __u32);
 } highest_seq SEC(".maps");
 
-/* The same per socket and direction ([0] egress, [1] ingress), for packets
- * whose local TCP socket is at hand: a local sender's egress (the skb's
- * socket), and with the RTT split a local receiver's ingress (the socket
- * that split looks up anyway). Socket storage is found from the socket in a
- * few loads, where the table above hashes a 44-byte key. `seen` tells a
- * fresh entry from a sequence number 0. */
+/* The same for a local sender's egress, whose socket is on the skb: socket
+ * storage is found from the socket in a few loads, where the table above
+ * hashes a 44-byte key. (Received packets have no socket at tc: their
+ * highest sequence stays in the table, one place for it whether or not the
+ * RTT split looked their socket up.) `seen` tells a fresh entry from a
+ * sequence number 0. */
 struct sock_seq {
-	__u32 hi[2];
-	__u32 seen[2];
+	__u32 hi;
+	__u32 seen;
 };
 
 struct {
@@ -74,17 +74,57 @@ struct {
 	__type(value, struct sock_seq);
 } sock_seqs SEC(".maps");
 
+/* Received TCP flows, per CPU, direct-mapped by their ports and addresses:
+ * the sketch bit and RTT class of a flow whose local socket was looked up
+ * less than RX_CACHE_NS ago. The socket lookup (a hash walk over the host's
+ * TCP sockets, taking a reference) was the ingress program's largest cost;
+ * a busy flow now pays it once per RX_CACHE_NS and CPU. Only tc ingress uses
+ * this, in softirq (or with softirqs off): one run per CPU at a time, so an
+ * entry is never read half-written. Kept: a socket with an RTT estimate
+ * (its class), and no local socket at all (forwarded traffic: no class);
+ * a socket without an estimate yet (a handshake in progress, a listener)
+ * is looked up again at the flow's next packet. */
+#define RX_CACHE 64
+#define RX_CACHE_NS 1000000ULL
+#define RTT_NONE 0
+#define RTT_SHORT 1
+#define RTT_LONG 2
+#define RX_NO_SOCKET 3 /* in the cache only: looked up, none found */
+
+struct rx_ent {
+	__u32 saddr[4];
+	__u32 daddr[4];
+	__u16 sport;
+	__u16 dport;
+	__u8 bit;
+	__u8 cls; /* RTT_SHORT, RTT_LONG or RX_NO_SOCKET; RTT_NONE: empty */
+	__u16 _pad;
+	__u64 at; /* when the socket was looked up */
+};
+
+struct rx_cache {
+	struct rx_ent e[RX_CACHE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rx_cache);
+} rx_caches SEC(".maps");
+
 /* Keeps struct mg_bucket in the object's BTF for the skeleton's types. */
 struct mg_bucket mg_bucket_layout SEC(".data.layout");
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-static __always_inline struct mg_bucket *bucket_now(void)
+static __always_inline struct mg_bucket *bucket_now(__u64 *now_out)
 {
 	__u64 start = start_ns;
 	if (!start)
 		return NULL;
 	__u64 now = bpf_ktime_get_ns();
+	*now_out = now;
 	if (now < start)
 		return NULL;
 	__u64 idx = (now - start) / interval_ns;
@@ -135,25 +175,21 @@ decided:;
 /* Retransmission: a TCP segment with data that starts below the highest
  * sequence number already seen in its direction of its flow, at the same
  * hook (egress and ingress keep separate tables: a looped-back segment is
- * seen once by each). */
-static __always_inline int is_retransmit(const struct mg_skb_pkt *p, int ingress, struct bpf_sock *fsk)
+ * seen once by each). `e`: the storage of the flow's local socket, when the
+ * packet has one at hand; else the flow table. */
+static __always_inline int is_retransmit(const struct mg_skb_pkt *p, int ingress, struct sock_seq *e)
 {
 	__u32 end = p->seq + p->payload;
-	if (fsk) {
-		struct sock_seq *e =
-			bpf_sk_storage_get(&sock_seqs, fsk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-		if (e) {
-			__u32 d = ingress ? 1 : 0;
-			if (!e->seen[d]) {
-				e->seen[d] = 1;
-				e->hi[d] = end;
-				return 0;
-			}
-			int rx = (__s32)(p->seq - e->hi[d]) < 0;
-			if ((__s32)(end - e->hi[d]) > 0)
-				e->hi[d] = end;
-			return rx;
+	if (e) {
+		if (!e->seen) {
+			e->seen = 1;
+			e->hi = end;
+			return 0;
 		}
+		int rx = (__s32)(p->seq - e->hi) < 0;
+		if ((__s32)(end - e->hi) > 0)
+			e->hi = end;
+		return rx;
 	}
 	struct mg_flow_key k = {};
 	k.ingress = ingress;
@@ -219,9 +255,56 @@ static __always_inline struct bpf_sock *ingress_tcp_sock(struct __sk_buff *skb, 
 	return sk;
 }
 
+static __always_inline bool rx_ent_is(const struct rx_ent *e, const struct mg_skb_pkt *p)
+{
+	return e->cls != RTT_NONE && e->sport == p->sport && e->dport == p->dport &&
+	       e->saddr[3] == p->saddr[3] && e->daddr[3] == p->daddr[3] &&
+	       e->saddr[0] == p->saddr[0] && e->saddr[1] == p->saddr[1] &&
+	       e->saddr[2] == p->saddr[2] && e->daddr[0] == p->daddr[0] &&
+	       e->daddr[1] == p->daddr[1] && e->daddr[2] == p->daddr[2];
+}
+
+/* A received TCP packet's sketch bit and RTT class (RTT_NONE: no local
+ * socket with an RTT estimate), from this CPU's cache or its socket. */
+static __always_inline __u32 rx_flow(struct __sk_buff *skb, const struct mg_skb_pkt *p, __u64 now,
+				     __u32 *bit)
+{
+	__u32 zero = 0;
+	struct rx_cache *c = bpf_map_lookup_elem(&rx_caches, &zero);
+	struct rx_ent *e = NULL;
+	if (c) {
+		__u32 i = (p->sport ^ ((__u32)p->dport * 7) ^ p->saddr[3] ^ (p->saddr[3] >> 16)) &
+			  (RX_CACHE - 1);
+		e = &c->e[i];
+		if (rx_ent_is(e, p) && now - e->at < RX_CACHE_NS) {
+			*bit = e->bit;
+			return e->cls == RX_NO_SOCKET ? RTT_NONE : e->cls;
+		}
+	}
+	*bit = flow_bit(p);
+	struct bpf_sock *sk = ingress_tcp_sock(skb, p);
+	__u32 srtt = sock_srtt(sk);
+	__u32 cls = !sk ? RX_NO_SOCKET : !srtt ? RTT_NONE : srtt < rtt_threshold_us ? RTT_SHORT : RTT_LONG;
+	if (sk)
+		bpf_sk_release(sk);
+	if (cls == RTT_NONE)
+		return RTT_NONE;
+	if (e) {
+		__builtin_memcpy(e->saddr, p->saddr, 16);
+		__builtin_memcpy(e->daddr, p->daddr, 16);
+		e->sport = p->sport;
+		e->dport = p->dport;
+		e->bit = *bit;
+		e->cls = cls;
+		e->at = now;
+	}
+	return cls == RX_NO_SOCKET ? RTT_NONE : cls;
+}
+
 static __always_inline int account(struct __sk_buff *skb, int ingress)
 {
-	struct mg_bucket *b = bucket_now();
+	__u64 now;
+	struct mg_bucket *b = bucket_now(&now);
 	if (!b)
 		return TC_ACT_UNSPEC;
 	__u64 len = skb->len;
@@ -236,22 +319,33 @@ static __always_inline int account(struct __sk_buff *skb, int ingress)
 	struct mg_skb_pkt p = {};
 	if (mg_skb_parse(skb, l2_len, &p))
 		return TC_ACT_UNSPEC;
-	__u32 bit = flow_bit(&p);
-	b->conn[bit >> 6] |= 1ULL << (bit & 63);
 	if (ingress && p.ce) {
 		b->in_ce_bytes += len;
 		b->in_ce_packets++;
 	}
-	if (p.proto != IPPROTO_TCP || !p.has_ports)
+	if (p.proto != IPPROTO_TCP || !p.has_ports) {
+		__u32 bit = flow_bit(&p);
+		b->conn[bit >> 6] |= 1ULL << (bit & 63);
 		return TC_ACT_UNSPEC;
-	/* Ingress with the RTT split: the socket looked up once serves both the
-	 * split and the retransmission check. A listener (the socket found for
-	 * a packet of a handshake in progress) holds no one flow's sequence:
-	 * those go to the flow table. */
-	struct bpf_sock *isk = ingress && rtt_split ? ingress_tcp_sock(skb, &p) : NULL;
-	struct bpf_sock *fsk = ingress ? (isk && isk->state != BPF_TCP_LISTEN ? isk : NULL)
-				       : egress_tcp_sock(skb);
-	if (p.payload && is_retransmit(&p, ingress, fsk)) {
+	}
+	__u32 bit, cls = RTT_NONE;
+	struct sock_seq *e = NULL;
+	if (ingress && rtt_split) {
+		cls = rx_flow(skb, &p, now, &bit);
+	} else {
+		bit = flow_bit(&p);
+		/* A local sender's own socket: the RTT class, and its storage for
+		 * the flow's highest sequence. */
+		struct bpf_sock *sk = ingress ? NULL : egress_tcp_sock(skb);
+		if (sk && p.payload)
+			e = bpf_sk_storage_get(&sock_seqs, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		__u32 srtt = rtt_split ? sock_srtt(sk) : 0;
+		if (srtt)
+			cls = srtt < rtt_threshold_us ? RTT_SHORT : RTT_LONG;
+	}
+	bit &= 127;
+	b->conn[bit >> 6] |= 1ULL << (bit & 63);
+	if (p.payload && is_retransmit(&p, ingress, e)) {
 		if (ingress) {
 			b->in_rxmit_bytes += len;
 			b->in_rxmit_packets++;
@@ -260,23 +354,17 @@ static __always_inline int account(struct __sk_buff *skb, int ingress)
 			b->out_rxmit_packets++;
 		}
 	}
-	if (rtt_split) {
-		__u32 srtt = sock_srtt(ingress ? isk : fsk);
-		if (isk)
-			bpf_sk_release(isk);
-		if (srtt) {
-			int is_short = srtt < rtt_threshold_us;
-			if (ingress) {
-				if (is_short)
-					b->in_short_rtt_bytes += len;
-				else
-					b->in_long_rtt_bytes += len;
-			} else {
-				if (is_short)
-					b->out_short_rtt_bytes += len;
-				else
-					b->out_long_rtt_bytes += len;
-			}
+	if (cls != RTT_NONE) {
+		if (ingress) {
+			if (cls == RTT_SHORT)
+				b->in_short_rtt_bytes += len;
+			else
+				b->in_long_rtt_bytes += len;
+		} else {
+			if (cls == RTT_SHORT)
+				b->out_short_rtt_bytes += len;
+			else
+				b->out_long_rtt_bytes += len;
 		}
 	}
 	return TC_ACT_UNSPEC;
@@ -300,7 +388,8 @@ int sample_egress(struct __sk_buff *skb)
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(sample_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb)
 {
-	struct mg_bucket *b = bucket_now();
+	__u64 now;
+	struct mg_bucket *b = bucket_now(&now);
 	if (!b || !sk)
 		return 0;
 	if (target_netns && BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum) != target_netns)
