@@ -337,9 +337,15 @@ fn check_tcp_dev<'a>(
 /// The trace's losses, unattributed dev rows and the dev rows of every
 /// connection on either port, for a failed count's message.
 fn dev_context(j: &Value, a: u16, b: u16) -> String {
+    // Whether the trace was read whole (an END block, no damaged block)
+    // tells a recorder that missed events from a reader that skipped some.
     let mut out = format!(
-        "trace: lost_events {} unattributed {}",
-        j["trace"]["lost_events"], j["trace"]["unattributed"]
+        "trace: lost_events {} unattributed {} complete {} damage {} records by layer {}",
+        j["trace"]["lost_events"],
+        j["trace"]["unattributed"],
+        j["trace"]["complete"],
+        j["trace"]["damage"],
+        j["trace"]["records_by_layer"]
     );
     for c in j["connections"].as_array().into_iter().flatten() {
         let ports = [port_of(&c["local"]), port_of(&c["remote"])];
