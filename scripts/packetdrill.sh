@@ -130,7 +130,20 @@ results="$out/results.tsv"
 n=0
 ns=""
 cleanup() { [ -n "$ns" ] && ip netns del "$ns" 2>/dev/null; ns=""; }
-restore() { cleanup; [ -n "$allowed_before" ] && echo "$allowed_before" >"$allowed_file"; allowed_before=""; }
+# The scripts' set_sysctls.py leaves /tmp/sysctl_restore_<packetdrill pid>.sh
+# behind at every run; the values it would restore were those of a namespace
+# deleted since: the files made during this run are removed at its end.
+started=$(mktemp "$out/.started.XXXXXX")
+forget_restore_files() {
+    find /tmp -maxdepth 1 -name 'sysctl_restore_*.sh' -newer "$started" -delete 2>/dev/null
+    rm -f "$started"
+}
+restore() {
+    cleanup
+    [ -n "$allowed_before" ] && echo "$allowed_before" >"$allowed_file"
+    allowed_before=""
+    forget_restore_files
+}
 trap 'restore; exit 130' INT TERM
 trap restore EXIT
 
