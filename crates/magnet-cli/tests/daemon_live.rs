@@ -508,6 +508,88 @@ fn prometheus_scrapes_exact_counts_of_a_known_workload() {
     assert!(d.stop().success());
 }
 
+/// Records live in slots that reaped connections give back. With 64 slots,
+/// four rounds of 16 loopback transfers (32 records each) are 128 records:
+/// rounds three and four can only have records in slots reaped from rounds
+/// one and two. Every connection of every round still counts exactly its
+/// own calls and bytes, in its record and in its layer table (nothing left
+/// over from a slot's earlier record), and every record is reaped after its
+/// close. Once with the records found through their sockets' storage, once
+/// with socket storage denied (every lookup through the cookie index).
+#[test]
+fn reaped_slots_are_reused_with_nothing_left_over() {
+    if !live("reaped_slots_are_reused_with_nothing_left_over") {
+        return;
+    }
+    for deny in ["", "sk_storage"] {
+        let conf = "max_connections = 64\nretain_closed = \"1ms\"\n";
+        let d = if deny.is_empty() {
+            Daemon::start(conf)
+        } else {
+            Daemon::start_denying(conf, deny)
+        };
+        for round in 0..4usize {
+            let mut gone = Vec::new();
+            for i in 0..16usize {
+                let (n, size) = (1 + i + round, 100 * (round + 1) + i);
+                let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+                let (client, server, reads) = transfer(listener, n, size);
+                let want = (n * size) as u64;
+                let c = d.client().connection_of(&client).unwrap();
+                let s = d.client().connection_of(&server).unwrap();
+                let what = format!("deny {deny:?}, round {round}, transfer {i}");
+                assert_eq!(
+                    (
+                        c.app.tx_bytes,
+                        c.app.tx_calls,
+                        c.app.rx_bytes,
+                        c.app.rx_calls
+                    ),
+                    (want, n as u64, 0, 0),
+                    "{what}: client {c:?}"
+                );
+                assert_eq!(
+                    (s.app.rx_bytes, s.app.rx_calls, s.app.tx_bytes),
+                    (want, reads, 0),
+                    "{what}: server {s:?}"
+                );
+                let app_out = c
+                    .layers
+                    .iter()
+                    .find(|r| r.layer == "app" && r.dir == "out")
+                    .unwrap_or_else(|| panic!("{what}: no app out row: {:?}", c.layers));
+                assert_eq!(
+                    (app_out.units, app_out.bytes),
+                    (n as u64, want),
+                    "{what}: {app_out:?}"
+                );
+                assert!(
+                    !c.layers
+                        .iter()
+                        .any(|r| r.layer == "app" && r.dir == "in" && r.units > 0),
+                    "{what}: the client read nothing: {:?}",
+                    c.layers
+                );
+                gone.push((c.cookie, s.cookie));
+            }
+            // closed, then reaped (retain_closed 1 ms, a reap every second)
+            let deadline = Instant::now() + Duration::from_secs(20);
+            for (cc, sc) in gone {
+                for cookie in [cc, sc] {
+                    while d.client().connection(cookie).is_ok() {
+                        assert!(
+                            Instant::now() < deadline,
+                            "deny {deny:?}, round {round}: record {cookie} not reaped"
+                        );
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+            }
+        }
+        assert!(d.stop().success());
+    }
+}
+
 /// Run by `two_uids_see_only_their_own` as uid 65534 (not on its own).
 #[test]
 #[ignore = "helper: run as another uid by two_uids_see_only_their_own"]

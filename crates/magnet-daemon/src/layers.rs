@@ -1,6 +1,7 @@
 //! The live layer table (`bpf/layers.h`, `bpf/layers.bpf.c`): per
 //! connection, per layer and direction, units, bytes and histograms of
-//! sizes and gaps, read from the `layers` map; and the same per cgroup.
+//! sizes and gaps, read from the `layers` map (an array: a connection's
+//! table is in the slot of its record); and the same per cgroup.
 //!
 //! Layers: `app` (one unit per app call that moved bytes: the app part's
 //! hooks), `ip` (one per IP packet: the cgroup_skb programs, only with
@@ -24,13 +25,6 @@ use magnet_client::layers::LAYER_BUCKETS;
 use magnet_client::{CgroupLayers, Connection, LayerRow};
 
 use crate::skel::types;
-use crate::Error;
-
-/// Sizes the `layers` map like the connection map (one table per record).
-pub(crate) fn size_map(map: &mut libbpf_rs::OpenMapMut<'_>, entries: u32) -> Result<(), Error> {
-    map.set_max_entries(entries.max(1))
-        .map_err(|e| Error::bpf("sizing the layer table map", e))
-}
 
 /// The `layers` map and the tables of reaped connections, per cgroup.
 pub struct LayerTables {
@@ -130,9 +124,9 @@ impl LayerTables {
         }
     }
 
-    /// Every row of `c`'s table: the kernel's layers and tcp.
-    fn rows(&self, c: &Connection) -> Vec<LayerRow> {
-        let (mut rows, fin_in) = match self.map.lookup(&c.cookie.to_ne_bytes(), MapFlags::ANY) {
+    /// Every row of `c`'s table (in `slot`): the kernel's layers and tcp.
+    fn rows(&self, c: &Connection, slot: u32) -> Vec<LayerRow> {
+        let (mut rows, fin_in) = match self.map.lookup(&slot.to_ne_bytes(), MapFlags::ANY) {
             Ok(Some(raw)) => decode(&raw),
             _ => (Vec::new(), false),
         };
@@ -140,15 +134,16 @@ impl LayerTables {
         ordered(rows)
     }
 
-    /// Fills `c.layers` (after its wire counters are final).
-    pub fn fill(&self, c: &mut Connection) {
-        c.layers = self.rows(c);
+    /// Fills `c.layers` from its table in `slot` (after its wire counters
+    /// are final).
+    pub fn fill(&self, c: &mut Connection, slot: u32) {
+        c.layers = self.rows(c, slot);
     }
 
-    /// A record is being reaped: its table joins its cgroup's reaped total
-    /// and leaves the map.
-    pub fn reap(&self, c: &Connection) {
-        let rows = self.rows(c);
+    /// A record is being reaped: its table (in `slot`) joins its cgroup's
+    /// reaped total and is cleared for the slot's next record.
+    pub fn reap(&self, c: &Connection, slot: u32) {
+        let rows = self.rows(c, slot);
         if let Ok(mut reaped) = self.reaped.lock() {
             // Bounded: past MAX_REAPED_CGROUPS cgroups, a new one's reaped
             // connections are summed under cgroup 0.
@@ -159,7 +154,8 @@ impl LayerTables {
             };
             add_rows(reaped.entry(id).or_default(), &rows);
         }
-        let _ = self.map.delete(&c.cookie.to_ne_bytes());
+        let zero = vec![0u8; self.map.value_size() as usize];
+        let _ = self.map.update(&slot.to_ne_bytes(), &zero, MapFlags::ANY);
     }
 
     /// Every cgroup's table: `conns` (filled, labelled) plus the reaped.

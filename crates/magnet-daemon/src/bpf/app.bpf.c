@@ -126,12 +126,11 @@ static __always_inline int app_call(struct sock *sk, int ret, int tx)
 #endif
 	c->last_ns = now;
 	if (call && bytes)
-		layer_unit(cookie, MG_LAYER_APP, tx, bytes, now);
+		layer_unit(c, MG_LAYER_APP, tx, bytes, now);
 #if MGD_PROF == 3
 	if (cookie)
 		return 0;
 #endif
-	kstats_track(c, sk, cookie);
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	if (c->pid != pid) {
 		/* a new caller: who it is and where (cheap check first) */
@@ -240,7 +239,8 @@ int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 
-static __always_inline void count_call(__u64 cookie, int tx)
+/* One call of the record `c` (NULL: none) to the host's and its counts. */
+static __always_inline void count_call(struct mg_conn *c, int tx)
 {
 	struct mg_host *h = host_totals();
 	if (h) {
@@ -249,7 +249,6 @@ static __always_inline void count_call(__u64 cookie, int tx)
 		else
 			h->app_rx_calls++;
 	}
-	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
 	if (!c)
 		return;
 	if (tx)
@@ -267,9 +266,10 @@ static __always_inline int app_call_exit(void)
 	if (!p || !p->sk)
 		return 0;
 	p->sk = 0;
-	count_call(p->cookie, p->tx);
-	if (p->bytes)
-		layer_unit(p->cookie, MG_LAYER_APP, p->tx, p->bytes, bpf_ktime_get_ns());
+	struct mg_conn *c = conn_by_cookie(p->cookie);
+	count_call(c, p->tx);
+	if (c && p->bytes)
+		layer_unit(c, MG_LAYER_APP, p->tx, p->bytes, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -322,11 +322,12 @@ int BPF_PROG(app_uring, struct io_ring_ctx *ring, void *req_, struct io_uring_cq
 	__u64 cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
 	if (!cookie)
 		return 0;
-	count_call(cookie, tx);
-	if (bpf_core_field_exists(req->cqe.res)) {
+	struct mg_conn *c = conn_by_cookie(cookie);
+	count_call(c, tx);
+	if (c && bpf_core_field_exists(req->cqe.res)) {
 		int res = BPF_CORE_READ(req, cqe.res);
 		if (res > 0)
-			layer_unit(cookie, MG_LAYER_APP, tx, res, bpf_ktime_get_ns());
+			layer_unit(c, MG_LAYER_APP, tx, res, bpf_ktime_get_ns());
 	}
 	return 0;
 }

@@ -10,24 +10,27 @@
  *   ip    wire (cgroup_skb egress / ingress): one unit per packet, IP
  *         length; only with packet_hooks = "always" (count_packets)
  *
- * A unit costs one hash lookup and four atomic adds (units, bytes, its size
+ * A unit costs an array index and four atomic adds (units, bytes, its size
  * bucket, its gap bucket); the bucket index is bit arithmetic, no loop.
  * The gap's previous time is read and written without a lock: two units of
  * one layer and direction at the same instant on two CPUs may both measure
  * from the same previous unit (their counts stay exact).
+ *
+ * A connection's table is in the same slot of `layers` as its record in
+ * `conns` (summary.bpf.c): the hooks that have the record find it by index.
  */
 #include "layers.h"
 
 struct mg_layers mg_layers_layout SEC(".data.layout");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 16384); /* = conns, set from the config before load */
-	__type(key, __u64);
+	__type(key, __u32);
 	__type(value, struct mg_layers);
 } layers SEC(".maps");
 
-/* Never written: the zeroed value a new entry is made from. */
+/* Never written: the zeroed value a new table is cleared from. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -74,30 +77,35 @@ static __always_inline void mg_hist_add(__u32 *hist, __u64 b)
 	__sync_fetch_and_add(&hist[b & MG_LAYER_MASK], 1);
 }
 
-/* A connection's table is made with its record (conn_of). */
-static __always_inline void layers_create(__u64 cookie)
+/* A new record's table starts empty (conn_of): one copy, not a store per
+ * field. */
+static __always_inline void layers_clear(__u32 slot)
 {
 	__u32 zero = 0;
 	struct mg_layers *z = bpf_map_lookup_elem(&layers_zero, &zero);
-	if (z)
-		bpf_map_update_elem(&layers, &cookie, z, BPF_NOEXIST);
+	struct mg_layers *t = bpf_map_lookup_elem(&layers, &slot);
+	if (z && t)
+		bpf_probe_read_kernel(t, sizeof(*t), z);
 }
 
 /* At a TCP state change: the peer's FIN has arrived (tcp_fin sets
  * SOCK_DONE, bit 1 of sk_flags, before it changes the state). */
-static __always_inline void layers_tcp_state(struct sock *sk, __u64 cookie)
+static __always_inline void layers_tcp_state(struct sock *sk, struct mg_conn *c)
 {
-	if (!cookie || !(BPF_CORE_READ(sk, __sk_common.skc_flags) & 2))
+	if (!(BPF_CORE_READ(sk, __sk_common.skc_flags) & 2))
 		return;
-	struct mg_layers *t = bpf_map_lookup_elem(&layers, &cookie);
+	__u32 slot = c->slot;
+	struct mg_layers *t = bpf_map_lookup_elem(&layers, &slot);
 	if (t)
 		t->fin_in = 1;
 }
 
-/* One unit of `size` bytes at `now` in `layer`, direction out (tx) or in. */
-static __always_inline void layer_unit(__u64 cookie, __u32 layer, int tx, __u64 size, __u64 now)
+/* One unit of `size` bytes at `now` in `layer` of record `c`'s table,
+ * direction out (tx) or in. */
+static __always_inline void layer_unit(struct mg_conn *c, __u32 layer, int tx, __u64 size, __u64 now)
 {
-	struct mg_layers *t = bpf_map_lookup_elem(&layers, &cookie);
+	__u32 slot = c->slot;
+	struct mg_layers *t = bpf_map_lookup_elem(&layers, &slot);
 	if (!t || layer >= MG_LAYERS)
 		return;
 	struct mg_layer_dir *d = &t->d[layer][tx ? 0 : 1];

@@ -3,7 +3,8 @@
  * magnetd's always-on mode: per-connection summaries kept in the kernel.
  *
  * Nothing here writes an event stream. Each hook adds into one record per
- * connection (keyed by socket cookie, in `conns`) and into host totals per
+ * connection (a slot of `conns`, found from the socket's storage or by its
+ * cookie in `conn_index`) and into host totals per
  * layer (`host`, per CPU); user space reads the maps when asked.
  *
  * hooks                              kernel   what it adds
@@ -41,9 +42,9 @@
  * The app part (the hooks above the cgroup_skb ones) is in app.bpf.c, included below.
  *
  * TCP's wire counters are the kernel's own (tcp_sock bytes_sent, bytes_acked,
- * bytes_received, segs_out/in, data_segs_out/in, total_retrans): every TCP
- * record's socket carries an (empty) entry in the socket-storage map
- * `tcp_socks`, and the iterator over that map visits every such socket, in
+ * bytes_received, segs_out/in, data_segs_out/in, total_retrans): every
+ * record's socket carries an entry (its slot) in the socket-storage map
+ * `conn_socks`, and the iterator over that map visits every such socket, in
  * every network namespace, and copies its counters into the record. The
  * per-packet cgroup_skb programs then only count sockets that are not TCP and
  * keep the latency marks; they are optional (magnetd's `packet_hooks`).
@@ -94,10 +95,14 @@ const volatile bool sampled = false;
  * sock_diag). False: magnetd has no way to read them (the TCP counters part
  * is left out) and the per-packet programs count TCP too. */
 const volatile bool kstats_on = true;
-/* The iterator reads them: every TCP record's socket gets a `tcp_socks`
- * entry for it to visit. False (sock_diag reads them): no socket storage is
- * used and the map is not created. */
+/* The iterator reads them: it visits every socket with a `conn_socks`
+ * entry. False: user space reads them through sock_diag. */
 const volatile bool kstats_storage = true;
+/* Each socket with a record notes its slot in its own storage
+ * (`conn_socks`), so that the hooks that have the socket find the record
+ * without a hash lookup. False (socket storage denied): every lookup goes
+ * through `conn_index`, and the map is not created. */
+const volatile bool conn_cache = true;
 /* 1 while the per-packet programs are attached (user space writes it after
  * attaching and before detaching; always 1 with packet_hooks = "always"). */
 __u32 window_open = 0;
@@ -112,12 +117,36 @@ const volatile bool calls_at_exit = false;
 struct mg_conn mg_conn_layout SEC(".data.layout");
 struct mg_host mg_host_layout SEC(".data.layout");
 
+/* The records, one per slot; `conns`, `conn_index`, `free_slots` and
+ * `layers` are all sized from the config (max_connections) before load.
+ * A slot is taken from `free_slots` when a record is made and given back
+ * by user space when it reaps the record (after zeroing it). Arrays rather
+ * than a hash keyed by cookie: a call finds its record through its
+ * socket's storage and a slot number, not a hash of the cookie and a walk
+ * of a bucket (bench/notes/2026-11-30-daemon-record-slots.md). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384); /* set from the config before load */
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
 	__type(value, struct mg_conn);
 } conns SEC(".maps");
+
+/* cookie → slot: for the hooks that have no socket (or not one whose
+ * storage they may use), and for user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, __u32);
+} conn_index SEC(".maps");
+
+/* The free slots; filled with every slot by user space before the
+ * programs are attached. */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, 16384);
+	__type(value, __u32);
+} free_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -133,22 +162,15 @@ struct {
 	__type(value, __u64);
 } drop_reasons SEC(".maps");
 
-/* Marks the TCP sockets that have a record, so the iterator below can visit
- * them (socket storage lives and dies with its socket, in any namespace). */
+/* Every socket that has a record notes its slot here (conn_cache), and
+ * the iterator below visits them for the TCP counters (socket storage
+ * lives and dies with its socket, in any namespace). */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, __u64); /* the socket's cookie */
-} tcp_socks SEC(".maps");
-
-/* A zeroed record to fill before insertion (too big for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct mg_conn);
-} scratch SEC(".maps");
+	__type(value, struct mg_conn_sk);
+} conn_socks SEC(".maps");
 
 #include "layers.bpf.c"
 
@@ -200,52 +222,111 @@ static __always_inline void kstats_copy(struct mg_conn *c, struct sock *sk)
 	c->wmem_queued = tp->inet_conn.icsk_inet.sk.sk_wmem_queued;
 }
 
-/* Gives a TCP socket its `tcp_socks` entry (once per record). */
-static __always_inline void kstats_track(struct mg_conn *c, struct sock *sk, __u64 cookie)
+/* The record in `slot` if it is `cookie`'s. */
+static __always_inline struct mg_conn *conn_in(__u32 slot, __u64 cookie)
 {
-	if (!kstats_on || c->kstats || c->protocol != IPPROTO_TCP)
-		return;
-	if (!kstats_storage) {
-		/* read by user space (sock_diag), found by cookie */
-		c->kstats = 1;
-		return;
+	struct mg_conn *c = bpf_map_lookup_elem(&conns, &slot);
+	return c && c->cookie == cookie ? c : NULL;
+}
+
+/* The record of `cookie`, through the index. */
+static __always_inline struct mg_conn *conn_by_cookie(__u64 cookie)
+{
+	__u32 *slot = bpf_map_lookup_elem(&conn_index, &cookie);
+	return slot ? conn_in(*slot, cookie) : NULL;
+}
+
+/* The record of socket `sk` (a trusted socket pointer, or a cgroup_skb
+ * program's full socket): through its storage's note, else the index. */
+static __always_inline struct mg_conn *conn_find(void *sk, __u64 cookie)
+{
+	if (conn_cache && sk) {
+		struct mg_conn_sk *n = bpf_sk_storage_get(&conn_socks, sk, 0, 0);
+		if (n && n->cookie == cookie) {
+			struct mg_conn *c = conn_in(n->slot, cookie);
+			if (c)
+				return c;
+		}
 	}
-	__u64 *v = bpf_sk_storage_get(&tcp_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (v) {
-		*v = cookie;
-		c->kstats = 1;
+	return conn_by_cookie(cookie);
+}
+
+/* Notes the record's slot in its socket's storage (the iterator visits
+ * the socket from then on) and says where its TCP counters come from. */
+static __always_inline void conn_note(struct mg_conn *c, struct sock *sk, __u64 cookie)
+{
+	if (conn_cache) {
+		struct mg_conn_sk *n =
+			bpf_sk_storage_get(&conn_socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (n) {
+			n->slot = c->slot;
+			n->cookie = cookie;
+		}
+		if (!n && kstats_storage)
+			return; /* the iterator cannot find it */
 	}
+	if (kstats_on && c->protocol == IPPROTO_TCP)
+		c->kstats = 1;
 }
 
 /* The record of `sk`, created on first sight (process context only). */
 static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __u64 now,
 					       struct mg_host *h)
 {
-	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
-	if (c)
+	struct mg_conn *c;
+	if (conn_cache) {
+		struct mg_conn_sk *n = bpf_sk_storage_get(&conn_socks, sk, 0, 0);
+		if (n && n->cookie == cookie) {
+			c = conn_in(n->slot, cookie);
+			if (c)
+				return c;
+		}
+	}
+	c = conn_by_cookie(cookie);
+	if (c) {
+		/* the socket's storage did not have it (made where storage
+		 * could not be used): noted now */
+		if (conn_cache)
+			conn_note(c, sk, cookie);
 		return c;
-	__u32 zero = 0;
-	struct mg_conn *n = bpf_map_lookup_elem(&scratch, &zero);
-	if (!n)
+	}
+	__u32 slot;
+	if (bpf_map_pop_elem(&free_slots, &slot)) {
+		if (h)
+			h->conns_map_full++;
 		return NULL;
-	__builtin_memset(n, 0, sizeof(*n));
-	n->first_ns = now;
+	}
+	if (bpf_map_update_elem(&conn_index, &cookie, &slot, BPF_NOEXIST)) {
+		/* made by another CPU meanwhile (or the index is full) */
+		bpf_map_push_elem(&free_slots, &slot, 0);
+		c = conn_by_cookie(cookie);
+		if (!c && h)
+			h->conns_map_full++;
+		return c;
+	}
+	c = bpf_map_lookup_elem(&conns, &slot);
+	if (!c)
+		return NULL;
+	/* user space zeroed the slot when it gave it back; a program that
+	 * still held its old record then may have written since */
+	__builtin_memset(c, 0, sizeof(*c));
+	layers_clear(slot);
+	c->slot = slot;
+	c->first_ns = now;
 	/* idle from creation on, not from boot: a record made at the handshake
 	 * of a socket that never calls would otherwise be reaped as idle */
-	n->last_ns = now;
-	n->family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	n->protocol = BPF_CORE_READ(sk, sk_protocol);
-	n->uid = BPF_CORE_READ(sk, sk_uid.val);
-	n->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
-	mg_sk_ends(sk, n, n->family == AF_INET6);
-	if (bpf_map_update_elem(&conns, &cookie, n, BPF_NOEXIST) == 0) {
-		layers_create(cookie);
-		if (h)
-			h->conns_new++;
-	} else if (h && !bpf_map_lookup_elem(&conns, &cookie)) {
-		h->conns_map_full++;
-	}
-	return bpf_map_lookup_elem(&conns, &cookie);
+	c->last_ns = now;
+	c->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	c->protocol = BPF_CORE_READ(sk, sk_protocol);
+	c->uid = BPF_CORE_READ(sk, sk_uid.val);
+	c->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	mg_sk_ends(sk, c, c->family == AF_INET6);
+	/* last: from here on lookups by cookie take this record as its own */
+	c->cookie = cookie;
+	conn_note(c, sk, cookie);
+	if (h)
+		h->conns_new++;
+	return c;
 }
 
 #include "rx.bpf.c"
@@ -284,11 +365,12 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	__u64 cookie = bpf_get_socket_cookie(skb);
 	if (!cookie)
 		return;
-	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	struct bpf_sock *sk = skb->sk;
+	struct mg_conn *c = conn_find(sk ? bpf_sk_fullsock(sk) : NULL, cookie);
 	if (!c)
 		return;
 	if (count_packets)
-		layer_unit(cookie, MG_LAYER_IP, tx, len, bpf_ktime_get_ns());
+		layer_unit(c, MG_LAYER_IP, tx, len, bpf_ktime_get_ns());
 	if (c->kstats || !count_packets) {
 		/* TCP: counted by the kernel (tcp_sock), copied by tcp_kstats;
 		 * sampled: not counted (it would be a part of the packets) */
@@ -305,7 +387,6 @@ static __always_inline void wire(struct __sk_buff *skb, int tx)
 	/* srtt and cwnd as the socket sends (an ACK's update shows at the next
 	 * packet out): the TCP socket is looked up on egress only, and on
 	 * ingress only when a mark needs rcv_nxt. */
-	struct bpf_sock *sk = skb->sk;
 	struct bpf_tcp_sock *tp = NULL;
 	if (tx && sk && !c->kstats) {
 		/* bpf_tcp_sock checks for a full TCP socket itself */
@@ -384,7 +465,7 @@ int BPF_PROG(tcp_retrans, const struct sock *sk, const struct sk_buff *skb)
 	if (!sk)
 		return 0;
 	__u64 cookie = sk_cookie(sk);
-	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	struct mg_conn *c = conn_find((void *)sk, cookie);
 	if (c && !c->kstats)
 		__sync_fetch_and_add(&c->retransmits, 1);
 	return 0;
@@ -410,7 +491,8 @@ int BPF_PROG(drop, struct sk_buff *skb, void *location, enum skb_drop_reason rea
 	__u64 cookie = mg_sk_cookie_read(sk);
 	if (!cookie)
 		return 0;
-	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	/* skb->sk is not a trusted pointer here: through the index */
+	struct mg_conn *c = conn_by_cookie(cookie);
 	if (c)
 		__sync_fetch_and_add(&c->drops, 1);
 	return 0;
@@ -432,7 +514,6 @@ int BPF_PROG(tcp_state, struct sock *sk, const int oldstate, const int newstate)
 			/* ends are known now (connect or accept) */
 			c->sport = BPF_CORE_READ(sk, __sk_common.skc_num);
 			c->dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-			kstats_track(c, sk, cookie);
 			/* sampled: nothing received yet is waiting */
 			if (sampled && newstate == TCP_ESTABLISHED) {
 				struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
@@ -443,11 +524,13 @@ int BPF_PROG(tcp_state, struct sock *sk, const int oldstate, const int newstate)
 		return 0;
 	}
 	__u64 cookie = mg_sk_cookie_read(sk);
-	layers_tcp_state(sk, cookie);
-	if (newstate != TCP_CLOSE || !cookie)
+	if (!cookie)
 		return 0;
-	struct mg_conn *c = bpf_map_lookup_elem(&conns, &cookie);
+	struct mg_conn *c = conn_find(sk, cookie);
 	if (!c)
+		return 0;
+	layers_tcp_state(sk, c);
+	if (newstate != TCP_CLOSE)
 		return 0;
 	/* the final counters: the socket (and its storage) goes away soon */
 	if (c->kstats)
@@ -457,18 +540,17 @@ int BPF_PROG(tcp_state, struct sock *sk, const int oldstate, const int newstate)
 }
 
 /* Run by user space before it reads `conns`: visits every socket with a
- * `tcp_socks` entry (in every namespace) and copies its TCP counters into
- * its record. Writes no output. */
+ * `conn_socks` entry (in every namespace) and copies the TCP counters of
+ * each TCP one into its record. Writes no output. */
 SEC("iter/bpf_sk_storage_map")
 int tcp_kstats(struct bpf_iter__bpf_sk_storage_map *ctx)
 {
 	struct sock *sk = ctx->sk;
-	__u64 *cookie = ctx->value;
-	if (!sk || !cookie)
+	struct mg_conn_sk *n = ctx->value;
+	if (!sk || !n)
 		return 0;
-	__u64 k = *cookie;
-	struct mg_conn *c = bpf_map_lookup_elem(&conns, &k);
-	if (c && !c->closed_ns)
+	struct mg_conn *c = conn_in(n->slot, n->cookie);
+	if (c && c->kstats && !c->closed_ns)
 		kstats_copy(c, sk);
 	return 0;
 }

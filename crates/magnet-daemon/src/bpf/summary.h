@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * magnetd's always-on summaries, as the kernel keeps them: one record per
- * connection (socket cookie) in a hash map (768 bytes each), host totals per layer in a per-CPU
- * array, drops by reason in a per-CPU array. No event stream: user space
- * reads the maps when asked.
+ * connection in a slot of an array (768 bytes each; `conn_index` maps the
+ * socket cookie to the slot, and the socket's own storage remembers it),
+ * host totals per layer in a per-CPU array, drops by reason in a per-CPU
+ * array. No event stream: user space reads the maps when asked.
  *
  * The Rust side reads these through the skeleton's generated types.
  */
@@ -26,7 +27,7 @@
  * creation and when the caller changes, and only read on the packet paths.
  */
 struct mg_conn {
-	/* bytes 0-91: identity, from creation or the first call */
+	/* bytes 0-111: identity, from creation or the first call */
 	__u64 first_ns;          /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
 	__u64 closed_ns;         /* 0 while open (TCP: inet_sock_set_state to CLOSE) */
 	__u64 cgroup_id;         /* cgroup v2 id of the last caller */
@@ -40,9 +41,17 @@ struct mg_conn {
 	__u8 saddr[16];          /* IPv4 as v4-mapped IPv6 */
 	__u8 daddr[16];
 	char comm[16];           /* last caller's comm */
-	__u8 kstats;             /* TCP: the socket carries `tcp_socks` storage, so
-				    its wire counters are the kernel's tcp_sock ones */
-	__u8 _pad0[160 - 93];
+	__u8 kstats;             /* TCP: the wire counters are the kernel's
+				    tcp_sock ones (copied by the iterator, or
+				    read by user space through sock_diag) */
+	__u8 _pad0a[3];
+	__u32 slot;              /* this record's slot in `conns` and `layers` */
+	__u32 _pad0b;
+	__u64 cookie;            /* the socket's cookie; written last at
+				    creation, 0 while the slot is free: a
+				    slot whose cookie is not the socket's is
+				    not its record (reaped and reused) */
+	__u8 _pad0[160 - 112];
 
 	/* 160-351: the application's calls (sock_send_length /
 	 * sock_recv_length), process context */
@@ -88,6 +97,15 @@ struct mg_conn {
 	__u8 _pad5[56];
 };
 _Static_assert(sizeof(struct mg_conn) == 768, "mg_conn groups moved: check the offsets above");
+_Static_assert(__builtin_offsetof(struct mg_conn, cookie) == 104, "mg_conn identity moved");
+
+/* A socket's own note of its record (socket storage `conn_socks`): the
+ * record is found from the socket with no hash lookup. */
+struct mg_conn_sk {
+	__u64 cookie;
+	__u32 slot;
+	__u32 _pad;
+};
 
 /* Host totals per layer (one copy per CPU, summed by user space). */
 struct mg_host {

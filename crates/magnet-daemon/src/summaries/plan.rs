@@ -237,6 +237,7 @@ pub(super) fn open_for<'obj>(
         ro.sampled = matches!(spec.packet_hooks, PacketHooks::Sampled { .. });
         ro.kstats_on = spec.kstats;
         ro.kstats_storage = spec.kstats && spec.storage;
+        ro.conn_cache = conn_cache(spec);
         ro.calls_at_exit = calls_at_exit(spec.progs);
         ro.stage_every = spec.every.send;
         ro.rx_every = spec.every.receive;
@@ -248,16 +249,21 @@ pub(super) fn open_for<'obj>(
         .app_pending
         .set_autocreate(calls_at_exit(spec.progs))
         .map_err(|e| Error::bpf("leaving out the task-storage map", e))?;
-    open.maps
-        .conns
-        .set_max_entries(spec.max_connections.max(1))
-        .map_err(|e| Error::bpf("sizing the connection map", e))?;
-    crate::layers::size_map(&mut open.maps.layers, spec.max_connections)?;
-    open.maps
-        .tcp_socks
-        .set_autocreate(spec.kstats && spec.storage)
-        .map_err(|e| Error::bpf("leaving out the socket-storage map", e))?;
     let m = &mut open.maps;
+    // One slot per record: the records, the index, the free slots and the
+    // layer tables are all as large as the connection limit.
+    for (map, what) in [
+        (&mut m.conns, "connection"),
+        (&mut m.conn_index, "connection index"),
+        (&mut m.free_slots, "free slot"),
+        (&mut m.layers, "layer table"),
+    ] {
+        map.set_max_entries(spec.max_connections.max(1))
+            .map_err(|e| Error::bpf(format!("sizing the {what} map"), e))?;
+    }
+    m.conn_socks
+        .set_autocreate(conn_cache(spec))
+        .map_err(|e| Error::bpf("leaving out the socket-storage map", e))?;
     part_maps(
         spec.progs.contains(&super::stages::PROGS[0]),
         [&mut m.stages, &mut m.stage_socks, &mut m.stages_scratch],
@@ -286,6 +292,13 @@ pub(super) fn open_for<'obj>(
         }
     }
     Ok(open)
+}
+
+/// Whether each record's socket notes its slot in socket storage (so that
+/// the hooks find records without a hash lookup): wherever socket storage
+/// is not denied, and always when the TCP counters' iterator needs it.
+fn conn_cache(spec: &LoadSpec<'_>) -> bool {
+    (spec.kstats && spec.storage) || magnet_kernel::deny::denied("sk_storage").is_none()
 }
 
 /// A part's maps (`maps[0]`: its per-connection map, sized to

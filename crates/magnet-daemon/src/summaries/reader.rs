@@ -24,7 +24,12 @@ use super::interfaces::interfaces;
 pub struct Reader {
     /// When the per-packet programs were attached (latency coverage).
     pub windows: Arc<Mutex<WindowLog>>,
+    /// The records (an array, one per slot).
     pub(super) conns: MapHandle,
+    /// cookie → slot of the live records.
+    pub(super) conn_index: MapHandle,
+    /// The slots not in use (a queue the programs take from).
+    pub(super) free_slots: MapHandle,
     /// The layer tables (per connection) and the reaped ones (per cgroup).
     pub(super) layers: crate::layers::LayerTables,
     pub(super) host: MapHandle,
@@ -90,6 +95,8 @@ pub struct Record {
     pub stall: Stall,
     /// TCP counters come from the socket's tcp_sock (not from packets).
     pub kstats: bool,
+    /// Its slot in the record and layer-table arrays.
+    pub slot: u32,
 }
 
 /// What the app-stall trigger looks at (TCP only; all times CLOCK_MONOTONIC
@@ -149,6 +156,10 @@ pub(super) fn decode(cookie: u64, raw: &[u8], now: u64, windows: &WindowLog) -> 
     // SAFETY: length checked; mg_conn is plain old data generated from the
     // BPF object's BTF, valid for any bit pattern.
     let c: types::mg_conn = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
+    // a slot being given back, or taken by a record not yet complete
+    if c.cookie != cookie {
+        return None;
+    }
     let comm_len = c.comm.iter().position(|&b| b == 0).unwrap_or(c.comm.len());
     let comm: Vec<u8> = c.comm[..comm_len].iter().map(|&b| b as u8).collect();
     let protocol = match c.protocol {
@@ -228,6 +239,7 @@ pub(super) fn decode(cookie: u64, raw: &[u8], now: u64, windows: &WindowLog) -> 
             now_ns: now,
         },
         kstats: c.kstats != 0,
+        slot: c.slot,
     })
 }
 
@@ -442,19 +454,42 @@ impl Reader {
         &self.plan
     }
 
+    /// The slot of `cookie`'s record, if it has one.
+    fn slot_of(&self, cookie: u64) -> Option<u32> {
+        let raw = self
+            .conn_index
+            .lookup(&cookie.to_ne_bytes(), MapFlags::ANY)
+            .ok()??;
+        Some(u32::from_ne_bytes(raw.get(..4)?.try_into().ok()?))
+    }
+
+    /// The record in `slot`, if it is `cookie`'s.
+    fn record_in(&self, slot: u32, cookie: u64, now: u64, w: &WindowLog) -> Option<Record> {
+        let raw = self
+            .conns
+            .lookup(&slot.to_ne_bytes(), MapFlags::ANY)
+            .ok()??;
+        decode(cookie, &raw, now, w)
+    }
+
+    /// The cookies of the live records (the index's keys).
+    fn cookies(&self) -> impl Iterator<Item = u64> + '_ {
+        self.conn_index
+            .keys()
+            .filter_map(|k| <[u8; 8]>::try_from(k.as_slice()).ok())
+            .map(u64::from_ne_bytes)
+    }
+
     /// One connection by cookie.
     pub fn get(&self, cookie: u64) -> Option<Record> {
         self.refresh();
-        let raw = self
-            .conns
-            .lookup(&cookie.to_ne_bytes(), MapFlags::ANY)
-            .ok()??;
+        let slot = self.slot_of(cookie)?;
         let w = self.windows.lock().ok()?;
-        let mut r = [decode(cookie, &raw, monotonic_ns(), &w)?];
+        let mut r = [self.record_in(slot, cookie, monotonic_ns(), &w)?];
         drop(w);
         self.overlay(&mut r);
         let [mut r] = r;
-        self.layers.fill(&mut r.conn);
+        self.layers.fill(&mut r.conn, r.slot);
         Some(r)
     }
 
@@ -463,7 +498,7 @@ impl Reader {
         let mut out = self.all_raw();
         self.overlay(&mut out);
         for r in &mut out {
-            self.layers.fill(&mut r.conn);
+            self.layers.fill(&mut r.conn, r.slot);
         }
         out
     }
@@ -476,19 +511,39 @@ impl Reader {
         let Ok(w) = self.windows.lock() else {
             return out;
         };
-        for key in self.conns.keys() {
-            let Ok(k) = <[u8; 8]>::try_from(key.as_slice()) else {
-                continue;
-            };
-            let cookie = u64::from_ne_bytes(k);
-            if let Ok(Some(raw)) = self.conns.lookup(&key, MapFlags::ANY) {
-                if let Some(r) = decode(cookie, &raw, now, &w) {
-                    out.push(r);
-                }
+        for cookie in self.cookies() {
+            if let Some(r) = self
+                .slot_of(cookie)
+                .and_then(|slot| self.record_in(slot, cookie, now, &w))
+            {
+                out.push(r);
             }
         }
         out.sort_by_key(|r| r.conn.cookie);
         out
+    }
+
+    /// Gives back the slot of a reaped record: out of the index first (so
+    /// that no lookup by cookie finds it), then zeroed (its cookie with it,
+    /// so that no socket's note of the slot matches), then free for the next
+    /// record. False when the index would not let it go.
+    fn release(&self, r: &Record) -> bool {
+        if self
+            .conn_index
+            .delete(&r.conn.cookie.to_ne_bytes())
+            .is_err()
+        {
+            return false;
+        }
+        let zero = vec![0u8; self.conns.value_size() as usize];
+        let _ = self
+            .conns
+            .update(&r.slot.to_ne_bytes(), &zero, MapFlags::ANY);
+        self.layers.reap(&r.conn, r.slot);
+        let _ = self
+            .free_slots
+            .update(&[], &r.slot.to_ne_bytes(), MapFlags::ANY);
+        true
     }
 
     /// Removes records of connections closed longer than `closed_for` ago,
@@ -506,18 +561,11 @@ impl Reader {
             let closed =
                 r.closed_ns != 0 && now.saturating_sub(r.closed_ns) > closed_for.as_nanos() as u64;
             let idle = now.saturating_sub(r.last_ns) > idle_for.as_nanos() as u64;
-            if !(closed || idle) || self.conns.delete(&r.conn.cookie.to_ne_bytes()).is_err() {
+            if !(closed || idle) || !self.release(&r) {
                 kept.push(r.conn.cgroup_id);
-            } else {
-                self.layers.reap(&r.conn);
             }
         }
-        let live: std::collections::BTreeSet<u64> = self
-            .conns
-            .keys()
-            .filter_map(|k| <[u8; 8]>::try_from(k.as_slice()).ok())
-            .map(u64::from_ne_bytes)
-            .collect();
+        let live: std::collections::BTreeSet<u64> = self.cookies().collect();
         self.reap_stages(&live, &cgroups);
         self.reap_receive(&live, &cgroups);
         kept.sort_unstable();
@@ -573,7 +621,7 @@ impl Reader {
                 }
             }
         }
-        h.health.map_entries = self.conns.keys().count() as u64;
+        h.health.map_entries = self.conn_index.keys().count() as u64;
         h.health.map_capacity = u64::from(self.capacity);
         if let Ok(w) = self.windows.lock() {
             h.wire.source = if w.mode == PacketHooks::Always {
