@@ -194,7 +194,12 @@ fn analyze(trace: &Path) -> Value {
         "analyze: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut j: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // `info` beside it, for a failed count's message (dev_context): the END
+    // block's losses and each program's runs against its records.
+    let info = magnet(&["info", "--json", trace.to_str().unwrap()]);
+    j["_info"] = serde_json::from_slice(&info.stdout).unwrap_or(Value::Null);
+    j
 }
 
 fn port_of(s: &Value) -> Option<u16> {
@@ -347,6 +352,18 @@ fn dev_context(j: &Value, a: u16, b: u16) -> String {
         j["trace"]["damage"],
         j["trace"]["records_by_layer"]
     );
+    // A hook whose program ran less often than the frames crossed it (the
+    // kernel did not call it) against one that ran but wrote no record.
+    let info = &j["_info"];
+    out += &format!(
+        "\ninfo: lost_records {} end_reason {} records by kind {}",
+        info["lost_records"], info["end_reason"], info["kinds"]
+    );
+    for p in info["cost"]["programs"].as_array().into_iter().flatten() {
+        if p["name"].as_str().is_some_and(|n| n.starts_with("dev_")) {
+            out += &format!(", {} runs {}", p["name"], p["runs"]);
+        }
+    }
     for c in j["connections"].as_array().into_iter().flatten() {
         let ports = [port_of(&c["local"]), port_of(&c["remote"])];
         if !ports.iter().any(|p| *p == Some(a) || *p == Some(b)) {
