@@ -590,6 +590,46 @@ fn reaped_slots_are_reused_with_nothing_left_over() {
     }
 }
 
+/// A full record array refuses new records and counts them: with 4 slots,
+/// 6 loopback connections (12 sockets, more if anything else on the host
+/// makes one meanwhile) leave at most 4 records, at least 8 refusals, and a
+/// refused socket has no record to answer for (never one of another
+/// socket's slot).
+#[test]
+fn a_full_record_array_refuses_and_counts() {
+    if !live("a_full_record_array_refuses_and_counts") {
+        return;
+    }
+    let d = Daemon::start("max_connections = 4\n");
+    let mut kept = Vec::new();
+    for i in 0..6usize {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (client, server, _) = transfer(listener, 2, 100 + i);
+        kept.push((client, server, 2 * (100 + i) as u64));
+    }
+    let h = d.client().host().unwrap().health;
+    assert_eq!(h.map_capacity, 4, "{h:?}");
+    assert!(h.map_entries <= 4, "more records than slots: {h:?}");
+    assert!(h.map_full >= 8, "12 sockets, 4 slots: {h:?}");
+    let mut found = 0;
+    for (client, server, want) in &kept {
+        for (sock, tx) in [(client, true), (server, false)] {
+            let Ok(c) = d.client().connection_of(sock) else {
+                continue;
+            };
+            found += 1;
+            let bytes = if tx { c.app.tx_bytes } else { c.app.rx_bytes };
+            assert_eq!(
+                bytes, *want,
+                "a record's counts are its own socket's: {c:?}"
+            );
+        }
+    }
+    assert!(found <= 4, "{found} of our sockets have records, 4 slots");
+    drop(kept);
+    assert!(d.stop().success());
+}
+
 /// Run by `two_uids_see_only_their_own` as uid 65534 (not on its own).
 #[test]
 #[ignore = "helper: run as another uid by two_uids_see_only_their_own"]

@@ -103,6 +103,10 @@ const volatile bool kstats_storage = true;
  * without a hash lookup. False (socket storage denied): every lookup goes
  * through `conn_index`, and the map is not created. */
 const volatile bool conn_cache = true;
+/* The number of slots (max_connections, the arrays' size). */
+const volatile __u32 slots = 16384;
+/* The first slot no record has had yet. */
+__u32 next_slot = 0;
 /* 1 while the per-packet programs are attached (user space writes it after
  * attaching and before detaching; always 1 with packet_hooks = "always"). */
 __u32 window_open = 0;
@@ -119,8 +123,9 @@ struct mg_host mg_host_layout SEC(".data.layout");
 
 /* The records, one per slot; `conns`, `conn_index`, `free_slots` and
  * `layers` are all sized from the config (max_connections) before load.
- * A slot is taken from `free_slots` when a record is made and given back
- * by user space when it reaps the record (after zeroing it). Arrays rather
+ * A new record takes a slot given back by user space when it reaped a
+ * record (after zeroing it), from `free_slots`, else the next slot never
+ * used (`next_slot`), so nothing has to fill the queue first. Arrays rather
  * than a hash keyed by cookie: a call finds its record through its
  * socket's storage and a slot number, not a hash of the cookie and a walk
  * of a bucket (bench/notes/2026-11-30-daemon-record-slots.md). */
@@ -140,8 +145,7 @@ struct {
 	__type(value, __u32);
 } conn_index SEC(".maps");
 
-/* The free slots; filled with every slot by user space before the
- * programs are attached. */
+/* Slots of reaped records, free again (pushed by user space). */
 struct {
 	__uint(type, BPF_MAP_TYPE_QUEUE);
 	__uint(max_entries, 16384);
@@ -292,9 +296,15 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 	}
 	__u32 slot;
 	if (bpf_map_pop_elem(&free_slots, &slot)) {
-		if (h)
-			h->conns_map_full++;
-		return NULL;
+		/* none given back: a slot never used, if any is left (checked
+		 * before the add, so that the counter never runs past `slots`
+		 * by more than the CPUs racing for the last one) */
+		slot = next_slot < slots ? __sync_fetch_and_add(&next_slot, 1) : slots;
+		if (slot >= slots) {
+			if (h)
+				h->conns_map_full++;
+			return NULL;
+		}
 	}
 	if (bpf_map_update_elem(&conn_index, &cookie, &slot, BPF_NOEXIST)) {
 		/* made by another CPU meanwhile (or the index is full) */

@@ -140,7 +140,6 @@ pub fn attach(
         (bpf_stats == crate::config::BpfStats::Off).then_some("bpf_stats = false in the config"),
     );
     let (mut plan, skel, mut packet_hooks) = load(max_connections, packet_hooks, app_calls, every)?;
-    fill_free_slots(&skel, max_connections.max(1))?;
     let cgroup = std::fs::File::open(&cgroup_root).map_err(|source| Error::Io {
         path: cgroup_root.display().to_string(),
         source,
@@ -202,20 +201,6 @@ pub fn attach(
         attached.set_window_open(true);
     }
     Ok((attached, reader))
-}
-
-/// Every slot of the record arrays is free at the start: the programs
-/// take one per new record from the queue (before anything is attached, so
-/// that no record is refused for want of a slot).
-fn fill_free_slots(skel: &SummarySkel<'static>, slots: u32) -> Result<(), Error> {
-    use libbpf_rs::{MapCore, MapFlags};
-    for slot in 0..slots {
-        skel.maps
-            .free_slots
-            .update(&[], &slot.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|e| Error::bpf(format!("filling the free slot map (slot {slot})"), e))?;
-    }
-    Ok(())
 }
 
 /// magnetd's programs and the statistics as `bpf_stats` asks. Sampled, but

@@ -238,6 +238,7 @@ pub(super) fn open_for<'obj>(
         ro.kstats_on = spec.kstats;
         ro.kstats_storage = spec.kstats && spec.storage;
         ro.conn_cache = conn_cache(spec);
+        ro.slots = spec.max_connections.max(1);
         ro.calls_at_exit = calls_at_exit(spec.progs);
         ro.stage_every = spec.every.send;
         ro.rx_every = spec.every.receive;
