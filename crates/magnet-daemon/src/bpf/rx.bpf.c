@@ -135,6 +135,7 @@ static __always_inline void rx_add(struct mg_rx_stages *s, int stage, __u64 from
 SEC("tp_btf/tcp_probe")
 int BPF_PROG(rx_queue, struct sock *sk, struct sk_buff *skb)
 {
+	MGD_FLOOR(0);
 	__u32 zero = 0;
 	__u32 *n = bpf_map_lookup_elem(&rx_count, &zero);
 	if (!n)

@@ -257,6 +257,11 @@ int stages_ops(struct bpf_sock_ops *skops)
 	if (op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB && op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB &&
 	    (op < BPF_SOCK_OPS_TSTAMP_SCHED_CB || op > BPF_SOCK_OPS_TSTAMP_SENDMSG_CB))
 		return 1;
+#if MGD_PROF == 9
+	/* the floor: the callbacks stay on, nothing else is done */
+	if (op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB && op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB)
+		return 1;
+#endif
 	/* an untimed send call's SENDMSG callback: one storage lookup */
 	if (op == BPF_SOCK_OPS_TSTAMP_SENDMSG_CB) {
 		struct bpf_sock *sk = skops->sk;
@@ -296,6 +301,7 @@ int stages_ops(struct bpf_sock_ops *skops)
 SEC("tp_btf/tcp_sendmsg_locked")
 int BPF_PROG(stages_send, struct sock *sk, const struct msghdr *msg)
 {
+	MGD_FLOOR(0);
 	if (!bpf_core_field_exists(sk->sk_bpf_cb_flags))
 		return 0;
 	if (!(sk->sk_bpf_cb_flags & SK_BPF_CB_TX_TIMESTAMPING))
