@@ -256,18 +256,20 @@ static __always_inline struct mg_conn *conn_by_cookie(__u64 cookie)
 }
 
 /* The record of socket `sk` (a trusted socket pointer, or a cgroup_skb
- * program's full socket): through its storage's note, else the index. */
+ * program's full socket) through its storage's note alone. */
+static __always_inline struct mg_conn *conn_noted(void *sk, __u64 cookie)
+{
+	if (!conn_cache || !sk)
+		return NULL;
+	struct mg_conn_sk *n = bpf_sk_storage_get(&conn_socks, sk, 0, 0);
+	return n && n->cookie == cookie ? conn_in(n->slot, cookie) : NULL;
+}
+
+/* The record of socket `sk`: through its storage's note, else the index. */
 static __always_inline struct mg_conn *conn_find(void *sk, __u64 cookie)
 {
-	if (conn_cache && sk) {
-		struct mg_conn_sk *n = bpf_sk_storage_get(&conn_socks, sk, 0, 0);
-		if (n && n->cookie == cookie) {
-			struct mg_conn *c = conn_in(n->slot, cookie);
-			if (c)
-				return c;
-		}
-	}
-	return conn_by_cookie(cookie);
+	struct mg_conn *c = conn_noted(sk, cookie);
+	return c ? c : conn_by_cookie(cookie);
 }
 
 /* Notes the record's slot in its socket's storage (the iterator visits
@@ -292,15 +294,9 @@ static __always_inline void conn_note(struct mg_conn *c, struct sock *sk, __u64 
 static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __u64 now,
 					       struct mg_host *h)
 {
-	struct mg_conn *c;
-	if (conn_cache) {
-		struct mg_conn_sk *n = bpf_sk_storage_get(&conn_socks, sk, 0, 0);
-		if (n && n->cookie == cookie) {
-			c = conn_in(n->slot, cookie);
-			if (c)
-				return c;
-		}
-	}
+	struct mg_conn *c = conn_noted(sk, cookie);
+	if (c)
+		return c;
 	c = conn_by_cookie(cookie);
 	if (c) {
 		/* the socket's storage did not have it (made where storage
@@ -321,11 +317,14 @@ static __always_inline struct mg_conn *conn_of(struct sock *sk, __u64 cookie, __
 			return NULL;
 		}
 	}
-	if (bpf_map_update_elem(&conn_index, &cookie, &slot, BPF_NOEXIST)) {
-		/* made by another CPU meanwhile (or the index is full) */
+	long err = bpf_map_update_elem(&conn_index, &cookie, &slot, BPF_NOEXIST);
+	if (err) {
+		/* made by another CPU meanwhile (EEXIST: its record may not
+		 * have its cookie yet, which is no full map), or the index is
+		 * full */
 		bpf_map_push_elem(&free_slots, &slot, 0);
 		c = conn_by_cookie(cookie);
-		if (!c && h)
+		if (!c && err != -17 /* EEXIST */ && h)
 			h->conns_map_full++;
 		return c;
 	}
