@@ -18,6 +18,10 @@
 # for comparison; at the end the medians per case and N. Not measured here:
 # the kernel's own work around the callbacks (the extra __skb_tstamp_tx
 # calls); a throughput A/B is bench/daemon-overhead.sh's job.
+#
+# DAEMON_CONF adds lines to magnetd's config, e.g. DAEMON_CONF='stage_hooks =
+# "always"' against the default (the stage programs only in the sampling
+# windows).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 bench_need daemon-stages-cost ip iperf3 python3 curl
@@ -40,6 +44,7 @@ metrics() { curl -s "http://127.0.0.1:$port/metrics" >"$tmp/$1"; }
 start_daemon() { # N
     printf 'http = "127.0.0.1:%s"\nsocket = "%s/magnetd.sock"\nsend_stages_every = %s\nreceive_stages_every = %s\n' \
         "$port" "$tmp" "$1" "$1" >"$tmp/d.toml"
+    [ -z "${DAEMON_CONF:-}" ] || printf '%s\n' "$DAEMON_CONF" >>"$tmp/d.toml"
     "$MAGNET" daemon --config "$tmp/d.toml" 2>"$tmp/err" >/dev/null &
     dpid=$!
     for _ in $(seq 50); do grep -q "magnetd: ready" "$tmp/err" && break; sleep 0.2; done

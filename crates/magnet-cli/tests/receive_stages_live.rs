@@ -61,7 +61,7 @@ fn receive_stages_without_the_app_part() {
 /// its receive stages equal SO_TIMESTAMPING's within one slot.
 fn agree_with_so_timestamping(deny: &str) {
     // every data packet timed (the default times one in 16 per CPU)
-    let d = Magnetd::start_denying("receive_stages_every = 1\n", deny);
+    let d = Magnetd::start_denying("stage_hooks = \"always\"\nreceive_stages_every = 1\n", deny);
     let health = d.client().host().unwrap().health;
     if health.receive_latency != "rx_stamps" {
         eprintln!("skipped: no receive stages here ({:?})", health.fallbacks);
@@ -140,7 +140,7 @@ fn packets_are_stamped_without_the_application_asking() {
     ) {
         return;
     }
-    let d = Magnetd::start_with("receive_stages_every = 1\n");
+    let d = Magnetd::start_with("stage_hooks = \"always\"\nreceive_stages_every = 1\n");
     if d.client().host().unwrap().health.receive_latency != "rx_stamps" {
         eprintln!("skipped: no receive stages here");
         return;

@@ -25,7 +25,8 @@ use serde_json::Value;
 
 mod common;
 use common::{
-    build_fixture, free_port, magnetd_conf, slots, within_one_slot, Magnetd, MAGNET, MAGNETD_READY,
+    build_fixture, free_port, http_get, magnetd_conf, slots, within_one_slot, Magnetd, MAGNET,
+    MAGNETD_READY,
 };
 
 /// tests/fixtures/send_stages.c, built.
@@ -86,7 +87,7 @@ fn send_stages_agree_with_so_timestamping() {
         return;
     }
     // every send call timed (the default times one in 16)
-    let d = Magnetd::start_with("send_stages_every = 1\n");
+    let d = Magnetd::start_with("stage_hooks = \"always\"\nsend_stages_every = 1\n");
     let health = d.client().host().unwrap().health;
     if health.send_latency != "tx_timestamps" {
         eprintln!(
@@ -225,7 +226,7 @@ fn a_restart_times_connections_established_before_it() {
     ) {
         return;
     }
-    let first = Magnetd::start_with("send_stages_every = 1\n");
+    let first = Magnetd::start_with("stage_hooks = \"always\"\nsend_stages_every = 1\n");
     if first.client().host().unwrap().health.send_latency != "tx_timestamps" {
         eprintln!("skipped: no TX timestamp callbacks here");
         return;
@@ -238,7 +239,7 @@ fn a_restart_times_connections_established_before_it() {
         while std::io::Read::read(&mut peer, &mut buf).unwrap_or(0) > 0 {}
     });
     drop(first);
-    let d = Magnetd::start_with("send_stages_every = 1\n");
+    let d = Magnetd::start_with("stage_hooks = \"always\"\nsend_stages_every = 1\n");
     for _ in 0..3 {
         std::io::Write::write_all(&mut c, &[7u8; 1000]).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -275,7 +276,7 @@ fn one_send_call_in_n_is_timed() {
     if !live_or_skip("one_send_call_in_n_is_timed", &[Need::Btf]) {
         return;
     }
-    let d = Magnetd::start_with("send_stages_every = 4\n");
+    let d = Magnetd::start_with("stage_hooks = \"always\"\nsend_stages_every = 4\n");
     if d.client().host().unwrap().health.send_latency != "tx_timestamps" {
         eprintln!("skipped: no TX timestamp callbacks here");
         return;
@@ -306,4 +307,86 @@ fn one_send_call_in_n_is_timed() {
     for (stage, slots) in s.named() {
         assert_eq!(slots.iter().sum::<u64>(), 5, "{stage}: {s:?}");
     }
+}
+
+/// With `stage_hooks = "sampled"` (the default) the stage programs run only
+/// in the sampling windows: of 150 round trips spread over 3 s (every call
+/// and packet timed inside a window), about the windows' share is timed on
+/// each side, plus each connection's first send call; every send timed in a
+/// window gets all its stamps, also when the window closed before its ACK.
+/// With the stage programs attached all the time (the feature missing) all
+/// 150 would be timed.
+#[test]
+fn sampled_stage_hooks_time_only_in_windows() {
+    let _one = one_magnetd_at_a_time();
+    if !live_or_skip("sampled_stage_hooks_time_only_in_windows", &[Need::Btf]) {
+        return;
+    }
+    let d = Magnetd::start_with(
+        "send_stages_every = 1\nreceive_stages_every = 1\npacket_window = \"100ms\"\npacket_period = \"1s\"\n",
+    );
+    let health = d.client().host().unwrap().health;
+    assert_eq!(health.stage_hooks, "sampled", "{health:?}");
+    let (tx, rx) = (
+        health.send_latency == "tx_timestamps",
+        health.receive_latency == "rx_stamps",
+    );
+    if !tx && !rx {
+        eprintln!("skipped: neither stage part runs here: {health:?}");
+        return;
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    c.set_nodelay(true).unwrap();
+    let (mut peer, _) = l.accept().unwrap();
+    const CALLS: u64 = 150;
+    let mut buf = [7u8; 1000];
+    for _ in 0..CALLS {
+        // each call's data read (and so acked) before the next
+        std::io::Write::write_all(&mut c, &buf).unwrap();
+        std::io::Read::read_exact(&mut peer, &mut buf).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut client = d.client();
+    let (mc, mp) = (
+        client.connection_of(&c).unwrap(),
+        client.connection_of(&peer).unwrap(),
+    );
+    let cov = mc.latency.stage_coverage;
+    eprintln!(
+        "stage coverage {cov:.3}; sends timed {:?}; packets timed {:?}",
+        mc.latency.stages.as_ref().map(|s| s.sends),
+        mp.latency.receive.as_ref().map(|r| r.packets)
+    );
+    // 0.1 nominal; a loaded host keeps windows open a little longer
+    assert!(cov > 0.03 && cov < 0.4, "stage coverage {cov}: {mc:?}");
+    let most = ((cov + 0.15) * CALLS as f64) as u64 + 1;
+    if tx {
+        let s = mc.latency.stages.clone().expect("send stages");
+        assert!(
+            s.sends >= 2 && s.sends <= most,
+            "{} of {CALLS} sends timed at stage coverage {cov:.3} (at most {most}): {s:?}",
+            s.sends
+        );
+        assert_eq!(s.unmatched, 0, "{s:?}");
+        for (stage, slots) in s.named() {
+            assert_eq!(slots.iter().sum::<u64>(), s.sends, "{stage}: {s:?}");
+        }
+    }
+    if rx {
+        let r = mp.latency.receive.clone().expect("receive stages");
+        assert!(
+            r.packets >= 1 && r.packets <= most,
+            "{} of {CALLS} packets timed at stage coverage {cov:.3} (at most {most}): {r:?}",
+            r.packets
+        );
+    }
+    let h = d.client().host().unwrap().health;
+    assert!(h.stage_coverage > 0.03 && h.stage_coverage < 0.4, "{h:?}");
+    let (_, metrics) = http_get(d.http, "/metrics");
+    assert!(
+        metrics.contains("magnet_stage_hooks_coverage_ratio{mode=\"sampled\"} 0."),
+        "{metrics}"
+    );
 }

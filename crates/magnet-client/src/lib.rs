@@ -176,6 +176,18 @@ pub struct Latency {
     /// until one sampled packet was read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive: Option<ReceiveStages>,
+    /// The fraction of this connection's life during which the stage
+    /// programs (the start of each send call, TCP's receive of each data
+    /// segment) were attached: 1 with /health's `stage_hooks` `"always"`,
+    /// about 0.05 with the default `"sampled"` (100 ms of every 2 s).
+    /// `stages` and `receive` sample only that time (and the first send).
+    #[serde(default = "all_of_it")]
+    pub stage_coverage: f64,
+}
+
+/// What a daemon that does not say covered: all of it.
+fn all_of_it() -> f64 {
+    1.0
 }
 
 /// What magnetd knows about one connection.
@@ -269,6 +281,13 @@ pub struct Health {
     /// The fraction of time since start the per-packet programs were attached.
     #[serde(default)]
     pub packet_coverage: f64,
+    /// `stage_hooks` as run: `"sampled"` (the stage programs attached in the
+    /// same windows as sampled per-packet programs) or `"always"`.
+    #[serde(default)]
+    pub stage_hooks: String,
+    /// The fraction of time since start the stage programs were attached.
+    #[serde(default = "all_of_it")]
+    pub stage_coverage: f64,
     /// magnetd's parts and what feeds each (`tcp_counters` →
     /// `iter/bpf_sk_storage_map` or `sock_diag`, …); parts left out are
     /// not listed here but in `left_out`.

@@ -13,6 +13,7 @@
 //! packet_hooks = "sampled"             # per-packet programs: "sampled" | "always" | "off" (below)
 //! packet_window = "100ms"              # sampled: attached this long …
 //! packet_period = "2s"                 # … at the start of every period
+//! stage_hooks = "sampled"              # stage programs (send calls' start, TCP's receive): "sampled" (in the same windows) | "always"
 //! app_calls = "syscalls"               # an app call: "syscalls" (one per system call or io_uring request) | "sends"
 //! send_stages_every = 16               # time one send call in this many per connection (1 to 65536; stack_latency)
 //! receive_stages_every = 16            # time one received TCP data packet in this many per CPU (1 to 65536)
@@ -54,6 +55,18 @@
 //! interfaces' own counters instead); `"off"` never attaches them. `true` and
 //! `false` are read as `"always"` and `"off"`. docs/daemon.md has what each
 //! mode gives and costs.
+//!
+//! `stage_hooks`: the two stage programs that run at every send call
+//! (`tp_btf/tcp_sendmsg_locked`, the start of the call that the send stages
+//! time from) and at every TCP data packet received (`tp_btf/tcp_probe`, the
+//! receive stages' queue stamp). `"sampled"` (the default) attaches them in
+//! the windows `packet_window` and `packet_period` give (whatever
+//! `packet_hooks` says) and destroys their links in between, so the stages
+//! are timed for one call in `send_stages_every` (one packet in
+//! `receive_stages_every`) of those made in a window, plus each connection's
+//! first send call; `"always"` keeps them attached. The TX timestamp
+//! callbacks themselves (sock_ops) stay on: a call timed in a window gets its
+//! stamps after it closes. docs/daemon.md has what each costs.
 //!
 //! `app_calls`: `"syscalls"` (the default) counts one app call per system
 //! call or io_uring request, as `magnet record` does, with a program at every
@@ -147,6 +160,33 @@ impl PacketHooks {
     }
 }
 
+/// When the stage programs (the start of each send call, TCP's receive of
+/// each data packet) are attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StageHooks {
+    /// In the sampling windows (the per-packet programs' schedule, whether
+    /// or not those are sampled): the stages are timed in the windows only.
+    Sampled { window: Duration, period: Duration },
+    /// All the time.
+    Always,
+}
+
+impl StageHooks {
+    /// The default: in the per-packet programs' default windows.
+    pub const DEFAULT: StageHooks = match PacketHooks::DEFAULT {
+        PacketHooks::Sampled { window, period } => StageHooks::Sampled { window, period },
+        _ => StageHooks::Always,
+    };
+
+    /// "sampled" or "always" (as /health says it).
+    pub fn name(&self) -> &'static str {
+        match self {
+            StageHooks::Sampled { .. } => "sampled",
+            StageHooks::Always => "always",
+        }
+    }
+}
+
 /// What magnetd counts as one app call (`app_calls`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppCalls {
@@ -168,6 +208,7 @@ pub struct Config {
     pub max_clients_per_uid: usize,
     pub request_timeout: Duration,
     pub packet_hooks: PacketHooks,
+    pub stage_hooks: StageHooks,
     pub app_calls: AppCalls,
     /// How magnetd holds the kernel's run-time statistics (`bpf_stats`).
     pub bpf_stats: BpfStats,
@@ -227,6 +268,7 @@ impl Default for Config {
             max_clients_per_uid: 8,
             request_timeout: Duration::from_secs(5),
             packet_hooks: PacketHooks::DEFAULT,
+            stage_hooks: StageHooks::DEFAULT,
             app_calls: AppCalls::Syscalls,
             bpf_stats: BpfStats::Full,
             stages_every: StagesEvery::DEFAULT,
@@ -256,6 +298,7 @@ struct RawConfig {
     packet_hooks: Option<RawHooks>,
     packet_window: Option<String>,
     packet_period: Option<String>,
+    stage_hooks: Option<String>,
     app_calls: Option<String>,
     bpf_stats: Option<RawHooks>,
     send_stages_every: Option<u64>,
@@ -310,6 +353,16 @@ struct RawSample {
 }
 
 impl Config {
+    /// The sampling windows' schedule (window, period), when the per-packet
+    /// or the stage programs are sampled (both then keep the same windows).
+    pub fn windows(&self) -> Option<(Duration, Duration)> {
+        match (self.packet_hooks, self.stage_hooks) {
+            (PacketHooks::Sampled { window, period }, _)
+            | (_, StageHooks::Sampled { window, period }) => Some((window, period)),
+            _ => None,
+        }
+    }
+
     /// Reads `path`; every error names the file and the key.
     pub fn load(path: &Path) -> Result<Config, Error> {
         let text = magnet_common::input::read_capped_string(
@@ -333,7 +386,7 @@ impl Config {
         o.listeners(&raw, &mut c)?;
         c.app_calls = o.app_calls(raw.app_calls.as_deref())?;
         c.bpf_stats = o.bpf_stats(raw.bpf_stats.as_ref())?;
-        c.packet_hooks = o.packet_hooks(&raw)?;
+        (c.packet_hooks, c.stage_hooks) = o.hooks(&raw)?;
         o.limits(&raw, &mut c)?;
         c.metrics.connection_ports = raw.metrics.connection_ports;
         c.metrics.connection_containers = raw.metrics.connection_containers;
@@ -433,10 +486,10 @@ impl Origin<'_> {
         }
     }
 
-    /// `packet_hooks`, with `packet_window` and `packet_period` (which only
-    /// the sampled mode takes).
-    fn packet_hooks(&self, raw: &RawConfig) -> Result<PacketHooks, Error> {
-        let mode = match &raw.packet_hooks {
+    /// `packet_hooks` and `stage_hooks`, with the windows' `packet_window`
+    /// and `packet_period` (which only a sampled mode takes).
+    fn hooks(&self, raw: &RawConfig) -> Result<(PacketHooks, StageHooks), Error> {
+        let packets = match &raw.packet_hooks {
             None => "sampled",
             Some(RawHooks::Bool(true)) => "always",
             Some(RawHooks::Bool(false)) => "off",
@@ -449,7 +502,16 @@ impl Origin<'_> {
                 }
             },
         };
-        if mode != "sampled" {
+        let stages = match raw.stage_hooks.as_deref() {
+            None => "sampled",
+            Some(m @ ("sampled" | "always")) => m,
+            Some(other) => {
+                return Err(self.bad(format!(
+                    "stage_hooks = {other:?}: give \"sampled\" or \"always\""
+                )))
+            }
+        };
+        if packets != "sampled" && stages != "sampled" {
             if let Some(k) = [
                 ("packet_window", &raw.packet_window),
                 ("packet_period", &raw.packet_period),
@@ -458,44 +520,49 @@ impl Origin<'_> {
             .find_map(|(k, v)| v.is_some().then_some(*k))
             {
                 return Err(self.bad(format!(
-                    "{k} applies only to packet_hooks = \"sampled\" (this file says {mode:?})"
+                    "{k} applies only to packet_hooks or stage_hooks = \"sampled\" \
+                     (this file says packet_hooks = {packets:?}, stage_hooks = {stages:?})"
                 )));
             }
         }
-        Ok(match mode {
+        let PacketHooks::Sampled {
+            mut window,
+            mut period,
+        } = PacketHooks::DEFAULT
+        else {
+            unreachable!("the default is sampled")
+        };
+        if let Some(v) = &raw.packet_window {
+            window = self.dur("packet_window", v)?;
+        }
+        if let Some(v) = &raw.packet_period {
+            period = self.dur("packet_period", v)?;
+        }
+        if window < Duration::from_millis(10) {
+            return Err(self.bad(format!(
+                "packet_window = {:?}: at least 10ms (attaching takes about a millisecond)",
+                raw.packet_window.as_deref().unwrap_or_default()
+            )));
+        }
+        if window >= period {
+            return Err(self.bad(format!(
+                "packet_window ({}) must be shorter than packet_period ({}); \
+                 for programs attached all the time say packet_hooks = \"always\" \
+                 and stage_hooks = \"always\"",
+                magnet_common::units::format_duration(window),
+                magnet_common::units::format_duration(period)
+            )));
+        }
+        let packet_hooks = match packets {
             "always" => PacketHooks::Always,
             "off" => PacketHooks::Off,
-            _ => {
-                let PacketHooks::Sampled {
-                    mut window,
-                    mut period,
-                } = PacketHooks::DEFAULT
-                else {
-                    unreachable!("the default is sampled")
-                };
-                if let Some(v) = &raw.packet_window {
-                    window = self.dur("packet_window", v)?;
-                }
-                if let Some(v) = &raw.packet_period {
-                    period = self.dur("packet_period", v)?;
-                }
-                if window < Duration::from_millis(10) {
-                    return Err(self.bad(format!(
-                        "packet_window = {:?}: at least 10ms (attaching takes about a millisecond)",
-                        raw.packet_window.as_deref().unwrap_or_default()
-                    )));
-                }
-                if window >= period {
-                    return Err(self.bad(format!(
-                        "packet_window ({}) must be shorter than packet_period ({}); \
-                         for programs attached all the time say packet_hooks = \"always\"",
-                        magnet_common::units::format_duration(window),
-                        magnet_common::units::format_duration(period)
-                    )));
-                }
-                PacketHooks::Sampled { window, period }
-            }
-        })
+            _ => PacketHooks::Sampled { window, period },
+        };
+        let stage_hooks = match stages {
+            "always" => StageHooks::Always,
+            _ => StageHooks::Sampled { window, period },
+        };
+        Ok((packet_hooks, stage_hooks))
     }
 
     /// The connection map's size, how long closed and idle connections are

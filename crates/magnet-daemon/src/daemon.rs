@@ -239,6 +239,7 @@ pub fn run(
     let (mut attached, reader) = summaries::attach(
         config.max_connections,
         config.packet_hooks,
+        config.stage_hooks,
         config.app_calls,
         config.stages_every,
         config.bpf_stats,
@@ -278,7 +279,7 @@ pub fn run(
     let mut last_reap = Instant::now();
     while !control.stop.load(Ordering::Relaxed) {
         let mut nap = Duration::from_millis(100);
-        if let PacketHooks::Sampled { window: w, period } = attached.packet_hooks {
+        if let Some((w, period)) = attached.windows() {
             nap = nap.min(window.step(&mut attached, &shared, w, period));
         }
         std::thread::sleep(nap);
@@ -291,7 +292,7 @@ pub fn run(
             trig.check(&shared);
         }
     }
-    if let PacketHooks::Sampled { .. } = attached.packet_hooks {
+    if attached.windows().is_some() {
         attached.close_window();
         if let Ok(w) = shared.reader.windows.lock() {
             shared.log(&w.summary());
@@ -335,6 +336,18 @@ fn log_attached(
              (magnet_bpf_stats_on_ratio)",
         ),
         Ok(_) => {}
+    }
+    let windowed: Vec<&str> = attached.windowed().collect();
+    if let (false, crate::config::StageHooks::Sampled { window, period }) =
+        (windowed.is_empty(), attached.stage_hooks)
+    {
+        log(&format!(
+            "stage_hooks sampled: {} attached for {} of every {}: stages timed in those windows \
+             (and each connection's first send call)",
+            windowed.join(" and "),
+            fmt(window),
+            fmt(period)
+        ));
     }
     log(&format!(
         "attached {} hooks ({}; {}); connection map holds {}",
@@ -470,7 +483,7 @@ impl PacketWindow {
                         // said once, then every 100th time
                         if self.failures_logged % 100 == 0 {
                             shared.log(&format!(
-                                "packet window not opened (retried every {}): {e}",
+                                "sampling window not opened (retried every {}): {e}",
                                 magnet_common::units::format_duration(period)
                             ));
                         }
@@ -509,12 +522,13 @@ fn reload(shared: &Arc<Shared>, config_path: Option<&Path>, sampler: &mut Option
         || new.socket != old.socket
         || new.max_connections != old.max_connections
         || new.packet_hooks != old.packet_hooks
+        || new.stage_hooks != old.stage_hooks
         || new.app_calls != old.app_calls
         || new.stages_every != old.stages_every
         || new.bpf_stats != old.bpf_stats
     {
         shared.log(
-            "reload: http, socket, max_connections, app_calls, bpf_stats, *_stages_every and packet_hooks/packet_window/packet_period change only on restart",
+            "reload: http, socket, max_connections, app_calls, bpf_stats, *_stages_every, stage_hooks and packet_hooks/packet_window/packet_period change only on restart",
         );
     }
     if new.sample != old.sample {
@@ -527,15 +541,17 @@ fn reload(shared: &Arc<Shared>, config_path: Option<&Path>, sampler: &mut Option
         }
     }
     if let Ok(mut c) = shared.config.write() {
-        let (http, socket, max, rec, hooks) = (
+        let (http, socket, max, rec, hooks, stage_hooks) = (
             c.http,
             c.socket.clone(),
             c.max_connections,
             c.recorder.clone(),
             c.packet_hooks,
+            c.stage_hooks,
         );
         *c = new;
         c.packet_hooks = hooks;
+        c.stage_hooks = stage_hooks;
         c.http = http;
         c.socket = socket;
         c.max_connections = max;

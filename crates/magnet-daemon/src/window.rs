@@ -1,7 +1,8 @@
-//! When the per-packet programs were attached (`packet_hooks = "sampled"`):
-//! a bounded log of the windows, from which every answer says what fraction
-//! of a connection's life its latency histograms cover, and what attaching
-//! and detaching cost.
+//! When the sampled programs were attached (`packet_hooks = "sampled"`,
+//! `stage_hooks = "sampled"`: both keep the same windows): a bounded log of
+//! the windows, from which every answer says what fraction of a connection's
+//! life its latency histograms and its stages cover, and what attaching and
+//! detaching cost.
 //!
 //! Times are CLOCK_MONOTONIC nanoseconds, the clock of `bpf_ktime_get_ns`
 //! that the connection records use.
@@ -9,7 +10,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use crate::config::PacketHooks;
+use crate::config::{PacketHooks, StageHooks};
 
 /// Windows kept in the log (at the default 2 s period, the last 2.3 hours);
 /// time before the oldest one is counted at the nominal window/period.
@@ -19,6 +20,8 @@ pub const LOG_WINDOWS: usize = 4096;
 #[derive(Debug)]
 pub struct WindowLog {
     pub mode: PacketHooks,
+    /// When the stage programs are attached.
+    pub stage_mode: StageHooks,
     /// When the log starts (magnetd attached its programs).
     pub started_ns: u64,
     /// Closed windows, oldest first: (attached at, detached at).
@@ -37,9 +40,10 @@ pub struct WindowLog {
 }
 
 impl WindowLog {
-    pub fn new(mode: PacketHooks, now_ns: u64) -> WindowLog {
+    pub fn new(mode: PacketHooks, stage_mode: StageHooks, now_ns: u64) -> WindowLog {
         WindowLog {
             mode,
+            stage_mode,
             started_ns: now_ns,
             log: VecDeque::new(),
             open_since: None,
@@ -84,11 +88,25 @@ impl WindowLog {
     /// The fraction of [from_ns, to_ns] during which the per-packet programs
     /// were attached: 1 with "always", 0 with "off".
     pub fn coverage(&self, from_ns: u64, to_ns: u64) -> f64 {
-        let (window, period) = match self.mode {
-            PacketHooks::Always => return 1.0,
-            PacketHooks::Off => return 0.0,
-            PacketHooks::Sampled { window, period } => (window, period),
-        };
+        match self.mode {
+            PacketHooks::Always => 1.0,
+            PacketHooks::Off => 0.0,
+            PacketHooks::Sampled { window, period } => self.covered(window, period, from_ns, to_ns),
+        }
+    }
+
+    /// The fraction of [from_ns, to_ns] during which the stage programs were
+    /// attached: 1 with "always".
+    pub fn stage_coverage(&self, from_ns: u64, to_ns: u64) -> f64 {
+        match self.stage_mode {
+            StageHooks::Always => 1.0,
+            StageHooks::Sampled { window, period } => self.covered(window, period, from_ns, to_ns),
+        }
+    }
+
+    /// The fraction of [from_ns, to_ns] inside the logged windows, whose
+    /// nominal schedule is `window` in every `period`.
+    fn covered(&self, window: Duration, period: Duration, from_ns: u64, to_ns: u64) -> f64 {
         let from = from_ns.max(self.started_ns);
         if to_ns <= from {
             return 0.0;
@@ -110,7 +128,7 @@ impl WindowLog {
         (covered as f64 / (to_ns - from) as f64).clamp(0.0, 1.0)
     }
 
-    /// Seconds spent creating and destroying the per-packet links.
+    /// Seconds spent creating and destroying the windows' links.
     pub fn switch_seconds(&self) -> f64 {
         (self.attach_total + self.detach_total).as_secs_f64()
     }
@@ -125,8 +143,8 @@ impl WindowLog {
             }
         };
         format!(
-            "packet windows: {} opened ({} failed); attaching the 2 links took {:.0} us on average \
-             (max {:.0} us), destroying them {:.0} us (max {:.0} us)",
+            "sampling windows: {} opened ({} failed); attaching their links took {:.0} us on \
+             average (max {:.0} us), destroying them {:.0} us (max {:.0} us)",
             self.windows,
             self.failures,
             mean(self.attach_total),
@@ -152,7 +170,7 @@ mod tests {
 
     #[test]
     fn coverage_counts_the_windows_inside_the_span() {
-        let mut w = WindowLog::new(sampled(), 0);
+        let mut w = WindowLog::new(sampled(), StageHooks::Always, 0);
         // windows [0,100) [1000,1100) [2000,2100) ms, the last still open
         for k in 0..3u64 {
             w.opened(k * 1000 * MS, Duration::from_micros(300));
@@ -167,19 +185,43 @@ mod tests {
         // the open window counts up to `to`
         assert_eq!(w.coverage(2000 * MS, 2050 * MS), 1.0);
         assert_eq!(w.coverage(500 * MS, 500 * MS), 0.0);
+        assert_eq!(w.stage_coverage(0, 2000 * MS), 1.0);
         assert_eq!(w.windows, 3);
         assert!(
             w.summary().contains("3 opened (0 failed)"),
             "{}",
             w.summary()
         );
-        assert_eq!(WindowLog::new(PacketHooks::Always, 0).coverage(0, 5), 1.0);
-        assert_eq!(WindowLog::new(PacketHooks::Off, 0).coverage(0, 5), 0.0);
+        assert_eq!(
+            WindowLog::new(PacketHooks::Always, StageHooks::Always, 0).coverage(0, 5),
+            1.0
+        );
+        assert_eq!(
+            WindowLog::new(PacketHooks::Off, StageHooks::Always, 0).coverage(0, 5),
+            0.0
+        );
+    }
+
+    #[test]
+    fn stage_windows_are_counted_whatever_the_packet_mode() {
+        // packet programs off, stage programs in windows of 100 ms every 1 s
+        let stages = StageHooks::Sampled {
+            window: Duration::from_millis(100),
+            period: Duration::from_secs(1),
+        };
+        let mut w = WindowLog::new(PacketHooks::Off, stages, 0);
+        w.opened(0, Duration::ZERO);
+        w.closed(100 * MS, Duration::ZERO);
+        w.opened(1000 * MS, Duration::ZERO);
+        assert!(!w.is_open(), "the packet programs are off");
+        assert_eq!(w.coverage(0, 1050 * MS), 0.0);
+        assert_eq!(w.stage_coverage(0, 2000 * MS), 1100.0 / 2000.0);
+        assert_eq!(w.stage_coverage(100 * MS, 1000 * MS), 0.0);
     }
 
     #[test]
     fn a_full_log_counts_older_time_at_the_nominal_fraction() {
-        let mut w = WindowLog::new(sampled(), 0);
+        let mut w = WindowLog::new(sampled(), StageHooks::Always, 0);
         for k in 0..(LOG_WINDOWS as u64 + 10) {
             w.opened(k * 1000 * MS, Duration::ZERO);
             w.closed((k * 1000 + 100) * MS, Duration::ZERO);

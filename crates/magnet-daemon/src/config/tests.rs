@@ -78,12 +78,17 @@ fn keys_are_read_and_checked() {
             "packet_period: 'often' is not a duration",
         ),
         (
-            "packet_hooks = \"always\"\npacket_window = \"1s\"",
-            "packet_window applies only to packet_hooks = \"sampled\"",
+            "packet_hooks = \"always\"\nstage_hooks = \"always\"\npacket_window = \"1s\"",
+            "packet_window applies only to packet_hooks or stage_hooks = \"sampled\" \
+             (this file says packet_hooks = \"always\", stage_hooks = \"always\")",
         ),
         (
-            "packet_hooks = true\npacket_period = \"1s\"",
+            "packet_hooks = true\nstage_hooks = \"always\"\npacket_period = \"1s\"",
             "packet_period applies only",
+        ),
+        (
+            "stage_hooks = \"off\"",
+            "stage_hooks = \"off\": give \"sampled\" or \"always\"",
         ),
         ("socket_mode = \"999\"", "socket_mode"),
         (
@@ -152,6 +157,37 @@ fn packet_hooks_modes() {
             period: Duration::from_secs(10)
         }
     );
+    // The stage programs keep the same windows, whatever packet_hooks says.
+    let both = |t: &str| {
+        let c = Config::parse(t, "t").unwrap();
+        (c.packet_hooks, c.stage_hooks, c.windows())
+    };
+    let (w, p) = (Duration::from_millis(250), Duration::from_secs(5));
+    let sampled = StageHooks::Sampled {
+        window: w,
+        period: p,
+    };
+    assert_eq!(
+        both("packet_window = \"250ms\"\npacket_period = \"5s\""),
+        (
+            PacketHooks::Sampled {
+                window: w,
+                period: p
+            },
+            sampled,
+            Some((w, p))
+        )
+    );
+    assert_eq!(
+        both("packet_hooks = \"off\"\npacket_window = \"250ms\"\npacket_period = \"5s\""),
+        (PacketHooks::Off, sampled, Some((w, p)))
+    );
+    assert_eq!(
+        both("packet_hooks = \"always\"\nstage_hooks = \"always\""),
+        (PacketHooks::Always, StageHooks::Always, None)
+    );
+    assert_eq!(Config::default().stage_hooks, StageHooks::DEFAULT);
+    assert_eq!(StageHooks::DEFAULT.name(), "sampled");
     // the latency trigger reads the sampled histograms too
     assert!(Config::parse("[recorder]\ntrigger_latency = \"50ms\"", "t").is_ok());
 }

@@ -152,6 +152,17 @@ pub(super) fn write_packet_hooks(o: &mut Out, shared: &Shared, host: &Host, hook
         &mode,
         format!("{:.6}", host.health.packet_coverage),
     );
+    o.family(
+        "magnet_stage_hooks_coverage_ratio",
+        "gauge",
+        None,
+        "Fraction of the time since magnetd started during which the stage programs (the start of each send call, TCP's receive of each data segment) were attached: the send and receive stage histograms sample this fraction (1 with stage_hooks always).",
+    );
+    o.sample(
+        "magnet_stage_hooks_coverage_ratio",
+        &[("mode", host.health.stage_hooks.as_str())],
+        format!("{:.6}", host.health.stage_coverage),
+    );
     let (switch_s, windows) = shared
         .reader
         .windows

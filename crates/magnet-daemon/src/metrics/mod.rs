@@ -9,6 +9,7 @@
 //! | `magnet_wire_bytes_total`, `magnet_wire_packets_total`, `magnet_wire_segments_total` | direction | IP packets of all sockets (only with `packet_hooks = "always"`) |
 //! | `magnet_interface_bytes_total`, `magnet_interface_packets_total` | interface, direction | the interfaces' own counters (/proc/net/dev of magnetd's netns), at most 256 interfaces |
 //! | `magnet_packet_hooks_attached`, `magnet_packet_hooks_coverage_ratio`, `magnet_packet_hooks_windows_total`, `magnet_packet_hooks_switch_seconds_total` | mode | when the per-packet programs ran: what the latency histograms (API) are a sample of |
+//! | `magnet_stage_hooks_coverage_ratio` | mode | when the stage programs ran: what the send and receive stage histograms are a sample of |
 //! | `magnet_tcp_retransmits_total` | — | tcp_retransmit_skb |
 //! | `magnet_tcp_counter_read_failures_total` | — | failed reads of the TCP sockets' own counters |
 //! | `magnet_drops_total` | reason | kfree_skb by reason (at most 256 reasons) |

@@ -12,7 +12,7 @@ use magnet_host::sockdiag;
 
 use magnet_kernel::plan::{self, Attach, Candidate, Plan, Refusals};
 
-use crate::config::{AppCalls, PacketHooks};
+use crate::config::{AppCalls, PacketHooks, StageHooks};
 use crate::skel::SummarySkel;
 use crate::window::WindowLog;
 use crate::Error;
@@ -26,6 +26,13 @@ pub struct Attached {
     links: Vec<Link>,
     /// The per-packet links while they exist (always, or during a window).
     packet_links: Vec<Link>,
+    /// The stage programs' links while they exist (during a window, with
+    /// `stage_hooks = "sampled"`; with "always" they are in `links`).
+    stage_links: Vec<Link>,
+    /// The stage programs attached only in windows, and their hooks.
+    windowed: Vec<(&'static str, Attach)>,
+    /// A sampling window is open now.
+    window_open: bool,
     skel: Box<SummarySkel<'static>>,
     /// The cgroup v2 root, open (sampled: attached to at every window).
     cgroup: std::fs::File,
@@ -35,12 +42,31 @@ pub struct Attached {
     pub plan: Plan,
     /// `packet_hooks` as run: "off" when the per-packet part is left out.
     pub packet_hooks: PacketHooks,
+    /// `stage_hooks` as run.
+    pub stage_hooks: StageHooks,
 }
 
 impl Attached {
     /// Ids of this instance's links (for tests and logs).
     pub fn link_count(&self) -> usize {
-        self.links.len() + self.packet_links.len()
+        self.links.len() + self.packet_links.len() + self.stage_links.len()
+    }
+
+    /// The stage programs attached only in windows (for logs).
+    pub fn windowed(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.windowed.iter().map(|(p, _)| *p)
+    }
+
+    /// The sampling windows' schedule (window, period), when the per-packet
+    /// or the stage programs are sampled.
+    pub fn windows(&self) -> Option<(Duration, Duration)> {
+        match (self.packet_hooks, self.stage_hooks) {
+            (PacketHooks::Sampled { window, period }, _) => Some((window, period)),
+            (_, StageHooks::Sampled { window, period }) if !self.windowed.is_empty() => {
+                Some((window, period))
+            }
+            _ => None,
+        }
     }
 
     fn set_window_open(&mut self, open: bool) {
@@ -51,21 +77,18 @@ impl Attached {
         }
     }
 
-    /// Creates the two per-packet links (cgroup_skb egress and ingress on the
-    /// cgroup v2 root) and marks the window open. Returns what it took.
+    /// Opens a sampling window: creates the two per-packet links (cgroup_skb
+    /// egress and ingress on the cgroup v2 root) when those are sampled, and
+    /// the stage programs' links when they are, and marks the window open.
+    /// Returns what it took. Nothing stays attached when a link is refused.
     pub fn open_window(&mut self) -> Result<Duration, Error> {
-        if !self.packet_links.is_empty() {
+        if self.window_open {
             return Ok(Duration::ZERO);
         }
         let t = Instant::now();
-        let p = &self.skel.progs;
-        let res = attach_cgroup_skb(
-            [&p.wire_egress, &p.wire_ingress],
-            &self.cgroup,
-            &self.cgroup_root,
-        );
+        let res = self.window_links();
         let cost = t.elapsed();
-        let links = match res {
+        let (packet_links, stage_links) = match res {
             Ok(l) => l,
             Err(e) => {
                 if let Ok(mut w) = self.windows.lock() {
@@ -74,24 +97,57 @@ impl Attached {
                 return Err(e);
             }
         };
-        self.packet_links = links;
-        self.set_window_open(true);
+        self.stage_links = stage_links;
+        self.window_open = true;
+        if matches!(self.packet_hooks, PacketHooks::Sampled { .. }) {
+            self.packet_links = packet_links;
+            self.set_window_open(true);
+        }
         if let Ok(mut w) = self.windows.lock() {
             w.opened(monotonic_ns(), cost);
         }
         Ok(cost)
     }
 
-    /// Marks the window closed and destroys the per-packet links. Returns
-    /// what destroying them took.
+    /// The links a window creates: (per-packet, stage programs').
+    fn window_links(&self) -> Result<(Vec<Link>, Vec<Link>), Error> {
+        let p = &self.skel.progs;
+        let packets = match self.packet_hooks {
+            PacketHooks::Sampled { .. } => attach_cgroup_skb(
+                [&p.wire_egress, &p.wire_ingress],
+                &self.cgroup,
+                &self.cgroup_root,
+            )?,
+            _ => Vec::new(),
+        };
+        let mut stages = Vec::new();
+        for &(name, hook) in &self.windowed {
+            let Some(prog) = loaded_prog(p, name) else {
+                continue;
+            };
+            let link = magnet_kernel::attach::attach_tracing(prog, hook)
+                .map_err(|e| Error::Host(format!("attaching {name} for a window: {e}")))?;
+            stages.push(link);
+        }
+        Ok((packets, stages))
+    }
+
+    /// Marks the window closed and destroys its links. Returns what
+    /// destroying them took.
     pub fn close_window(&mut self) -> Duration {
-        if self.packet_links.is_empty() {
+        if !self.window_open {
             return Duration::ZERO;
         }
-        self.set_window_open(false);
+        self.window_open = false;
+        if matches!(self.packet_hooks, PacketHooks::Sampled { .. }) {
+            self.set_window_open(false);
+        }
         let at = monotonic_ns();
         let t = Instant::now();
-        self.packet_links.clear();
+        if matches!(self.packet_hooks, PacketHooks::Sampled { .. }) {
+            self.packet_links.clear();
+        }
+        self.stage_links.clear();
         let cost = t.elapsed();
         if let Ok(mut w) = self.windows.lock() {
             w.closed(at, cost);
@@ -122,6 +178,7 @@ pub(super) enum TcpSource {
 pub fn attach(
     max_connections: u32,
     packet_hooks: PacketHooks,
+    stage_hooks: StageHooks,
     app_calls: AppCalls,
     every: crate::config::StagesEvery,
     bpf_stats: crate::config::BpfStats,
@@ -144,9 +201,21 @@ pub fn attach(
         path: cgroup_root.display().to_string(),
         source,
     })?;
-    let mut links = attach_tracepoints(&mut plan, &skel);
+    let mut tagged = attach_tracepoints(&mut plan, &skel);
+    tagged.extend(super::stages::attach(&mut plan, &skel, &cgroup));
+    // Sampled stage programs: attached once here (so that a kernel that
+    // refuses their links is found at start and the part falls back), then
+    // left to the windows.
+    let mut links = Vec::new();
+    let mut windowed = Vec::new();
+    for (name, hook, link) in tagged {
+        if matches!(stage_hooks, StageHooks::Sampled { .. }) && WINDOWED.contains(&name) {
+            windowed.push((name, hook));
+        } else {
+            links.push(link);
+        }
+    }
     let tcp = attach_tcp_counters(&mut plan, &skel, &mut links);
-    links.extend(super::stages::attach(&mut plan, &skel, &cgroup));
     let handle = |m: &libbpf_rs::Map<'_>, what: &str| {
         MapHandle::try_from(m).map_err(|e| Error::bpf(format!("opening the {what} map"), e))
     };
@@ -163,7 +232,15 @@ pub fn attach(
             }
         }
     }
-    let windows = Arc::new(Mutex::new(WindowLog::new(packet_hooks, monotonic_ns())));
+    let windows = Arc::new(Mutex::new(WindowLog::new(
+        packet_hooks,
+        if windowed.is_empty() {
+            StageHooks::Always
+        } else {
+            stage_hooks
+        },
+        monotonic_ns(),
+    )));
     let reader = Reader {
         windows: windows.clone(),
         conns: handle(&skel.maps.conns, "connection")?,
@@ -190,12 +267,16 @@ pub fn attach(
     let mut attached = Attached {
         links,
         packet_links,
+        stage_links: Vec::new(),
+        windowed,
+        window_open: false,
         skel: Box::new(skel),
         cgroup,
         cgroup_root,
         windows,
         plan,
         packet_hooks,
+        stage_hooks,
     };
     if packet_hooks == PacketHooks::Always {
         attached.set_window_open(true);
@@ -240,10 +321,19 @@ fn bpf_cost(
     }
 }
 
-/// The links of the tracepoint parts (tp_btf and tracefs tracepoints); a
-/// part whose link the kernel refuses is left out. A program two parts share
-/// (`app_recv`: the app part's and the receive stages') is attached once.
-fn attach_tracepoints(plan: &mut Plan, skel: &SummarySkel<'static>) -> Vec<Link> {
+/// The stage programs: one run per send call's start and per TCP data
+/// segment received, so `stage_hooks = "sampled"` attaches them only in
+/// windows.
+pub(super) const WINDOWED: [&str; 2] = [super::stages::PROGS[1], super::receive::PROGS[0]];
+
+/// The links of the tracepoint parts (tp_btf and tracefs tracepoints), each
+/// with its program and hook; a part whose link the kernel refuses is left
+/// out. A program two parts share (`app_recv`: the app part's and the
+/// receive stages') is attached once.
+fn attach_tracepoints(
+    plan: &mut Plan,
+    skel: &SummarySkel<'static>,
+) -> Vec<(&'static str, Attach, Link)> {
     let mut links = Vec::new();
     let mut attached: Vec<(&str, Attach)> = Vec::new();
     for choice in plan.choices.iter_mut() {
@@ -268,7 +358,7 @@ fn attach_tracepoints(plan: &mut Plan, skel: &SummarySkel<'static>) -> Vec<Link>
             }
             // (one program at several tracefs events: a link per event)
             match magnet_kernel::attach::attach_tracing(p, *hook) {
-                Ok(l) => got.push(l),
+                Ok(l) => got.push((*prog, *hook, l)),
                 Err(e) => {
                     let reason = match e {
                         magnet_kernel::Error::Attach { reason, .. } => reason,

@@ -160,6 +160,7 @@ pub(super) fn decode(cookie: u64, raw: &[u8], now: u64, windows: &WindowLog) -> 
     if c.cookie != cookie {
         return None;
     }
+    let end = if c.closed_ns != 0 { c.closed_ns } else { now };
     let comm_len = c.comm.iter().position(|&b| b == 0).unwrap_or(c.comm.len());
     let comm: Vec<u8> = c.comm[..comm_len].iter().map(|&b| b as u8).collect();
     let protocol = match c.protocol {
@@ -220,8 +221,8 @@ pub(super) fn decode(cookie: u64, raw: &[u8], now: u64, windows: &WindowLog) -> 
             method: String::new(),
             stages: None,
             receive: None,
-            coverage: windows
-                .coverage(c.first_ns, if c.closed_ns != 0 { c.closed_ns } else { now }),
+            coverage: windows.coverage(c.first_ns, end),
+            stage_coverage: windows.stage_coverage(c.first_ns, end),
         },
         layers: Vec::new(),
     };
@@ -641,6 +642,8 @@ impl Reader {
             h.health.packet_hooks_attached = w.is_open();
             h.health.packet_windows = w.windows;
             h.health.packet_coverage = w.coverage(w.started_ns, monotonic_ns());
+            h.health.stage_hooks = w.stage_mode.name().to_string();
+            h.health.stage_coverage = w.stage_coverage(w.started_ns, monotonic_ns());
         }
         for c in &self.plan.choices {
             if let Some(name) = c.name() {

@@ -8,7 +8,7 @@ use std::os::fd::AsRawFd;
 
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 use magnet_client::{Connection, SendStages};
-use magnet_kernel::plan::{Candidate, Plan, Refusals};
+use magnet_kernel::plan::{Attach, Candidate, Plan, Refusals};
 
 use crate::config::PacketHooks;
 use crate::skel::{types, SummarySkel};
@@ -25,17 +25,25 @@ pub const PROGS: [&str; 2] = ["stages_ops", "stages_send"];
 pub const TX_TIMESTAMPS: &str = "tx_timestamps";
 
 /// Attaches the part's programs when the plan chose them: the sock_ops
-/// program on the cgroup v2 root `cgroup`, the tracepoint program. Where the kernel refuses a link, the part falls back (to the
-/// sampled `app_to_wire`) with the kernel's words in the plan.
+/// program on the cgroup v2 root `cgroup`, the tracepoint program; each link
+/// comes with its program and hook. Where the kernel refuses a link, the
+/// part falls back (to the sampled `app_to_wire`) with the kernel's words in
+/// the plan.
 pub(super) fn attach(
     plan: &mut Plan,
     skel: &SummarySkel<'static>,
     cgroup: &std::fs::File,
-) -> Vec<Link> {
-    let chosen = plan.used(PART).is_some_and(|c| c.has_prog(PROGS[0]));
-    if !chosen {
+) -> Vec<(&'static str, Attach, Link)> {
+    let Some(c) = plan.used(PART).filter(|c| c.has_prog(PROGS[0])) else {
         return Vec::new();
-    }
+    };
+    let hook = |name: &str| {
+        c.progs
+            .iter()
+            .find(|(p, _)| *p == name)
+            .map_or(Attach::SockOps, |(_, a)| *a)
+    };
+    let (ops_hook, send_hook) = (hook(PROGS[0]), hook(PROGS[1]));
     let p = &skel.progs;
     let res = p
         .stages_ops
@@ -44,7 +52,7 @@ pub(super) fn attach(
         .and_then(|ops| {
             p.stages_send
                 .attach()
-                .map(|send| vec![ops, send])
+                .map(|send| vec![(PROGS[0], ops_hook, ops), (PROGS[1], send_hook, send)])
                 .map_err(|e| format!("tp_btf/tcp_sendmsg_locked: the kernel refused its link: {e}"))
         });
     match res {
