@@ -541,7 +541,7 @@ def judge(path, ref_udp=None):
             need("rc 0" in dm, f"magnetd after SIGTERM: {[l for l in dm if l.startswith('rc ')]}, want rc 0")
             # packet_hooks = "sampled" (the default): ~12 s of 100 ms windows every 2 s
             w = next((l for l in dm if l.startswith("windows ")), "")
-            wm = re.search(r"packet windows: (\d+) opened \((\d+) failed\)", w)
+            wm = re.search(r"sampling windows: (\d+) opened \((\d+) failed\)", w)
             need(wm is not None and int(wm.group(1)) >= 3 and wm.group(2) == "0",
                  f"magnetd's sampled windows: {w!r}, want at least 3 opened, 0 failed")
             # (when, side, app|wire, direction) -> bytes; (when, side) -> retransmissions;

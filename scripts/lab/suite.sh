@@ -167,7 +167,7 @@ if [ "$2" = "--leftovers" ]; then
         # how the send stages are timed where the kernel lacks the callbacks
         grep "stack_latency" "$dir/magnetd.err" | sed 's/^/stages /'
         # the default packet_hooks = "sampled": windows opened and closed
-        echo "windows $(grep -o 'packet windows: [0-9]* opened ([0-9]* failed)' "$dir/magnetd.err")"
+        echo "windows $(grep -o 'sampling windows: [0-9]* opened ([0-9]* failed)' "$dir/magnetd.err")"
     else
         echo "ready 0"
         wait $dp
