@@ -1910,7 +1910,9 @@ fn deny_matrix_each_single_denial() {
     let cases: &[(&str, &[&str], &[&str])] = &[
         ("iter", &[], &[sock_diag]),
         ("sk_storage", &[], &[sock_diag, sampled, rx]),
-        ("tp_btf/sock_send_length", &["app"], &[]),
+        // (and fexit: where the kernel allows it, the app part's last
+        // candidate, inet(6)_sendmsg/recvmsg's returns, would feed it)
+        ("tp_btf/sock_send_length,fexit", &["app"], &[]),
         // the syscall exit tracepoints first: sys_exit is not used (where
         // this kernel has them)
         ("tp_btf/sys_exit", &[], sys_exit_fallback),
@@ -1924,7 +1926,8 @@ fn deny_matrix_each_single_denial() {
         ("tp_btf/tcp_probe", &[], &[rx]),
         ("cgroup_skb", &["packets"], &[]),
         ("sock_ops", &[], &[sampled]),
-        // kinds magnetd does not use: nothing changes
+        // kinds magnetd does not use (fexit: only after the tracepoints):
+        // nothing changes
         ("fentry", &[], &[]),
         ("fexit", &[], &[]),
         ("kprobe", &[], &[]),

@@ -236,6 +236,42 @@ int BPF_PROG(app_recv, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
+/* Kernels without those two tracepoints (before 6.3: 5.15, 6.1), where
+ * fexit is allowed: the returns of the IPv4 and IPv6 socket calls that
+ * sock_sendmsg and sock_recvmsg make, the same place in the call. Every
+ * send and recv is a call (as with the tracepoints' last candidate);
+ * sendfile() before 6.5 sends through sendpage, not sendmsg, and is not
+ * seen. */
+SEC("fexit/inet_sendmsg")
+int BPF_PROG(app_send_fexit4, struct socket *sock, struct msghdr *msg, size_t size, int ret)
+{
+	MGD_FLOOR(0);
+	return app_call(sock->sk, ret, 1);
+}
+
+SEC("fexit/inet6_sendmsg")
+int BPF_PROG(app_send_fexit6, struct socket *sock, struct msghdr *msg, size_t size, int ret)
+{
+	MGD_FLOOR(0);
+	return app_call(sock->sk, ret, 1);
+}
+
+SEC("fexit/inet_recvmsg")
+int BPF_PROG(app_recv_fexit4, struct socket *sock, struct msghdr *msg, size_t size, int flags,
+	     int ret)
+{
+	MGD_FLOOR(0);
+	return app_call(sock->sk, ret, 0);
+}
+
+SEC("fexit/inet6_recvmsg")
+int BPF_PROG(app_recv_fexit6, struct socket *sock, struct msghdr *msg, size_t size, int flags,
+	     int ret)
+{
+	MGD_FLOOR(0);
+	return app_call(sock->sk, ret, 0);
+}
+
 #define S_IFMT 00170000
 #define S_IFSOCK 0140000
 

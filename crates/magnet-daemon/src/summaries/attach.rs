@@ -326,7 +326,7 @@ fn bpf_cost(
 /// windows.
 pub(super) const WINDOWED: [&str; 2] = [super::stages::PROGS[1], super::receive::PROGS[0]];
 
-/// The links of the tracepoint parts (tp_btf and tracefs tracepoints), each
+/// The links of the tracepoint parts (tp_btf, tracefs tracepoints, fexit), each
 /// with its program and hook; a part whose link the kernel refuses is left
 /// out. A program two parts share (`app_recv`: the app part's and the
 /// receive stages') is attached once.
@@ -340,11 +340,12 @@ fn attach_tracepoints(
         let Some(c) = choice.candidate() else {
             continue;
         };
-        if !c
-            .progs
-            .iter()
-            .all(|(_, a)| matches!(a, Attach::TpBtf { .. } | Attach::Tracepoint(_)))
-        {
+        if !c.progs.iter().all(|(_, a)| {
+            matches!(
+                a,
+                Attach::TpBtf { .. } | Attach::Tracepoint(_) | Attach::Fexit(_)
+            )
+        }) {
             continue;
         }
         let mut got = Vec::new();
