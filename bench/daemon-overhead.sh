@@ -203,11 +203,11 @@ PY
     fi
     kill -TERM "$dpid"; wait "$dpid" 2>/dev/null || true; dpid=""
   fi
-  # "packet windows: N opened (F failed); attaching the 2 links took A us on
+  # "sampling windows: N opened (F failed); attaching their links took A us on
   # average (max …), destroying them D us (max …)"
   local att=0 det=0
   if [ "$case" = sampled ]; then
-    read -r att det < <(sed -n 's/.*packet windows: .* took \([0-9]*\) us on average.*destroying them \([0-9]*\) us.*/\1 \2/p' "$tmp/log" | tail -n 1)
+    read -r att det < <(sed -n 's/.*sampling windows: .* took \([0-9]*\) us on average.*destroying them \([0-9]*\) us.*/\1 \2/p' "$tmp/log" | tail -n 1)
     att=${att:-0}; det=${det:-0}
   fi
   local hcpu; hcpu=$(python3 -c "print($c1 - $c0)")

@@ -42,5 +42,5 @@ for n in $COUNTS; do
   for _ in $(seq 1 100); do grep -qs "magnetd: ready" "$tmp/log" && break; sleep 0.1; done
   sleep "$SECS"
   kill -TERM "$dpid"; wait "$dpid" || true; dpid=""
-  echo "$total cgroups in the v2 hierarchy: $(grep -o 'packet windows: .*' "$tmp/log")"
+  echo "$total cgroups in the v2 hierarchy: $(grep -o 'sampling windows: .*' "$tmp/log")"
 done
