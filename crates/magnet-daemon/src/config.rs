@@ -187,6 +187,16 @@ impl StageHooks {
     }
 }
 
+/// The sampling windows' schedule (window, period), when the per-packet or
+/// the stage programs are sampled (both then keep the same windows).
+pub fn windows(packets: PacketHooks, stages: StageHooks) -> Option<(Duration, Duration)> {
+    match (packets, stages) {
+        (PacketHooks::Sampled { window, period }, _)
+        | (_, StageHooks::Sampled { window, period }) => Some((window, period)),
+        _ => None,
+    }
+}
+
 /// What magnetd counts as one app call (`app_calls`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppCalls {
@@ -353,14 +363,9 @@ struct RawSample {
 }
 
 impl Config {
-    /// The sampling windows' schedule (window, period), when the per-packet
-    /// or the stage programs are sampled (both then keep the same windows).
+    /// The sampling windows' schedule: see [`windows`].
     pub fn windows(&self) -> Option<(Duration, Duration)> {
-        match (self.packet_hooks, self.stage_hooks) {
-            (PacketHooks::Sampled { window, period }, _)
-            | (_, StageHooks::Sampled { window, period }) => Some((window, period)),
-            _ => None,
-        }
+        windows(self.packet_hooks, self.stage_hooks)
     }
 
     /// Reads `path`; every error names the file and the key.

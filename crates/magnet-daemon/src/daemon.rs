@@ -337,14 +337,11 @@ fn log_attached(
         ),
         Ok(_) => {}
     }
-    let windowed: Vec<&str> = attached.windowed().collect();
-    if let (false, crate::config::StageHooks::Sampled { window, period }) =
-        (windowed.is_empty(), attached.stage_hooks)
-    {
+    if let crate::config::StageHooks::Sampled { window, period } = attached.stage_hooks {
         log(&format!(
             "stage_hooks sampled: {} attached for {} of every {}: stages timed in those windows \
              (and each connection's first send call)",
-            windowed.join(" and "),
+            attached.windowed().collect::<Vec<_>>().join(" and "),
             fmt(window),
             fmt(period)
         ));

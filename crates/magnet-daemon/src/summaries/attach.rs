@@ -42,7 +42,7 @@ pub struct Attached {
     pub plan: Plan,
     /// `packet_hooks` as run: "off" when the per-packet part is left out.
     pub packet_hooks: PacketHooks,
-    /// `stage_hooks` as run.
+    /// `stage_hooks` as run: "always" where no stage program runs.
     pub stage_hooks: StageHooks,
 }
 
@@ -57,16 +57,9 @@ impl Attached {
         self.windowed.iter().map(|(p, _)| *p)
     }
 
-    /// The sampling windows' schedule (window, period), when the per-packet
-    /// or the stage programs are sampled.
+    /// The sampling windows' schedule (window, period) as run.
     pub fn windows(&self) -> Option<(Duration, Duration)> {
-        match (self.packet_hooks, self.stage_hooks) {
-            (PacketHooks::Sampled { window, period }, _) => Some((window, period)),
-            (_, StageHooks::Sampled { window, period }) if !self.windowed.is_empty() => {
-                Some((window, period))
-            }
-            _ => None,
-        }
+        crate::config::windows(self.packet_hooks, self.stage_hooks)
     }
 
     fn set_window_open(&mut self, open: bool) {
@@ -215,6 +208,12 @@ pub fn attach(
             links.push(link);
         }
     }
+    // As run: "always" where no stage program runs (their parts fell back).
+    let stage_hooks = if windowed.is_empty() {
+        StageHooks::Always
+    } else {
+        stage_hooks
+    };
     let tcp = attach_tcp_counters(&mut plan, &skel, &mut links);
     let handle = |m: &libbpf_rs::Map<'_>, what: &str| {
         MapHandle::try_from(m).map_err(|e| Error::bpf(format!("opening the {what} map"), e))
@@ -234,11 +233,7 @@ pub fn attach(
     }
     let windows = Arc::new(Mutex::new(WindowLog::new(
         packet_hooks,
-        if windowed.is_empty() {
-            StageHooks::Always
-        } else {
-            stage_hooks
-        },
+        stage_hooks,
         monotonic_ns(),
     )));
     let reader = Reader {
