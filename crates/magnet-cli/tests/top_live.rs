@@ -114,6 +114,15 @@ fn top_rates_and_totals_match_a_known_sender() {
     let out = top_run.join().unwrap();
     let u: Value = serde_json::from_str(out.lines().next().expect("one update")).unwrap();
     assert_eq!(u["schema"], "magnet.top/1");
+    // magnetd's default stage_hooks: the stage columns sample its windows
+    // (100 ms of every 2 s), as its health says
+    let h = d.client().host().unwrap().health;
+    assert_eq!(h.stage_hooks, "sampled", "{h:?}");
+    let stage_mode = u["stage_mode"].as_str().unwrap();
+    assert!(
+        stage_mode.starts_with("sampled ") && stage_mode.ends_with('%'),
+        "{u:#}"
+    );
     let rows = u["rows"].as_array().unwrap();
     // The sender's end first (sorted by tx); the sink's end, same process, sends nothing.
     let r = &rows[0];
@@ -223,6 +232,10 @@ fn top_rates_and_totals_match_a_known_sender() {
     assert!(text.contains(&format!("127.0.0.1:{port}")), "{text}");
     assert!(
         text.lines().nth(1).unwrap().starts_with("CONNECTION"),
+        "{text}"
+    );
+    assert!(
+        text.lines().next().unwrap().contains(", stages sampled "),
         "{text}"
     );
     for (view, column) in [("layers", "TCP OUT"), ("stages", "S>A p99")] {

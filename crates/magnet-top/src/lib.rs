@@ -408,9 +408,44 @@ pub fn latency_mode(now: &[Connection]) -> String {
     modes.into_iter().collect::<Vec<_>>().join(",")
 }
 
+/// What the stage columns (`--view stages`) sample, from each connection's
+/// `stage_coverage`: `"always"`, or `"sampled N%"` with the median share of
+/// the connections' lives the stage programs were attached (magnetd's
+/// `stage_hooks`); empty without connections.
+pub fn stage_mode(now: &[Connection]) -> String {
+    let mut cov: Vec<f64> = now.iter().map(|c| c.latency.stage_coverage).collect();
+    if cov.is_empty() {
+        return String::new();
+    }
+    if cov.iter().all(|&c| c >= 1.0) {
+        return "always".into();
+    }
+    cov.sort_by(f64::total_cmp);
+    format!("sampled {:.0}%", cov[cov.len() / 2] * 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stage_mode_is_the_median_coverage_or_always() {
+        let with = |cov: &[f64]| {
+            let conns: Vec<Connection> = cov
+                .iter()
+                .map(|&c| {
+                    let mut x = Connection::default();
+                    x.latency.stage_coverage = c;
+                    x
+                })
+                .collect();
+            stage_mode(&conns)
+        };
+        assert_eq!(with(&[]), "");
+        assert_eq!(with(&[1.0, 1.0]), "always");
+        assert_eq!(with(&[0.05, 0.06, 1.0]), "sampled 6%");
+        assert_eq!(with(&[0.049]), "sampled 5%");
+    }
 
     fn conn(cookie: u64, pid: u32, comm: &str, tx: u64, txc: u64, segs: u64) -> Connection {
         let mut c = Connection {

@@ -98,7 +98,17 @@ struct Update<'a> {
     unix_time_ns: u64,
     interval_s: f64,
     latency_mode: String,
+    /// What the stage columns sample: "always" or "sampled N%".
+    stage_mode: String,
     rows: &'a [magnet_top::Row],
+}
+
+fn or_dash(s: String) -> String {
+    if s.is_empty() {
+        "-".into()
+    } else {
+        s
+    }
 }
 
 fn terminal_size() -> (usize, usize) {
@@ -163,6 +173,7 @@ pub fn run(a: TopArgs) -> anyhow::Result<ExitCode> {
                 unix_time_ns: magnet_common::units::now_ns(),
                 interval_s: secs,
                 latency_mode: magnet_top::latency_mode(&now),
+                stage_mode: magnet_top::stage_mode(&now),
                 rows: &rows,
             };
             writeln!(out, "{}", serde_json::to_string(&u)?)?;
@@ -172,14 +183,12 @@ pub fn run(a: TopArgs) -> anyhow::Result<ExitCode> {
             }
             writeln!(
                 out,
-                "magnet top: {} of {} connections, {:.1} s interval, latency {}",
+                "magnet top: {} of {} connections, {:.1} s interval, latency {}, stages {}",
                 rows.len(),
                 now.len(),
                 secs,
-                match magnet_top::latency_mode(&now) {
-                    m if m.is_empty() => "-".to_string(),
-                    m => m,
-                }
+                or_dash(magnet_top::latency_mode(&now)),
+                or_dash(magnet_top::stage_mode(&now)),
             )?;
             write!(out, "{}", magnet_top::render(&rows, group, a.view, width))?;
             if !live {
