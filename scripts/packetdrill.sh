@@ -229,7 +229,16 @@ with_magnet() {
     if ! "$magnet" analyze --json "$dir/trace.mgt" >"$dir/analyze.json" 2>"$dir/analyze.err"; then
         echo "magnet analyze failed: $(tail -1 "$dir/analyze.err")"; return 2
     fi
-    python3 scripts/packetdrill_compare.py "$dir/analyze.json" "$dir/capture.pcap" "$segs" "$fail" ${allowed:+"$allowed"}
+    local line crc said
+    line=$(python3 scripts/packetdrill_compare.py "$dir/analyze.json" "$dir/capture.pcap" "$segs" "$fail" ${allowed:+"$allowed"}); crc=$?
+    if [ "$crc" -ne 0 ]; then
+        # What the recorder itself said it missed (runs the kernel skipped,
+        # events lost to a full ring): a mismatch's first clue.
+        said=$(grep -E "skipped [0-9]+ runs|lost [1-9][0-9]* events" "$dir/record.err" | sed 's/^magnet: //' | tr '\n' ' ' | cut -c1-400)
+        [ -n "$said" ] && line="$line (magnet said: ${said% })"
+    fi
+    echo "$line"
+    return "$crc"
 }
 
 # The socket I/O calls magnet counts as app calls (docs/FORMAT.md).

@@ -97,6 +97,17 @@ fn run_slice(name: &str, args: &[&str], slice: &[&str]) {
     let rows: Vec<Vec<&str>> = results.lines().map(|l| l.split('\t').collect()).collect();
     // Both IP versions of every script ran: the slice cannot shrink unnoticed.
     assert_eq!(rows.len(), slice.len() * 2, "runs: {results}");
+    // A run that is not exact: what the recorder said (its summary, by kind,
+    // cost, anything skipped or lost), for a CI log that keeps no files.
+    for r in rows.iter().filter(|r| r.len() > 2 && r[2] != "exact") {
+        let dir = out
+            .join(r[0].trim_end_matches(".pkt"))
+            .join(r[1])
+            .join("record.err");
+        if let Ok(said) = std::fs::read_to_string(&dir) {
+            eprintln!("{} ({}): {}\n{said}", r[0], r[1], dir.display());
+        }
+    }
     for r in &rows {
         assert_ne!(
             r[2], "fail",
