@@ -633,14 +633,52 @@ def judge(path, ref_udp=None):
     return kernel, fails, udp_rows, table
 
 
+def judge_preempt(path):
+    """scripts/lab/preempt.sh's output (a guest booted with preempt=full): the
+    recorder wrote records one at a time, saying why, and counted every
+    datagram at LOCAL_OUT and at LOCAL_IN, losing none."""
+    fails = []
+
+    def need(ok, msg):
+        if not ok:
+            fails.append(msg)
+        return ok
+
+    sec = sections(path).get("preempt", [])
+    line = {l.split(" ", 1)[0]: (l.split(" ", 1) + [""])[1] for l in sec}
+    need("(full)" in line.get("mode", ""), f"the guest's preemption mode: {line.get('mode')!r}, want full")
+    need(line.get("rc") == "0", f"record exited {line.get('rc')}: {line.get('stderr')}")
+    sent = [int(x.split(":")[1]) for x in line.get("sent", "").split()]
+    need(sent == [100000] * 3, f"loadgen's calls {sent}, want 3 x 100000")
+    try:
+        j = json.loads(line.get("summary") or "{}")
+    except ValueError:
+        j = {}
+    kinds = j.get("by_kind") or {}
+    total = sum(sent)
+    for k in ("ip_local_out", "ip_local_in"):
+        need(kinds.get(k) == total, f"{k} records {kinds.get(k)}, want {total} (one per datagram)")
+    need(j.get("lost_kernel") == 0 and j.get("dropped_user") == 0,
+         f"lost {j.get('lost_kernel')}, dropped {j.get('dropped_user')}, want none")
+    why = (j.get("cost") or {}).get("direct_records") or ""
+    need("preemption model full" in why,
+         f"the summary's cost does not say records went one at a time on a preempting kernel: {why!r}")
+    need("end" in sections(path), "preempt.sh did not finish")
+    return "6.12 preempt=full", fails, {}
+
+
 def main():
-    if len(sys.argv) < 3:
-        sys.exit("usage: check.py REFERENCE.txt GUEST.txt...")
-    kernel, fails, ref_udp, ref_table = judge(sys.argv[1])
+    args = [a for a in sys.argv[1:] if not a.startswith("--preempt=")]
+    preempt = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--preempt=")]
+    if len(args) < 2:
+        sys.exit("usage: check.py REFERENCE.txt GUEST.txt... [--preempt=PREEMPT.txt]")
+    kernel, fails, ref_udp, ref_table = judge(args[0])
     results = [(kernel, fails, ref_table)]
-    for p in sys.argv[2:]:
+    for p in args[1:]:
         k, f, _, t = judge(p, ref_udp)
         results.append((k, f, t))
+    for p in preempt:
+        results.append(judge_preempt(p))
     keys = sorted({k for _, _, t in results for k in t})
     print("rows (units / bytes) " + " | ".join(k for k, _, _ in results))
     for key in keys:

@@ -1305,3 +1305,63 @@ fn datagrams_before_the_first_recv_are_attributed_from_bind() {
         let _ = std::fs::remove_file(&path);
     }
 }
+
+/// Records written one at a time (what the recorder does on a kernel that may
+/// preempt its programs, batch.bpf.c "Direct records"; forced here with
+/// MAGNET_DIRECT_RECORDS, since this host may not preempt) are the same
+/// records as the per-CPU batches': a UDP workload over loopback, whose every
+/// layer counts each datagram once, recorded both ways. The lab's 6.12 guest
+/// booted with preempt=full checks the detection (scripts/lab/preempt.sh).
+#[test]
+fn records_written_one_at_a_time_equal_the_batched_ones() {
+    if !live_or_skip(
+        "records_written_one_at_a_time_equal_the_batched_ones",
+        &[Need::Btf],
+    ) {
+        return;
+    }
+    const N: u64 = 2000;
+    let record = |direct: &str| {
+        let trace = tmp(&format!("direct-{direct}.mgt"));
+        let out = Command::new(MAGNET)
+            .args([
+                "record",
+                "-o",
+                trace.to_str().unwrap(),
+                "--layers",
+                "app,ip,dev",
+            ])
+            .args([
+                "--json",
+                "--",
+                MAGNET,
+                "loadgen",
+                "--udp",
+                &format!("{N}x100"),
+            ])
+            .env("MAGNET_DIRECT_RECORDS", direct)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run magnet record");
+        json_stdout(&out)
+    };
+    for (direct, why) in [("0", None), ("1", Some("MAGNET_DIRECT_RECORDS=1"))] {
+        let s = record(direct);
+        assert_eq!(s["lost_kernel"], 0, "direct {direct}: {s}");
+        assert_eq!(s["dropped_user"], 0, "direct {direct}: {s}");
+        for k in [
+            "app_send",
+            "app_recv",
+            "ip_local_out",
+            "ip_local_in",
+            "dev_start_xmit",
+            "dev_rx",
+        ] {
+            assert_eq!(
+                s["by_kind"][k], N,
+                "{k} with MAGNET_DIRECT_RECORDS={direct}: {s}"
+            );
+        }
+        assert_eq!(s["cost"]["direct_records"].as_str(), why, "{s}");
+    }
+}

@@ -68,6 +68,7 @@ pub mod cost;
 pub mod deny;
 mod features;
 pub mod plan;
+pub mod preempt;
 mod sys;
 pub mod tracefs;
 

@@ -101,6 +101,11 @@ pub struct Cost {
     /// missing from the trace that no LOST record counts. Absent when none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub skipped_runs: u64,
+    /// Why the recorder's records went to the ring one at a time instead
+    /// of in per-CPU batches (a kernel that may preempt its programs: safe,
+    /// and each record costs more); absent when they were batched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_records: Option<String>,
 }
 
 // The ratios are quotients of integers with a non-zero divisor, never NaN:
@@ -154,6 +159,7 @@ impl Cost {
             bpf_share: bpf_ns.and_then(share),
             process_share: share(process_cpu_ns),
             skipped_runs: 0,
+            direct_records: None,
         }
     }
 
@@ -288,6 +294,11 @@ impl Cost {
         if !top.is_empty() {
             out.push(format!("top programs: {}", top.join(", ")));
         }
+        if let Some(why) = &self.direct_records {
+            out.push(format!(
+                "records went to the ring one at a time, not in per-CPU batches: {why}"
+            ));
+        }
         out
     }
 }
@@ -331,6 +342,24 @@ mod tests {
             "{text}"
         );
         // What the END block keeps reads back the same.
+        let back: Cost = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn records_written_one_at_a_time_are_said_and_kept() {
+        let mut c = Cost::new(10, Ok(vec![("a".into(), 10, 5_000)]), 1, 1, 1);
+        assert!(!c.lines(5).iter().any(|l| l.contains("one at a time")));
+        assert!(serde_json::to_value(&c)
+            .unwrap()
+            .get("direct_records")
+            .is_none());
+        c.direct_records = Some("this kernel may preempt (full)".into());
+        let last = c.lines(5).pop().unwrap();
+        assert_eq!(
+            last,
+            "records went to the ring one at a time, not in per-CPU batches: this kernel may preempt (full)"
+        );
         let back: Cost = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
     }

@@ -38,9 +38,25 @@ static __always_inline void fill_hdr(struct mg_hdr *h, __u16 kind, __u32 flags)
 	h->flags = flags;
 }
 
+/* Direct records. The batch's nesting rule holds where a program runs to its
+ * end once it starts on a CPU: tracepoints, kprobes and softirqs. On a kernel
+ * that preempts tasks in the kernel (preempt=full or lazy, PREEMPT_RT), the
+ * netfilter hooks of a task's own sends and fentry/fexit programs run with
+ * preemption on: a task preempted between RESERVE and submit leaves the batch
+ * to the next task's programs (which write into nested slots, or take the
+ * batch back when preempted in turn) and may resume on another CPU, so
+ * records are lost or sent twice, uncounted (a 6.12 guest booted with
+ * preempt=full: 299,998 LOCAL_OUT and 300,002 LOCAL_IN records for 300,000
+ * datagrams). User space sets this where the kernel may preempt them: each
+ * record is then reserved in this CPU's ring and committed on its own, which
+ * holds across preemption (the ring takes its lock for the reservation; the
+ * commit finds the record wherever the task resumed). Loss is then reported
+ * by the tick alone (programs only count it), see batch_tick. */
+const volatile bool direct_records = false;
+
 /* Emit the LOST record owed for this CPU, if any: loss is reported where it
  * happened in the stream, as soon as the ring has room again. */
-static __always_inline void flush_lost(struct mg_cpu_stats *st, void *ring)
+static __always_inline void report_lost(struct mg_cpu_stats *st, void *ring)
 {
 	__u64 n = st->lost;
 	if (!n)
@@ -55,6 +71,14 @@ static __always_inline void flush_lost(struct mg_cpu_stats *st, void *ring)
 	/* A nested program may have added to st->lost meanwhile: subtract, don't zero. */
 	__sync_fetch_and_add(&st->lost, -n);
 	submit_direct(l);
+}
+
+/* The same from a program: with direct records (a kernel that may preempt
+ * programs) only the tick reports loss, see direct_records. */
+static __always_inline void flush_lost(struct mg_cpu_stats *st, void *ring)
+{
+	if (!direct_records)
+		report_lost(st, ring);
 }
 
 /* Count an event that passed the filters and reserve room for it. NULL means
@@ -226,9 +250,28 @@ lost:;
 	return NULL;
 }
 
+/* Room for a record of `size` bytes in this CPU's ring (direct_records),
+ * NULL if lost (counted). */
+static __always_inline __attribute__((unused)) void *direct_reserve(__u32 size, __u32 kind)
+{
+	void *ring = my_ring();
+	void *r = ring ? bpf_ringbuf_reserve(ring, size, 0) : NULL;
+	if (!r) {
+		struct mg_cpu_stats *st = stats();
+		if (st)
+			count_lost(st, kind);
+	}
+	return r;
+}
+
 /* Commit the record RESERVE returned. */
 static __always_inline void submit(void *rec)
 {
+	if (direct_records) {
+		void *ring = my_ring();
+		bpf_ringbuf_submit(rec, ring ? wakeup_flag(ring) : 0);
+		return;
+	}
 	struct batch *b = my_batch();
 	if (!b)
 		return;
@@ -281,6 +324,16 @@ static __always_inline void batch_flush(void)
  * is waiting, so that a CPU gone quiet does not keep its last records. */
 MG_CTX_PROG("perf_event", batch_tick, 0, void *ctx)
 {
+	if (direct_records) {
+		/* No batch; the loss owed, reported by the tick alone: programs
+		 * that may be preempted must not report it (two reading the same
+		 * count would report it twice). The tick runs to its end. */
+		struct mg_cpu_stats *st = stats();
+		void *ring = my_ring();
+		if (st && ring)
+			report_lost(st, ring);
+		return 0;
+	}
 	batch_flush();
 	return 0;
 }
@@ -344,5 +397,10 @@ static __always_inline void send_direct(void *rec, __u32 size, __u32 kind)
 /* Room for a record in this CPU's batch (see "per-CPU batches"); false when
  * the event is lost (counted by kind). Every RESERVE that succeeds is
  * followed by exactly one submit(). */
-#define RESERVE(ptr, size, kind_) ({ (ptr) = batch_reserve((size), (kind_)); (ptr) != NULL; })
+#define RESERVE(ptr, size, kind_)                                                 \
+	({                                                                        \
+		(ptr) = direct_records ? direct_reserve((size), (kind_))          \
+				       : batch_reserve((size), (kind_));          \
+		(ptr) != NULL;                                                    \
+	})
 #endif

@@ -73,6 +73,7 @@ impl Measured {
             m.machine_cpu_ns,
         );
         cost.set_skipped(&skipped);
+        cost.direct_records = super::attach::direct_records();
         if let Some((s, estimates)) = sampled {
             cost.set_sampled(s, &estimates);
         }

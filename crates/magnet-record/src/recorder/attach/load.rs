@@ -31,6 +31,28 @@ pub(in crate::recorder) struct Helpers {
     /// Task-storage maps (5.11+): without them a thread's call in flight
     /// lives in a hash by thread id.
     pub task_storage: bool,
+    /// Records reserved in the ring one at a time instead of per-CPU
+    /// batches: the kernel may preempt a program ([`direct_records`]).
+    pub direct_records: bool,
+}
+
+/// Why records go to the ring one at a time (batch.bpf.c, "Direct
+/// records"), or None where per-CPU batches are safe: the kernel preempts no
+/// task in the kernel. `MAGNET_DIRECT_RECORDS=1` (or `0`) decides instead,
+/// for a kernel whose model cannot be read and for the tests of both paths.
+pub(in crate::recorder) fn direct_records() -> Option<String> {
+    match std::env::var("MAGNET_DIRECT_RECORDS").as_deref() {
+        Ok("1") => return Some("MAGNET_DIRECT_RECORDS=1".into()),
+        Ok("0") => return None,
+        _ => {}
+    }
+    let (model, from) = magnet_kernel::preempt::Preemption::detect();
+    model.preempts_programs().then(|| {
+        format!(
+            "this kernel may preempt a task inside a program (preemption model {model}, from {from}), \
+             where per-CPU batches would lose records"
+        )
+    })
 }
 
 impl Helpers {
@@ -41,6 +63,7 @@ impl Helpers {
             cookie: btf.has_func("bpf_get_socket_ptr_cookie"),
             sk_storage: btf.has_func("bpf_sk_storage_get_tracing"),
             task_storage: has_task_storage(),
+            direct_records: direct_records().is_some(),
         }
     }
 
@@ -315,6 +338,7 @@ fn set_kernel_settings(
         ro.in_flight_by_tid = !helpers.task_storage;
         ro.cookie_helper = helpers.cookie;
         ro.sk_storage_in_tracing = helpers.sk_storage;
+        ro.direct_records = helpers.direct_records;
     }
     if helpers.task_storage {
         open.maps.in_flight_tid.set_max_entries(1)?;

@@ -24,7 +24,7 @@ mod netfilter;
 mod plan;
 
 pub use check::{check, CheckLine};
-pub(super) use load::load;
+pub(super) use load::{direct_records, load};
 pub(super) use plan::{check_kinds, Needs, Plan};
 
 use batch_tick::attach_batch_tick;
