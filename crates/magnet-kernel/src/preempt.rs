@@ -37,18 +37,18 @@ impl Preemption {
         !matches!(self, Preemption::None | Preemption::Voluntary)
     }
 
-    /// The model of the running kernel, with where it was read.
+    /// The model of the running kernel, with where it was read (read once
+    /// per process: the build's configuration is only read when nothing
+    /// before it says).
     pub fn detect() -> (Preemption, &'static str) {
-        let version = std::fs::read_to_string("/proc/sys/kernel/version").unwrap_or_default();
-        let dynamic_mode = std::fs::read_to_string("/sys/kernel/debug/sched/preempt").ok();
-        let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
-        let config = kernel_config();
-        from_sources(
-            &version,
-            dynamic_mode.as_deref(),
-            &cmdline,
-            config.as_deref(),
-        )
+        static DETECTED: std::sync::OnceLock<(Preemption, &'static str)> =
+            std::sync::OnceLock::new();
+        *DETECTED.get_or_init(|| {
+            let version = std::fs::read_to_string("/proc/sys/kernel/version").unwrap_or_default();
+            let dynamic_mode = std::fs::read_to_string("/sys/kernel/debug/sched/preempt").ok();
+            let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+            from_sources(&version, dynamic_mode.as_deref(), &cmdline, kernel_config)
+        })
     }
 }
 
@@ -91,7 +91,7 @@ pub fn from_sources(
     version: &str,
     dynamic_mode: Option<&str>,
     cmdline: &str,
-    config: Option<&str>,
+    config: impl FnOnce() -> Option<String>,
 ) -> (Preemption, &'static str) {
     let words: Vec<&str> = version.split_whitespace().collect();
     if words.contains(&"PREEMPT_RT") {
@@ -125,7 +125,7 @@ pub fn from_sources(
     {
         return (m, "the boot command line (preempt=)");
     }
-    let default = config.and_then(|c| {
+    let default = config().and_then(|c| {
         [
             ("CONFIG_PREEMPT_RT=y", Preemption::Rt),
             ("CONFIG_PREEMPT_LAZY=y", Preemption::Lazy),
@@ -161,7 +161,7 @@ mod tests {
 
     #[test]
     fn a_fixed_build_is_read_from_uname() {
-        let f = |v| from_sources(v, None, "", None).0;
+        let f = |v| from_sources(v, None, "", || None).0;
         assert_eq!(f("#1 SMP PREEMPT_RT Tue Jan 1"), Preemption::Rt);
         assert_eq!(f("#1 SMP PREEMPT Tue Jan 1"), Preemption::Full);
         assert_eq!(f("#1 SMP PREEMPT_LAZY Tue Jan 1"), Preemption::Lazy);
@@ -173,39 +173,40 @@ mod tests {
     fn a_dynamic_build_says_its_mode_in_debugfs_then_the_command_line_then_its_config() {
         let debugfs = Some("none voluntary (full) lazy\n");
         assert_eq!(
-            from_sources(DYN, debugfs, "preempt=none", Some("CONFIG_PREEMPT_NONE=y")),
+            from_sources(DYN, debugfs, "preempt=none", || Some(
+                "CONFIG_PREEMPT_NONE=y".into()
+            )),
             (Preemption::Full, "/sys/kernel/debug/sched/preempt")
         );
         assert_eq!(
-            from_sources(
-                DYN,
-                None,
-                "quiet preempt=lazy",
-                Some("CONFIG_PREEMPT_NONE=y")
-            )
+            from_sources(DYN, None, "quiet preempt=lazy", || Some(
+                "CONFIG_PREEMPT_NONE=y".into()
+            ))
             .0,
             Preemption::Lazy
         );
         assert_eq!(
-            from_sources(DYN, None, "quiet", Some("# x\nCONFIG_PREEMPT_NONE=y\n")),
+            from_sources(DYN, None, "quiet", || Some(
+                "# x\nCONFIG_PREEMPT_NONE=y\n".into()
+            )),
             (Preemption::None, "the build's default (kernel config)")
         );
         assert_eq!(
-            from_sources(DYN, None, "quiet", Some("CONFIG_PREEMPT_VOLUNTARY=y")).0,
+            from_sources(DYN, None, "quiet", || Some(
+                "CONFIG_PREEMPT_VOLUNTARY=y".into()
+            ))
+            .0,
             Preemption::Voluntary
         );
         // Debian's 6.12: PREEMPT_DYNAMIC, voluntary by default, full at boot.
         assert_eq!(
-            from_sources(
-                DYN,
-                None,
-                "preempt=full",
-                Some("CONFIG_PREEMPT_VOLUNTARY=y")
-            )
+            from_sources(DYN, None, "preempt=full", || Some(
+                "CONFIG_PREEMPT_VOLUNTARY=y".into()
+            ))
             .0,
             Preemption::Full
         );
-        assert_eq!(from_sources(DYN, None, "", None).0, Preemption::Unknown);
+        assert_eq!(from_sources(DYN, None, "", || None).0, Preemption::Unknown);
     }
 
     #[test]
