@@ -10,7 +10,7 @@
 #   CFGS="mtu-K1 mtu-K4" CASES="base magnet nostats netns direct floor tcpdump" ROUNDS=3 \
 #     bash .device/device-overhead.sh
 # Cases: base (no monitor); magnet (record --all --layers app,tcp,ip,dev, as the shared script);
-# nostats (+ --bpf-stats off); sampled (+ --bpf-stats sampled); netns (+ --netns self: the client's
+# nostats (+ --bpf-stats off); full (+ --bpf-stats full); sampled (+ --bpf-stats sampled); netns (+ --netns self: the client's
 # namespace only); direct (MAGNET_DIRECT_RECORDS=1: each record to the ring on its own, what
 # preempting kernels get); floor (every program returns at entry); floor0 (the floor, statistics
 # off); netns0 (--netns self --bpf-stats off); tcpdump (-s 96 -w).
@@ -39,6 +39,7 @@ start_monitor() { # case -> starts the monitor in the client's namespace, sets m
     base) return;;
     magnet) ;;
     nostats) rec+=(--bpf-stats off);;
+    full) rec+=(--bpf-stats full);;
     sampled) rec+=(--bpf-stats sampled);;
     netns) rec+=(--netns self);;
     direct) env=(MAGNET_DIRECT_RECORDS=1);;

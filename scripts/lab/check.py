@@ -59,6 +59,8 @@ funcs_in = {}
 funcs_nested = {}
 snaplen_seen = {}
 funcs_tap = {}
+# kernel -> [(section, seconds)] from suite.sh's "times" section
+section_times = {}
 MUST_SEE = {"app", "tcp", "ip", "dev", "sched"}  # the loadgen always shows these
 
 # What a kernel lacks, by `uname -r` prefix: each absence is the kernel's, and
@@ -320,6 +322,15 @@ def judge(path, ref_udp=None):
     s = sections(path)
     fails = []
     kernel = (s.get("kernel") or ["?"])[0]
+    times = []
+    for line in s.get("times", []):
+        name, _, secs = line.rpartition(" ")
+        try:
+            times.append((name, float(secs)))
+        except ValueError:
+            pass
+    if times:
+        section_times[kernel] = times
 
     def need(cond, msg):
         if not cond:
@@ -699,6 +710,10 @@ def main():
         print(f"record --snaplen 2048 on {k}: {n} data frames, {b} payload bytes, all loadgen's pattern")
     for k, line in funcs_tap.items():
         print(f"record --funcs, packet-tap clones on {k}: {line}")
+    for k, times in section_times.items():
+        slowest = sorted(times, key=lambda t: -t[1])[:4]
+        print(f"suite time on {k}: {sum(t for _, t in times):.0f} s; slowest: "
+              + ", ".join(f"{n} {t:.0f} s" for n, t in slowest))
     bad = 0
     for k, f, _ in results:
         if f:

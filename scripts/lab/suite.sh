@@ -7,23 +7,30 @@
 dir="${1:?usage: suite.sh DIR [--leftovers]}"
 mkdir -p "$dir"
 m="${MAGNET:-magnet}"
+# Each section's start (seconds since boot) goes to $dir/.times, printed as the
+# "times" section at the end: a lab lane that slows down says which part did.
+sec() {
+    echo "== $1"
+    echo "$(cut -d' ' -f1 /proc/uptime) $1" >> "$dir/.times"
+}
+: > "$dir/.times"
 # Readers get -q: in a guest, stderr is the serial console, a terminal, and would
 # carry their progress bars into the sections.
-echo "== kernel"
+sec "kernel"
 uname -r
-echo "== check"
+sec "check"
 "$m" record --check --layers all --json
-echo "== record"
+sec "record"
 "$m" record -q -o "$dir/all.mgt" --json -- sh -c "\"$m\" loadgen --tcp 200x16k --udp 100x512 > \"$dir/loadgen.json\""
 echo "rc $?"
-echo "== loadgen"
+sec "loadgen"
 cat "$dir/loadgen.json"
-echo "== info"
+sec "info"
 "$m" info -q --json "$dir/all.mgt"
-echo "== analyze"
+sec "analyze"
 "$m" analyze -q --json "$dir/all.mgt"
 for layer in app tcp ip qdisc dev drop sched; do
-    echo "== layer $layer"
+    sec "layer $layer"
     "$m" record -q --layers "$layer" -o "$dir/$layer.mgt" --json -- "$m" loadgen --tcp 20x1k --udp 10x100 \
         > "$dir/$layer.json" 2> "$dir/$layer.err"
     echo "rc $?"
@@ -31,7 +38,7 @@ for layer in app tcp ip qdisc dev drop sched; do
     [ -s "$dir/$layer.mgt" ] && "$m" info -q --json "$dir/$layer.mgt" | tr -d '\n'
     echo
 done
-echo "== named-missing"
+sec "named-missing"
 # The ip layer named, its function probes denied: recorded through netfilter
 # links where the kernel has them (and its verifier takes them), else one line.
 MAGNET_HOOKS_DENY=fentry,fexit "$m" record -q --layers ip -o "$dir/nm.mgt" -- "$m" loadgen --tcp 2x1k \
@@ -46,7 +53,7 @@ echo "stderr $(tail -n 1 "$dir/nm.err")"
 F='__tcp_transmit_skb,skb_clone,ip_queue_xmit,__ip_queue_xmit,__ip_local_out,ip_output'
 F="$F,ip_finish_output2,__dev_queue_xmit,dev_hard_start_xmit,ip_rcv,tcp_v4_rcv"
 for x in "" --func-exits; do
-    echo "== funcs$x"
+    sec "funcs$x"
     "$m" record -q --layers tcp,ip,dev --funcs "$F" $x -o "$dir/funcs.mgt" -- "$m" loadgen --tcp 2x1k \
         > /dev/null 2> "$dir/funcs.err"
     echo "rc $?"
@@ -63,7 +70,7 @@ done
 # received one in packet_rcv): no fclones, linked through func_copy's probes.
 # Every packet_rcv call (one per frame the tap read) must be in a packet's path,
 # the outgoing clone's after its parent's dev_hard_start_xmit.
-echo "== funcs-tap"
+sec "funcs-tap"
 "$m" record -q --layers tcp,ip,dev --funcs "$F,packet_rcv" -o "$dir/tap.mgt" -- "$m" loadgen --tcp 2x1k --port 7601 --tap lo \
     > "$dir/tap.json" 2> "$dir/tap.err"
 echo "rc $?"
@@ -78,7 +85,7 @@ echo
 # record -f: a pcap-filter expression run in the kernel keeps exactly the 30
 # datagrams to 5353 of a mixed workload at every packet hook; a bad one is
 # refused with tcpdump's message, exit 2, and no trace.
-echo "== filter"
+sec "filter"
 "$m" record -q -o "$dir/filter.mgt" -f 'udp port 5353' -- sh -c "\"$m\" loadgen --udp 30x100 --port 5353 >/dev/null && \"$m\" loadgen --udp 20x200 --port 5354 >/dev/null && \"$m\" loadgen --tcp 5x1k --port 5355 >/dev/null" 2> "$dir/filter.err"
 echo "rc $? $(tail -n 1 "$dir/filter.err")"
 [ -s "$dir/filter.mgt" ] && "$m" info -q --json "$dir/filter.mgt" | tr -d '\n'
@@ -90,7 +97,7 @@ echo "bad_stderr $(tail -n 1 "$dir/badf.err")"
 # record --netns self: every program loads with the namespace filter set (the
 # verifier follows its extra branch), and the recorder's own namespace keeps
 # each of the 30 datagrams at every packet hook.
-echo "== netns"
+sec "netns"
 "$m" record -q -o "$dir/netns.mgt" --netns self -- "$m" loadgen --udp 30x100 --port 5357 \
     > /dev/null 2> "$dir/netns.err"
 echo "rc $? $(tail -n 1 "$dir/netns.err")"
@@ -100,7 +107,7 @@ echo
 # whole at its socket's send where the kernel has bpf_task_pt_regs (6.1 and
 # later), else at the calls' own tracepoints (5.10): either way loadgen's 20
 # TCP and 10 UDP sends, each asking its size. The app hooks and the sends.
-echo "== all-app"
+sec "all-app"
 "$m" record --all --layers app -o "$dir/allapp.mgt" > /dev/null 2> "$dir/allapp.err" &
 ap=$!
 i=0
@@ -121,7 +128,7 @@ echo
 # record --snaplen 2048 of a loopback TCP transfer, as pcapng (base64, one line):
 # check.py compares every data frame's payload with loadgen's byte pattern, which
 # lies in the skb's page fragments past its linear part.
-echo "== snaplen"
+sec "snaplen"
 "$m" record -q --snaplen 2048 --layers dev -o "$dir/snap.mgt" -- "$m" loadgen --tcp 64x16k --port 7329 \
     > /dev/null 2> "$dir/snap.err"
 echo "rc $? $(tail -n 1 "$dir/snap.err")"
@@ -135,7 +142,7 @@ if [ "$2" = "--leftovers" ]; then
     # (the per-packet links created and destroyed every 2 s meanwhile)
     # (the iterator over socket storage), and keeps them once closed. The
     # leftovers section below checks that SIGTERM detached everything.
-    echo "== daemon"
+    sec "daemon"
     printf '[metrics]\nconnection_ports = [7001]\n' > "$dir/magnetd.toml"
     "$m" daemon --config "$dir/magnetd.toml" --http 127.0.0.1:9595 --socket "$dir/magnetd.sock" \
         2> "$dir/magnetd.err" &
@@ -176,7 +183,7 @@ if [ "$2" = "--leftovers" ]; then
     fi
 fi
 if [ "$2" = "--leftovers" ]; then
-    echo "== leftovers"
+    sec "leftovers"
     # every layer and kind at once, then count what is left
     "$m" record -q --layers all --kinds all -o "$dir/everything.mgt" -- "$m" loadgen --tcp 20x1k >/dev/null 2>&1
     echo "rc $?"
@@ -205,4 +212,6 @@ if [ "$2" = "--leftovers" ]; then
     echo "pinned $(ls /sys/fs/bpf 2>/dev/null | wc -l)"
     echo "clsact $(tc qdisc show 2>/dev/null | grep -c clsact)"
 fi
-echo "== end"
+sec "times"
+awk 'NR > 1 { printf "%s %.1f\n", name, $1 - t } { t = $1; name = substr($0, index($0, " ") + 1) }' "$dir/.times"
+sec "end"
