@@ -567,6 +567,10 @@ pub struct Meter {
     bpf: Result<(Option<RunTimeStats>, Vec<Watched>), String>,
     /// StatsPlan::Sampled: the thread that holds the statistics.
     sampler: Option<Sampler>,
+    /// After [`Meter::end_counting`]: each program's counters when the
+    /// statistics went off, and how long they had been on, ns.
+    counted: Option<(Vec<ProgRun>, u64)>,
+    started: std::time::Instant,
     process0: u64,
     machine0: Option<u64>,
 }
@@ -580,6 +584,11 @@ pub struct Measured {
     /// With StatsPlan::Sampled past its full part: what the windows
     /// measured, and the whole run's estimate from them.
     pub windows: Option<Windows>,
+    /// After [`Meter::end_counting`]: how long the statistics were on, ns
+    /// (`bpf` counts that part; skipped runs are counted to the end).
+    pub counted_ns: Option<u64>,
+    /// From [`Meter::start`] to [`Meter::stop`], ns.
+    pub span_ns: u64,
     /// The process's CPU time over the run, ns.
     pub process_cpu_ns: u64,
     /// The machine's CPU time (all CPUs, busy and idle) over the run, ns; 0
@@ -630,9 +639,41 @@ impl Meter {
         Meter {
             bpf,
             sampler,
+            counted: None,
+            started: std::time::Instant::now(),
             process0: process_cpu_ns(),
             machine0: machine_cpu_ns().ok(),
         }
+    }
+
+    /// Ends the counting before the run ends (`record --bpf-stats first`):
+    /// reads every program's counters and lets the statistics go off, so the
+    /// rest of the run pays no clock reads. Done only where this meter holds
+    /// them alone through its own `BPF_ENABLE_STATS` fd (held by the sysctl
+    /// or another process, they stay on anyway and the run is counted whole)
+    /// and only once. Returns whether it ended them.
+    pub fn end_counting(&mut self) -> bool {
+        if self.counted.is_some() || self.sampler.is_some() {
+            return false;
+        }
+        let Ok((on, progs)) = &mut self.bpf else {
+            return false;
+        };
+        match on {
+            Some(o) if o.how == "BPF_ENABLE_STATS" => {}
+            _ => return false,
+        }
+        if stats_held_by_others(std::process::id()).is_some() {
+            return false;
+        }
+        let now: Vec<ProgRun> = progs
+            .iter()
+            .map(|(_, fd, _)| prog_run(fd.as_fd()).unwrap_or_default())
+            .collect();
+        *on = None;
+        let ns = self.started.elapsed().as_nanos() as u64;
+        self.counted = Some((now, ns));
+        true
     }
 
     /// Reads every counter again and lets the statistics go off.
@@ -640,11 +681,20 @@ impl Meter {
         let windows = self.sampler.map(Sampler::finish).filter(|w| w.full_ns > 0);
         let machine1 = machine_cpu_ns().ok();
         let process_cpu_ns = process_cpu_ns().saturating_sub(self.process0);
+        let counted = self.counted;
         let bpf = self.bpf.and_then(|(_on, progs)| {
             progs
                 .iter()
-                .map(|(name, fd, at_start)| {
-                    let now = prog_run(fd.as_fd()).map_err(|e| format!("{name}: {e}"))?;
+                .enumerate()
+                .map(|(i, (name, fd, at_start))| {
+                    let mut now = prog_run(fd.as_fd()).map_err(|e| format!("{name}: {e}"))?;
+                    if let Some((at_end, _)) = &counted {
+                        // runs and time as counted when the statistics went
+                        // off; skipped runs are counted whether on or not
+                        let c = at_end.get(i).copied().unwrap_or_default();
+                        now.run_cnt = c.run_cnt;
+                        now.run_time_ns = c.run_time_ns;
+                    }
                     Ok((name.clone(), now.since(at_start)))
                 })
                 .collect()
@@ -652,6 +702,8 @@ impl Meter {
         Measured {
             bpf,
             windows,
+            counted_ns: counted.map(|(_, ns)| ns),
+            span_ns: self.started.elapsed().as_nanos() as u64,
             process_cpu_ns,
             machine_cpu_ns: match (self.machine0, machine1) {
                 (Some(a), Some(b)) => b.saturating_sub(a),

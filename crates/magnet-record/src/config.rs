@@ -195,6 +195,12 @@ pub struct RecordConfig {
     /// instead of throughout.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bpf_stats_sampled: bool,
+    /// record --bpf-stats full: the statistics on for the whole recording.
+    /// Without it or the two above (`--bpf-stats first`, the default), they
+    /// are on until the recording has run a few seconds and written enough
+    /// records to measure its time per record, then off (recorder/cost.rs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bpf_stats_full: bool,
     pub filters: Filters,
     /// Ring buffer size in bytes (a power of two, at least one page).
     pub buffer_bytes: u64,
@@ -259,6 +265,7 @@ impl RecordConfig {
             tcp_state: false,
             no_bpf_stats: false,
             bpf_stats_sampled: false,
+            bpf_stats_full: false,
             filters: Filters::default(),
             buffer_bytes: DEFAULT_BUFFER,
             wakeup_bytes: default_wakeup(DEFAULT_BUFFER),

@@ -344,6 +344,30 @@ pub const COOKIE_AT_CREATE: &str = "sock_cookie_at_create";
 /// records to its ring (record.bpf.c, "per-CPU batches").
 pub const BATCH_TICK: &str = "batch_tick";
 
+/// The record kinds program `prog` writes (none: it keeps state for the
+/// others, or is not in the table). The app calls' programs write the calls
+/// as app_send and app_recv records.
+pub fn kinds_written_by(prog: &str) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for p in PROBES {
+        if !p
+            .candidates
+            .iter()
+            .any(|h| h.progs.iter().any(|(n, _)| *n == prog))
+        {
+            continue;
+        }
+        match kind(p) {
+            Some(k) => out.push(k),
+            None if p.name == APP_CALLS => out.extend(["app_send", "app_recv"]),
+            None => {}
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// Every program name in the object, for autoload decisions (once each: a
 /// program at several tracepoints, or in several candidates of a part, is
 /// one program).
@@ -470,6 +494,25 @@ pub fn plan_flows_at_bind(k: &Kernel) -> Choice<Layer> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn each_program_says_the_kinds_it_writes() {
+        assert_eq!(kinds_written_by("tcp_sendmsg"), ["tcp_sendmsg"]);
+        assert_eq!(kinds_written_by("tcp_sendmsg_fentry"), ["tcp_sendmsg"]);
+        assert_eq!(kinds_written_by("dev_rx"), ["dev_rx"]);
+        assert_eq!(kinds_written_by("app_splice_recv"), ["app_recv"]);
+        assert_eq!(kinds_written_by("app_enter5_tp"), ["app_recv", "app_send"]);
+        assert!(kinds_written_by(BATCH_TICK).is_empty());
+        assert!(kinds_written_by("no_such_program").is_empty());
+        // every kind named is one the catalog has
+        let catalog = magnet_trace::Catalog::builtin();
+        for prog in all_programs() {
+            for k in kinds_written_by(prog) {
+                assert!(catalog.by_name(k).is_some(), "{prog}: {k}");
+            }
+        }
+    }
+
     use super::*;
 
     /// The probe table, the layers and the catalog generated from events.h

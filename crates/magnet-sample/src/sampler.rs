@@ -601,6 +601,7 @@ fn run_cost(m: magnet_kernel::cost::Measured, packets: u64) -> magnet_runs::RunC
             windows_ns: w.windows_ns,
             sampled_span_ns: w.sampled_span_ns,
             estimated_ns: 0,
+            ..Default::default()
         });
     }
     cost

@@ -405,6 +405,7 @@ mod tests {
                 windows_ns: 500_000_000,
                 sampled_span_ns: 5_000_000_000,
                 estimated_ns: 0,
+                ..Default::default()
             },
             &[("a".into(), 30, 15_000), ("b".into(), 170, 85_000)],
         );

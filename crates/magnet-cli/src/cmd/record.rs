@@ -127,14 +127,17 @@ pub struct RecordArgs {
 
     /// How the cost line's BPF time is measured. The kernel's run-time
     /// statistics are host-wide: while they are on, every BPF program on the
-    /// host (magnet's and any other's) reads the clock twice per run, on a VM a
-    /// sixth to a third of what magnet costs per small packet (docs/record.md,
-    /// "Cost"). `full`: on throughout, exact; `sampled`: on for the first 2 s,
-    /// then in 20 ms windows at random times, a tenth of the time, and the rest
-    /// estimated from them (it flips a kernel static key ten times a second:
-    /// an emulated QEMU guest's kernel crashed once while it did, so it is not
-    /// the default); `off`: no BPF time (the drain's CPU is still given).
-    #[arg(long, value_name = "HOW", default_value = "full", value_parser = ["full", "sampled", "off"])]
+    /// host (magnet's and any other's) reads the clock twice per run, on a
+    /// 16-core machine a fifth of four MTU-sized streams' throughput (docs/record.md,
+    /// "Cost"). `first` (the default): on until the recording has run 2 s and
+    /// written 10,000 records (at most 30 s), then off, and the rest estimated
+    /// at their time per record (a recording that ends sooner is counted whole);
+    /// `full`: on throughout, every run counted; `sampled`: on for the first
+    /// 2 s, then in 20 ms windows at random times, a tenth of the time, the rest
+    /// estimated from them (it flips a kernel static key ten times a second: an
+    /// emulated QEMU guest's kernel crashed once while it did, so it is opt-in);
+    /// `off`: no BPF time (the drain's CPU is still given).
+    #[arg(long, value_name = "HOW", default_value = "first", value_parser = ["first", "full", "sampled", "off"])]
     bpf_stats: String,
 
     /// The same as --bpf-stats off.
@@ -314,6 +317,7 @@ fn config_of(args: &RecordArgs) -> Result<RecordConfig> {
     config.tcp_state = args.tcp_state;
     config.no_bpf_stats = args.no_bpf_stats || args.bpf_stats == "off";
     config.bpf_stats_sampled = args.bpf_stats == "sampled";
+    config.bpf_stats_full = args.bpf_stats == "full";
     if let Some(n) = args.snaplen {
         if !config.layers.contains(&magnet_record::config::Layer::Dev) {
             bail!("--snaplen keeps frames at the dev layer: add dev to --layers");

@@ -119,7 +119,10 @@ pub(super) fn run(
     child: Option<Child>,
     hooks: Hooks<'_>,
 ) -> Result<Drained> {
-    let Hooks { mut links, meter } = hooks;
+    let Hooks {
+        mut links,
+        mut meter,
+    } = hooks;
     let drain = RefCell::new(drain);
     let mut rb = RingBufferBuilder::new();
     for ring in rings {
@@ -140,6 +143,7 @@ pub(super) fn run(
         // Woken early when enough is queued; otherwise consume what is there.
         let _ = rb.poll(config.poll_interval);
         rb.consume()?;
+        meter.tick(&drain.borrow().by_kind);
         // At low rates blocks fill slowly: cut one at least every second so a
         // recorder that is killed loses at most the last second.
         if last_flush.elapsed() >= Duration::from_secs(1) {
@@ -300,7 +304,18 @@ pub(super) fn finish(
         measured,
         later_devices,
     } = drained;
-    let cost = measured.cost(d.records, drain_cpu.as_nanos() as u64);
+    let kinds_of = |prog: &str| -> Vec<usize> {
+        crate::probes::kinds_written_by(prog)
+            .iter()
+            .filter_map(|k| header.catalog.by_name(k).map(|d| d.id as usize))
+            .collect()
+    };
+    let cost = measured.cost(
+        d.records,
+        drain_cpu.as_nanos() as u64,
+        &d.by_kind,
+        &kinds_of,
+    );
     let index = KindIndex::new(&header.catalog);
     let name = |k: usize| {
         index

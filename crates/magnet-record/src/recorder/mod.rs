@@ -156,6 +156,7 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         libbpf_rs::skel::Skel::object(&skel),
         config.no_bpf_stats,
         config.bpf_stats_sampled,
+        config.bpf_stats_full,
     );
     // Time zero of the trace: taken before the first program is attached, so
     // that no event precedes it (and after loading, so that the recording's

@@ -363,6 +363,7 @@ mod tests {
             windows_ns: 200_000_000,
             sampled_span_ns: 2_000_000_000,
             estimated_ns: 0,
+            ..Default::default()
         });
         assert_eq!(sampled.bpf_ns, Some(5_000));
         assert_eq!(sampled.bpf_ns_per_packet, Some(500.0));
