@@ -12,8 +12,9 @@
 //! makes: its counted runs and time scaled by the records of its own kinds
 //! (all kinds' for a program that writes none; the per-CPU timer's program,
 //! which runs by time, by time). One scale for every program (all records)
-//! was 57 % off for a loadgen whose records per call changed as it ran. Turning them off is one flip of the kernel's static key, as
-//! `full` makes at its end; `sampled` makes ten a second.
+//! was 57 % off for a loadgen whose records per call changed as it ran.
+//! Turning them off is one flip of the kernel's static key, as `full` makes
+//! at its end; `sampled` makes ten a second.
 
 use magnet_kernel::cost;
 use magnet_trace::Cost;
@@ -27,7 +28,7 @@ const FIRST_AT_MOST: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The recorder's program that runs on a per-CPU timer, not per event: its
 /// time past the first part is scaled by time.
-const TIMER_PROGRAM: &str = "batch_tick";
+const TIMER_PROGRAM: &str = crate::probes::BATCH_TICK;
 
 /// Started before the first hook is attached.
 pub(super) struct Meter {
