@@ -17,6 +17,9 @@
 # Writes $OUT/overhead.tsv and, per magnet-like case, the last round's JSON summary ($OUT/<case>.json).
 D=$(cd "$(dirname "$0")" && pwd)
 export PATH=$D/bin:$PATH LD_LIBRARY_PATH=$D/lib
+# bench/lib.sh: next to it in the repository, one folder up from the .device/ copy
+if [ -f "$D/lib.sh" ]; then . "$D/lib.sh"; else . "$D/../bench/lib.sh"; fi
+bench_need device-overhead ethtool ip iperf3 python3 tcpdump
 M=$D/bin/magnet
 O=${OUT:-$(mktemp -d)}; mkdir -p "$O"
 W=$(mktemp -d)
