@@ -172,6 +172,27 @@ fn probe_fentry(btf: &KernelBtf, target: Option<&str>) -> Support {
     }
 }
 
+/// Whether this kernel creates maps of `map_type`; asked of the kernel
+/// itself (libbpf creates and closes one), not guessed from its version.
+pub fn has_map_type(map_type: libbpf_sys::bpf_map_type) -> bool {
+    // SAFETY: a probe call with no options; it creates and closes one map.
+    unsafe { libbpf_sys::libbpf_probe_bpf_map_type(map_type, std::ptr::null()) == 1 }
+}
+
+/// Whether programs of `prog_type` may call `helper` on this kernel: libbpf
+/// loads a two-instruction program that calls it and reads the verifier's
+/// answer (a few milliseconds). Which helpers a program type may call
+/// differs by version and build, and a refusal found only when the whole
+/// object loads costs a load per refused program (about 30 s each in a TCG
+/// guest).
+pub fn prog_may_call(
+    prog_type: libbpf_sys::bpf_prog_type,
+    helper: libbpf_sys::bpf_func_id,
+) -> bool {
+    // SAFETY: a probe call with no options; it loads and closes one program.
+    unsafe { libbpf_sys::libbpf_probe_bpf_helper(prog_type, helper, std::ptr::null()) == 1 }
+}
+
 fn probe_netfilter(btf: &KernelBtf) -> Support {
     if !btf.has_enum_value("bpf_link_type", "BPF_LINK_TYPE_NETFILTER") {
         return Support::No("no netfilter BPF links (Linux 6.4 or later)".into());

@@ -73,7 +73,7 @@ mod sys;
 pub mod tracefs;
 
 pub use btf::{FuncInfo, KernelBtf, Param};
-pub use features::{Features, Support};
+pub use features::{has_map_type, prog_may_call, Features, Support};
 
 /// Errors of this crate: each names what was being read or tried.
 #[derive(Debug, thiserror::Error)]

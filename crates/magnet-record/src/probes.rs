@@ -395,6 +395,10 @@ pub struct Kernel {
     pub features: Features,
     /// `available_filter_functions`, when tracefs is readable.
     pub traceable: Option<HashSet<String>>,
+    /// Why this kernel's verifier refuses the recorder's netfilter programs
+    /// of a recording with task filters, though it has netfilter links
+    /// (None: it takes them).
+    pub netfilter_refused: Option<String>,
 }
 
 impl Kernel {
@@ -403,10 +407,16 @@ impl Kernel {
         let btf = KernelBtf::load().map_err(|e| crate::Error::Record(format!("{e:#}")))?;
         let features = Features::detect(&btf);
         let traceable = magnet_kernel::attach::traceable_functions().ok();
+        let netfilter_refused = features
+            .netfilter_link
+            .is_yes()
+            .then(netfilter_refusal)
+            .flatten();
         Ok(Kernel {
             btf,
             features,
             traceable,
+            netfilter_refused,
         })
     }
 
@@ -470,17 +480,49 @@ impl Kernel {
     }
 }
 
+/// Why the verifier would refuse the recorder's netfilter programs of a
+/// recording with task filters, on a kernel that has netfilter links. There
+/// they ask the task storage whether a packet's socket is the one its task's
+/// call in flight uses, and Linux 6.12 does not let netfilter programs call
+/// bpf_task_storage_get (6.18 does). Asked of the kernel once here, so that
+/// the planner moves to the next hook before the object loads instead of
+/// after one failed load per netfilter program (30 s each in a TCG guest).
+fn netfilter_refusal() -> Option<String> {
+    let uses_task_storage = magnet_kernel::has_map_type(libbpf_sys::BPF_MAP_TYPE_TASK_STORAGE);
+    (uses_task_storage
+        && !magnet_kernel::prog_may_call(
+            libbpf_sys::BPF_PROG_TYPE_NETFILTER,
+            libbpf_sys::BPF_FUNC_task_storage_get,
+        ))
+    .then(|| {
+        "netfilter programs may not call bpf_task_storage_get on this kernel, \
+         which task filters need (--all records through them)"
+            .into()
+    })
+}
+
 /// The app calls' part.
 pub const APP_CALLS: &str = "app_calls";
 
 /// For every probe in the table: the first hook this kernel can feed it from
 /// (not denied by `MAGNET_HOOKS_DENY`), or each candidate hook and what it
 /// lacks ([`Choice::reasons`]). `call_starts`: the recording filters by
-/// task or address, which needs a program at every socket call's start.
-pub fn plan(k: &Kernel, call_starts: bool) -> Vec<Choice<Layer>> {
+/// task or address, which needs a program at every socket call's start;
+/// `task_filters`: by task, which the packet programs ask the task's call in
+/// flight about.
+pub fn plan(k: &Kernel, call_starts: bool, task_filters: bool) -> Vec<Choice<Layer>> {
     let mut refused = Refusals::new();
     if let Some(why) = k.lacks_one_op_calls(call_starts) {
         refused.insert((APP_CALLS, 0), why);
+    }
+    if let Some(why) = k.netfilter_refused.as_ref().filter(|_| task_filters) {
+        for p in PROBES {
+            for (i, c) in p.candidates.iter().enumerate() {
+                if c.progs.iter().any(|(_, a)| matches!(a, Netfilter(_))) {
+                    refused.insert((p.name, i), why.clone());
+                }
+            }
+        }
     }
     plan::choose(PROBES, &|a| k.lacks(a), &refused).choices
 }
@@ -583,6 +625,7 @@ mod tests {
                 tcx: s(false, "tcx"),
             },
             traceable: None,
+            netfilter_refused: None,
         })
     }
 
@@ -593,7 +636,7 @@ mod tests {
             eprintln!("skipped: no BTF");
             return;
         };
-        let p = plan(&k, false);
+        let p = plan(&k, false, false);
         let get = |k: &str| p.iter().find(|c| kind(c.part) == Some(k)).unwrap();
         // No netfilter links and no fentry: ip cannot be fed, and the line says
         // which hooks were tried and what each lacks.
@@ -612,7 +655,7 @@ mod tests {
         assert_eq!(get("app_send").chosen.as_ref().ok(), Some(&0));
         // With fentry, ip moves to its second candidate.
         let k = kernel_without(true, false).unwrap();
-        let p = plan(&k, false);
+        let p = plan(&k, false, false);
         let c = p
             .iter()
             .find(|c| kind(c.part) == Some("ip_local_in"))
@@ -637,6 +680,45 @@ mod tests {
         );
     }
 
+    /// A kernel with netfilter links whose verifier refuses the recorder's
+    /// netfilter programs with task filters (Debian's 6.12) plans a
+    /// recording with task filters on the function probes before anything
+    /// loads, and the line says why netfilter was passed; without task
+    /// filters (--all) it keeps netfilter.
+    #[test]
+    fn netfilter_programs_the_verifier_refuses_are_passed_before_loading() {
+        let Some(mut k) = kernel_without(true, true) else {
+            eprintln!("skipped: no BTF");
+            return;
+        };
+        k.netfilter_refused = Some("helper refused (test)".into());
+        let ip_hooks = |task_filters| {
+            plan(&k, task_filters, task_filters)
+                .into_iter()
+                .filter(|c| c.part.group == Layer::Ip && kind(c.part).is_some())
+                .map(|c| (c.name().unwrap_or_default(), c.passed))
+                .collect::<Vec<_>>()
+        };
+        let all = ip_hooks(false);
+        // LOCAL_OUT, POST_ROUTING, PRE_ROUTING and LOCAL_IN
+        assert_eq!(all.len(), 4);
+        for (name, _) in &all {
+            assert!(name.starts_with("netfilter/"), "{name}");
+        }
+        let filtered = ip_hooks(true);
+        assert_eq!(filtered.len(), 4);
+        for (name, passed) in &filtered {
+            assert!(
+                name.starts_with("fentry/") || name.starts_with("fexit/"),
+                "{name}"
+            );
+            assert!(
+                passed.iter().any(|p| p.contains("helper refused (test)")),
+                "{passed:?}"
+            );
+        }
+    }
+
     /// A recording with task or address filters has the app calls at
     /// every socket call's start (the first candidate passed, and why);
     /// without, where the kernel has bpf_task_pt_regs and the four calls'
@@ -648,7 +730,7 @@ mod tests {
             return;
         };
         let calls = |starts| {
-            plan(&k, starts)
+            plan(&k, starts, false)
                 .into_iter()
                 .find(|c| c.part.name == APP_CALLS)
                 .unwrap()
@@ -682,8 +764,9 @@ mod tests {
             features: Features::detect(&btf),
             btf,
             traceable: magnet_kernel::attach::traceable_functions().ok(),
+            netfilter_refused: netfilter_refusal(),
         };
-        for c in plan(&k, false) {
+        for c in plan(&k, false, false) {
             if c.chosen.is_err() {
                 let why = c.reasons();
                 // Only the table's tracepoints decide on 6.18; a kernel with

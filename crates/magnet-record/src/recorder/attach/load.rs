@@ -62,7 +62,7 @@ impl Helpers {
             bpf_loop: btf.has_enum_value("bpf_func_id", "BPF_FUNC_loop"),
             cookie: btf.has_func("bpf_get_socket_ptr_cookie"),
             sk_storage: btf.has_func("bpf_sk_storage_get_tracing"),
-            task_storage: has_task_storage(),
+            task_storage: magnet_kernel::has_map_type(libbpf_sys::BPF_MAP_TYPE_TASK_STORAGE),
             direct_records: direct_records().is_some(),
         }
     }
@@ -218,18 +218,6 @@ fn configure(
         .expect("the object has read-only settings")
         .batch_limit = (ring_bytes / 4).clamp(512, 4096);
     Ok(())
-}
-
-/// Whether this kernel creates task-storage maps (Linux 5.11+); asked of the
-/// kernel itself, not guessed from its version.
-fn has_task_storage() -> bool {
-    // SAFETY: a probe call with no options; it creates and closes one map.
-    unsafe {
-        libbpf_sys::libbpf_probe_bpf_map_type(
-            libbpf_sys::BPF_MAP_TYPE_TASK_STORAGE,
-            std::ptr::null(),
-        ) == 1
-    }
 }
 
 /// The loaded object holding the programs of the `chosen` hooks (and the

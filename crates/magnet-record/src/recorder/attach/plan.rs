@@ -59,7 +59,7 @@ impl Plan {
             );
         }
         let mut chosen: Vec<Choice<Layer>> = Vec::new();
-        for c in probes::plan(kernel, call_starts) {
+        for c in probes::plan(kernel, call_starts, tasks.filter_tasks) {
             if !probe_on(config, c.part) {
                 continue;
             }
