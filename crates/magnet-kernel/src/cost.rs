@@ -570,6 +570,11 @@ pub struct Meter {
     /// After [`Meter::end_counting`]: each program's counters when the
     /// statistics went off, and how long they had been on, ns.
     counted: Option<(Vec<ProgRun>, u64)>,
+    /// This meter's own `BPF_ENABLE_STATS` fd is the only thing keeping the
+    /// statistics on, as found at the start: dropping it turns them off.
+    /// Found once there because it reads every process's fds, which
+    /// [`Meter::end_counting`] must not do on a drain thread.
+    holds_alone: bool,
     started: std::time::Instant,
     process0: u64,
     machine0: Option<u64>,
@@ -613,6 +618,9 @@ impl Meter {
         object: &libbpf_rs::Object,
     ) -> Meter {
         let mut sampler = None;
+        let holds_alone = stats.as_ref().is_ok_and(|on| {
+            on.how == "BPF_ENABLE_STATS" && stats_held_by_others(std::process::id()).is_none()
+        });
         let bpf = stats.and_then(|on| {
             let mut progs = Vec::new();
             for (name, fd) in loaded_programs(object) {
@@ -622,7 +630,7 @@ impl Meter {
             let StatsPlan::Sampled { full, window, duty } = plan else {
                 return Ok((Some(on), progs));
             };
-            if on.how != "BPF_ENABLE_STATS" || stats_held_by_others(std::process::id()).is_some() {
+            if !holds_alone {
                 return Ok((Some(on), progs));
             }
             let fds = progs
@@ -640,6 +648,7 @@ impl Meter {
             bpf,
             sampler,
             counted: None,
+            holds_alone,
             started: std::time::Instant::now(),
             process0: process_cpu_ns(),
             machine0: machine_cpu_ns().ok(),
@@ -649,23 +658,16 @@ impl Meter {
     /// Ends the counting before the run ends (`record --bpf-stats first`):
     /// reads every program's counters and lets the statistics go off, so the
     /// rest of the run pays no clock reads. Done only where this meter holds
-    /// them alone through its own `BPF_ENABLE_STATS` fd (held by the sysctl
-    /// or another process, they stay on anyway and the run is counted whole)
-    /// and only once. Returns whether it ended them.
+    /// them alone through its own `BPF_ENABLE_STATS` fd, as found at the
+    /// start (held by the sysctl or another process, they stay on anyway and
+    /// the run is counted whole), and only once. Returns whether it ended them.
     pub fn end_counting(&mut self) -> bool {
-        if self.counted.is_some() || self.sampler.is_some() {
+        if self.counted.is_some() || self.sampler.is_some() || !self.holds_alone {
             return false;
         }
-        let Ok((on, progs)) = &mut self.bpf else {
+        let Ok((on @ Some(_), progs)) = &mut self.bpf else {
             return false;
         };
-        match on {
-            Some(o) if o.how == "BPF_ENABLE_STATS" => {}
-            _ => return false,
-        }
-        if stats_held_by_others(std::process::id()).is_some() {
-            return false;
-        }
         let now: Vec<ProgRun> = progs
             .iter()
             .map(|(_, fd, _)| prog_run(fd.as_fd()).unwrap_or_default())
@@ -674,6 +676,25 @@ impl Meter {
         let ns = self.started.elapsed().as_nanos() as u64;
         self.counted = Some((now, ns));
         true
+    }
+
+    /// While this meter counts every run (held on, not sampled, not yet
+    /// ended): each program's counters since the start, in the order of
+    /// [`Measured::bpf`], and the ns since the start. One system call per
+    /// program.
+    pub fn read_counting(&self) -> Option<(Vec<ProgRun>, u64)> {
+        if self.counted.is_some() || self.sampler.is_some() {
+            return None;
+        }
+        let Ok((Some(_), progs)) = &self.bpf else {
+            return None;
+        };
+        let now = progs
+            .iter()
+            .map(|(_, fd, at_start)| prog_run(fd.as_fd()).map(|r| r.since(at_start)))
+            .collect::<Result<Vec<_>, _>>()
+            .ok()?;
+        Some((now, self.started.elapsed().as_nanos() as u64))
     }
 
     /// Reads every counter again and lets the statistics go off.

@@ -25,6 +25,12 @@ const FIRST_FOR: std::time::Duration = std::time::Duration::from_secs(2);
 const FIRST_RECORDS: u64 = 10_000;
 /// …but no longer than this.
 const FIRST_AT_MOST: std::time::Duration = std::time::Duration::from_secs(30);
+/// The estimate scales what ran from the first drain pass past this many
+/// records to the first part's end, not from the start: the start (hooks
+/// attached, the command not yet sending) has runs without records that the
+/// rest does not repeat, and counting from it put 8 % more runs per record
+/// into the estimate (16 cores, iperf3, 2026-11-30).
+const MARK_RECORDS: u64 = 1_000;
 
 /// The recorder's program that runs on a per-CPU timer, not per event: its
 /// time past the first part is scaled by time.
@@ -41,6 +47,20 @@ pub(super) struct Meter {
     opening: Option<Vec<u64>>,
     /// Records by kind the hooks wrote until the statistics went off.
     first: Option<Vec<u64>>,
+    /// Where the first part's estimate starts (after [`MARK_RECORDS`]), if
+    /// read; `mark_read`: tried once.
+    mark: Option<Mark>,
+    mark_read: bool,
+}
+
+/// The first part as of the drain pass that passed [`MARK_RECORDS`].
+struct Mark {
+    /// Records by kind since the opening sockets.
+    records: Vec<u64>,
+    /// Each program's counters since the start (the order of the meter's).
+    progs: Vec<cost::ProgRun>,
+    /// Since the start, ns.
+    ns: u64,
 }
 
 /// Read once the hooks are detached.
@@ -48,6 +68,7 @@ pub(super) struct Measured {
     measured: cost::Measured,
     opening: Vec<u64>,
     first: Option<Vec<u64>>,
+    mark: Option<Mark>,
 }
 
 impl Meter {
@@ -74,6 +95,8 @@ impl Meter {
             first_since: (!sampled && !full && !stats_off).then(std::time::Instant::now),
             opening: None,
             first: None,
+            mark: None,
+            mark_read: false,
         }
     }
 
@@ -84,15 +107,26 @@ impl Meter {
             return;
         };
         let opening = self.opening.get_or_insert_with(|| by_kind.to_vec());
-        let written: Vec<u64> = since_opening(by_kind, opening);
-        let records: u64 = written.iter().sum();
+        // Called at every drain pass: the sum without a vector of its own.
+        let records = by_kind
+            .iter()
+            .sum::<u64>()
+            .saturating_sub(opening.iter().sum());
         let on = since.elapsed();
+        if records >= MARK_RECORDS && !self.mark_read {
+            self.mark_read = true;
+            self.mark = self.meter.read_counting().map(|(progs, ns)| Mark {
+                records: since_opening(by_kind, opening),
+                progs,
+                ns,
+            });
+        }
         if on < FIRST_FOR || (records < FIRST_RECORDS && on < FIRST_AT_MOST) {
             return;
         }
         self.first_since = None;
         if self.meter.end_counting() {
-            self.first = Some(written);
+            self.first = Some(since_opening(by_kind, opening));
         }
     }
 
@@ -101,6 +135,7 @@ impl Meter {
             measured: self.meter.stop(),
             opening: self.opening.unwrap_or_default(),
             first: self.first,
+            mark: self.mark,
         }
     }
 }
@@ -114,41 +149,53 @@ fn since_opening(by_kind: &[u64], opening: &[u64]) -> Vec<u64> {
         .collect()
 }
 
-/// How much longer than its first part a program ran, from what it makes:
-/// the records of its own kinds (`kinds`), written in the first part and in
-/// all; where it makes none there (a program that keeps state, a kind that
-/// did not occur), every kind's; the timer's program, and a run whose first
-/// part wrote nothing, by time. Never below 1: the first part is counted.
-fn first_factor(
+/// How much more a program ran after its first part than in the counted
+/// stretch of it from the mark to its end, from what it makes: the records
+/// of its own kinds (`kinds`) in that stretch (`first` less `base`, the
+/// records at the mark: zeros without one) and after it (`total` less
+/// `first`); where it made none in the stretch (a program that keeps state,
+/// a kind that did not occur), every kind's; the timer's program, and a run
+/// whose stretch wrote nothing, by time (`times`: the mark's, the first
+/// part's end and the whole span, ns since the start). Never below 0: the
+/// first part is counted.
+fn rest_ratio(
     name: &str,
     kinds: &[usize],
+    base: &[u64],
     first: &[u64],
     total: &[u64],
-    span_ns: (u64, u64),
+    times: (u64, u64, u64),
 ) -> f64 {
     let sum = |v: &[u64], ks: &mut dyn Iterator<Item = usize>| -> u64 {
         ks.map(|k| v.get(k).copied().unwrap_or(0)).sum()
     };
-    let (counted_ns, total_ns) = span_ns;
-    let by_time = if counted_ns > 0 {
-        total_ns as f64 / counted_ns as f64
-    } else {
-        1.0
+    let between = |later: &[u64], earlier: &[u64], ks: &[usize]| {
+        sum(later, &mut ks.iter().copied()).saturating_sub(sum(earlier, &mut ks.iter().copied()))
     };
-    let factor = if name == TIMER_PROGRAM {
-        by_time
+    let (mark_ns, counted_ns, span_ns) = times;
+    let by_time = if counted_ns > mark_ns {
+        span_ns.saturating_sub(counted_ns) as f64 / (counted_ns - mark_ns) as f64
     } else {
-        let own = sum(first, &mut kinds.iter().copied());
-        let all = sum(first, &mut (0..first.len()));
-        if own > 0 {
-            sum(total, &mut kinds.iter().copied()) as f64 / own as f64
-        } else if all > 0 {
-            sum(total, &mut (0..total.len())) as f64 / all as f64
-        } else {
-            by_time
+        0.0
+    };
+    if name == TIMER_PROGRAM {
+        return by_time;
+    }
+    let every: Vec<usize> = (0..first.len().max(total.len())).collect();
+    for ks in [kinds, &every[..]] {
+        let stretch = between(first, base, ks);
+        if stretch > 0 {
+            return between(total, first, ks) as f64 / stretch as f64;
         }
-    };
-    factor.max(1.0)
+    }
+    by_time
+}
+
+/// A program's runs or ns over the whole run: the first part's count, and
+/// what it counted past the mark (`at_mark`: 0 without one) times `rest`
+/// ([`rest_ratio`]).
+fn estimate(counted: u64, at_mark: u64, rest: f64) -> u64 {
+    counted + (counted.saturating_sub(at_mark) as f64 * rest).round() as u64
 }
 
 impl Measured {
@@ -191,23 +238,43 @@ impl Measured {
         let first = match (m.counted_ns, &self.first) {
             (Some(counted_ns), Some(first)) => {
                 let total = since_opening(by_kind, &self.opening);
+                // A mark taken late in the first part (a slow start, the
+                // first records in the part's last pass) leaves too short a
+                // stretch to scale from: then the whole part is.
+                let first_records: u64 = first.iter().sum();
+                let mark = self
+                    .mark
+                    .filter(|mark| mark.records.iter().sum::<u64>() * 2 <= first_records);
+                let (base, mark_ns) = match &mark {
+                    Some(mark) => (mark.records.clone(), mark.ns),
+                    None => (vec![], 0),
+                };
                 let estimates: Vec<(String, u64, u64)> = m
                     .bpf
                     .iter()
                     .flatten()
-                    .map(|(name, r)| {
-                        let f = first_factor(
+                    .enumerate()
+                    .map(|(i, (name, r))| {
+                        let rest = rest_ratio(
                             name,
                             &kinds_of(name),
+                            &base,
                             first,
                             &total,
-                            (counted_ns, span_ns.max(counted_ns)),
+                            (mark_ns, counted_ns, span_ns.max(counted_ns)),
                         );
-                        let scaled = |n: u64| (n as f64 * f).round() as u64;
-                        (name.clone(), scaled(r.run_cnt), scaled(r.run_time_ns))
+                        let at_mark = mark
+                            .as_ref()
+                            .and_then(|mark| mark.progs.get(i))
+                            .copied()
+                            .unwrap_or_default();
+                        (
+                            name.clone(),
+                            estimate(r.run_cnt, at_mark.run_cnt, rest),
+                            estimate(r.run_time_ns, at_mark.run_time_ns, rest),
+                        )
                     })
                     .collect();
-                let first_records = first.iter().sum();
                 let s = magnet_trace::Sampled {
                     full_ns: counted_ns,
                     sampled_span_ns: span_ns.saturating_sub(counted_ns),
@@ -247,26 +314,49 @@ mod tests {
 
     #[test]
     fn the_first_part_scales_by_own_kinds_then_all_then_time() {
-        // kinds 0 and 1; 2 s of 10 s counted
-        let span = (2_000_000_000, 10_000_000_000);
+        // kinds 0 and 1; 2 s of 10 s counted, no mark
+        let times = (0, 2_000_000_000, 10_000_000_000);
         let first = [1_000, 4_000];
         let total = [8_000, 6_000];
-        // its own kind: 8x, whatever the other kind did
-        assert_eq!(first_factor("tcp_sendmsg", &[0], &first, &total, span), 8.0);
-        assert_eq!(first_factor("app", &[0, 1], &first, &total, span), 2.8);
+        let rest = |name, kinds: &[usize], first: &[u64], total: &[u64]| {
+            rest_ratio(name, kinds, &[], first, total, times)
+        };
+        // its own kind: 7 more, whatever the other kind did
+        assert_eq!(rest("tcp_sendmsg", &[0], &first, &total), 7.0);
+        assert_eq!(rest("app", &[0, 1], &first, &total), 1.8);
         // no kind of its own: every kind's
-        assert_eq!(
-            first_factor("flow_enter_tp", &[], &first, &total, span),
-            2.8
-        );
+        assert_eq!(rest("flow_enter_tp", &[], &first, &total), 1.8);
         // its kind did not occur in the first part: every kind's
-        assert_eq!(first_factor("x", &[2], &first, &total, span), 2.8);
+        assert_eq!(rest("x", &[2], &first, &total), 1.8);
         // the timer: by time
-        assert_eq!(first_factor(TIMER_PROGRAM, &[0], &first, &total, span), 5.0);
+        assert_eq!(rest(TIMER_PROGRAM, &[0], &first, &total), 4.0);
         // nothing written in the first part: by time
-        assert_eq!(first_factor("x", &[0], &[0, 0], &total, span), 5.0);
+        assert_eq!(rest("x", &[0], &[0, 0], &total), 4.0);
         // never below what was counted
-        assert_eq!(first_factor("x", &[0], &[10, 0], &[5, 0], span), 1.0);
+        assert_eq!(rest("x", &[0], &[10, 0], &[5, 0]), 0.0);
+        // without a mark, the whole first part scaled by total / first
+        assert_eq!(estimate(100, 0, 7.0), 800);
+    }
+
+    /// With a mark, only the stretch from the mark to the first part's end
+    /// is scaled: the start's runs without records are not repeated.
+    #[test]
+    fn the_first_part_is_scaled_from_its_mark() {
+        let base = [500, 0];
+        let first = [1_000, 4_000];
+        let total = [8_000, 6_000];
+        // marked at 1 s, counted to 2 s, 10 s in all
+        let times = (1_000_000_000, 2_000_000_000, 10_000_000_000);
+        let rest = rest_ratio("tcp_sendmsg", &[0], &base, &first, &total, times);
+        assert_eq!(rest, 14.0);
+        // 40 runs before the mark (the idle start), 60 in the stretch
+        assert_eq!(estimate(100, 40, rest), 100 + 60 * 14);
+        assert_eq!(
+            rest_ratio(TIMER_PROGRAM, &[0], &base, &first, &total, times),
+            8.0
+        );
+        // every kind's: 4,500 in the stretch, 9,000 after
+        assert_eq!(rest_ratio("x", &[], &base, &first, &total, times), 2.0);
     }
 
     #[test]
