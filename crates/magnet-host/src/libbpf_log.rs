@@ -60,12 +60,26 @@ fn keep(level: PrintLevel, msg: String) {
 
 /// Routes libbpf's messages through [`keep`] for the rest of the process;
 /// called once, by the first BPF user (and the CLI at start). Idempotent.
+/// Its debug messages are asked for only when they are shown: libbpf writes
+/// one per relocation as it opens an object (thousands for the recorder's),
+/// each formatted into a String before [`keep`] sees it, and that was half
+/// the CPU of a short recording in the debug build the kernel lab runs
+/// emulated. What magnet reads of the log (the refused program, the
+/// verifier's reason) comes as warnings.
 pub fn install() {
     INSTALL.call_once(|| {
-        if std::env::var_os("LIBBPF_DEBUG").is_some() {
+        let debug = std::env::var_os("LIBBPF_DEBUG").is_some();
+        if debug {
             SHOWN.fetch_max(3, Ordering::Relaxed);
         }
-        libbpf_rs::set_print(Some((PrintLevel::Debug, keep)));
+        libbpf_rs::set_print(Some((
+            if debug {
+                PrintLevel::Debug
+            } else {
+                PrintLevel::Info
+            },
+            keep,
+        )));
     });
 }
 
@@ -80,6 +94,9 @@ pub fn show(verbosity: u8) {
         2 => 2,
         _ => 3,
     };
+    if level == 3 {
+        libbpf_rs::set_print(Some((PrintLevel::Debug, keep)));
+    }
     SHOWN.fetch_max(level, Ordering::Relaxed);
 }
 
