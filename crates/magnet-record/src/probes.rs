@@ -395,6 +395,10 @@ pub struct Kernel {
     pub features: Features,
     /// `available_filter_functions`, when tracefs is readable.
     pub traceable: Option<HashSet<String>>,
+    /// Task-storage maps (5.11+), asked of the kernel once (not denied by
+    /// `MAGNET_HOOKS_DENY=task_storage`): without them a thread's call in
+    /// flight lives in a hash by thread id.
+    pub task_storage: bool,
     /// Why this kernel's verifier refuses the recorder's netfilter programs
     /// of a recording with task filters, though it has netfilter links
     /// (None: it takes them).
@@ -407,15 +411,18 @@ impl Kernel {
         let btf = KernelBtf::load().map_err(|e| crate::Error::Record(format!("{e:#}")))?;
         let features = Features::detect(&btf);
         let traceable = magnet_kernel::attach::traceable_functions().ok();
+        let task_storage = magnet_kernel::deny::denied("task_storage").is_none()
+            && magnet_kernel::has_map_type(libbpf_sys::BPF_MAP_TYPE_TASK_STORAGE);
         let netfilter_refused = features
             .netfilter_link
             .is_yes()
-            .then(netfilter_refusal)
+            .then(|| netfilter_refusal(task_storage))
             .flatten();
         Ok(Kernel {
             btf,
             features,
             traceable,
+            task_storage,
             netfilter_refused,
         })
     }
@@ -487,8 +494,7 @@ impl Kernel {
 /// bpf_task_storage_get (6.18 does). Asked of the kernel once here, so that
 /// the planner moves to the next hook before the object loads instead of
 /// after one failed load per netfilter program (30 s each in a TCG guest).
-fn netfilter_refusal() -> Option<String> {
-    let uses_task_storage = magnet_kernel::has_map_type(libbpf_sys::BPF_MAP_TYPE_TASK_STORAGE);
+fn netfilter_refusal(uses_task_storage: bool) -> Option<String> {
     (uses_task_storage
         && !magnet_kernel::prog_may_call(
             libbpf_sys::BPF_PROG_TYPE_NETFILTER,
@@ -504,18 +510,38 @@ fn netfilter_refusal() -> Option<String> {
 /// The app calls' part.
 pub const APP_CALLS: &str = "app_calls";
 
+/// What of a recording's filters decides its hooks.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PlanFilters {
+    /// By task or address: needs a program at every socket call's start.
+    pub call_starts: bool,
+    /// By task: the packet programs ask the task's call in flight whether a
+    /// packet is the task's (task storage).
+    pub tasks: bool,
+}
+
+impl PlanFilters {
+    /// A recording without filters (`--all`).
+    pub const NONE: PlanFilters = PlanFilters {
+        call_starts: false,
+        tasks: false,
+    };
+    /// A recording of a command or of processes: what `--check` plans for.
+    pub const TASKS: PlanFilters = PlanFilters {
+        call_starts: true,
+        tasks: true,
+    };
+}
+
 /// For every probe in the table: the first hook this kernel can feed it from
 /// (not denied by `MAGNET_HOOKS_DENY`), or each candidate hook and what it
-/// lacks ([`Choice::reasons`]). `call_starts`: the recording filters by
-/// task or address, which needs a program at every socket call's start;
-/// `task_filters`: by task, which the packet programs ask the task's call in
-/// flight about.
-pub fn plan(k: &Kernel, call_starts: bool, task_filters: bool) -> Vec<Choice<Layer>> {
+/// lacks ([`Choice::reasons`]), for a recording with these filters.
+pub fn plan(k: &Kernel, filters: PlanFilters) -> Vec<Choice<Layer>> {
     let mut refused = Refusals::new();
-    if let Some(why) = k.lacks_one_op_calls(call_starts) {
+    if let Some(why) = k.lacks_one_op_calls(filters.call_starts) {
         refused.insert((APP_CALLS, 0), why);
     }
-    if let Some(why) = k.netfilter_refused.as_ref().filter(|_| task_filters) {
+    if let Some(why) = k.netfilter_refused.as_ref().filter(|_| filters.tasks) {
         for p in PROBES {
             for (i, c) in p.candidates.iter().enumerate() {
                 if c.progs.iter().any(|(_, a)| matches!(a, Netfilter(_))) {
@@ -625,6 +651,7 @@ mod tests {
                 tcx: s(false, "tcx"),
             },
             traceable: None,
+            task_storage: true,
             netfilter_refused: None,
         })
     }
@@ -636,7 +663,7 @@ mod tests {
             eprintln!("skipped: no BTF");
             return;
         };
-        let p = plan(&k, false, false);
+        let p = plan(&k, PlanFilters::NONE);
         let get = |k: &str| p.iter().find(|c| kind(c.part) == Some(k)).unwrap();
         // No netfilter links and no fentry: ip cannot be fed, and the line says
         // which hooks were tried and what each lacks.
@@ -655,7 +682,7 @@ mod tests {
         assert_eq!(get("app_send").chosen.as_ref().ok(), Some(&0));
         // With fentry, ip moves to its second candidate.
         let k = kernel_without(true, false).unwrap();
-        let p = plan(&k, false, false);
+        let p = plan(&k, PlanFilters::NONE);
         let c = p
             .iter()
             .find(|c| kind(c.part) == Some("ip_local_in"))
@@ -693,7 +720,12 @@ mod tests {
         };
         k.netfilter_refused = Some("helper refused (test)".into());
         let ip_hooks = |task_filters| {
-            plan(&k, task_filters, task_filters)
+            let filters = if task_filters {
+                PlanFilters::TASKS
+            } else {
+                PlanFilters::NONE
+            };
+            plan(&k, filters)
                 .into_iter()
                 .filter(|c| c.part.group == Layer::Ip && kind(c.part).is_some())
                 .map(|c| (c.name().unwrap_or_default(), c.passed))
@@ -730,10 +762,16 @@ mod tests {
             return;
         };
         let calls = |starts| {
-            plan(&k, starts, false)
-                .into_iter()
-                .find(|c| c.part.name == APP_CALLS)
-                .unwrap()
+            plan(
+                &k,
+                PlanFilters {
+                    call_starts: starts,
+                    tasks: false,
+                },
+            )
+            .into_iter()
+            .find(|c| c.part.name == APP_CALLS)
+            .unwrap()
         };
         let filtered = calls(true);
         assert_ne!(filtered.chosen, Ok(0));
@@ -752,21 +790,16 @@ mod tests {
 
     #[test]
     fn every_kind_has_a_hook_on_this_kernel() {
-        let Ok(btf) = KernelBtf::load() else {
+        if KernelBtf::load().is_err() {
             eprintln!("skipped: no BTF");
             return;
-        };
+        }
         if unsafe { libc::geteuid() } != 0 {
             eprintln!("skipped: feature probes need root");
             return;
         }
-        let k = Kernel {
-            features: Features::detect(&btf),
-            btf,
-            traceable: magnet_kernel::attach::traceable_functions().ok(),
-            netfilter_refused: netfilter_refusal(),
-        };
-        for c in plan(&k, false, false) {
+        let k = Kernel::detect().unwrap();
+        for c in plan(&k, PlanFilters::NONE) {
             if c.chosen.is_err() {
                 let why = c.reasons();
                 // Only the table's tracepoints decide on 6.18; a kernel with

@@ -41,7 +41,7 @@ pub fn check() -> Result<(magnet_kernel::Features, Vec<CheckLine>), crate::Error
 fn check_inner() -> Result<(magnet_kernel::Features, Vec<CheckLine>)> {
     let kernel = probes::Kernel::detect().context("reading what this kernel offers")?;
     // As for a command or pids: task filters (--all may choose otherwise).
-    let plan = probes::plan(&kernel, true, true);
+    let plan = probes::plan(&kernel, probes::PlanFilters::TASKS);
     // Load every chosen program once (nothing is attached): what the verifier
     // refuses moves on to its next hook, as it would when recording.
     let mut chosen: Vec<Choice<Layer>> =

@@ -62,7 +62,7 @@ impl Helpers {
             bpf_loop: btf.has_enum_value("bpf_func_id", "BPF_FUNC_loop"),
             cookie: btf.has_func("bpf_get_socket_ptr_cookie"),
             sk_storage: btf.has_func("bpf_sk_storage_get_tracing"),
-            task_storage: magnet_kernel::has_map_type(libbpf_sys::BPF_MAP_TYPE_TASK_STORAGE),
+            task_storage: kernel.task_storage,
             direct_records: direct_records().is_some(),
         }
     }

@@ -59,7 +59,13 @@ impl Plan {
             );
         }
         let mut chosen: Vec<Choice<Layer>> = Vec::new();
-        for c in probes::plan(kernel, call_starts, tasks.filter_tasks) {
+        for c in probes::plan(
+            kernel,
+            probes::PlanFilters {
+                call_starts,
+                tasks: tasks.filter_tasks,
+            },
+        ) {
             if !probe_on(config, c.part) {
                 continue;
             }
