@@ -46,6 +46,18 @@ pub struct Attached {
     pub stage_hooks: StageHooks,
 }
 
+impl Drop for Attached {
+    /// Every link released together, before the skeleton (the fields that
+    /// drop after this): the syscall exit tracepoints' links each wait for
+    /// a grace period (magnet_host::attach::detach_together).
+    fn drop(&mut self) {
+        let mut all = std::mem::take(&mut self.links);
+        all.append(&mut self.packet_links);
+        all.append(&mut self.stage_links);
+        magnet_host::attach::detach_together(all);
+    }
+}
+
 impl Attached {
     /// Ids of this instance's links (for tests and logs).
     pub fn link_count(&self) -> usize {

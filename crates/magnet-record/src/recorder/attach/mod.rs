@@ -336,6 +336,15 @@ pub(super) struct Links<'a> {
     devices: crate::netdevs::DeviceWatch,
 }
 
+impl Drop for Links<'_> {
+    /// The links are released together (each syscall tracepoint's waits for
+    /// a grace period), and before the namespaces (the fields that drop
+    /// after this).
+    fn drop(&mut self) {
+        magnet_host::attach::detach_together(std::mem::take(&mut self.links));
+    }
+}
+
 impl Links<'_> {
     /// Attaches the netfilter programs in the namespaces made since the start
     /// or the last call (the drain calls it every second), so that a
