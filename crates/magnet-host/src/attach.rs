@@ -121,8 +121,9 @@ const DETACH_THREADS: usize = 32;
 /// entry and exit) waits for the kernel's tracepoint grace periods
 /// (`tracepoint_synchronize_unregister`, 60–80 ms on the 6.18 VM): the
 /// recorder's 24 such links, released one after another, held the end of
-/// every recording for 1.7 s. Released together, the waits overlap and share
-/// grace periods. Where a thread cannot be made, its links are released here.
+/// every recording for 1.7 s. Released together they overlap only in part
+/// (the kernel holds `event_mutex` across part of each release): the 24 take
+/// 0.7–1.0 s. Where a thread cannot be made, its links are released here.
 pub fn detach_together(links: Vec<Link>) {
     if links.len() < 2 {
         return;
