@@ -7,6 +7,18 @@
 #ifndef MAGNET_SOCK_H
 #define MAGNET_SOCK_H
 
+/* `p` as a read-only `type *` (bpf_core_cast; 6.2+, a register move once
+ * loaded), for a pointer the verifier trusts (a tp_btf argument, netfilter's
+ * ctx->skb) whose struct pointer fields a program reads. Each such read from a
+ * trusted pointer makes the verifier look for "<type>__safe_trusted" and three
+ * more names in the kernel's BTF, a linear search through every type (6.4+):
+ * on 6.18 those searches were over half of a recording's start-up CPU. Read
+ * through the cast, the same loads need none. Not for a pointer that is given
+ * to a helper (a read-only pointer is refused there), nor for fields written.
+ * On kernels without the kfunc the pointer is used as it is. */
+#define mg_ro(p, type) \
+	(bpf_ksym_exists(bpf_rdonly_cast) ? bpf_core_cast((p), type) : (type *)(p))
+
 /* An IPv4 address (network byte order) as the v4-mapped IPv6 address
  * ::ffff:a.b.c.d, the form every magnet record and key keeps addresses in. */
 static __always_inline void v4_mapped(__u8 *dst, __u32 addr_be)

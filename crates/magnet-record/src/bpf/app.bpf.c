@@ -61,7 +61,8 @@ static __always_inline __u64 fd_socket(__u64 fd)
 		if (bpf_probe_read_kernel(&fp, sizeof(fp), &fds[fd]) || !fp)
 			return 0;
 	} else {
-		struct task_struct *task = bpf_get_current_task_btf();
+		/* Read only here: cast (magnet/sock.h, mg_ro). */
+		struct task_struct *task = mg_ro(bpf_get_current_task_btf(), struct task_struct);
 		struct fdtable *fdt = task->files->fdt;
 		if (!fdt || fd >= fdt->max_fds)
 			return 0;

@@ -8,7 +8,8 @@
 
 static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 {
-	struct sk_buff *skb = ctx->skb;
+	struct sk_buff *skb = mg_ro(ctx->skb, struct sk_buff);
+	const struct nf_hook_state *st = mg_ro(ctx->state, struct nf_hook_state);
 	struct pkt_info pi = {};
 	__u16 nh = skb->network_header;
 	parse_l3(skb->head + nh, &pi);
@@ -18,7 +19,7 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 		return NF_ACCEPT;
 	__u64 sk;
 	__u64 cookie = skb_cookie(skb, &sk, !rx);
-	__u32 ns = ctx->state->net->ns.inum;
+	__u32 ns = st->net->ns.inum;
 	/* IP fragments (IPv6 passes LOCAL_IN before reassembly, both families
 	 * PRE_ROUTING): the later ones have no ports, their datagram's first
 	 * fragment names their socket (frag_socks, left by dev_rx or here). */
@@ -55,7 +56,6 @@ static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 				: kind == MG_IP_POST_ROUTING ? PKT_TX
 				: kind == MG_IP_LOCAL_IN     ? PKT_END
 							     : PKT_FOLLOW);
-	const struct nf_hook_state *st = ctx->state;
 	struct net_device *dev = rx ? st->in : st->out;
 	r->ifindex = dev ? dev->ifindex : 0;
 	r->tot_len = ip_len(skb, nh, &pi);
