@@ -50,7 +50,10 @@ static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *s
 	__u64 cookie;
 	struct pkt_info pi = {};
 	bool parsed = false;
-	if (!skb || !skb_wanted(skb, false, &cookie, pf, &pi, &parsed))
+	if (!skb)
+		return;
+	skb = mg_ro(skb, struct sk_buff);
+	if (!skb_wanted(skb, false, &cookie, pf, &pi, &parsed))
 		return;
 	struct mg_qdisc *r;
 	if (!RESERVE(r, sizeof(*r), kind))
@@ -539,6 +542,7 @@ static __always_inline void forget_pkt(const struct sk_buff *skb)
 
 static __always_inline void drop_event(struct sk_buff *skb, void *location, __u32 reason, bool pf)
 {
+	skb = mg_ro(skb, struct sk_buff);
 	__u64 cookie;
 	struct pkt_info pi = {};
 	bool parsed = false;
