@@ -1194,15 +1194,7 @@ fn a_port_bound_again_gives_its_datagrams_the_new_socket() {
     let path = tmp("port-again.mgt");
     let rec = start_port_recording(&path, "app,dev", port);
     std::thread::spawn(move || {
-        // SAFETY: a zeroed cpu_set_t is valid; CPU_SET writes inside it; pid 0 is this thread.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(0, &mut set);
-            assert_eq!(
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-                0
-            );
-        }
+        magnet_testkit::pin_current_thread(magnet_testkit::first_allowed_cpu());
         let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let mut buf = [0u8; 256];
         for n in [N, M] {

@@ -18,7 +18,8 @@
 //! - [`Chromium`]: headless Chromium for the HTML report's tests;
 //! - [`scratch_dir`]: a per-process scratch directory removed at exit;
 //! - [`heap`]: a counting allocator, for readers whose memory must stay bounded;
-//! - [`csv_fields`]: one line of a CSV export split into its fields.
+//! - [`csv_fields`]: one line of a CSV export split into its fields;
+//! - [`pin_current_thread`]: one CPU for a connection whose order a test counts.
 //!
 //! Everything shells out to iproute2, tc, tcpdump, tshark and ethtool, the same tools a
 //! person would use to check the result by hand.
@@ -40,6 +41,7 @@
 mod blind;
 mod browser;
 mod capture;
+mod cpu;
 mod csv;
 pub mod heap;
 mod link;
@@ -56,6 +58,7 @@ use std::process::{Command, Stdio};
 pub use blind::BlindSpot;
 pub use browser::{console_lines, Chromium};
 pub use capture::{tshark_fields, tshark_frames, Capture, PcapFile};
+pub use cpu::{first_allowed_cpu, pin_current_thread};
 pub use csv::csv_fields;
 pub use link::{
     iface_counters, netem, offloads_off, qdisc, qdisc_available, tbf, Counters, End, Side, Subnet,
