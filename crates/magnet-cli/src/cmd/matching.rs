@@ -169,7 +169,7 @@ pub fn run(a: MatchArgs) -> Result<ExitCode> {
     }
     if o.stats.forced > 0 {
         eprintln!(
-            "magnet: warning: {} kernel packet(s) left the match window early (more than {} packets within {} s of a frame); frames after them may be unmatched",
+            "magnet: warning: {} kernel packet(s) no frame had taken left the match window early (more than {} packets within {} s of a frame); a frame of one that comes later is unmatched",
             o.stats.forced,
             Options::DEFAULT.pool_packets,
             Options::DEFAULT.tolerance_ns as f64 / 1e9

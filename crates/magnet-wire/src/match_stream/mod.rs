@@ -14,10 +14,11 @@
 //! 2. **Matching.** Both are read again side by side: before a frame at corrected
 //!    time `t` is matched, every packet first seen by `t + tolerance` has been read
 //!    into a pool indexed by footprint; packets whose last hop is more than the
-//!    tolerance behind the newest frame leave it (in order of first sighting). A
-//!    pool holding [`Options::pool_packets`] lets its oldest go when that one is
-//!    behind the frame, else reads no further ahead until the frames move on
-//!    (counted in [`Stats::forced`]: more packets than that within ±tolerance).
+//!    tolerance behind the newest frame leave it (in order of first sighting). At
+//!    most half of [`Options::pool_packets`] is read ahead of the frame; a full
+//!    pool lets its oldest go when that one is behind the frame, else reads no
+//!    further ahead until the frames move on (an untaken packet let go early is
+//!    counted in [`Stats::forced`]: more packets than that within ±tolerance).
 //!    A frame takes, among
 //!    the pooled packets with its footprint, the unused one whose hop is nearest (as
 //!    before: a frame's packet is never further than the tolerance from it once the
@@ -125,8 +126,8 @@ pub struct Stats {
     pub sample_step: u64,
     /// The most packets pooled at once.
     pub pool_peak: usize,
-    /// Packets that left the pool because it was full while still within the
-    /// tolerance of the newest frame (behind it).
+    /// Packets no frame had taken that left the pool because it was full while
+    /// still within the tolerance of the newest frame (behind it).
     pub forced: u64,
 }
 
@@ -279,8 +280,15 @@ struct Matching<'o, R: Read> {
 impl<R: Read> Matching<'_, R> {
     /// Before a frame at trace time `t`: packets behind the newest frame by
     /// more than the tolerance leave the pool, and the trace is read to the
-    /// frame's time and the tolerance. A full pool lets its oldest packet go
-    /// when that one is behind the frame, else reads no further for now.
+    /// frame's time and the tolerance. At most half the pool is read ahead of
+    /// the frame: the other half keeps the packets just behind it, whose frames
+    /// are this one and the next few (a capture stamps a frame up to
+    /// microseconds after its packet's last hop, and a receive backlog can put
+    /// a frame in the file after later-stamped ones). Before that limit, at
+    /// 400,000 packets a second, 0.5 s read ahead filled the pool and every new
+    /// packet pushed out the one the current frame was about to take. A full
+    /// pool lets its oldest packet go when that one is behind the frame, else
+    /// reads no further for now.
     fn read_to(&mut self, t: i64) -> Result<()> {
         let tol = self.o.tolerance_ns;
         self.horizon = self.horizon.max(t);
@@ -290,16 +298,27 @@ impl<R: Read> Matching<'_, R> {
             let gone = self.pool.pop().expect("front exists");
             self.side.leave(gone, &self.pk.asm.k)?;
         }
+        let cap = self.o.pool_packets.max(1);
+        // The pool is in order of first sighting, nearly that of first_ts (a
+        // GSO packet's segments come out together): close enough to count the
+        // packets read ahead of the frame for this bound.
+        let mut ahead =
+            self.pool.slots.len() - self.pool.slots.partition_point(|q| q.p.first_ts() <= t);
         while self.next.as_ref().is_some_and(|p| p.first_ts() <= until) {
-            if self.pool.slots.len() >= self.o.pool_packets.max(1) {
+            if ahead >= cap.div_ceil(2) {
+                break;
+            }
+            if self.pool.slots.len() >= cap {
                 if self.pool.slots.front().is_some_and(|q| q.last_ts < t) {
-                    self.stats.forced += 1;
                     let gone = self.pool.pop().expect("front exists");
+                    // Only a packet a frame could take and none did can be a loss.
+                    self.stats.forced += u64::from(!gone.used && gone.matchable());
                     self.side.leave(gone, &self.pk.asm.k)?;
                 } else {
                     break;
                 }
             }
+            ahead += usize::from(self.next.as_ref().is_some_and(|p| p.first_ts() > t));
             self.pool.add(pooled(self.next.take().expect("checked")));
             self.stats.pool_peak = self.stats.pool_peak.max(self.pool.slots.len());
             self.next = self.pk.next()?;

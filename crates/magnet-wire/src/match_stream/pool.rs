@@ -32,6 +32,18 @@ pub(super) fn pooled(mut p: KPacket) -> Pooled {
     }
 }
 
+impl Pooled {
+    /// Whether a frame could take this packet: it has a footprint, or it is ARP
+    /// (a GSO packet is on the wire only as its segments).
+    pub(super) fn matchable(&self) -> bool {
+        self.fp.is_some() || is_arp(&self.p)
+    }
+}
+
+fn is_arp(p: &KPacket) -> bool {
+    p.ip.is_none() && p.ethertype == 0x0806
+}
+
 /// Packets around the frames being matched, by order of first sighting.
 pub(super) struct Pool {
     /// `slots[i]` is packet number `base + i`.
@@ -59,7 +71,7 @@ impl Pool {
         let n = self.base + self.slots.len() as u64;
         if let Some(fp) = q.fp {
             self.index.entry(fp).or_default().push_back(n);
-        } else if q.p.ip.is_none() && q.p.ethertype == 0x0806 {
+        } else if is_arp(&q.p) {
             self.arp.push_back(n);
         }
         self.slots.push_back(q);
