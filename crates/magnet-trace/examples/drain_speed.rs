@@ -6,7 +6,12 @@
 //! the blocks with `TraceWriter`, as `magnet record` does. Records are
 //! copies of the kinds' real sizes from the catalog, in a fixed mix.
 //!
-//! usage: drain_speed [RECORDS] [OUT]   (defaults 20000000, /dev/null)
+//! With TRACE, the records are those of a real recording (its first 1,000,000,
+//! replayed in order as often as RECORDS needs, each with a new time): what
+//! changes from one record of a kind to the next is then what a recording's
+//! does (packet ids, lengths, sequence numbers), not only the time.
+//!
+//! usage: drain_speed [RECORDS] [OUT] [TRACE]   (defaults 20000000, /dev/null)
 //!
 //! Prints records per CPU-second of each thread (from
 //! /proc/thread-self/schedstat, nanoseconds on a CPU) and per wall second.
@@ -35,16 +40,39 @@ fn main() {
         .map(|s| s.parse().expect("RECORDS is a number"))
         .unwrap_or(20_000_000);
     let out = args.next().unwrap_or_else(|| "/dev/null".into());
-    let e = Emitter::builtin();
-    // One record of each kind of the default layers (app, tcp, ip, dev), at
-    // its catalog size.
-    let mix: Vec<Vec<u8>> = Catalog::builtin()
-        .kinds
-        .iter()
-        .filter(|k| ["app", "tcp", "ip", "dev"].contains(&k.layer.as_str()))
-        .map(|k| e.record(k.id, 1_000_000).into_bytes())
-        .collect();
-    let kinds = mix.len();
+    let mix: Vec<Vec<u8>> = match args.next() {
+        Some(trace) => {
+            let f = std::fs::File::open(&trace).expect("open TRACE");
+            let mut rd = magnet_trace::TraceReader::new(std::io::BufReader::new(f))
+                .expect("TRACE is a trace");
+            let mut v = Vec::new();
+            while let Some(r) = rd.next_record_ref() {
+                v.push(r.expect("TRACE reads").bytes.to_vec());
+                if v.len() == 1_000_000 {
+                    break;
+                }
+            }
+            assert!(!v.is_empty(), "TRACE has no records");
+            v
+        }
+        None => {
+            let e = Emitter::builtin();
+            // One record of each kind of the default layers (app, tcp, ip,
+            // dev), at its catalog size.
+            Catalog::builtin()
+                .kinds
+                .iter()
+                .filter(|k| ["app", "tcp", "ip", "dev"].contains(&k.layer.as_str()))
+                .map(|k| e.record(k.id, 1_000_000).into_bytes())
+                .collect()
+        }
+    };
+    let kinds = {
+        let mut k: Vec<u16> = mix.iter().map(|r| u16_at(r, 8)).collect();
+        k.sort_unstable();
+        k.dedup();
+        k.len()
+    };
     let mean = mix.iter().map(Vec::len).sum::<usize>() as f64 / mix.len() as f64;
     let header = synthetic_header(1_000);
     let file = std::fs::File::create(&out).expect("create OUT");
