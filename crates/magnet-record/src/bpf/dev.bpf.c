@@ -52,7 +52,6 @@ static __always_inline void qdisc_event(struct Qdisc *q, const struct sk_buff *s
 	bool parsed = false;
 	if (!skb)
 		return;
-	skb = mg_ro(skb, struct sk_buff);
 	if (!skb_wanted(skb, false, &cookie, pf, &pi, &parsed))
 		return;
 	struct mg_qdisc *r;
@@ -87,7 +86,7 @@ PF_PROG("tp_btf/qdisc_dequeue", qdisc_deq, struct Qdisc *q, const struct netdev_
  * is attributed when it arrives. */
 static __always_inline void track_connecting(const struct sk_buff *skb)
 {
-	struct sock *s = skb->sk;
+	struct sock *s = mg_field(skb, struct sk_buff, sk);
 	if (!s || s->__sk_common.skc_state != TCP_SYN_SENT)
 		return;
 	__u64 cookie = sk_key(s, s->__sk_common.skc_cookie.counter);
@@ -262,7 +261,6 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind,
 				      const struct net_device *dev, __u32 len, int rc, bool rx,
 				      bool read_skb, bool pf)
 {
-	skb = mg_ro(skb, struct sk_buff);
 	__u32 ifindex = dev->ifindex;
 	__u16 link_type = dev->type;
 	__u64 cookie = 0;
@@ -276,9 +274,9 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind,
 		 * sender's socket on the skb): not its socket's packet there. */
 		/* The namespaces compared by their struct net (one per
 		 * namespace): the inode number is read only for a flow lookup. */
-		const struct net_device *dv = skb->dev;
+		const struct net_device *dv = mg_field(skb, struct sk_buff, dev);
 		const struct net *dnet = dv ? dv->nd_net.net : NULL;
-		struct sock *s = skb->sk;
+		struct sock *s = mg_field(skb, struct sk_buff, sk);
 		if (s && dnet && s->__sk_common.skc_net.net != dnet) {
 			cookie = 0;
 			hflags = MG_F_OTHER_NETNS;
@@ -332,7 +330,7 @@ static __always_inline void dev_event(const struct sk_buff *skb, __u16 kind,
 
 PF_PROG("tp_btf/net_dev_queue", dev_queue, struct sk_buff *skb)
 {
-	dev_event(skb, MG_DEV_QUEUE, skb->dev, skb->len, 0,
+	dev_event(skb, MG_DEV_QUEUE, mg_field(skb, struct sk_buff, dev), skb->len, 0,
 		  false, true, pf);
 	return 0;
 }
@@ -425,7 +423,6 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
  */
 static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec_tcp, bool pf)
 {
-	skb = mg_ro(skb, struct sk_buff);
 	if (pf && pf_len && !pf_skb(skb, PF_AT_DATA))
 		return;
 	__u64 cookie = 0;
@@ -433,7 +430,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 	parse_skb_rx(skb, &pi);
 	struct flow_val *fv = NULL, fvb;
 	bool exact = false, traced;
-	__u32 ns = dev_netns(skb->dev);
+	__u32 ns = dev_netns(mg_field(skb, struct sk_buff, dev));
 	/* A later fragment follows its datagram's first (frag_socks). One call
 	 * of pkt_traced for every packet: 6.1's verifier gives up (1M
 	 * instructions) on this program with two inlined copies of it. */
@@ -486,7 +483,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 			fill_hdr(&r->hdr, MG_DEV_RX, 0);
 			r->cookie = cookie;
 			r->pkt_id = id;
-			r->ifindex = skb->dev->ifindex;
+			r->ifindex = mg_field(skb, struct sk_buff, dev)->ifindex;
 			/* The driver's frame, as on the transmit side and in a
 			 * capture: the link header is already pulled here. */
 			__u32 len = skb->len;
@@ -497,7 +494,7 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 			r->len = len;
 			r->rc = 0;
 			r->ethertype = bpf_ntohs(skb->protocol);
-			r->link_type = skb->dev->type;
+			r->link_type = mg_field(skb, struct sk_buff, dev)->type;
 			if (snaplen) {
 				send_direct(r, sizeof(*r), MG_DEV_RX);
 				frame = true;
@@ -542,7 +539,6 @@ static __always_inline void forget_pkt(const struct sk_buff *skb)
 
 static __always_inline void drop_event(struct sk_buff *skb, void *location, __u32 reason, bool pf)
 {
-	skb = mg_ro(skb, struct sk_buff);
 	__u64 cookie;
 	struct pkt_info pi = {};
 	bool parsed = false;

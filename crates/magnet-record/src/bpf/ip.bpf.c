@@ -8,7 +8,7 @@
 
 static __always_inline int ip_event(struct bpf_nf_ctx *ctx, __u16 kind, bool rx)
 {
-	struct sk_buff *skb = mg_ro(ctx->skb, struct sk_buff);
+	struct sk_buff *skb = ctx->skb;
 	const struct nf_hook_state *st = mg_ro(ctx->state, struct nf_hook_state);
 	struct pkt_info pi = {};
 	__u16 nh = skb->network_header;

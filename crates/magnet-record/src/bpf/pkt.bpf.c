@@ -299,7 +299,7 @@ static __always_inline __u64 pkt_id(const struct sk_buff *skb, enum pkt_point at
 	bool tx = at == PKT_TX || at == PKT_XMIT;
 	if (slot->skb == a && slot->head == head && at != PKT_BIRTH &&
 	    !(tx && ((slot->flags & PKT_DELIVERED) ||
-		     ((slot->flags & PKT_RECEIVED) && skb->sk))) &&
+		     ((slot->flags & PKT_RECEIVED) && mg_field(skb, struct sk_buff, sk)))) &&
 	    !(at == PKT_RECV && (slot->flags & PKT_RECEIVED)) &&
 	    !(at == PKT_XMIT && (slot->flags & PKT_SENT))) {
 		if (at == PKT_END)
@@ -389,7 +389,7 @@ static __always_inline __u64 request_listener(const struct sock *req, __u64 *sk_
  * for its listener. */
 static __always_inline __u64 skb_cookie(const struct sk_buff *skb, __u64 *sk_out, bool tx)
 {
-	struct sock *sk = skb->sk;
+	struct sock *sk = mg_field(skb, struct sk_buff, sk);
 	if (!sk) {
 		*sk_out = 0;
 		return 0;
@@ -571,7 +571,7 @@ static __always_inline struct flow_val *flow_of(const struct pkt_info *pi, bool 
 static __always_inline __u32 dev_netns(const struct net_device *dev)
 {
 	/* Direct BTF loads, not probe reads: a probe read is a helper call each. */
-	return dev ? dev->nd_net.net->ns.inum : 0;
+	return dev ? mg_field(dev, struct net_device, nd_net.net)->ns.inum : 0;
 }
 
 /* `rx`: receive and transmit sides keep apart (over veth one datagram is
@@ -590,8 +590,8 @@ static __always_inline void frag_key_of(const struct pkt_info *pi, struct frag_k
  * yet on the way out) its socket's. */
 static __always_inline __u32 skb_netns(const struct sk_buff *skb)
 {
-	__u32 ns = dev_netns(skb->dev);
-	struct sock *sk = skb->sk;
+	__u32 ns = dev_netns(mg_field(skb, struct sk_buff, dev));
+	struct sock *sk = mg_field(skb, struct sk_buff, sk);
 	if (!ns && sk) {
 		struct net *net = sk->__sk_common.skc_net.net;
 		if (net)
