@@ -2,6 +2,7 @@
 //! free priority, TCX links, and a clsact qdisc that is removed only by whoever
 //! created it.
 
+use std::os::fd::{AsRawFd, RawFd};
 use std::ptr::NonNull;
 
 use libbpf_rs::{AsRawLibbpf, Link, NetfilterOpts};
@@ -144,4 +145,119 @@ pub fn detach_together(links: Vec<Link>) {
                 .spawn_scoped(s, move || drop(g));
         }
     });
+}
+
+/// Releases `links` in a process of its own, so that whoever holds them can
+/// go on (a recording's end, its summary, its exit) without waiting for the
+/// kernel's grace periods (see [`detach_together`]: 0.7–1.3 s for a
+/// recording's syscall tracepoints, serialised by the kernel however many
+/// threads release them). The caller must have stopped the programs first
+/// (they stay attached until that process is done: about a second).
+///
+/// That process is a grandchild, so that nobody has to reap it (its parent
+/// exits at once; it is adopted by init), named `magnet-detach`. It keeps
+/// only the links' descriptors and `after`'s, closing every other one first
+/// (a pipe it kept would hold up a reader waiting for its end). A link is
+/// released by whoever closes it last: so it waits until this process has
+/// closed its copies (the end of a pipe), then closes the links one by one,
+/// then `after` (namespaces that must outlive their netfilter links on
+/// kernels whose links hold no reference to them). Where no process can be
+/// made, the links are released here, together.
+pub fn detach_in_background(links: Vec<Link>, after: &[RawFd]) {
+    use std::os::fd::AsFd;
+    if links.is_empty() {
+        return;
+    }
+    // Closed by this process once its copies of the links are: the
+    // grandchild reads its end until then (close-on-exec: no command this
+    // process starts later holds it).
+    let mut done: [RawFd; 2] = [-1; 2];
+    // SAFETY: pipe2 fills the two descriptors or fails.
+    if unsafe { libc::pipe2(done.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return detach_together(links);
+    }
+    let [wait_end, done_end] = done;
+    let first: Vec<RawFd> = links.iter().map(|l| l.as_fd().as_raw_fd()).collect();
+    let mut kept: Vec<RawFd> = first.iter().chain(after).copied().collect();
+    kept.push(wait_end);
+    kept.sort_unstable();
+    kept.dedup();
+    // The name as prctl takes it: at most 15 bytes and a NUL.
+    let name = *b"magnet-detach\0";
+    // SAFETY: fork in a process that may have other threads: the child calls
+    // only async-signal-safe system calls (fork, prctl, close, close_range,
+    // read, _exit) on data made before the fork, never the allocator.
+    match unsafe { libc::fork() } {
+        -1 => {
+            // SAFETY: the pipe made above, used by nobody else.
+            unsafe {
+                libc::close(wait_end);
+                libc::close(done_end);
+            }
+            detach_together(links)
+        }
+        0 => unsafe {
+            if libc::fork() == 0 {
+                libc::prctl(libc::PR_SET_NAME, name.as_ptr());
+                close_all_but(&kept);
+                // Until the holder's copies are closed (end of file), or
+                // it is gone.
+                let mut byte = 0u8;
+                while libc::read(wait_end, (&mut byte as *mut u8).cast(), 1) < 0
+                    && *libc::__errno_location() == libc::EINTR
+                {}
+                for &fd in first.iter().chain(after) {
+                    libc::close(fd);
+                }
+            }
+            libc::_exit(0)
+        },
+        child => {
+            let mut status = 0;
+            // SAFETY: waits for the child made above, which exits at once;
+            // then closes the pipe made above, once this process's copies of
+            // the links are closed (the grandchild's keep them attached).
+            unsafe {
+                libc::close(wait_end);
+                libc::waitpid(child, &mut status, 0);
+                drop(links);
+                libc::close(done_end);
+            }
+        }
+    }
+}
+
+/// Closes every descriptor of this process but `kept` (sorted): the gaps
+/// with close_range (5.9+), else one by one up to the soft limit.
+///
+/// # Safety
+/// Closes descriptors others in this process may still use: only for a
+/// child that is about to exit.
+unsafe fn close_all_but(kept: &[RawFd]) {
+    let mut from: u32 = 0;
+    for &k in kept.iter().chain(std::iter::once(&RawFd::MAX)) {
+        let k = k.max(0) as u32;
+        if k > from {
+            let last = if k == RawFd::MAX as u32 {
+                u32::MAX
+            } else {
+                k - 1
+            };
+            if libc::syscall(libc::SYS_close_range, from, last, 0) != 0 {
+                let mut lim = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+                    lim.rlim_cur.min(1 << 20) as u32
+                } else {
+                    1024
+                };
+                for fd in from..=last.min(top) {
+                    libc::close(fd as RawFd);
+                }
+            }
+        }
+        from = k.saturating_add(1);
+    }
 }

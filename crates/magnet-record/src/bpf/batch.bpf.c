@@ -102,8 +102,9 @@ static __always_inline void count_lost(struct mg_cpu_stats *st, __u32 kind)
  * record is older than MG_BATCH_AGE_NS (checked as each record is committed),
  * or at the next tick of batch_tick (a cpu-clock perf event on every CPU, every
  * MG_TICK_NS, set up by user space): a quiet CPU's records are late by at most
- * a tick, well within the drain's one-second block cut. At the end, after
- * every program is detached, user space reads what is left in each batch.
+ * a tick, well within the drain's one-second block cut. At the end, once
+ * every program is stopped (mg_stopped, prog.h), user space reads what is
+ * left in each batch.
  *
  * A batch as the ring carries it: 8 zero bytes (a record's hdr.ts_ns is never
  * 0: this tells a batch from a single record), then per record a u32 size, a

@@ -111,6 +111,8 @@ struct {
 
 static __always_inline int copy_entry(struct pt_regs *ctx)
 {
+	if (mg_stopped) /* the recording has ended (prog.h) */
+		return 0;
 	__u64 parent = PT_REGS_PARM1(ctx);
 	if (!parent)
 		return 0;
@@ -121,6 +123,8 @@ static __always_inline int copy_entry(struct pt_regs *ctx)
 
 static __always_inline int copy_exit(struct pt_regs *ctx)
 {
+	if (mg_stopped) /* the recording has ended (prog.h) */
+		return 0;
 	struct func_key k = { .task = func_task(), .ip = bpf_get_func_ip(ctx) };
 	__u64 *p = bpf_map_lookup_elem(&copy_open, &k);
 	if (!p)
@@ -171,6 +175,8 @@ int func_copy_exit_multi(struct pt_regs *ctx)
 
 static __always_inline int func_event(struct pt_regs *ctx, const struct sk_buff *skb)
 {
+	if (mg_stopped) /* the recording has ended (prog.h) */
+		return 0;
 	__u64 ip = bpf_get_func_ip(ctx);
 	bool recorded = func_record(ctx, skb, ip);
 	if (func_exits)
@@ -262,6 +268,8 @@ static __always_inline bool func_record(struct pt_regs *ctx, const struct sk_buf
 
 static __always_inline int func_exit_event(struct pt_regs *ctx)
 {
+	if (mg_stopped) /* the recording has ended (prog.h) */
+		return 0;
 	struct func_key k = { .task = func_task(), .ip = bpf_get_func_ip(ctx) };
 	struct func_stack *st = bpf_map_lookup_elem(&func_open, &k);
 	if (!st || st->depth == 0)
@@ -306,6 +314,8 @@ int func_exit_multi(struct pt_regs *ctx)
 SEC("kprobe.multi")
 int func_any_multi(struct pt_regs *ctx)
 {
+	if (mg_stopped) /* the recording has ended (prog.h) */
+		return 0;
 	if (!task_traced() || !task_in_netns((struct task_struct *)bpf_get_current_task()))
 		return 0;
 	struct mg_func *r;

@@ -21,6 +21,9 @@
  *
  * MG_PROF=1..3 are the cost profile builds: see "Cost profile builds" in
  * batch.bpf.c and bench/bpf-prog-profile.py.
+ *
+ * In a normal build each also returns at its entry (as the floor does) once
+ * user space has set `mg_stopped`: see there.
  */
 #ifndef MAGNET_RECORD_PROG_H
 #define MAGNET_RECORD_PROG_H
@@ -28,6 +31,16 @@
 #ifndef MG_PROF
 #define MG_PROF 0
 #endif
+
+/* Set by user space when the recording ends (the `.data.stop` map, this
+ * flag alone), then one RCU grace period waited for (membarrier): from then
+ * on no program writes a record, a batch or a loss count, so user space reads
+ * what is left in the batches while the links are still attached. Releasing
+ * them takes the kernel a grace period per syscall tracepoint, one after
+ * another (over a second for a recording's 24): that is left to a process
+ * of its own (magnet_host::attach::detach_in_background), and the programs
+ * return at their entry meanwhile. */
+volatile __u32 mg_stopped SEC(".data.stop") = 0;
 
 /* The body of a floor program: declared, never called, so never emitted. */
 #define MG_FLOOR_BODY(name, params...) \
@@ -64,9 +77,30 @@
 
 #else /* MG_PROF != 9 */
 
-#define MG_PROG(SECNAME, name, args...) SEC(SECNAME) int BPF_PROG(name, ##args)
+/* Like BPF_PROG(name, args...), returning 0 at once once stopped. */
+#define MG_PROG(SECNAME, name, args...)                                         \
+	static __always_inline int ____##name(unsigned long long *ctx, ##args); \
+	SEC(SECNAME) int name(unsigned long long *ctx)                          \
+	{                                                                       \
+		if (mg_stopped)                                                 \
+			return 0;                                               \
+		_Pragma("GCC diagnostic push")                                  \
+		_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")          \
+		return ____##name(___bpf_ctx_cast(args));                       \
+		_Pragma("GCC diagnostic pop")                                   \
+	}                                                                       \
+	static __always_inline int ____##name(unsigned long long *ctx, ##args)
 
-#define MG_CTX_PROG(SECNAME, name, floor_ret, ctx_decl) SEC(SECNAME) int name(ctx_decl)
+/* `ctx_decl` names its parameter `ctx`; once stopped, `floor_ret`. */
+#define MG_CTX_PROG(SECNAME, name, floor_ret, ctx_decl)                         \
+	static __always_inline int ____##name(ctx_decl);                        \
+	SEC(SECNAME) int name(ctx_decl)                                         \
+	{                                                                       \
+		if (mg_stopped)                                                 \
+			return (floor_ret);                                     \
+		return ____##name(ctx);                                         \
+	}                                                                       \
+	static __always_inline int ____##name(ctx_decl)
 
 /* A packet program twice: NAME, and NAME_nl without the `record -f` filter,
  * for kernels without bpf_loop (5.17+; the loader asks the kernel's BTF). The
@@ -79,6 +113,8 @@
 	static __always_inline int ____##name(bool pf, unsigned long long *ctx, ##args); \
 	SEC(SECNAME) int name(unsigned long long *ctx)                          \
 	{                                                                       \
+		if (mg_stopped)                                                 \
+			return 0;                                               \
 		_Pragma("GCC diagnostic push")                                  \
 		_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")          \
 		return ____##name(true, ___bpf_ctx_cast(args));                 \
@@ -86,6 +122,8 @@
 	}                                                                       \
 	SEC(SECNAME) int name##_nl(unsigned long long *ctx)                     \
 	{                                                                       \
+		if (mg_stopped)                                                 \
+			return 0;                                               \
 		_Pragma("GCC diagnostic push")                                  \
 		_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")          \
 		return ____##name(false, ___bpf_ctx_cast(args));                \

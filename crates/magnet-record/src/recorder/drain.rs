@@ -103,11 +103,14 @@ pub(super) struct Hooks<'a> {
 pub(super) struct KernelMaps<'a> {
     pub cpu_stats: &'a dyn MapCore,
     pub batches: &'a dyn MapCore,
+    /// `mg_stopped` (prog.h): set at the end, every program returns at once.
+    pub stop: &'a dyn MapCore,
 }
 
 /// Drains the rings into blocks until the target ends, the duration passes,
-/// `stop` is set or the writer fails; then detaches (`links` dropped), drains
-/// what is left and adds LOST records for counts the kernel had not reported.
+/// `stop` is set or the writer fails; then stops the programs (or detaches
+/// them, see [`stop_programs`]), drains what is left and adds LOST records
+/// for counts the kernel had not reported.
 /// `drain` may hold records made in user space that open the trace (the SOCK
 /// records of the sockets found at the start).
 pub(super) fn run(
@@ -177,9 +180,14 @@ pub(super) fn run(
         }
     }
 
-    // Stop: detach, drain the rest, account for loss.
+    // Stop: the programs stopped (or detached), drain the rest, account for
+    // loss.
     let later_devices = links.later_devices();
-    drop(links);
+    if stop_programs(kernel.stop) {
+        links.release_in_background();
+    } else {
+        drop(links);
+    }
     if let Some(detached) = opts.detached.take() {
         detached();
     }
@@ -200,6 +208,28 @@ pub(super) fn run(
         measured,
         later_devices,
     })
+}
+
+/// Ends the recording without waiting for the links' release: sets
+/// `mg_stopped`, after which every program returns at its entry, then waits
+/// one RCU grace period (`membarrier(MEMBARRIER_CMD_GLOBAL)`: the programs
+/// run inside RCU read-side sections), after which none that read the flag
+/// before it was set is still running. From then on nothing touches the
+/// batches and loss counts read next, and the links can be released
+/// elsewhere (1–2 s with the syscall tracepoints, see
+/// magnet_host::attach::detach_in_background). False where either step
+/// failed (a kernel without membarrier, or with nohz_full CPUs, refuses
+/// it): the links are then released here first, as before.
+fn stop_programs(stop: &dyn MapCore) -> bool {
+    const MEMBARRIER_CMD_GLOBAL: libc::c_long = 1;
+    if stop
+        .update(&0u32.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
+        .is_err()
+    {
+        return false;
+    }
+    // SAFETY: a system call with integer arguments only.
+    unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0 }
 }
 
 /// The command the recording follows (`magnet record -- CMD`), if any, and

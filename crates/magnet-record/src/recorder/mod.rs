@@ -67,9 +67,10 @@ pub struct RunOptions {
     /// Called once every program is attached, before the target starts: from
     /// then on nothing is missed (scripts and tests wait for it).
     pub ready: Option<ReadyFn>,
-    /// Called once the hooks are detached, before the rest of the rings is
-    /// drained and the END block written: from then on nothing new is
-    /// recorded (magnetd's health says so at once, not when the file closes).
+    /// Called once the hooks are stopped (or detached), before the rest of
+    /// the rings is drained and the END block written: from then on nothing
+    /// new is recorded (magnetd's health says so at once, not when the file
+    /// closes).
     pub detached: Option<DetachedFn>,
 }
 
@@ -210,6 +211,7 @@ fn run(config: &RecordConfig, mut opts: RunOptions) -> Result<Summary> {
         drain::KernelMaps {
             cpu_stats: &skel.maps.cpu_stats,
             batches: &skel.maps.batches,
+            stop: &skel.maps.data_stop,
         },
         opening,
         child,

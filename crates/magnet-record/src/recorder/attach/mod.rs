@@ -355,6 +355,15 @@ impl Links<'_> {
         self.devices.tick();
     }
 
+    /// Hands the links to a process that releases them (the programs are
+    /// stopped already: see `stop_programs` in drain.rs), with the
+    /// namespaces they are in, which it holds until they are released.
+    pub(super) fn release_in_background(mut self) {
+        use std::os::fd::AsRawFd;
+        let pins: Vec<_> = self.netns.pins().iter().map(|f| f.as_raw_fd()).collect();
+        magnet_host::attach::detach_in_background(std::mem::take(&mut self.links), &pins);
+    }
+
     /// The devices made during the recording, with a last look at the stop.
     pub(super) fn later_devices(&mut self) -> Vec<magnet_trace::Interface> {
         self.devices.scan();

@@ -85,6 +85,11 @@ impl NetfilterNamespaces {
         }
     }
 
+    /// The namespaces hooked, held open while their links exist.
+    pub(super) fn pins(&self) -> &[std::fs::File] {
+        &self.pins
+    }
+
     /// Runs `f` with this thread in namespace `ns`, and back in the
     /// recorder's own before anything else runs on it (sockets, the command
     /// started, belong in the own one). `None`: `ns` could not be entered.
