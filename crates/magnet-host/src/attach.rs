@@ -147,22 +147,18 @@ pub fn detach_together(links: Vec<Link>) {
     });
 }
 
-/// Releases `links` in a process of its own, so that whoever holds them can
+/// Releases `links` in processes of their own, so that whoever holds them can
 /// go on (a recording's end, its summary, its exit) without waiting for the
-/// kernel's grace periods (see [`detach_together`]: 0.7–1.3 s for a
-/// recording's syscall tracepoints, serialised by the kernel however many
-/// threads release them). The caller must have stopped the programs first
-/// (they stay attached until that process is done: about a second).
+/// kernel's grace periods (see [`detach_together`]: 1.2–2 s for a recording's
+/// syscall tracepoints, partly serialised by the kernel). The caller must
+/// have stopped the programs first: they stay attached until those processes
+/// are done, a second or two.
 ///
-/// That process is a grandchild, so that nobody has to reap it (its parent
-/// exits at once; it is adopted by init), named `magnet-detach`. It keeps
-/// only the links' descriptors and `after`'s, closing every other one first
-/// (a pipe it kept would hold up a reader waiting for its end). A link is
-/// released by whoever closes it last: so it waits until this process has
-/// closed its copies (the end of a pipe), then closes the links one by one,
-/// then `after` (namespaces that must outlive their netfilter links on
-/// kernels whose links hold no reference to them). Where no process can be
-/// made, the links are released here, together.
+/// A grandchild (its parent exits at once: init adopts it, nobody waits for
+/// it), named `magnet-detach`, keeps only the links' descriptors and
+/// `after`'s, closing every other one first (a pipe it kept would hold up a
+/// reader waiting for its end), and releases the links as [`release_links`]
+/// says. Where no process can be made, the links are released here.
 pub fn detach_in_background(links: Vec<Link>, after: &[RawFd]) {
     use std::os::fd::AsFd;
     if links.is_empty() {
@@ -200,15 +196,7 @@ pub fn detach_in_background(links: Vec<Link>, after: &[RawFd]) {
             if libc::fork() == 0 {
                 libc::prctl(libc::PR_SET_NAME, name.as_ptr());
                 close_all_but(&kept);
-                // Until the holder's copies are closed (end of file), or
-                // it is gone.
-                let mut byte = 0u8;
-                while libc::read(wait_end, (&mut byte as *mut u8).cast(), 1) < 0
-                    && *libc::__errno_location() == libc::EINTR
-                {}
-                for &fd in first.iter().chain(after) {
-                    libc::close(fd);
-                }
+                release_links(&first, after, wait_end);
             }
             libc::_exit(0)
         },
@@ -223,6 +211,78 @@ pub fn detach_in_background(links: Vec<Link>, after: &[RawFd]) {
                 drop(links);
                 libc::close(done_end);
             }
+        }
+    }
+}
+
+/// At most this many processes release a recording's links at once.
+const RELEASERS: usize = 8;
+
+/// Releases `links` (this process's copies of descriptors `wait_end`'s holder
+/// had) once the holder has closed its own (`wait_end` at its end), then
+/// closes `after`; never returns. A link is released by the last close of
+/// its descriptor, and released one after another the kernel takes a grace
+/// period or two each (30–80 ms; over 2 s for a recording's 28): so the
+/// links are split between [`RELEASERS`] processes forked here, each the last
+/// holder of its share. Each first closes the others' shares (quick: this
+/// process still holds them) and says so; then this process closes its
+/// copies of their shares (quick: they hold them), lets them go and releases
+/// what no process took; each also waits for `wait_end`. `after` is closed
+/// by every one of them after its links: by the last, after them all.
+///
+/// # Safety
+/// Only in a child of a fork, holding these descriptors: it uses only
+/// async-signal-safe calls and no allocation.
+unsafe fn release_links(links: &[RawFd], after: &[RawFd], wait_end: RawFd) -> ! {
+    let k = links.len().clamp(1, RELEASERS);
+    let (mut go, mut ready) = ([-1; 2], [-1; 2]);
+    let mut made = 0;
+    if libc::pipe2(go.as_mut_ptr(), 0) == 0 && libc::pipe2(ready.as_mut_ptr(), 0) == 0 {
+        for i in 0..k {
+            match libc::fork() {
+                0 => {
+                    libc::close(go[1]);
+                    libc::close(ready[0]);
+                    close_share(links, k, |s| s != i);
+                    libc::close(ready[1]);
+                    wait_for_end(go[0]);
+                    wait_for_end(wait_end);
+                    close_share(links, k, |s| s == i);
+                    close_share(after, 1, |_| true);
+                    libc::_exit(0);
+                }
+                -1 => break,
+                _ => made += 1,
+            }
+        }
+        libc::close(ready[1]);
+        libc::close(go[0]);
+        wait_for_end(ready[0]);
+        close_share(links, k, |s| s < made);
+        libc::close(go[1]);
+    }
+    wait_for_end(wait_end);
+    close_share(links, k, |s| s >= made);
+    close_share(after, 1, |_| true);
+    libc::_exit(0)
+}
+
+/// Closes the descriptors of `fds` whose share (index mod `k`) `mine` takes.
+unsafe fn close_share(fds: &[RawFd], k: usize, mine: impl Fn(usize) -> bool) {
+    for (j, &fd) in fds.iter().enumerate() {
+        if mine(j % k) {
+            libc::close(fd);
+        }
+    }
+}
+
+/// Returns at the end of the pipe `fd` (every writer gone), or an error.
+unsafe fn wait_for_end(fd: RawFd) {
+    let mut byte = 0u8;
+    loop {
+        let n = libc::read(fd, (&mut byte as *mut u8).cast(), 1);
+        if n == 0 || (n < 0 && *libc::__errno_location() != libc::EINTR) {
+            return;
         }
     }
 }
