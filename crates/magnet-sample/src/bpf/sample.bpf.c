@@ -48,11 +48,16 @@ struct {
 	__type(value, struct mg_bucket);
 } buckets SEC(".maps");
 
-/* Highest sequence number (end of data) seen per direction of each TCP flow. */
+/* Highest sequence number (end of data) seen per direction of each TCP flow,
+ * keyed by the flow's 64-bit hash with the direction and the hook in its two
+ * high bits (flow_dir_key): an 8-byte key to hash and compare instead of the
+ * 44-byte tuple, and the hash is at hand already (the sketch's, cached per
+ * flow). Two of 65,536 flows share a key with a probability of about 2^-31
+ * (a shared key would mix their retransmission counts). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
-	__type(key, struct mg_flow_key);
+	__type(key, __u64);
 	__type(value, __u32);
 } highest_seq SEC(".maps");
 
@@ -64,7 +69,10 @@ struct {
  * sequence number 0. */
 struct sock_seq {
 	__u32 hi;
-	__u32 seen;
+	__u8 seen;
+	__u8 has_bit;
+	__u8 bit; /* the flow's sketch bit, computed at its first packet */
+	__u8 _pad;
 };
 
 struct {
@@ -96,10 +104,10 @@ struct rx_ent {
 	__u32 daddr[4];
 	__u16 sport;
 	__u16 dport;
-	__u8 bit;
 	__u8 cls; /* RTT_SHORT, RTT_LONG or RX_NO_SOCKET; RTT_NONE: empty */
-	__u16 _pad;
-	__u64 at; /* when the socket was looked up */
+	__u8 _pad[3];
+	__u64 key; /* flow_dir_key: the sketch bit and the highest_seq key */
+	__u64 at;  /* when the socket was looked up */
 };
 
 struct rx_cache {
@@ -145,9 +153,12 @@ static __always_inline __u64 mix64(__u64 h)
 	return h;
 }
 
-/* Which of the 128 sketch bits this flow sets. Both directions of a flow set
- * the same bit: the two endpoints are put in a fixed order first. */
-static __always_inline __u32 flow_bit(const struct mg_skb_pkt *p)
+/* A 64-bit hash of the flow, the same for both its directions (the two
+ * endpoints are put in a fixed order first), with in its two high bits which
+ * direction this packet goes (`swap`) and the hook (`ingress`). The sketch
+ * bit is its low 7 bits (src/sketch.rs): both directions of a flow set the
+ * same one. */
+static __always_inline __u64 flow_dir_key(const struct mg_skb_pkt *p, int ingress)
 {
 	int swap = 0;
 	for (int i = 0; i < 4; i++) {
@@ -169,7 +180,12 @@ decided:;
 	for (int i = 0; i < 4; i++)
 		h = mix64(h ^ bpf_ntohl(hi[i]));
 	h = mix64(h ^ (((__u64)plo << 16) | phi));
-	return h & 127;
+	return (h & ~(3ULL << 62)) | ((__u64)swap << 62) | ((__u64)(ingress ? 1 : 0) << 63);
+}
+
+static __always_inline __u32 key_bit(__u64 key)
+{
+	return key & 127;
 }
 
 /* Retransmission: a TCP segment with data that starts below the highest
@@ -177,7 +193,7 @@ decided:;
  * hook (egress and ingress keep separate tables: a looped-back segment is
  * seen once by each). `e`: the storage of the flow's local socket, when the
  * packet has one at hand; else the flow table. */
-static __always_inline int is_retransmit(const struct mg_skb_pkt *p, int ingress, struct sock_seq *e)
+static __always_inline int is_retransmit(const struct mg_skb_pkt *p, __u64 key, struct sock_seq *e)
 {
 	__u32 end = p->seq + p->payload;
 	if (e) {
@@ -191,15 +207,9 @@ static __always_inline int is_retransmit(const struct mg_skb_pkt *p, int ingress
 			e->hi = end;
 		return rx;
 	}
-	struct mg_flow_key k = {};
-	k.ingress = ingress;
-	__builtin_memcpy(k.saddr, p->saddr, 16);
-	__builtin_memcpy(k.daddr, p->daddr, 16);
-	k.sport = p->sport;
-	k.dport = p->dport;
-	__u32 *hi = bpf_map_lookup_elem(&highest_seq, &k);
+	__u32 *hi = bpf_map_lookup_elem(&highest_seq, &key);
 	if (!hi) {
-		bpf_map_update_elem(&highest_seq, &k, &end, BPF_ANY);
+		bpf_map_update_elem(&highest_seq, &key, &end, BPF_ANY);
 		return 0;
 	}
 	int rx = (__s32)(p->seq - *hi) < 0;
@@ -264,10 +274,10 @@ static __always_inline bool rx_ent_is(const struct rx_ent *e, const struct mg_sk
 	       e->daddr[1] == p->daddr[1] && e->daddr[2] == p->daddr[2];
 }
 
-/* A received TCP packet's sketch bit and RTT class (RTT_NONE: no local
+/* A received TCP packet's flow_dir_key and RTT class (RTT_NONE: no local
  * socket with an RTT estimate), from this CPU's cache or its socket. */
 static __always_inline __u32 rx_flow(struct __sk_buff *skb, const struct mg_skb_pkt *p, __u64 now,
-				     __u32 *bit)
+				     __u64 *key)
 {
 	__u32 zero = 0;
 	struct rx_cache *c = bpf_map_lookup_elem(&rx_caches, &zero);
@@ -277,11 +287,11 @@ static __always_inline __u32 rx_flow(struct __sk_buff *skb, const struct mg_skb_
 			  (RX_CACHE - 1);
 		e = &c->e[i];
 		if (rx_ent_is(e, p) && now - e->at < RX_CACHE_NS) {
-			*bit = e->bit;
+			*key = e->key;
 			return e->cls == RX_NO_SOCKET ? RTT_NONE : e->cls;
 		}
 	}
-	*bit = flow_bit(p);
+	*key = flow_dir_key(p, 1);
 	struct bpf_sock *sk = ingress_tcp_sock(skb, p);
 	__u32 srtt = sock_srtt(sk);
 	__u32 cls = !sk ? RX_NO_SOCKET : !srtt ? RTT_NONE : srtt < rtt_threshold_us ? RTT_SHORT : RTT_LONG;
@@ -294,7 +304,7 @@ static __always_inline __u32 rx_flow(struct __sk_buff *skb, const struct mg_skb_
 		__builtin_memcpy(e->daddr, p->daddr, 16);
 		e->sport = p->sport;
 		e->dport = p->dport;
-		e->bit = *bit;
+		e->key = *key;
 		e->cls = cls;
 		e->at = now;
 	}
@@ -324,28 +334,40 @@ static __always_inline int account(struct __sk_buff *skb, int ingress)
 		b->in_ce_packets++;
 	}
 	if (p.proto != IPPROTO_TCP || !p.has_ports) {
-		__u32 bit = flow_bit(&p);
+		__u32 bit = key_bit(flow_dir_key(&p, ingress));
 		b->conn[bit >> 6] |= 1ULL << (bit & 63);
 		return TC_ACT_UNSPEC;
 	}
 	__u32 bit, cls = RTT_NONE;
+	__u64 key = 0;
 	struct sock_seq *e = NULL;
 	if (ingress && rtt_split) {
-		cls = rx_flow(skb, &p, now, &bit);
+		cls = rx_flow(skb, &p, now, &key);
+		bit = key_bit(key);
 	} else {
-		bit = flow_bit(&p);
 		/* A local sender's own socket: the RTT class, and its storage for
-		 * the flow's highest sequence. */
+		 * the flow's highest sequence and its sketch bit (the hash once
+		 * per socket, not per packet). */
 		struct bpf_sock *sk = ingress ? NULL : egress_tcp_sock(skb);
-		if (sk && p.payload)
+		if (sk)
 			e = bpf_sk_storage_get(&sock_seqs, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+		if (e && e->has_bit) {
+			bit = e->bit;
+		} else {
+			key = flow_dir_key(&p, ingress);
+			bit = key_bit(key);
+			if (e) {
+				e->bit = bit;
+				e->has_bit = 1;
+			}
+		}
 		__u32 srtt = rtt_split ? sock_srtt(sk) : 0;
 		if (srtt)
 			cls = srtt < rtt_threshold_us ? RTT_SHORT : RTT_LONG;
 	}
 	bit &= 127;
 	b->conn[bit >> 6] |= 1ULL << (bit & 63);
-	if (p.payload && is_retransmit(&p, ingress, e)) {
+	if (p.payload && is_retransmit(&p, key, e)) {
 		if (ingress) {
 			b->in_rxmit_bytes += len;
 			b->in_rxmit_packets++;

@@ -30,16 +30,4 @@ struct mg_bucket {
 	__u64 conn[2];            /* 128-bit sketch of flow hashes */
 };
 
-/* Direction-specific flow key for the highest-sequence table. `ingress`
- * keeps the two tc hooks' views apart: on an interface that is both the way
- * out and the way in (loopback), one segment passes egress and then ingress
- * with the same addresses, and the second sighting is not a retransmission. */
-struct mg_flow_key {
-	__u32 saddr[4];
-	__u32 daddr[4];
-	__u16 sport;
-	__u16 dport;
-	__u32 ingress;
-};
-
 #endif
