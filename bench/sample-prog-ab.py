@@ -13,8 +13,11 @@ rotated each round:
 
 and prints medians per case: Gbit/s, ratio to base, program runs per veth packet, ns/run
 of each tc program (run_time_ns / run_cnt of *that* process's programs, found through
-/proc/PID/fdinfo, so other BPF users are not counted) and the mean ns per packet over both,
-and that mean above the floor. Statistics are switched on with BPF_ENABLE_STATS (released
+/proc/PID/fdinfo, so other BPF users are not counted), the mean ns per run over both and
+that mean above the floor, and the programs' ns per wire packet (all their time divided by
+the veth's packets, both directions) and that above the floor's: a sender's egress runs
+once per GSO skb (TCP builds them even with the veth's offloads off, and they are cut into
+wire packets after tc), so there per run and per packet differ. Statistics are switched on with BPF_ENABLE_STATS (released
 at exit). Every sampler run must cover the transfer: a run that ends early fails the script.
 
 Usage (root): bench/sample-prog-ab.py --case old=/tmp/magnet-a --case new=/tmp/magnet-b \
@@ -184,6 +187,7 @@ def one(a, case, spec, na, nb, va, samples, run_json):
         tc_ns = sum(progs.get(d, (0, 0))[1] for d in ("ingress", "egress"))
         return {"gbps": gbps, "pkts": pkts, "runs_per_pkt": tc_runs / max(1, pkts),
                 "ns_pkt": tc_ns / tc_runs if tc_runs else 0.0,
+                "ns_wire": tc_ns / max(1, pkts),
                 "ns": {d: progs[d][1] / progs[d][0] for d in progs}}
     finally:
         if mon and mon.poll() is None:
@@ -272,21 +276,28 @@ def report(a, rows):
     med = statistics.median
     base = med(x["gbps"] for x in rows["base"])
     floor = med(x["ns_pkt"] for x in rows["floor"]) if "floor" in rows else 0.0
+    floor_wire = med(x["ns_wire"] for x in rows["floor"]) if "floor" in rows else 0.0
     print(f"## Sampler tc programs: iperf3 {a.secs} s over veth ({'gso' if a.gso else 'mtu'}{', reversed: the sampled end receives' if a.reverse else ''}), 100 us buckets, "
           f"{a.rounds} rounds alternated, medians\n")
-    print("| case | Gbit/s | ratio | tc runs/pkt | ingress ns/run | egress ns/run | ns/pkt | above floor |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    # A sender's egress runs once per GSO skb (TCP builds them even with the veth's
+    # offloads off; they are cut into wire packets after tc): per run and per wire
+    # packet (all BPF ns ÷ the veth's packets, both directions) differ there.
+    print("| case | Gbit/s | ratio | tc runs/pkt | ingress ns/run | egress ns/run | ns/run | above floor | "
+          "ns per wire packet | above floor |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for case, xs in rows.items():
         g = med(x["gbps"] for x in xs)
         if case == "base":
-            print(f"| base | {g:.2f} | 1.000 | – | – | – | – | – |")
+            print(f"| base | {g:.2f} | 1.000 | – | – | – | – | – | – | – |")
             continue
         ing = med(x["ns"].get("ingress", 0) for x in xs)
         eg = med(x["ns"].get("egress", 0) for x in xs)
         ns = med(x["ns_pkt"] for x in xs)
         above = "–" if case == "floor" else f"{ns - floor:.0f}"
+        wire = med(x["ns_wire"] for x in xs)
+        above_wire = "–" if case == "floor" else f"{wire - floor_wire:.0f}"
         print(f"| {case} | {g:.2f} | {g / base:.3f} | {med(x['runs_per_pkt'] for x in xs):.2f} | {ing:.0f} | "
-              f"{eg:.0f} | {ns:.0f} | {above} |")
+              f"{eg:.0f} | {ns:.0f} | {above} | {wire:.0f} | {above_wire} |")
 
 
 if __name__ == "__main__":
