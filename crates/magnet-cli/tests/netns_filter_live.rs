@@ -21,7 +21,6 @@
 //! exist, an inode no process holds, each one line naming what was wrong.
 
 use std::collections::HashSet;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -57,10 +56,6 @@ fn u(v: &Value, k: &str) -> u64 {
     v[k].as_u64().unwrap_or(0)
 }
 
-fn inode(ns: &Netns) -> u64 {
-    std::fs::metadata(ns.path()).unwrap().ino()
-}
-
 fn netns_case(at: At, spec: Spec, offloads: bool, port: u16) {
     let a = Netns::new().unwrap();
     let b = Netns::new().unwrap();
@@ -83,7 +78,7 @@ fn netns_case(at: At, spec: Spec, offloads: bool, port: u16) {
     let arg = match spec {
         Spec::Name => b.name().to_string(),
         Spec::ProcPath => format!("/proc/{}/ns/net", server.id()),
-        Spec::Inode => inode(&b).to_string(),
+        Spec::Inode => b.inode().to_string(),
         Spec::OwnNs => "self".to_string(),
     };
     let path = tmp(&format!("netns-{port}.mgt"));
@@ -117,7 +112,7 @@ fn netns_case(at: At, spec: Spec, offloads: bool, port: u16) {
     let (pin, pout) = (cap_in.stop().unwrap(), cap_out.stop().unwrap());
     let case = format!("{at:?} {spec:?} offloads {offloads}");
 
-    let b_ino = inode(&b);
+    let b_ino = b.inode();
     let socks = parse_kinds(&trace, "sock");
     let others: Vec<u64> = socks
         .iter()

@@ -277,7 +277,6 @@ fn one_device_of_two_with_the_same_ifindex_and_name() {
         return;
     }
     use std::io::{Read, Write};
-    use std::os::unix::fs::MetadataExt;
     const NAME: &str = "mgsame0";
     let (a, b) = (Netns::new().unwrap(), Netns::new().unwrap());
     let link = Veth::pair(Side::Ns(&a), Side::Ns(&b)).unwrap();
@@ -337,11 +336,10 @@ fn one_device_of_two_with_the_same_ifindex_and_name() {
         out.to_str().unwrap(),
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
-    let ino = |ns: &Netns| std::fs::metadata(ns.path()).unwrap().ino();
     assert!(!o.status.success(), "-i {NAME} names two devices: {err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     for ns in [&a, &b] {
-        assert!(err.contains(&format!("{NAME}@{}", ino(ns))), "{err}");
+        assert!(err.contains(&format!("{NAME}@{}", ns.inode())), "{err}");
     }
     let frames = |f: &Path, filter: &str| {
         tshark_fields(f, filter, &["frame.number"])
@@ -351,7 +349,7 @@ fn one_device_of_two_with_the_same_ifindex_and_name() {
             .count()
     };
     for (ns, w) in [&a, &b].into_iter().zip(&wire) {
-        let sel = format!("{NAME}@{}", ino(ns));
+        let sel = format!("{NAME}@{}", ns.inode());
         pcap(&trace, &out, &["-i", &sel]);
         let filter = format!("tcp.port == {port} || tcp.port == {}", port + 1);
         let (got, want) = (frames(&out, &filter), frames(w.path(), &filter));
@@ -424,10 +422,7 @@ fn sack_acks_have_no_payload_in_synthesised_headers() {
         "the receiver sent no SACK; the test proves nothing"
     );
     let out = tmp("sack.pcapng");
-    let sel = format!("{}@{}", chain.end(2).name(), {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(b.path()).unwrap().ino()
-    });
+    let sel = format!("{}@{}", chain.end(2).name(), b.inode());
     pcap(&trace, &out, &["-i", &sel]);
     let lens = |f: &Path| -> Vec<String> {
         tshark_fields(f, &from_b, &["tcp.len"])
@@ -517,10 +512,7 @@ fn packets_a_qdisc_dropped_are_no_frames() {
         marked, 0,
         "frames of packets dropped before a device ({drops} drops)"
     );
-    let sel = format!("{}@{}", link.a().name(), {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(a.path()).unwrap().ino()
-    });
+    let sel = format!("{}@{}", link.a().name(), a.inode());
     pcap(&trace, &out, &["-i", &sel]);
     let count = |f: &Path| {
         tshark_fields(f, &format!("tcp.port == {port}"), &["frame.number"])
@@ -599,10 +591,7 @@ fn a_tun_device_made_during_the_recording_is_raw_ip_as_tcpdump_sees_it() {
     rec.stop().success();
     drop(echo);
     let out = tmp("tun.pcapng");
-    let sel = format!("{tun}@{}", {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(ns.path()).unwrap().ino()
-    });
+    let sel = format!("{tun}@{}", ns.inode());
     pcap(&trace, &out, &["-i", &sel]);
     let frames = |f: &Path| {
         let mut v: Vec<Vec<String>> =

@@ -295,9 +295,12 @@ fn nginx_case(v6: bool, filter: &[&str]) {
             .and_then(|l| l.rsplit(':').next())
             .and_then(|p| p.parse::<u16>().ok())
     };
+    // --comm records nginx in every namespace: the other nginx cases run at
+    // the same time, on the same port, in namespaces of their own.
+    let b_netns = b.inode();
     let ours: Vec<&Value> = conns
         .iter()
-        .filter(|c| port_of(c) == Some(NGINX_PORT))
+        .filter(|c| port_of(c) == Some(NGINX_PORT) && c["netns"].as_u64() == Some(b_netns))
         .collect();
     let listeners: Vec<&Value> = ours
         .iter()

@@ -72,6 +72,15 @@ impl Netns {
         PathBuf::from("/run/netns").join(self.name())
     }
 
+    /// The namespace's inode number: what magnet's records, `--netns` and
+    /// `analyze`'s `netns` name it by.
+    pub fn inode(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(self.path())
+            .expect("the namespace's bind mount")
+            .ino()
+    }
+
     /// `ip netns exec <name> <program>`: a program run inside the namespace (with its
     /// own `/sys`, so `/sys/class/net` shows this namespace's interfaces).
     pub fn command(&self, program: &str) -> Command {
