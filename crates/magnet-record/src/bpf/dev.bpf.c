@@ -16,6 +16,16 @@
 static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64 *cookie, bool pf,
 				       struct pkt_info *pi, bool *parsed)
 {
+	/* --netns: another namespace's packet leaves before its socket and
+	 * headers are read (the tracepoints fire in every namespace). */
+	__u32 ns = 0;
+	if (netns_only) {
+		ns = skb_netns(skb);
+		if (!netns_wanted(ns)) {
+			*cookie = 0;
+			return false;
+		}
+	}
 	__u64 sk;
 	*cookie = skb_cookie(skb, &sk, !rx);
 	if (pf && pf_len && !pf_skb(skb, rx ? PF_AT_DATA : PF_AT_NH))
@@ -27,7 +37,8 @@ static __always_inline bool skb_wanted(const struct sk_buff *skb, bool rx, __u64
 		parse_skb_rx(skb, pi);
 	else
 		parse_skb_tx(skb, pi);
-	__u32 ns = skb_netns(skb);
+	if (!netns_only)
+		ns = skb_netns(skb);
 	if (!pi->ok || !(pi->frag_off & (IP_MF | IP_OFFSET)))
 		return pkt_traced(*cookie, sk, pi, rx, ns);
 	/* IP fragments: the first one is judged by its ports and vouches for
@@ -423,6 +434,10 @@ static __always_inline void tcp_rx_other_state(const struct sk_buff *skb, const 
  */
 static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec_tcp, bool pf)
 {
+	__u32 ns = dev_netns(mg_field(skb, struct sk_buff, dev));
+	/* --netns: another namespace's packet leaves before it is parsed. */
+	if (!netns_wanted(ns))
+		return;
 	if (pf && pf_len && !pf_skb(skb, PF_AT_DATA))
 		return;
 	__u64 cookie = 0;
@@ -430,7 +445,6 @@ static __always_inline void rx_event(struct sk_buff *skb, bool rec_dev, bool rec
 	parse_skb_rx(skb, &pi);
 	struct flow_val *fv = NULL, fvb;
 	bool exact = false, traced;
-	__u32 ns = dev_netns(mg_field(skb, struct sk_buff, dev));
 	/* A later fragment follows its datagram's first (frag_socks). One call
 	 * of pkt_traced for every packet: 6.1's verifier gives up (1M
 	 * instructions) on this program with two inlined copies of it. */
