@@ -686,6 +686,10 @@ static __always_inline int app_event(struct sock *sk, int ret, int flags, __u16 
 		a->stamped = 1;
 		return 0;
 	}
+	/* --netns: another namespace's socket, before its call is looked at
+	 * (a call a program saw start, above, is stamped as not traced). */
+	if (sock_elsewhere(sk))
+		return 0;
 	__s64 asked = -1;
 	struct pt_regs *r = NULL;
 	long id = syscall_on(addr_of(sk), &r);

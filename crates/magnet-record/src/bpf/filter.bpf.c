@@ -361,6 +361,19 @@ static __always_inline bool sock_in_netns(const struct sock *sk)
 	return netns_wanted(BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum));
 }
 
+/* --netns: a socket of another namespace, known before its cookie and its
+ * storage are looked up (the app and tcp tracepoints fire in every
+ * namespace). `sk` must be a BTF pointer (a tp_btf or fexit argument): read
+ * with direct loads, not sock_in_netns()'s probe reads. A socket without a
+ * namespace is left to sock_traced(). */
+static __always_inline bool sock_elsewhere(const struct sock *sk)
+{
+	if (!netns_only)
+		return false;
+	const struct net *net = sk->__sk_common.skc_net.net;
+	return net && net->ns.inum != netns_only;
+}
+
 /* The same for a task (the one a context switch names, or the current one). */
 static __always_inline bool task_in_netns(struct task_struct *t)
 {

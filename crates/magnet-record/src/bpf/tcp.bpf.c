@@ -92,18 +92,6 @@ static __always_inline struct mg_tcp *tcp_reserve(__u16 kind)
 	return r;
 }
 
-/* --netns: a socket of another namespace, known before its cookie and its
- * storage are looked up (the tcp tracepoints fire in every namespace; `sk`
- * is their BTF argument, read with direct loads). A socket without a
- * namespace is left to sock_traced(). */
-static __always_inline bool sock_elsewhere(const struct sock *sk)
-{
-	if (!netns_only)
-		return false;
-	const struct net *net = sk->__sk_common.skc_net.net;
-	return net && net->ns.inum != netns_only;
-}
-
 static __always_inline void tcp_event(const struct sock *sk, const struct sk_buff *skb,
 				      __u16 kind, __u32 len, __u32 arg, bool task_ctx)
 {
