@@ -71,6 +71,13 @@ fn compare_dist(
         }
         return;
     }
+    // Gaps (slack > 0): a call whose two stamps (the recorder's at its
+    // sys_exit, magnetd's inside it) straddle a preemption moves the gaps on
+    // either side of it by the preemption (CI: a redis client's p99 of 177 us
+    // recorded, 224-256 us live). Moving one value changes an order statistic
+    // by at most one rank, and above the 99th percentile's rank the next
+    // values reach to the maximum: a live p99 may lie up to the recorded max.
+    let max_bucket = max.map(|m| layer_bucket(m / unit) as i64);
     for (field, p) in [
         ("min", 0.0),
         ("median", 50.0),
@@ -83,7 +90,11 @@ fn compare_dist(
         let (low, high) = layer_bucket_bounds(got as usize);
         let (low, high) = (low * unit, high.map_or(u64::MAX, |h| h * unit));
         let near = v + slack >= low && v < high.saturating_add(slack);
-        if (want - got).abs() > 1 && !(slack > 0 && near) {
+        let next_ranks = slack > 0
+            && field == "p99"
+            && got >= want - 1
+            && max_bucket.is_some_and(|m| got <= m + 1);
+        if (want - got).abs() > 1 && !(slack > 0 && near) && !next_ranks {
             out.push(format!(
                 "{what} {field}: recorded {v} (bucket {want}), live bucket {got}"
             ));
