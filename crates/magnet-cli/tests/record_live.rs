@@ -747,28 +747,29 @@ fn sigterm_ends_a_recording_cleanly_and_a_cut_trace_reads_its_prefix() {
     }
     let path = tmp("sigterm.mgt");
     let mut bg = noise(3);
-    let rec = Command::new(MAGNET)
-        .args([
-            "record",
-            "-o",
-            path.to_str().unwrap(),
-            "--all",
-            "--layers",
-            "app,tcp",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(800));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(rec.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
+    let mut cmd = Command::new(MAGNET);
+    cmd.args([
+        "record",
+        "-o",
+        path.to_str().unwrap(),
+        "--all",
+        "--layers",
+        "app,tcp",
+        "--json",
+    ])
+    .stdout(Stdio::piped());
+    // SIGTERM 800 ms after the recorder says it records, not after it was
+    // started: a signal during the load ends the recording before its first
+    // event (CI: a loaded VM took over 800 ms to attach; 1-3 records).
+    let out = Recorder::start(cmd).stop_after(std::time::Duration::from_millis(800));
+    assert!(out.status.success(), "magnet record failed: {}", out.stderr);
+    let summary: serde_json::Value = serde_json::from_str(
+        out.stdout
+            .lines()
+            .rfind(|l| l.starts_with('{'))
+            .expect("a JSON line"),
     )
     .unwrap();
-    let out = rec.wait_with_output().unwrap();
-    let summary = json_stdout(&out);
     assert_eq!(summary["end_reason"], "interrupted");
     let (evs, footer) = read_trace(&path);
     assert_eq!(footer.end_reason, "interrupted");
