@@ -1569,3 +1569,50 @@ fn ipv6_jumbograms_and_the_fin_after_one() {
     assert_eq!(row(c, "tcp", "out"), (58, 50 * 65536), "client tcp out");
     assert_eq!(row(s, "tcp", "in"), (58, 50 * 65536), "server tcp in");
 }
+
+/// Two network namespaces, each with two SO_REUSEPORT listeners on the same
+/// address and port, and a client in each that picked the same port (Linux
+/// draws an ephemeral port from a hash of the addresses and a secret of the
+/// host, not of the namespace: two namespaces with the same addresses pick
+/// the same ports). The recorder names one listener of its own namespace for
+/// each SYN; the SYN-ACK leaves from the listener the kernel chose. Two SYNs
+/// of one 4-tuple in two namespaces are two flows, not a retransmission: each
+/// goes to the listener that answered it in its namespace (nginx, two
+/// workers, two cases at once: a listener had 45 packets in for 22 handshakes).
+#[test]
+fn the_same_4_tuple_in_two_namespaces_is_two_handshakes() {
+    const N1: u64 = 4026532001;
+    const N2: u64 = 4026532002;
+    let any = (Ipv4Addr::UNSPECIFIED, 0);
+    let mut recs = vec![];
+    for (cookie, ns) in [(11, N1), (12, N1), (21, N2), (22, N2)] {
+        recs.push(sock(T0, cookie, PB, any).set("netns", ns));
+    }
+    let t = T0 + MS;
+    let hdr = 20 + 32;
+    // The SYNs, both named for the first listener of their namespace.
+    recs.push(ip(kind::IP_LOCAL_IN, t, 11, 1, 60, 500, 0x02, PA, PB));
+    recs.push(ip(kind::IP_LOCAL_IN, t + 5, 21, 2, 60, 900, 0x02, PA, PB));
+    // The kernel chose the second listener in each.
+    recs.push(ip(kind::IP_LOCAL_OUT, t + 10, 22, 3, 60, 77, 0x12, PB, PA).set("ack", 901));
+    recs.push(ip(kind::IP_LOCAL_OUT, t + 15, 12, 4, 60, 88, 0x12, PB, PA).set("ack", 501));
+    recs.push(ip(kind::IP_LOCAL_IN, t + 20, 22, 5, hdr, 901, 0x10, PA, PB).set("ack", 78));
+    recs.push(ip(kind::IP_LOCAL_IN, t + 25, 12, 6, hdr, 501, 0x10, PA, PB).set("ack", 89));
+    let a = run(&recs);
+    let units = |cookie: u64, dir: &str| {
+        a.connections
+            .iter()
+            .find(|c| c.cookie == cookie)
+            .and_then(|c| c.row("ip", dir))
+            .map_or(0, |r| r.units)
+    };
+    let got: Vec<(u64, u64)> = [11, 12, 21, 22]
+        .iter()
+        .map(|&c| (units(c, "in"), units(c, "out")))
+        .collect();
+    assert_eq!(
+        got,
+        [(0, 0), (2, 1), (0, 0), (2, 1)],
+        "[ip in, ip out] of 11, 12, 21, 22"
+    );
+}

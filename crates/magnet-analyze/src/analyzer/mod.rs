@@ -134,6 +134,11 @@ impl Analyzer {
         c
     }
 
+    /// The network namespace of socket `cookie`, as its SOCK record gave it.
+    fn netns_of(&self, cookie: u64) -> Option<u64> {
+        self.conns.get(&cookie).and_then(|c| c.netns)
+    }
+
     /// Adds one record. Records should come in time order.
     pub fn push(&mut self, rec: &Record) {
         self.push_ref(rec.view())

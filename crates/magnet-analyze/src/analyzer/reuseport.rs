@@ -5,6 +5,11 @@
 //! listener (and the handshake ACK after it): a SYN to a shared port waits here
 //! for its SYN-ACK, and is counted to the listener that answered it; without an
 //! answer (none recorded, the SYN dropped) to the listener the recorder named.
+//!
+//! Ports and flows are kept per network namespace (the sockets' own, from
+//! their SOCK records): two namespaces may each have listeners on the same
+//! address and port, and a client in each may pick the same port (a reused
+//! 4-tuple: two SYNs that are not one flow's retransmission).
 
 use std::collections::HashSet;
 
@@ -33,20 +38,24 @@ pub(crate) struct HeldSyns {
     pub ip: Vec<Unit>,
 }
 
+/// A flow or a bound end in its network namespace (None: not known, a trace
+/// from before SOCK records named it).
+pub(crate) type NsKey = (Option<u64>, FlowKey);
+
 /// The listeners that share a port, and the SYNs to them that wait for the
 /// listener the kernel chose.
 #[derive(Default)]
 pub(crate) struct SharedPorts {
     /// Sockets bound to each local end (remote end unspecified).
-    bound: Map<FlowKey, Vec<u64>>,
+    bound: Map<NsKey, Vec<u64>>,
     /// Sockets whose local end another socket is bound to as well.
     shared: HashSet<u64>,
-    held: Map<FlowKey, HeldSyns>,
+    held: Map<NsKey, HeldSyns>,
 }
 
 impl SharedPorts {
     /// Socket `cookie` is bound to `key` (a flow with no remote port).
-    pub fn bind(&mut self, key: FlowKey, cookie: u64) {
+    pub fn bind(&mut self, key: NsKey, cookie: u64) {
         let socks = self.bound.entry(key).or_default();
         if socks.contains(&cookie) {
             return;
@@ -63,7 +72,7 @@ impl SharedPorts {
     }
 
     /// A SYN of flow `key`, named for `listener`, waits for its SYN-ACK.
-    pub fn hold(&mut self, key: FlowKey, listener: u64, ts: u64, dev: Option<Unit>, ip: Unit) {
+    pub fn hold(&mut self, key: NsKey, listener: u64, ts: u64, dev: Option<Unit>, ip: Unit) {
         let h = self.held.entry(key).or_insert_with(|| HeldSyns {
             listener,
             since: ts,
@@ -76,7 +85,7 @@ impl SharedPorts {
     /// The SYNs of flow `key`, answered by a SYN-ACK of `answered_by`: counted
     /// to it when it is a listener of the shared port, else to the listener
     /// named for them.
-    pub fn answered(&mut self, key: FlowKey, answered_by: u64) -> Option<HeldSyns> {
+    pub fn answered(&mut self, key: NsKey, answered_by: u64) -> Option<HeldSyns> {
         let mut h = self.held.remove(&key)?;
         if self.is_shared(answered_by) {
             h.listener = answered_by;
@@ -86,7 +95,7 @@ impl SharedPorts {
 
     /// SYNs that waited since before `before`: their SYN-ACK is not coming.
     pub fn unanswered(&mut self, before: u64) -> Vec<HeldSyns> {
-        let keys: Vec<FlowKey> = self
+        let keys: Vec<NsKey> = self
             .held
             .iter()
             .filter(|(_, h)| h.since < before)
@@ -129,13 +138,16 @@ impl Analyzer {
             }
             _ => None,
         };
-        self.shared.hold(key, cookie, p.ts, dev, (p.ts, p.len));
+        let ns = self.netns_of(cookie);
+        self.shared
+            .hold((ns, key), cookie, p.ts, dev, (p.ts, p.len));
         true
     }
 
     /// A SYN-ACK of flow `key` (seen from the local end) left from `cookie`.
     pub(super) fn syn_answered(&mut self, key: FlowKey, cookie: u64) {
-        if let Some(h) = self.shared.answered(key, cookie) {
+        let ns = self.netns_of(cookie);
+        if let Some(h) = self.shared.answered((ns, key), cookie) {
             self.count_held(h);
         }
     }
@@ -158,7 +170,7 @@ mod tests {
     use super::*;
     use std::net::IpAddr;
 
-    fn key(rport: u16) -> FlowKey {
+    fn flow(rport: u16) -> FlowKey {
         FlowKey {
             local: IpAddr::from([10, 0, 0, 2]),
             lport: 80,
@@ -168,12 +180,19 @@ mod tests {
         }
     }
 
-    fn port() -> FlowKey {
-        FlowKey {
-            remote: IpAddr::from([0u8; 4]),
-            rport: 0,
-            ..key(0)
-        }
+    fn key(rport: u16) -> NsKey {
+        (Some(1), flow(rport))
+    }
+
+    fn port() -> NsKey {
+        (
+            Some(1),
+            FlowKey {
+                remote: IpAddr::from([0u8; 4]),
+                rport: 0,
+                ..flow(0)
+            },
+        )
     }
 
     #[test]

@@ -38,7 +38,8 @@ impl Analyzer {
         };
         self.flows.insert(key, cookie);
         if remote.port == 0 {
-            self.shared.bind(key, cookie);
+            let ns = self.netns_of(cookie);
+            self.shared.bind((ns, key), cookie);
         }
         self.adopt_orphans();
         self.passive.remove(&key);
