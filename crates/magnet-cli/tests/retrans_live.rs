@@ -53,6 +53,12 @@ fn mib(ns: &Netns, group: &str, key: &str) -> u64 {
 /// queue that drops. The devices keep their offloads, so one skb of the
 /// sender's write queue holds several segments and a retransmitted skb
 /// several of them: the hook fires once per skb, the kernel counts segments.
+///
+/// The tcp_retransmit_skb program does not run when a retransmission timer
+/// fires in a softirq on a thread of this sandbox VM's pid-1 agent
+/// (docs/analyze.md, "A blind spot of this VM"): a run where the kernel ran
+/// this test's network tracepoints there and the count is off is run again,
+/// up to four runs.
 #[test]
 fn retrans_segs_equal_the_namespace_mib_through_a_lossy_hop() {
     if !live_or_skip(
@@ -61,9 +67,25 @@ fn retrans_segs_equal_the_namespace_mib_through_a_lossy_hop() {
     ) {
         return;
     }
+    const TRIES: usize = 4;
+    for attempt in 1..=TRIES {
+        match lossy_hop_run() {
+            Ok(()) => return,
+            Err((why, Some(n))) if n > 0 && attempt < TRIES => eprintln!(
+                "retrans: run {attempt} of {TRIES}: the kernel ran {n} of this test's network \
+                 tracepoints on the VM agent's threads, where no BPF program runs: {why}"
+            ),
+            Err((why, blind)) => panic!("{why} (VM blind spot: {blind:?})"),
+        }
+    }
+}
+
+/// One run: Err with what was wrong and what [`magnet_testkit::BlindSpot`] saw.
+fn lossy_hop_run() -> Result<(), (String, Option<usize>)> {
     const PORT: u16 = 7811;
     const BYTES: usize = 4 << 20;
     let chain = Chain::new(3).unwrap();
+    let watch = magnet_testkit::BlindSpot::watch(chain.end(0).name());
     let (a, b) = (chain.host(0), chain.host(2));
     chain.end(1).tbf("20mbit", "8kb", "4ms").unwrap();
     let baddr = chain.addr(2);
@@ -102,6 +124,7 @@ fn retrans_segs_equal_the_namespace_mib_through_a_lossy_hop() {
     drop(c);
     rec.stop().success();
     let wire = cap.stop().unwrap();
+    let blind = watch.finish();
     let j = analyze(&trace);
     assert_eq!(j["trace"]["lost_events"], 0, "the recorder lost events");
     let t = client_tcp(&j, PORT);
@@ -132,13 +155,17 @@ fn retrans_segs_equal_the_namespace_mib_through_a_lossy_hop() {
         );
     }
     if !ok {
-        panic!(
-            "retrans_segs {mine} vs TcpRetransSegs {segs} (TCPRetransFail {failed_segs}; \
-             capture kept: {}; MAGNET_KEEP_SCRATCH=1 keeps the trace)",
-            wire.keep().display()
-        );
+        return Err((
+            format!(
+                "retrans_segs {mine} vs TcpRetransSegs {segs} (TCPRetransFail {failed_segs}; \
+                 capture kept: {}; MAGNET_KEEP_SCRATCH=1 keeps the trace)",
+                wire.keep().display()
+            ),
+            blind,
+        ));
     }
     assert!(t["retrans_skbs"].as_u64().unwrap() <= segs);
+    Ok(())
 }
 
 /// Data in flight to a peer that no longer answers, then the sender's own
