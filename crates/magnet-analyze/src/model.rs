@@ -64,6 +64,18 @@ pub struct Unattributed {
     pub no_listener_ip: u64,
     #[serde(default)]
     pub no_listener_dev_rx: u64,
+    /// Outer IP packets of a tunnel (VXLAN, Geneve, GRE, IPsec, sit) that
+    /// carried a traced socket's packets: sent with that socket's buffer (so
+    /// with its cookie) but under another protocol or source port, or received
+    /// at the tunnel's other end in the same trace. The tunnel's, not the
+    /// socket's own (its rows count the inner packets), and not failures.
+    #[serde(default)]
+    pub tunnel_ip: u64,
+    /// Their frames handed to a driver, and received where the tunnel ends.
+    #[serde(default)]
+    pub tunnel_dev_tx: u64,
+    #[serde(default)]
+    pub tunnel_dev_rx: u64,
 }
 
 /// Where events are missing: `count` events of CPU `cpu` were lost between

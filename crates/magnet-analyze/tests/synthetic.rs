@@ -1616,3 +1616,92 @@ fn the_same_4_tuple_in_two_namespaces_is_two_handshakes() {
         "[ip in, ip out] of 11, 12, 21, 22"
     );
 }
+
+/// A TCP connection over a VXLAN tunnel, both ends traced (the shape of a
+/// `record --all` over an overlay, tunnel_live.rs). The tunnel device wraps
+/// each packet in an outer IP/UDP packet (to port 4789, from a port of the
+/// flow's hash) in the same sk_buff, sent through LOCAL_OUT and the underlay
+/// device with the inner socket's cookie; an outer GSO packet leaves the
+/// underlay as segments that IP never saw. On the other host the outer
+/// packets reach the tunnel's kernel socket (cookie 0). The socket's rows
+/// count its own (inner) packets, the same going out as coming in; the outer
+/// ones are the tunnel's. Before: ip out 6 and dev out 9 for 3 packets, ip in 3.
+#[test]
+fn a_tunnels_outer_packets_are_not_the_sockets() {
+    let (ua, ub) = (
+        (Ipv4Addr::new(10, 77, 0, 1), 40378u16),
+        (Ipv4Addr::new(10, 77, 0, 2), 4789u16),
+    );
+    let (pa, pb) = ((A, 45000u16), (B, 7001u16));
+    let (under, over) = (202, 2);
+    let mut recs = vec![sock(T0, 1, pa, pb), sock(T0, 2, pb, pa)];
+    let outer = |k, ts, cookie, pkt, len| {
+        ip(k, ts, cookie, pkt, len, 0, 0, ua, ub)
+            .set("protocol", 17)
+            .set("ifindex", under)
+    };
+    for i in 0..3u64 {
+        let ts = T0 + (i + 1) * MS;
+        let seq = ISN + i * 2896;
+        let (inner, wrap, seg) = (100 + 10 * i, 101 + 10 * i, 102 + 10 * i);
+        // 2 MSS in one GSO packet: on the tunnel device whole, segmented on
+        // the underlay after encapsulation.
+        recs.push(
+            ip(kind::IP_LOCAL_OUT, ts, 1, inner, 2948, seq, 0x18, pa, pb).set("ifindex", over),
+        );
+        recs.push(dev(kind::DEV_START_XMIT, ts + 1, 1, inner, 2962).set("ifindex", over));
+        recs.push(outer(kind::IP_LOCAL_OUT, ts + 2, 1, wrap, 2998));
+        for s in 0..2 {
+            recs.push(
+                dev(kind::DEV_START_XMIT, ts + 3 + s, 1, seg + s * 1000, 1514)
+                    .set("ifindex", under),
+            );
+            recs.push(
+                dev(kind::DEV_RX, ts + 5 + s, 0, seg + s * 1000, 1514).set("ifindex", under + 1),
+            );
+            recs.push(
+                outer(kind::IP_LOCAL_IN, ts + 7 + s, 0, seg + s * 1000, 1500)
+                    .set("ifindex", under + 1),
+            );
+        }
+        // decapsulated, merged again (GRO) on the receiver's tunnel device
+        recs.push(dev(kind::DEV_RX, ts + 20, 2, 500 + i, 2962).set("ifindex", over));
+        recs.push(
+            ip(
+                kind::IP_LOCAL_IN,
+                ts + 21,
+                2,
+                500 + i,
+                2948,
+                seq,
+                0x18,
+                pa,
+                pb,
+            )
+            .set("ifindex", over),
+        );
+    }
+    let a = run(&recs);
+    let conn = |cookie| a.connections.iter().find(|c| c.cookie == cookie).unwrap();
+    let rows = |cookie, dir| {
+        let c = conn(cookie);
+        (
+            c.row("ip", dir).map_or(0, |r| r.units),
+            c.row("dev", dir).map_or(0, |r| r.units),
+        )
+    };
+    assert_eq!(
+        rows(1, "out"),
+        (3, 3),
+        "the sender's own packets and frames"
+    );
+    assert_eq!(rows(2, "in"), (3, 3), "the receiver's, the same");
+    assert_eq!(conn(1).row("ip", "out").unwrap().bytes, 3 * 2948);
+    let u = &a.trace.unattributed;
+    assert_eq!(
+        (u.tunnel_ip, u.tunnel_dev_tx, u.tunnel_dev_rx),
+        (3 + 6, 6, 6),
+        "the outer packets: 3 sent whole, 6 segments received; their 6 frames each way"
+    );
+    assert_eq!((u.ip, u.dev_tx, u.dev_rx, u.peer_rx), (0, 0, 0, 0));
+}

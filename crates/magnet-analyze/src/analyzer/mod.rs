@@ -8,6 +8,7 @@
 mod packets;
 mod reuseport;
 mod sockets;
+mod tunnels;
 
 use std::collections::{HashSet, VecDeque};
 
@@ -74,6 +75,13 @@ pub struct Analyzer {
     pkt_out: Map<u64, OutPacket>,
     dev_rx: Map<u64, PendingRx>,
     sent_frames: Map<u64, SentFrame>,
+    /// Outer packets of a tunnel that carries a traced socket's (tunnels.rs):
+    /// their ids, until their frames are seen, and the tunnels' ends.
+    tunnel_pkts: Map<u64, u64>,
+    tunnel_ends: HashSet<tunnels::TunnelEnd>,
+    /// Per socket whose packets a tunnel carried: the device the tunnel's
+    /// outer packets left on.
+    tunnel_devs: Map<u64, u64>,
     orphans: VecDeque<Orphan>,
     /// Flows whose SYN came in with no socket known (a listener not in the
     /// trace), until their socket is announced.
@@ -103,6 +111,9 @@ impl Analyzer {
             pkt_out: Map::default(),
             dev_rx: Map::default(),
             sent_frames: Map::default(),
+            tunnel_pkts: Map::default(),
+            tunnel_ends: HashSet::new(),
+            tunnel_devs: Map::default(),
             orphans: VecDeque::new(),
             passive: Map::default(),
             shared: SharedPorts::default(),

@@ -3,6 +3,7 @@
 
 use magnet_trace::kind;
 
+use super::tunnels::carries;
 use super::{Analyzer, OutPacket, PendingRx, SentFrame, ORPHAN_CAP, PKT_TTL_NS};
 use crate::connections::{Endpoints, DEV, IN, IP, OUT, TCP};
 use crate::fields::{View, F};
@@ -18,6 +19,10 @@ impl Analyzer {
                 if let Some(e) = Endpoints::read(v) {
                     let proto = v.u(F::Protocol);
                     let conn = self.conn(c, ts);
+                    if carries(conn, proto, &e) {
+                        self.tunnel_out(c, v, &IpPacket::read(ts, v));
+                        return;
+                    }
                     if !conn.listener
                         && (conn.remote.is_none() || conn.local.is_none_or(|l| !l.is_known()))
                     {
@@ -31,7 +36,9 @@ impl Analyzer {
         };
         let p = IpPacket::read(ts, v);
         let Some(cookie) = cookie else {
-            self.orphan(v, p, true);
+            if !self.tunnel_socketless_out(v, &p) {
+                self.orphan(v, p, true);
+            }
             return;
         };
         let IpPacket {
@@ -126,11 +133,15 @@ impl Analyzer {
             _ => key.and_then(|key| self.flows.find(key)),
         };
         let p = IpPacket::read(ts, v);
-        match cookie {
-            Some(cookie) => self.ip_in_unit(cookie, k, &p, key),
-            None if k == kind::IP_LOCAL_IN => self.orphan(v, p, false),
-            None => {}
-        }
+        let Some(cookie) = cookie else {
+            // A tunnel's outer packet is the tunnel's; any other waits for
+            // its socket to be announced.
+            if k == kind::IP_LOCAL_IN && !self.tunnel_in(v, &p) {
+                self.orphan(v, p, false);
+            }
+            return;
+        };
+        self.ip_in_unit(cookie, k, &p, key);
     }
 
     /// A received IP packet of socket `cookie` (at PRE_ROUTING or LOCAL_IN),
@@ -190,11 +201,14 @@ impl Analyzer {
 
     pub(super) fn dev_tx(&mut self, ts: u64, v: &View) {
         let pkt = v.u(F::PktId).unwrap_or(0);
+        let len = v.u(F::Len).unwrap_or(0);
+        if self.tunnel_frame(ts, v, pkt, len) {
+            return;
+        }
         let Some(cookie) = self.dev_cookie(ts, v, pkt) else {
             self.unattributed.dev_tx += 1;
             return;
         };
-        let len = v.u(F::Len).unwrap_or(0);
         self.sent_frames.insert(pkt, SentFrame { ts, len });
         let c = self.conn(cookie, ts);
         c.layers[DEV][OUT].unit(ts, len);
@@ -275,6 +289,7 @@ impl Analyzer {
             self.unclaimed(&p);
         }
         self.sent_frames.retain(|_, f| !old(f.ts));
+        self.sweep_tunnels(now);
         while self.orphans.front().is_some_and(|o| old(o.packet.ts)) {
             self.orphans.pop_front();
             self.unattributed.ip += 1;
