@@ -99,6 +99,9 @@ impl Analyzer {
     /// a packet id of its own that IP never saw) are known by their device:
     /// the one the socket's tunnel sent on, not the socket's own.
     pub(super) fn tunnel_frame(&mut self, ts: u64, v: &View, pkt: u64, len: u64) -> bool {
+        if self.tunnel_pkts.is_empty() && self.tunnel_devs.is_empty() {
+            return false; // no tunnel met: no lookups per frame
+        }
         let outer = self.tunnel_pkts.contains_key(&pkt)
             || (!self.pkt_out.contains_key(&pkt)
                 && v.u(F::Cookie)
