@@ -9,6 +9,11 @@
 # LOCAL_OUT and LOCAL_IN once: `record --all --layers ip` must count 300,000
 # of each, lose none, and say that it wrote records one at a time. (With the
 # per-CPU batches on such a kernel it counted 299,998 and 300,002.)
+# The rings hold the whole run (600,000 records of about 110 bytes; 128 MiB per
+# CPU): with the senders and the busy loops on both emulated CPUs the drain may
+# get too little time to keep up with the default 32 MiB, and this lane judges
+# what preemption does to the records, not how fast an emulated drain runs (a CI
+# run lost 62,608 records that way, each counted as lost).
 dir="${1:?usage: preempt.sh DIR}"
 mkdir -p "$dir"
 m="${MAGNET:-magnet}"
@@ -17,7 +22,7 @@ echo "== preempt"
 echo "mode $(cat /sys/kernel/debug/sched/preempt 2>/dev/null)"
 ( while :; do :; done ) & h1=$!
 ( while :; do :; done ) & h2=$!
-"$m" record --all --netns self --layers ip -o "$dir/p.mgt" --json > "$dir/rec.json" 2> "$dir/rec.err" & rec=$!
+"$m" record --all --netns self --layers ip --buffer 256MiB -o "$dir/p.mgt" --json > "$dir/rec.json" 2> "$dir/rec.err" & rec=$!
 i=0
 while ! grep -q "magnet: recording" "$dir/rec.err" 2>/dev/null && [ $i -lt 1200 ]; do
     sleep 0.1; i=$((i + 1))
