@@ -142,6 +142,9 @@ pub(crate) struct Conn {
     /// the recorder did not follow).
     pub known: bool,
     pub protocol: Option<u64>,
+    /// A raw socket (SOCK_RAW, from its SOCK or app records): it writes its
+    /// packets' headers itself, any protocol and ports.
+    pub raw: bool,
     /// A listening socket (LISTEN state, a SOCK record with no peer, or a SYN
     /// received): it answers the handshakes of many connections, each in its
     /// own sequence space, and carries no stream and has no peer of its own.
@@ -184,6 +187,7 @@ impl Conn {
             cookie,
             known: false,
             protocol: None,
+            raw: false,
             listener: false,
             local: None,
             remote: None,

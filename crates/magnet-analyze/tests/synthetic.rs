@@ -1704,4 +1704,27 @@ fn a_tunnels_outer_packets_are_not_the_sockets() {
         "the outer packets: 3 sent whole, 6 segments received; their 6 frames each way"
     );
     assert_eq!((u.ip, u.dev_tx, u.dev_rx, u.peer_rx), (0, 0, 0, 0));
+
+    // A raw socket (SOCK_RAW, as hping3 and nmap use) writes its packets'
+    // headers itself: another protocol or source port than its own is still
+    // its packet.
+    let raw = sock(T0, 3, (A, 255), (B, 0))
+        .set("protocol", 255)
+        .set("type", 3);
+    let crafted = |i: u64| {
+        ip(
+            kind::IP_LOCAL_OUT,
+            T0 + i * MS,
+            3,
+            900 + i,
+            40,
+            0,
+            0x02,
+            (A, 1000 + i as u16),
+            (B, 80),
+        )
+    };
+    let a = run(&[raw, crafted(1), crafted(2)]);
+    assert_eq!(a.connections[0].row("ip", "out").map(|r| r.units), Some(2));
+    assert_eq!(a.trace.unattributed.tunnel_ip, 0);
 }

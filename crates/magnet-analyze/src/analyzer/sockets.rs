@@ -15,6 +15,8 @@ use crate::tcp::{Snap, TCP_FIN};
 
 /// TCP_LISTEN in the kernel's numbering.
 const TCP_LISTEN: u64 = 10;
+/// `SOCK_RAW`: a raw socket's `type` in SOCK and app records.
+const SOCK_RAW: u64 = 3;
 
 impl Analyzer {
     pub(super) fn learn_flow(
@@ -66,6 +68,7 @@ impl Analyzer {
         let c = self.conn(cookie, ts);
         c.known = true;
         c.protocol = proto.or(c.protocol);
+        c.raw |= v.u(F::SockType) == Some(SOCK_RAW);
         c.netns = v.u(F::Netns);
         if c.protocol == Some(6) && ends.is_some_and(|e| e.src.port != 0 && e.dst.port == 0) {
             c.listener = true;
@@ -102,6 +105,7 @@ impl Analyzer {
         let c = self.conn(cookie, ts);
         c.known = true;
         c.protocol = c.protocol.or(proto);
+        c.raw |= v.u(F::SockType) == Some(SOCK_RAW);
         c.pids.insert(pid);
         if c.comm.is_none() {
             c.comm = comm;

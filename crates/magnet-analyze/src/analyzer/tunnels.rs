@@ -31,9 +31,10 @@ pub(super) type TunnelEnd = (u8, IpAddr, u16);
 /// source port (no SNAT happens before LOCAL_OUT; a fragment after the first
 /// has no ports and is not judged). Addresses are not compared: a socket bound
 /// to a wildcard sends from any of them. A socket not yet announced (a UDP
-/// socket's first datagram) is judged by the tuple its first packet taught.
+/// socket's first datagram) is judged by the tuple its first packet taught;
+/// a raw socket (hping3, nmap) writes any protocol and ports: never judged.
 pub(super) fn carries(c: &Conn, proto: Option<u64>, e: &Endpoints) -> bool {
-    let Some(theirs) = proto else {
+    let Some(theirs) = proto.filter(|_| !c.raw) else {
         return false;
     };
     if c.protocol.is_some_and(|mine| mine != theirs) {
